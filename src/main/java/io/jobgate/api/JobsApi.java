@@ -1,0 +1,134 @@
+package io.jobgate.api;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import io.jobgate.job.AdmissionService;
+import io.jobgate.job.Job;
+import io.jobgate.job.JobFinalizer;
+import io.jobgate.job.JobStatus;
+import io.jobgate.job.JobStore;
+import io.jobgate.job.JobView;
+import io.jobgate.tenant.Tenant;
+import org.apache.camel.Exchange;
+
+/** HTTP glue of the jobs resource: reads the request, calls the rules, writes the answer. */
+public final class JobsApi {
+
+    static final int MAX_BODY_BYTES = 64 * 1024;
+    static final int DEFAULT_PAGE = 50;
+    static final int MAX_PAGE = 200;
+    private static final int MAX_CORRELATION_ID = 128;
+
+    private final AdmissionService admission;
+    private final JobStore jobs;
+    private final JobFinalizer finalizer;
+
+    public JobsApi(AdmissionService admission, JobStore jobs, JobFinalizer finalizer) {
+        this.admission = admission;
+        this.jobs = jobs;
+        this.finalizer = finalizer;
+    }
+
+    public void create(Exchange exchange) {
+        Tenant tenant = TenantAuth.tenant(exchange);
+        String contentType = exchange.getIn().getHeader(Exchange.CONTENT_TYPE, String.class);
+        if (contentType == null || !contentType.toLowerCase().matches("application/([a-z0-9.+-]*\\+)?json\\s*(;.*)?")) {
+            throw ApiProblem.of(415, "unsupported_media_type", "Send the job request as Content-Type: application/json.");
+        }
+        byte[] body = exchange.getIn().getBody(byte[].class);
+        if (body != null && body.length > MAX_BODY_BYTES) {
+            throw ApiProblem.of(413, "request_too_large", "A job request is at most " + MAX_BODY_BYTES
+                    + " bytes; send large sources through POST /v1/uploads.");
+        }
+        String key = exchange.getIn().getHeader("Idempotency-Key", String.class);
+        String correlationId = correlationId(exchange.getIn().getHeader("X-Correlation-Id", String.class));
+        AdmissionService.Admission admitted = admission.admit(tenant, key, correlationId, Json.parseObject(body));
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("Location", JobView.location(admitted.job()));
+        if (admitted.replayed()) {
+            headers.put("Idempotent-Replayed", "true");
+        }
+        HttpReply.json(exchange, 202, JobView.of(admitted.job()), headers);
+    }
+
+    public void get(Exchange exchange) {
+        Job job = find(exchange);
+        HttpReply.json(exchange, 200, JobView.of(job), Map.of());
+    }
+
+    public void list(Exchange exchange) {
+        Tenant tenant = TenantAuth.tenant(exchange);
+        String statusParam = exchange.getIn().getHeader("status", String.class);
+        JobStatus status = null;
+        if (statusParam != null && !statusParam.isBlank()) {
+            status = JobStatus.fromWire(statusParam).orElseThrow(() -> ApiProblem.of(400, "invalid_parameter",
+                    "Unknown status '" + statusParam + "'.").with("field", "status"));
+        }
+        int limit = DEFAULT_PAGE;
+        String limitParam = exchange.getIn().getHeader("limit", String.class);
+        if (limitParam != null && !limitParam.isBlank()) {
+            try {
+                limit = Integer.parseInt(limitParam.trim());
+            } catch (NumberFormatException e) {
+                limit = -1;
+            }
+            if (limit < 1 || limit > MAX_PAGE) {
+                throw ApiProblem.of(400, "invalid_parameter", "'limit' must be 1 to " + MAX_PAGE + ".").with("field", "limit");
+            }
+        }
+        String cursor = exchange.getIn().getHeader("cursor", String.class);
+        UUID before = cursor == null || cursor.isBlank() ? null : uuid(cursor, "cursor");
+        List<Job> page = jobs.list(tenant.id(), status, before, limit);
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("jobs", page.stream().map(JobView::of).toList());
+        body.put("next_cursor", page.size() == limit ? page.get(page.size() - 1).id().toString() : null);
+        HttpReply.json(exchange, 200, body, Map.of());
+    }
+
+    public void cancel(Exchange exchange) {
+        Job job = find(exchange);
+        if (!job.status().terminal()) {
+            finalizer.finalizeJob(job.id(), new JobFinalizer.Outcome(JobStatus.CANCELLED, "cancelled",
+                    "Cancelled by the tenant.", JobFinalizer.RefundPolicy.FULL));
+            job = find(exchange);
+        }
+        if (job.status() != JobStatus.CANCELLED) {
+            throw ApiProblem.of(409, "not_cancellable", "Job " + job.id() + " is already " + job.status().wire() + ".")
+                    .with("status", job.status().wire());
+        }
+        HttpReply.json(exchange, 200, JobView.of(job), Map.of());
+    }
+
+    private Job find(Exchange exchange) {
+        Tenant tenant = TenantAuth.tenant(exchange);
+        String id = exchange.getIn().getHeader("jobId", String.class);
+        UUID jobId = uuid(id, "job_id");
+        return jobs.find(tenant.id(), jobId)
+                .orElseThrow(() -> ApiProblem.of(404, "job_not_found", "No job '" + id + "'."));
+    }
+
+    private static UUID uuid(String value, String field) {
+        try {
+            return UUID.fromString(value);
+        } catch (IllegalArgumentException | NullPointerException e) {
+            if ("job_id".equals(field)) {
+                throw ApiProblem.of(404, "job_not_found", "No job '" + value + "'.");
+            }
+            throw ApiProblem.of(400, "invalid_parameter", "'" + field + "' is not valid.").with("field", field);
+        }
+    }
+
+    private static String correlationId(String value) {
+        if (value == null || value.isBlank()) {
+            return null;
+        }
+        if (value.length() > MAX_CORRELATION_ID || !value.matches("[A-Za-z0-9._:/-]+")) {
+            throw ApiProblem.of(400, "invalid_correlation_id", "X-Correlation-Id must be 1 to " + MAX_CORRELATION_ID
+                    + " characters of letters, digits and . _ : / -.");
+        }
+        return value;
+    }
+}

@@ -1,0 +1,46 @@
+package io.jobgate.api;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import org.apache.camel.Exchange;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Renders a refusal or a fault as RFC 9457 problem details with a stable {@code code}. Faults are
+ * logged with their stack trace; the client sees only a code and a correlation-friendly message.
+ */
+public final class ProblemResponder {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ProblemResponder.class);
+
+    public void respond(Exchange exchange) {
+        Throwable cause = exchange.getProperty(Exchange.EXCEPTION_CAUGHT, Throwable.class);
+        ApiProblem problem = cause instanceof ApiProblem p ? p : unexpected(exchange, cause);
+        String path = exchange.getIn().getHeader(Exchange.HTTP_PATH, String.class);
+        HttpReply.write(exchange, problem.status(), HttpReply.PROBLEM_JSON, Json.write(document(problem, path)),
+                problem.headers());
+    }
+
+    public static Map<String, Object> document(ApiProblem problem, String instance) {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("type", "urn:jobgate:problem:" + problem.code());
+        doc.put("title", problem.code().replace('_', ' '));
+        doc.put("status", problem.status());
+        doc.put("code", problem.code());
+        doc.put("detail", problem.getMessage());
+        if (instance != null && !instance.isEmpty()) {
+            doc.put("instance", instance);
+        }
+        doc.putAll(problem.members());
+        return doc;
+    }
+
+    private static ApiProblem unexpected(Exchange exchange, Throwable cause) {
+        // Never echo the request: it may hold prompts or user text.
+        LOG.error("Unexpected failure in route {} (exchange {})", exchange.getFromRouteId(), exchange.getExchangeId(), cause);
+        return ApiProblem.of(500, "internal_error", "The gateway failed to process the request. "
+                + "Retrying with the same Idempotency-Key is safe: it never makes a second job.");
+    }
+}

@@ -1,0 +1,44 @@
+package io.jobgate.infra;
+
+import javax.sql.DataSource;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import org.flywaydb.core.Flyway;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** The connection pool and the schema migrations (Flyway, PostgreSQL only). */
+public final class Database {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Database.class);
+
+    private Database() {
+    }
+
+    public static HikariDataSource pool(String url, String user, String password, int size) {
+        HikariConfig config = new HikariConfig();
+        config.setPoolName("jobgate-db");
+        config.setJdbcUrl(url);
+        config.setUsername(user);
+        config.setPassword(password);
+        config.setMaximumPoolSize(size);
+        config.setMinimumIdle(Math.min(2, size));
+        config.setConnectionTimeout(10_000);
+        // Statements are prepared once per connection and reused on the hot admission path.
+        config.addDataSourceProperty("prepareThreshold", "1");
+        config.addDataSourceProperty("ApplicationName", "jobgate");
+        return new HikariDataSource(config);
+    }
+
+    /** Applies pending migrations; several instances starting at once serialize on Flyway's lock. */
+    public static void migrate(DataSource dataSource) {
+        var result = Flyway.configure()
+                .dataSource(dataSource)
+                .locations("classpath:db/migration")
+                .load()
+                .migrate();
+        LOG.info("Database schema at version {} ({} migrations applied now)", result.targetSchemaVersion,
+                result.migrationsExecuted);
+    }
+}

@@ -1,0 +1,57 @@
+package io.jobgate.infra;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Real PostgreSQL binaries (zonky) kept in the data directory; initdb runs only on first start,
+ * so a restart on the same directory keeps every row.
+ */
+public final class EmbeddedPostgresServer {
+
+    private static final Logger LOG = LoggerFactory.getLogger(EmbeddedPostgresServer.class);
+
+    private final EmbeddedPostgres postgres;
+
+    private EmbeddedPostgresServer(EmbeddedPostgres postgres) {
+        this.postgres = postgres;
+    }
+
+    public static EmbeddedPostgresServer start(Path baseDir, int port) throws IOException {
+        Path dataDir = baseDir.resolve("pgdata");
+        Path workDir = baseDir.resolve("pgbin");
+        Files.createDirectories(dataDir);
+        Files.createDirectories(workDir);
+        // zonky unpacks its binaries into this folder; keep them beside the data, not in /tmp.
+        System.setProperty("ot.epg.working-dir", workDir.toString());
+        long started = System.nanoTime();
+        EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
+                .setDataDirectory(dataDir)
+                .setCleanDataDirectory(false)
+                .setOverrideWorkingDirectory(workDir.toFile())
+                .setRegisterShutdownHook(false) // the Camel context stops it after the routes
+                .setPGStartupWait(Duration.ofSeconds(60))
+                .setServerConfig("max_connections", "200");
+        if (port > 0) {
+            builder.setPort(port);
+        }
+        EmbeddedPostgres postgres = builder.start();
+        LOG.info("Embedded PostgreSQL on port {} with data in {} ({} ms)", postgres.getPort(), dataDir,
+                (System.nanoTime() - started) / 1_000_000);
+        return new EmbeddedPostgresServer(postgres);
+    }
+
+    public String jdbcUrl() {
+        return postgres.getJdbcUrl("postgres", "postgres");
+    }
+
+    public void stop() throws IOException {
+        postgres.close();
+    }
+}

@@ -1,0 +1,12 @@
+package io.jobgate.job;
+
+import java.time.Instant;
+import java.util.UUID;
+
+/** The stored job as the API shows it (inputs stay in the database: they may hold user text). */
+public record Job(UUID id, String tenantId, String idempotencyKey, String requestSha256, JobStatus status,
+                  String presetId, int presetVersion, String kind, String aspectClass, String provider,
+                  UUID uploadId, String sourceSha256, long sourceBytes, String correlationId, long costMicros,
+                  int maxAttempts, int maxLifetimeSeconds, Instant expiresAt, int attempts, String errorCategory,
+                  String errorMessage, Instant createdAt, Instant updatedAt, Instant finalizedAt) {
+}

@@ -1,0 +1,74 @@
+package io.jobgate.job;
+
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * The one way a job becomes terminal. In one transaction: set the terminal state and
+ * {@code finalized_at} only if not yet set, release the admission reservations, and refund at
+ * most once (the ledger's unique index on (job, refund) makes a second refund impossible).
+ * A second call for the same job changes nothing and reports so.
+ */
+public final class JobFinalizer {
+
+    private final JdbcTemplate jdbc;
+    private final TransactionTemplate transactions;
+    private final Clock clock;
+
+    public JobFinalizer(JdbcTemplate jdbc, TransactionTemplate transactions, Clock clock) {
+        this.jdbc = jdbc;
+        this.transactions = transactions;
+        this.clock = clock;
+    }
+
+    /** What ends a job: its terminal state, error category and message, and the refund. */
+    public record Outcome(JobStatus status, String errorCategory, String errorMessage, RefundPolicy refund) {
+        public Outcome {
+            if (!status.terminal()) {
+                throw new IllegalArgumentException(status + " is not terminal");
+            }
+        }
+    }
+
+    public enum RefundPolicy {
+        NONE, FULL
+    }
+
+    /** @return true if this call finalized the job, false if it was already terminal */
+    public boolean finalizeJob(UUID jobId, Outcome outcome) {
+        Boolean done = transactions.execute(tx -> {
+            Instant now = clock.instant();
+            Optional<Map<String, Object>> ended = jdbc.queryForList("""
+                    UPDATE jobs SET status = ?, error_category = ?, error_message = ?, finalized_at = ?, updated_at = ?
+                     WHERE job_id = ? AND finalized_at IS NULL
+                    RETURNING tenant_id, source_bytes, cost_micros""",
+                    outcome.status().wire(), outcome.errorCategory(), outcome.errorMessage(), Timestamp.from(now),
+                    Timestamp.from(now), jobId).stream().findFirst();
+            if (ended.isEmpty()) {
+                return false;
+            }
+            String tenant = (String) ended.get().get("tenant_id");
+            long bytes = ((Number) ended.get().get("source_bytes")).longValue();
+            long cost = ((Number) ended.get().get("cost_micros")).longValue();
+            jdbc.update("UPDATE tenant_accounts SET open_jobs = open_jobs - 1, queued_bytes = queued_bytes - ? "
+                    + "WHERE tenant_id = ?", bytes, tenant);
+            jdbc.update("UPDATE gateway_capacity SET in_flight = in_flight - 1 WHERE id = 1");
+            if (outcome.refund() == RefundPolicy.FULL && cost > 0) {
+                jdbc.update("""
+                        INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at)
+                        VALUES (?, ?, 'refund', ?, ?, ?)
+                        ON CONFLICT (job_id, entry_type) WHERE entry_type IN ('debit', 'refund') DO NOTHING""",
+                        tenant, jobId, cost, outcome.errorCategory(), Timestamp.from(now));
+            }
+            return true;
+        });
+        return Boolean.TRUE.equals(done);
+    }
+}

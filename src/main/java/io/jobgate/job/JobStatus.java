@@ -1,0 +1,41 @@
+package io.jobgate.job;
+
+import java.util.Arrays;
+import java.util.Optional;
+
+/**
+ * The states of a job. Each comment says which component moves a job out of the state.
+ * Terminal states never change again ({@code finalized_at} is set once).
+ */
+public enum JobStatus {
+    /** Accepted; the outbox relay dispatches it, cancel may end it. */
+    QUEUED,
+    /** A worker holds its lease; the worker moves it on, the sweeper reclaims an expired lease. */
+    RUNNING,
+    /** The worker is calling the provider; its outcome or the sweeper moves it on. */
+    SUBMITTING,
+    /** The provider accepted the task; a webhook, the poller or the sweeper finishes it. */
+    PROVIDER_PENDING,
+    /** A request may or may not have reached the provider; reconciliation asks the provider. */
+    SUBMISSION_UNKNOWN,
+    /** Waiting for its next attempt (backoff or Retry-After); the relay dispatches it when due. Not a failure. */
+    RETRY_WAIT,
+    /** Terminal: a checked output is readable. */
+    SUCCEEDED,
+    /** Terminal: with an error category and message. */
+    FAILED,
+    /** Terminal: cancelled by its tenant. */
+    CANCELLED;
+
+    public boolean terminal() {
+        return this == SUCCEEDED || this == FAILED || this == CANCELLED;
+    }
+
+    public String wire() {
+        return name().toLowerCase();
+    }
+
+    public static Optional<JobStatus> fromWire(String value) {
+        return Arrays.stream(values()).filter(s -> s.wire().equals(value)).findFirst();
+    }
+}

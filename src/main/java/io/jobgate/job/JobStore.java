@@ -1,0 +1,70 @@
+package io.jobgate.job;
+
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/** Reads of jobs, always scoped to a tenant. */
+public final class JobStore {
+
+    static final String COLUMNS = """
+            job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version, kind, aspect_class,
+            provider, upload_id, source_sha256, source_bytes, correlation_id, cost_micros, max_attempts,
+            max_lifetime_seconds, expires_at, attempts, error_category, error_message, created_at, updated_at, finalized_at""";
+
+    private final JdbcTemplate jdbc;
+
+    public JobStore(JdbcTemplate jdbc) {
+        this.jdbc = jdbc;
+    }
+
+    public Optional<Job> find(String tenantId, UUID jobId) {
+        return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE tenant_id = ? AND job_id = ?", JobStore::map,
+                tenantId, jobId).stream().findFirst();
+    }
+
+    public Optional<Job> findByKey(String tenantId, String idempotencyKey) {
+        return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE tenant_id = ? AND idempotency_key = ?", JobStore::map,
+                tenantId, idempotencyKey).stream().findFirst();
+    }
+
+    /** Newest first; {@code before} is the last job id of the previous page (ids are time-ordered). */
+    public List<Job> list(String tenantId, JobStatus status, UUID before, int limit) {
+        StringBuilder sql = new StringBuilder("SELECT " + COLUMNS + " FROM jobs WHERE tenant_id = ?");
+        List<Object> args = new ArrayList<>(List.of(tenantId));
+        if (status != null) {
+            sql.append(" AND status = ?");
+            args.add(status.wire());
+        }
+        if (before != null) {
+            sql.append(" AND job_id < ?");
+            args.add(before);
+        }
+        sql.append(" ORDER BY job_id DESC LIMIT ?");
+        args.add(limit);
+        return jdbc.query(sql.toString(), JobStore::map, args.toArray());
+    }
+
+    static Job map(ResultSet rs, int row) throws SQLException {
+        return new Job(rs.getObject("job_id", UUID.class), rs.getString("tenant_id"), rs.getString("idempotency_key"),
+                rs.getString("request_sha256"), JobStatus.fromWire(rs.getString("status")).orElseThrow(),
+                rs.getString("preset_id"), rs.getInt("preset_version"), rs.getString("kind"), rs.getString("aspect_class"),
+                rs.getString("provider"), rs.getObject("upload_id", UUID.class), rs.getString("source_sha256"),
+                rs.getLong("source_bytes"), rs.getString("correlation_id"), rs.getLong("cost_micros"),
+                rs.getInt("max_attempts"), rs.getInt("max_lifetime_seconds"), instant(rs, "expires_at"),
+                rs.getInt("attempts"), rs.getString("error_category"), rs.getString("error_message"),
+                instant(rs, "created_at"), instant(rs, "updated_at"), instant(rs, "finalized_at"));
+    }
+
+    private static Instant instant(ResultSet rs, String column) throws SQLException {
+        Timestamp ts = rs.getTimestamp(column);
+        return ts == null ? null : ts.toInstant();
+    }
+}

@@ -1,0 +1,24 @@
+package io.jobgate.preset;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * An immutable, versioned server-side template with bounded inputs, the aspect classes it allows
+ * (each with one fixed pixel size) and what source upload it takes.
+ *
+ * @param kind            {@code image} or {@code transcription}: selects providers and pricing
+ * @param sourceMediaTypes media types a source upload may have; empty when the preset takes none
+ * @param outputs          how many outputs one job produces (priced per output)
+ */
+public record Preset(String id, int version, String kind, String title, Map<String, AspectSize> aspectClasses,
+                     Map<String, InputField> inputs, boolean sourceRequired, List<String> sourceMediaTypes,
+                     List<String> outputMediaTypes, int outputs, PromptTemplate template, String fileSha256) {
+
+    public record AspectSize(int width, int height) {
+    }
+
+    public boolean takesSource() {
+        return !sourceMediaTypes.isEmpty();
+    }
+}

@@ -1,0 +1,33 @@
+package io.jobgate.provider;
+
+import io.jobgate.preset.Preset;
+import io.jobgate.upload.Upload;
+
+/**
+ * The price of a job, from the request's real parameters and the provider's unit prices. The
+ * client never sends a price.
+ */
+public final class Pricing {
+
+    private static final long MILLIS_PER_MINUTE = 60_000;
+
+    private Pricing() {
+    }
+
+    public static long costMicros(Preset preset, Provider provider, Upload source) {
+        return switch (preset.kind()) {
+            case "image" -> Math.multiplyExact(provider.price(ProviderCatalog.IMAGE_PRICE), preset.outputs());
+            case "transcription" -> Math.multiplyExact(provider.price(ProviderCatalog.AUDIO_MINUTE_PRICE),
+                    billedMinutes(source == null ? null : source.durationMillis()));
+            default -> throw new IllegalStateException("no pricing for kind " + preset.kind());
+        };
+    }
+
+    /** Whole minutes, rounded up, at least one: how transcription is billed. */
+    static long billedMinutes(Long durationMillis) {
+        if (durationMillis == null || durationMillis <= 0) {
+            return 1;
+        }
+        return (durationMillis + MILLIS_PER_MINUTE - 1) / MILLIS_PER_MINUTE;
+    }
+}

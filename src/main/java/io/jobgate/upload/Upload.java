@@ -1,0 +1,9 @@
+package io.jobgate.upload;
+
+import java.time.Instant;
+import java.util.UUID;
+
+/** A stored source object of a tenant; the bytes live in object storage under {@code objectKey}. */
+public record Upload(UUID id, String tenantId, String sha256, long bytes, String mediaType, String objectKey,
+                     Long durationMillis, Instant createdAt) {
+}

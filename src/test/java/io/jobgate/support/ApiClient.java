@@ -1,0 +1,84 @@
+package io.jobgate.support;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+/** Real HTTP calls against the gateway under test. */
+public final class ApiClient {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final String base;
+
+    public ApiClient(int port) {
+        this.base = "http://127.0.0.1:" + port;
+    }
+
+    public record Response(int status, java.net.http.HttpHeaders headers, String text) {
+        public JsonNode json() {
+            try {
+                return JSON.readTree(text);
+            } catch (Exception e) {
+                throw new AssertionError("not JSON: " + text, e);
+            }
+        }
+
+        public String header(String name) {
+            return headers.firstValue(name).orElse(null);
+        }
+
+        public String code() {
+            return json().path("code").asText(null);
+        }
+
+        public String contentType() {
+            return header("Content-Type");
+        }
+    }
+
+    public Response postJob(String apiKey, String idempotencyKey, String jsonBody) {
+        HttpRequest.Builder b = request("/v1/jobs", apiKey).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(jsonBody));
+        if (idempotencyKey != null) {
+            b.header("Idempotency-Key", idempotencyKey);
+        }
+        return send(b.build());
+    }
+
+    public Response upload(String apiKey, String contentType, byte[] bytes) {
+        return send(request("/v1/uploads", apiKey).header("Content-Type", contentType)
+                .POST(HttpRequest.BodyPublishers.ofByteArray(bytes)).build());
+    }
+
+    public Response get(String apiKey, String path) {
+        return send(request(path, apiKey).GET().build());
+    }
+
+    public Response post(String apiKey, String path) {
+        return send(request(path, apiKey).POST(HttpRequest.BodyPublishers.noBody()).build());
+    }
+
+    public HttpRequest.Builder request(String path, String apiKey) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(30));
+        if (apiKey != null) {
+            b.header("Authorization", "Bearer " + apiKey);
+        }
+        return b;
+    }
+
+    public Response send(HttpRequest request) {
+        try {
+            HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
+            return new Response(r.statusCode(), r.headers(), r.body());
+        } catch (Exception e) {
+            throw new AssertionError("HTTP call failed: " + request, e);
+        }
+    }
+}

@@ -1,0 +1,42 @@
+package io.jobgate.support;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Per test class: a fresh HTTP port and data directory, the shared test PostgreSQL (emptied), and
+ * the test tenants beside the shipped ones. Settings go in as system properties, which override
+ * config/application.properties the same way environment variables do in production.
+ */
+public final class GatewayTestSupport {
+
+    private GatewayTestSupport() {
+    }
+
+    public static int prepare(Map<String, String> extra) throws Exception {
+        int port = freePort();
+        TestDatabase.reset();
+        Map<String, String> props = new LinkedHashMap<>();
+        props.put("camel.server.port", Integer.toString(port));
+        props.put("jobgate.data-dir", Files.createTempDirectory("jobgate-test").toString());
+        props.put("jobgate.db.url", TestDatabase.url());
+        props.put("jobgate.db.user", TestDatabase.user());
+        props.put("jobgate.db.password", TestDatabase.password());
+        props.put("jobgate.broker.embedded-port", Integer.toString(freePort()));
+        props.put("jobgate.tenants.files", "config/tenants.yaml,src/test/resources/test-tenants.yaml");
+        props.put("jobgate.uploads.max-bytes", "26214400");
+        props.put("jobgate.admission.max-in-flight", "10000");
+        props.putAll(extra);
+        props.forEach(System::setProperty);
+        return port;
+    }
+
+    public static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+}

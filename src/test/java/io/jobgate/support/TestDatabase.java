@@ -1,0 +1,97 @@
+package io.jobgate.support;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.Statement;
+
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+
+/**
+ * The PostgreSQL server of the test run, shared by every test class of the JVM: the server named
+ * by {@code JOBGATE_TEST_JDBC_URL} (CI: a real PostgreSQL 15), else embedded PostgreSQL binaries
+ * started once. With {@code JOBGATE_TEST_REQUIRE_EXTERNAL_DB=true} a missing URL fails the run
+ * instead of silently falling back.
+ */
+public final class TestDatabase {
+
+    private static String url;
+    private static String user;
+    private static String password;
+
+    private TestDatabase() {
+    }
+
+    public static synchronized String url() {
+        if (url == null) {
+            String external = System.getenv("JOBGATE_TEST_JDBC_URL");
+            if (external != null && !external.isBlank()) {
+                url = external;
+                user = env("JOBGATE_TEST_JDBC_USER", "postgres");
+                password = env("JOBGATE_TEST_JDBC_PASSWORD", "");
+            } else if (requireExternal()) {
+                throw new IllegalStateException("JOBGATE_TEST_REQUIRE_EXTERNAL_DB is set but JOBGATE_TEST_JDBC_URL is not");
+            } else {
+                try {
+                    Path dir = Files.createTempDirectory("jobgate-test-pg");
+                    System.setProperty("ot.epg.working-dir", dir.resolve("bin").toString());
+                    EmbeddedPostgres pg = EmbeddedPostgres.builder().setDataDirectory(dir.resolve("data"))
+                            .setServerConfig("max_connections", "300").start();
+                    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                        try {
+                            pg.close();
+                        } catch (Exception ignored) {
+                            // the JVM is ending
+                        }
+                    }));
+                    url = pg.getJdbcUrl("postgres", "postgres");
+                    user = "postgres";
+                    password = "";
+                } catch (Exception e) {
+                    throw new IllegalStateException("cannot start embedded PostgreSQL for tests", e);
+                }
+            }
+        }
+        return url;
+    }
+
+    public static boolean requireExternal() {
+        return Boolean.parseBoolean(System.getenv("JOBGATE_TEST_REQUIRE_EXTERNAL_DB"));
+    }
+
+    public static String user() {
+        url();
+        return user;
+    }
+
+    public static String password() {
+        url();
+        return password;
+    }
+
+    public static Connection connect() throws Exception {
+        return DriverManager.getConnection(url(), user(), password());
+    }
+
+    /** Empties the job tables and zeroes the reservations, so each test class starts from its config. */
+    public static void reset() throws Exception {
+        try (Connection c = connect(); Statement s = c.createStatement()) {
+            boolean migrated;
+            try (var rs = s.executeQuery("SELECT to_regclass('public.jobs') IS NOT NULL")) {
+                rs.next();
+                migrated = rs.getBoolean(1);
+            }
+            if (migrated) {
+                s.execute("TRUNCATE ledger, outbox, jobs, uploads RESTART IDENTITY CASCADE");
+                s.execute("UPDATE tenant_accounts SET balance_micros = 0, open_jobs = 0, queued_bytes = 0");
+                s.execute("UPDATE gateway_capacity SET in_flight = 0");
+            }
+        }
+    }
+
+    private static String env(String name, String defaultValue) {
+        String value = System.getenv(name);
+        return value == null || value.isBlank() ? defaultValue : value;
+    }
+}
