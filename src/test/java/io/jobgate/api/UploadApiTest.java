@@ -1,0 +1,110 @@
+package io.jobgate.api;
+
+import java.util.Map;
+
+import io.jobgate.App;
+import io.jobgate.infra.Digests;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.ApiClient.Response;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Samples;
+import org.apache.camel.BeanInject;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import software.amazon.awssdk.core.ResponseBytes;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+
+import static io.jobgate.api.AdmissionApiTest.assertProblem;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** Uploads over real HTTP into the real S3 API server (S3Proxy), checked by magic bytes. */
+@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class UploadApiTest {
+
+    static final String ACME = "dev-acme-key";
+    static final int CAP = 64 * 1024;
+
+    ApiClient api;
+
+    @BeforeAll
+    void boot() throws Exception {
+        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.uploads.max-bytes", Integer.toString(CAP))));
+    }
+
+    @BeanInject
+    S3Client s3Client;
+
+    S3Client s3() {
+        return s3Client;
+    }
+
+    @Test
+    void storesTheBytesUnderTheirDigestAndAnswersWithTheRecord() {
+        byte[] png = Samples.png(40, 30);
+        Response r = api.upload(ACME, "image/png", png);
+
+        assertThat(r.status()).isEqualTo(201);
+        String sha = Digests.sha256Hex(png);
+        assertThat(r.json().path("sha256").asText()).isEqualTo(sha);
+        assertThat(r.json().path("bytes").asLong()).isEqualTo(png.length);
+        assertThat(r.json().path("media_type").asText()).isEqualTo("image/png");
+        ResponseBytes<GetObjectResponse> stored = s3().getObjectAsBytes(b -> b.bucket("jobgate").key("sources/sha256/" + sha));
+        assertThat(stored.asByteArray()).isEqualTo(png);
+        assertThat(stored.response().contentType()).isEqualTo("image/png");
+        assertThat(Db.count("SELECT count(*) FROM uploads WHERE tenant_id = 'acme' AND sha256 = ?", sha)).isEqualTo(1);
+
+        Response again = api.upload(ACME, "image/png", png);
+        assertThat(again.status()).isEqualTo(200);
+        assertThat(again.json().path("upload_id").asText()).isEqualTo(r.json().path("upload_id").asText());
+    }
+
+    @Test
+    void recognisesEachSupportedTypeByItsMagicBytes() {
+        assertThat(api.upload(ACME, "image/jpeg", Samples.jpeg(20, 20)).status()).isEqualTo(201);
+        assertThat(api.upload(ACME, "image/jpg", Samples.jpeg(21, 20)).json().path("media_type").asText())
+                .isEqualTo("image/jpeg");
+        assertThat(api.upload(ACME, "application/pdf", Samples.pdf()).status()).isEqualTo(201);
+        Response wav = api.upload(ACME, "audio/x-wav", Samples.wav(2500));
+        assertThat(wav.status()).isEqualTo(201);
+        assertThat(wav.json().path("media_type").asText()).isEqualTo("audio/wav");
+        assertThat(wav.json().path("duration_ms").asLong()).isEqualTo(2500);
+        Response mp3 = api.upload(ACME, "audio/mpeg", Samples.mp3(100));
+        assertThat(mp3.status()).isEqualTo(201);
+        assertThat(mp3.json().path("duration_ms").asLong()).isBetween(2500L, 2700L);
+    }
+
+    @Test
+    void bytesThatAreNotWhatTheyClaimAreRefusedAndNotStored() {
+        byte[] png = Samples.png(10, 11);
+        Response r = api.upload(ACME, "audio/wav", png);
+
+        assertProblem(r, 415, "media_type_mismatch");
+        assertThat(r.json().path("detected").asText()).isEqualTo("image/png");
+        String sha = Digests.sha256Hex(png);
+        assertThat(Db.count("SELECT count(*) FROM uploads WHERE sha256 = ?", sha)).isZero();
+        assertThatThrownBy(() -> s3().headObject(b -> b.bucket("jobgate").key("sources/sha256/" + sha)))
+                .isInstanceOf(NoSuchKeyException.class);
+
+        byte[] text = "just some text, not an image".getBytes();
+        assertProblem(api.upload(ACME, "image/png", text), 415, "media_type_mismatch");
+    }
+
+    @Test
+    void unsupportedDeclaredTypesEmptyAndOversizedUploadsAreRefused() {
+        assertProblem(api.upload(ACME, "text/plain", "hello".getBytes()), 415, "unsupported_media_type");
+        assertProblem(api.upload(ACME, "image/png", new byte[0]), 400, "empty_upload");
+        byte[] big = new byte[CAP + 1];
+        System.arraycopy(Samples.png(2, 2), 0, big, 0, 8);
+        Response tooLarge = api.upload(ACME, "image/png", big);
+        assertProblem(tooLarge, 413, "upload_too_large");
+        assertThat(tooLarge.json().path("max_bytes").asLong()).isEqualTo(CAP);
+        assertProblem(api.upload(null, "image/png", Samples.png(3, 3)), 401, "unauthorized");
+    }
+}
