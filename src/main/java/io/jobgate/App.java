@@ -2,7 +2,7 @@ package io.jobgate;
 
 import java.util.Arrays;
 
-
+import io.jobgate.bench.Bench;
 import org.apache.camel.main.Main;
 
 /**
@@ -21,7 +21,7 @@ public final class App {
         String[] rest = args.length == 0 || args[0].startsWith("-") ? args : Arrays.copyOfRange(args, 1, args.length);
         switch (command) {
             case "run" -> runGateway(rest);
-            // BENCH
+            case "bench" -> Bench.main(rest);
             default -> {
                 System.err.println("usage: java -jar jobgate.jar [run|bench] [options]");
                 System.exit(2);
