@@ -19,6 +19,7 @@ import io.jobgate.infra.ObjectStorage;
 import io.jobgate.infra.Settings;
 import io.jobgate.job.AdmissionLimits;
 import io.jobgate.job.AdmissionService;
+import io.jobgate.job.AdmissionWriter;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.job.JobStore;
 import io.jobgate.preset.PresetCatalog;
@@ -82,13 +83,16 @@ public class JobgateConfiguration implements CamelConfiguration {
         UploadStore uploads = new UploadStore(jdbc);
         JobStore jobs = new JobStore(jdbc);
         JobFinalizer finalizer = new JobFinalizer(jdbc, transactions, clock);
-        AdmissionService admission = new AdmissionService(jdbc, transactions, clock, presets, providers, uploads, jobs,
-                AdmissionLimits.from(settings));
+        AdmissionLimits limits = AdmissionLimits.from(settings);
+        AdmissionWriter writer = new AdmissionWriter(dataSource, limits);
+        context.addService(writer, true, true);
+        AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits);
         long maxUploadBytes = settings.longValue("jobgate.uploads.max-bytes", 25L * 1024 * 1024, 1, 1L << 31);
 
         registry.bind("tenantDirectory", tenants);
         registry.bind("presetCatalog", presets);
         registry.bind("providerCatalog", providers);
+        registry.bind("admissionWriter", writer);
         registry.bind("admissionService", admission);
         registry.bind("jobFinalizer", finalizer);
         registry.bind("jobStore", jobs);

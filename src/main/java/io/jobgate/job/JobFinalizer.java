@@ -57,9 +57,10 @@ public final class JobFinalizer {
             String tenant = (String) ended.get().get("tenant_id");
             long bytes = ((Number) ended.get().get("source_bytes")).longValue();
             long cost = ((Number) ended.get().get("cost_micros")).longValue();
+            // Lock order as in admission (gateway row, then the tenant's row): no deadlock between the two.
+            jdbc.update("UPDATE gateway_capacity SET in_flight = in_flight - 1 WHERE id = 1");
             jdbc.update("UPDATE tenant_accounts SET open_jobs = open_jobs - 1, queued_bytes = queued_bytes - ? "
                     + "WHERE tenant_id = ?", bytes, tenant);
-            jdbc.update("UPDATE gateway_capacity SET in_flight = in_flight - 1 WHERE id = 1");
             if (outcome.refund() == RefundPolicy.FULL && cost > 0) {
                 jdbc.update("""
                         INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at)

@@ -20,7 +20,12 @@ public record JobRequest(String presetId, Integer presetVersion, String aspectCl
     private static final Set<String> MEMBERS = Set.of("preset_id", "preset_version", "aspect_class", "provider", "inputs",
             "upload_id");
 
-    public static JobRequest parse(JsonNode body) {
+    /** The digest of the request's canonical JSON: equal for the same request in any member order. */
+    public static String fingerprint(JsonNode body) {
+        return Digests.sha256Hex(Json.canonical(body));
+    }
+
+    public static JobRequest parse(JsonNode body, String fingerprint) {
         Iterator<String> names = body.fieldNames();
         while (names.hasNext()) {
             String name = names.next();
@@ -55,8 +60,7 @@ public record JobRequest(String presetId, Integer presetVersion, String aspectCl
                 throw ApiProblem.of(422, "unknown_upload", "No upload '" + upload + "'.").with("field", "upload_id");
             }
         }
-        return new JobRequest(presetId, version, aspectClass, provider, inputs, uploadId,
-                Digests.sha256Hex(Json.canonical(body)));
+        return new JobRequest(presetId, version, aspectClass, provider, inputs, uploadId, fingerprint);
     }
 
     private static String requiredText(JsonNode body, String field) {

@@ -1,5 +1,6 @@
 package io.jobgate.api;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -25,6 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /** The admission API over real HTTP against the real gateway configuration and PostgreSQL. */
 @CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
@@ -35,6 +37,9 @@ class AdmissionApiTest {
     static final String GLOBEX = "dev-globex-key";
 
     ApiClient api;
+
+    @org.apache.camel.BeanInject
+    io.jobgate.job.AdmissionWriter writer;
 
     @BeforeAll
     void boot() throws Exception {
@@ -392,6 +397,90 @@ class AdmissionApiTest {
         UUID id = UUID.fromString(retried.json().path("job_id").asText());
         assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ?", id)).isEqualTo(1);
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ?", id)).isEqualTo(1);
+    }
+
+    @Test
+    void concurrentRequestsNeverPassTheTenantsOpenJobCap() throws Exception {
+        List<Response> answers = concurrently(30, i -> api.postJob("test-capped-key", key(), invoice("Cap " + i)));
+
+        assertThat(answers.stream().filter(r -> r.status() == 202)).hasSize(5);
+        assertThat(answers.stream().filter(r -> r.status() == 429 && "tenant_concurrency".equals(r.code()))).hasSize(25);
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'capped'")).isEqualTo(5);
+        assertThat(Db.count("SELECT open_jobs FROM tenant_accounts WHERE tenant_id = 'capped'")).isEqualTo(5);
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE tenant_id = 'capped' AND entry_type = 'debit'")).isEqualTo(5);
+    }
+
+    @Test
+    void aRequestThatFailsInsideAGroupCommitFailsAloneAndTheOthersAreAdmitted() throws Exception {
+        Db.execute("""
+                CREATE OR REPLACE FUNCTION test_fail_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                  IF EXISTS (SELECT 1 FROM jobs WHERE job_id = NEW.job_id AND idempotency_key LIKE 'poison-%') THEN
+                    RAISE EXCEPTION 'injected ledger failure';
+                  END IF;
+                  RETURN NEW;
+                END $$;
+                CREATE TRIGGER test_fail_poison BEFORE INSERT ON ledger FOR EACH ROW EXECUTE FUNCTION test_fail_poison();""");
+        long splitBefore = writer.batchesSplit();
+        List<Response> answers = new ArrayList<>();
+        ExecutorService pool = Executors.newFixedThreadPool(25);
+        try (java.sql.Connection lock = io.jobgate.support.TestDatabase.connect()) {
+            // Hold the gateway row so one admission blocks inside its transaction while 15 queue up
+            // behind it; they then go into one group commit together, the poisoned one among them.
+            lock.setAutoCommit(false);
+            lock.createStatement().execute("SELECT 1 FROM gateway_capacity WHERE id = 1 FOR UPDATE");
+            Future<Response> blocker = pool.submit(() -> api.postJob(GLOBEX, "batch-" + UUID.randomUUID(), invoice("First")));
+            await().atMost(Duration.ofSeconds(10)).until(() -> Db.count("SELECT count(*) FROM pg_stat_activity "
+                    + "WHERE application_name = 'jobgate' AND wait_event_type = 'Lock'") == 1);
+            List<Future<Response>> futures = new ArrayList<>();
+            for (int i = 0; i < 15; i++) {
+                String key = (i == 7 ? "poison-" : "batch-") + UUID.randomUUID();
+                futures.add(pool.submit(() -> api.postJob(GLOBEX, key, invoice("Batch"))));
+            }
+            await().atMost(Duration.ofSeconds(10)).until(() -> writer.queueDepth() == 15);
+            lock.rollback();
+            answers.add(blocker.get());
+            for (Future<Response> f : futures) {
+                answers.add(f.get());
+            }
+        } finally {
+            pool.shutdown();
+            Db.execute("DROP TRIGGER test_fail_poison ON ledger; DROP FUNCTION test_fail_poison();");
+        }
+
+        assertThat(writer.batchesSplit()).isEqualTo(splitBefore + 1);
+        assertThat(answers.get(8).status()).isEqualTo(500);
+        for (int i = 0; i < answers.size(); i++) {
+            if (i != 8) {
+                assertThat(answers.get(i).status()).as("request %d", i).isEqualTo(202);
+            }
+        }
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key LIKE 'poison-%'")).isZero();
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key LIKE 'batch-%'")).isEqualTo(15);
+        assertThat(Db.count("SELECT count(*) FROM outbox o JOIN jobs j USING (job_id) WHERE j.idempotency_key LIKE 'batch-%'"))
+                .isEqualTo(15);
+        assertThat(Db.count("SELECT count(*) FROM ledger l JOIN jobs j USING (job_id) WHERE j.idempotency_key LIKE 'batch-%'"))
+                .isEqualTo(15);
+    }
+
+    private static List<Response> concurrently(int n, java.util.function.IntFunction<Response> call) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<Response>> futures = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            int index = i;
+            futures.add(pool.submit(() -> {
+                start.await();
+                return call.apply(index);
+            }));
+        }
+        start.countDown();
+        List<Response> answers = new ArrayList<>();
+        for (Future<Response> f : futures) {
+            answers.add(f.get());
+        }
+        pool.shutdown();
+        return answers;
     }
 
     static void assertProblem(Response r, int status, String code) {

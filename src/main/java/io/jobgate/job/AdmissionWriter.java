@@ -1,0 +1,360 @@
+package io.jobgate.job;
+
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import javax.sql.DataSource;
+
+import io.jobgate.api.ApiProblem;
+import org.apache.camel.support.service.ServiceSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Group commit for admissions. Requests that arrive while a transaction is running wait in a
+ * queue; the writer takes all of them into the next transaction: lock the gateway row, then the
+ * tenants' account rows (always in that order, as the finalizer does), decide each request against
+ * the limits in arrival order, and write every admitted job with its outbox event and ledger debit
+ * in one statement and one commit. Either a job is written whole with its event and debit, or not
+ * at all. If a batch fails, its requests are retried one by one so one bad request fails alone.
+ */
+public final class AdmissionWriter extends ServiceSupport {
+
+    private static final Logger LOG = LoggerFactory.getLogger(AdmissionWriter.class);
+
+    static final int MAX_BATCH = 256;
+    private static final long WAIT_SECONDS = 30;
+
+    private static final String LOCK_GATEWAY = "SELECT in_flight FROM gateway_capacity WHERE id = 1 FOR UPDATE";
+
+    private static final String LOCK_TENANTS = """
+            SELECT a.tenant_id, a.open_jobs, a.queued_bytes, a.balance_micros, t.max_open_jobs, t.max_queued_bytes
+              FROM tenant_accounts a JOIN tenants t ON t.tenant_id = a.tenant_id
+             WHERE a.tenant_id = ANY (?) ORDER BY a.tenant_id FOR UPDATE OF a""";
+
+    /**
+     * One statement for the whole batch: insert the jobs (a key already taken inserts nothing),
+     * then for exactly the inserted ones the outbox events, the ledger debits (whose trigger
+     * derives the balance) and the reservations.
+     */
+    private static final String WRITE = """
+            WITH input AS (
+                SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
+                                     ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
+                                     ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+                    AS i(job_id, tenant_id, idempotency_key, request_sha256, preset_id, preset_version, kind,
+                         aspect_class, provider, inputs, upload_id, source_key, source_sha256, source_bytes,
+                         correlation_id, cost_micros, max_attempts, max_lifetime_seconds, expires_at, created_at)),
+            new_jobs AS (
+                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
+                                  kind, aspect_class, provider, inputs, upload_id, source_key, source_sha256, source_bytes,
+                                  correlation_id, cost_micros, max_attempts, max_lifetime_seconds, expires_at,
+                                  created_at, updated_at)
+                SELECT job_id::uuid, tenant_id, idempotency_key, request_sha256, 'queued', preset_id, preset_version::int,
+                       kind, aspect_class, provider, inputs::jsonb, upload_id::uuid, source_key, source_sha256,
+                       source_bytes::bigint, correlation_id, cost_micros::bigint, max_attempts::int,
+                       max_lifetime_seconds::int, expires_at::timestamptz, created_at::timestamptz, created_at::timestamptz
+                  FROM input
+                ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+                RETURNING job_id, tenant_id, source_bytes, cost_micros, created_at),
+            events AS (
+                INSERT INTO outbox (job_id, tenant_id, event_type, available_at, created_at)
+                SELECT job_id, tenant_id, 'dispatch', created_at, created_at FROM new_jobs),
+            debits AS (
+                INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, created_at)
+                SELECT tenant_id, job_id, 'debit', -cost_micros, created_at FROM new_jobs),
+            per_tenant AS (
+                SELECT tenant_id, count(*) AS jobs, sum(source_bytes) AS bytes FROM new_jobs GROUP BY tenant_id),
+            reserved AS (
+                UPDATE tenant_accounts a SET open_jobs = a.open_jobs + p.jobs, queued_bytes = a.queued_bytes + p.bytes
+                  FROM per_tenant p WHERE a.tenant_id = p.tenant_id),
+            window_taken AS (
+                UPDATE gateway_capacity SET in_flight = in_flight + (SELECT count(*) FROM new_jobs) WHERE id = 1)
+            SELECT job_id FROM new_jobs""";
+
+    private final DataSource dataSource;
+    private final AdmissionLimits limits;
+    private final BlockingQueue<Pending> queue = new LinkedBlockingQueue<>();
+    private volatile Thread writer;
+    private final java.util.concurrent.atomic.AtomicLong batches = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong splitBatches = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong requests = new java.util.concurrent.atomic.AtomicLong();
+
+    public AdmissionWriter(DataSource dataSource, AdmissionLimits limits) {
+        this.dataSource = dataSource;
+        this.limits = limits;
+    }
+
+    /** A job ready to be written, with what the row needs beyond the {@link Job} itself. */
+    public record Candidate(Job job, String inputsJson, String sourceKey) {
+    }
+
+    public enum Result {
+        /** Written with its outbox event and debit. */
+        ADMITTED,
+        /** The tenant's key was already taken (by another request, perhaps in this very batch). */
+        KEY_TAKEN
+    }
+
+    private record Pending(Candidate candidate, CompletableFuture<Result> done) {
+    }
+
+    /** Queues the candidate for the next group commit and waits for its outcome. */
+    public Result admit(Candidate candidate) {
+        if (writer == null) {
+            throw new IllegalStateException("admission writer is not running");
+        }
+        Pending pending = new Pending(candidate, new CompletableFuture<>());
+        queue.add(pending);
+        try {
+            return pending.done().get(WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException("admission failed", e.getCause());
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("admission did not commit within " + WAIT_SECONDS + " s", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while admitting", e);
+        }
+    }
+
+    /** Requests waiting for the next group commit. */
+    public int queueDepth() {
+        return queue.size();
+    }
+
+    /** Group commits so far; with {@link #requestsWritten()} it gives the mean batch size. */
+    public long batchesWritten() {
+        return batches.get();
+    }
+
+    public long requestsWritten() {
+        return requests.get();
+    }
+
+    /** Batches that failed and were written again request by request. */
+    public long batchesSplit() {
+        return splitBatches.get();
+    }
+
+    @Override
+    protected void doStart() {
+        Thread t = new Thread(this::run, "jobgate-admission-writer");
+        t.setDaemon(true);
+        writer = t;
+        t.start();
+    }
+
+    @Override
+    protected void doStop() throws Exception {
+        Thread t = writer;
+        writer = null;
+        if (t != null) {
+            t.interrupt();
+            t.join(TimeUnit.SECONDS.toMillis(10));
+        }
+        Pending p;
+        while ((p = queue.poll()) != null) {
+            p.done().completeExceptionally(ApiProblem.of(503, "shutting_down", "The gateway is stopping; retry with the "
+                    + "same Idempotency-Key.").withHeader("Retry-After", "1"));
+        }
+    }
+
+    private void run() {
+        List<Pending> batch = new ArrayList<>();
+        while (writer == Thread.currentThread()) {
+            try {
+                batch.add(queue.take());
+            } catch (InterruptedException e) {
+                return;
+            }
+            queue.drainTo(batch, MAX_BATCH - 1);
+            batches.incrementAndGet();
+            requests.addAndGet(batch.size());
+            try {
+                write(batch);
+            } catch (Exception batchFailure) {
+                if (batch.size() == 1) {
+                    batch.get(0).done().completeExceptionally(batchFailure);
+                } else {
+                    splitBatches.incrementAndGet();
+                    LOG.warn("Admission batch of {} failed ({}); writing its requests one by one", batch.size(),
+                            batchFailure.toString());
+                    for (Pending p : batch) {
+                        try {
+                            write(List.of(p));
+                        } catch (Exception alone) {
+                            p.done().completeExceptionally(alone);
+                        }
+                    }
+                }
+            }
+            batch.clear();
+        }
+    }
+
+    private void write(List<Pending> batch) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                Map<Pending, Object> outcomes = decideAndWrite(c, batch);
+                c.commit();
+                outcomes.forEach((p, outcome) -> {
+                    if (outcome instanceof Result r) {
+                        p.done().complete(r);
+                    } else {
+                        p.done().completeExceptionally((ApiProblem) outcome);
+                    }
+                });
+            } catch (SQLException | RuntimeException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(true);
+            }
+        }
+    }
+
+    /** Decides every request of the batch under the locks, writes the admitted ones. */
+    private Map<Pending, Object> decideAndWrite(Connection c, List<Pending> batch) throws SQLException {
+        long inFlight;
+        try (PreparedStatement ps = c.prepareStatement(LOCK_GATEWAY); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            inFlight = rs.getLong(1);
+        }
+        Map<String, Account> accounts = new HashMap<>();
+        Set<String> tenantIds = new HashSet<>();
+        batch.forEach(p -> tenantIds.add(p.candidate().job().tenantId()));
+        try (PreparedStatement ps = c.prepareStatement(LOCK_TENANTS)) {
+            ps.setArray(1, c.createArrayOf("text", tenantIds.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    accounts.put(rs.getString(1), new Account(rs.getLong(2), rs.getLong(3), rs.getLong(4), rs.getLong(5),
+                            rs.getLong(6)));
+                }
+            }
+        }
+        Map<Pending, Object> outcomes = new LinkedHashMap<>();
+        List<Pending> toWrite = new ArrayList<>();
+        Set<String> keysInBatch = new HashSet<>();
+        for (Pending p : batch) {
+            Job job = p.candidate().job();
+            if (!keysInBatch.add(job.tenantId() + '\u0000' + job.idempotencyKey())) {
+                outcomes.put(p, Result.KEY_TAKEN); // an earlier request of this batch has the key
+                continue;
+            }
+            Account a = accounts.get(job.tenantId());
+            ApiProblem refusal = a == null ? ApiProblem.unauthorized("Unknown tenant.") : a.refusal(job, inFlight, limits);
+            if (refusal != null) {
+                outcomes.put(p, refusal);
+                continue;
+            }
+            a.reserve(job);
+            inFlight++;
+            toWrite.add(p);
+        }
+        Set<UUID> inserted = insert(c, toWrite);
+        for (Pending p : toWrite) {
+            outcomes.put(p, inserted.contains(p.candidate().job().id()) ? Result.ADMITTED : Result.KEY_TAKEN);
+        }
+        return outcomes;
+    }
+
+    private Set<UUID> insert(Connection c, List<Pending> toWrite) throws SQLException {
+        Set<UUID> inserted = new HashSet<>();
+        if (toWrite.isEmpty()) {
+            return inserted;
+        }
+        int n = toWrite.size();
+        String[][] cols = new String[20][n];
+        for (int i = 0; i < n; i++) {
+            Candidate cand = toWrite.get(i).candidate();
+            Job j = cand.job();
+            String[] row = {j.id().toString(), j.tenantId(), j.idempotencyKey(), j.requestSha256(), j.presetId(),
+                Integer.toString(j.presetVersion()), j.kind(), j.aspectClass(), j.provider(), cand.inputsJson(),
+                j.uploadId() == null ? null : j.uploadId().toString(), cand.sourceKey(), j.sourceSha256(),
+                Long.toString(j.sourceBytes()), j.correlationId(), Long.toString(j.costMicros()),
+                Integer.toString(j.maxAttempts()), Integer.toString(j.maxLifetimeSeconds()), j.expiresAt().toString(),
+                j.createdAt().toString()};
+            for (int col = 0; col < row.length; col++) {
+                cols[col][i] = row[col];
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement(WRITE)) {
+            for (int col = 0; col < cols.length; col++) {
+                Array array = c.createArrayOf("text", cols[col]);
+                ps.setArray(col + 1, array);
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    inserted.add(rs.getObject(1, UUID.class));
+                }
+            }
+        }
+        return inserted;
+    }
+
+    /** A tenant's locked account row, with the reservations of this batch applied as it is decided. */
+    private static final class Account {
+        long openJobs;
+        long queuedBytes;
+        long balance;
+        final long maxOpenJobs;
+        final long maxQueuedBytes;
+
+        Account(long openJobs, long queuedBytes, long balance, long maxOpenJobs, long maxQueuedBytes) {
+            this.openJobs = openJobs;
+            this.queuedBytes = queuedBytes;
+            this.balance = balance;
+            this.maxOpenJobs = maxOpenJobs;
+            this.maxQueuedBytes = maxQueuedBytes;
+        }
+
+        ApiProblem refusal(Job job, long inFlight, AdmissionLimits limits) {
+            if (openJobs >= maxOpenJobs) {
+                return ApiProblem.tooManyRequests("tenant_concurrency", "Tenant '" + job.tenantId() + "' has " + openJobs
+                        + " open jobs, its limit; retry when some finish.", limits.retryAfterSeconds());
+            }
+            if (inFlight >= limits.maxInFlight()) {
+                return ApiProblem.tooManyRequests("global_capacity", "The gateway has " + limits.maxInFlight()
+                        + " jobs in flight, its limit; retry later.", limits.retryAfterSeconds());
+            }
+            if (queuedBytes + job.sourceBytes() > maxQueuedBytes) {
+                return ApiProblem.tooManyRequests("queued_bytes", "Tenant '" + job.tenantId() + "' has " + queuedBytes
+                        + " bytes of sources queued; this job would pass its limit.", limits.retryAfterSeconds());
+            }
+            if (balance < job.costMicros()) {
+                return ApiProblem.of(402, "budget_exhausted", "The job costs " + job.costMicros()
+                        + " micro-units; the balance is " + balance + ".")
+                        .with("cost_micros", job.costMicros()).with("balance_micros", balance);
+            }
+            return null;
+        }
+
+        void reserve(Job job) {
+            openJobs++;
+            queuedBytes += job.sourceBytes();
+            balance -= job.costMicros();
+        }
+    }
+}
