@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicLong;
 /** Closed-loop HTTP load: N clients each post jobs back to back with fresh idempotency keys. */
 final class AdmissionLoad {
 
-    private static final String BODY = """
+    static final String BODY = """
             {"preset_id": "invoice-clean", "aspect_class": "portrait",
              "inputs": {"supplier_name": "Bench GmbH", "invoice_id": "B-1", "currency": "EUR",
                         "line_items": [{"description": "Load", "quantity": 1, "unit_price": 10}]}}""";

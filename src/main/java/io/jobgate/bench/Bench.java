@@ -15,7 +15,7 @@ import org.apache.camel.main.Main;
 
 /**
  * {@code java -jar target/jobgate.jar bench [--jdbc-url URL] [--db-user U] [--db-password P]
- * [--seconds 10] [--clients 1,16,64]}: admission jobs/s and latency over real HTTP against
+ * [--seconds 10] [--clients 1,16,64] [--warm-up 20]}: admission jobs/s and latency over real HTTP against
  * PostgreSQL, beside pgbench running the same three inserts in one transaction on the same server.
  */
 public final class Bench {
@@ -59,14 +59,24 @@ public final class Bench {
                     javax.sql.DataSource.class);
             PgBench pgbench = PgBench.locate(ds);
             AdmissionLoad load = new AdmissionLoad(port, apiKey);
-            System.out.printf("%njobgate admission benchmark: %s, %d cores, %d s per step (after 2 s warm-up)%n",
-                    pgbench.serverDescription(), Runtime.getRuntime().availableProcessors(), seconds);
+            WrkLoad wrk = WrkLoad.locate(port, apiKey, AdmissionLoad.BODY);
+            // Warm the JIT before measuring: C2 keeps compiling for the first ~20 s of load.
+            int warmUp = Integer.parseInt(opts.getOrDefault("warm-up", "20"));
+            if (wrk != null) {
+                wrk.run(16, Duration.ofSeconds(warmUp));
+            } else {
+                load.run(16, Duration.ofSeconds(warmUp), Duration.ofSeconds(1));
+            }
+            System.out.printf("%njobgate admission benchmark: %s, %d cores, %d s per step after %d s of warm-up; "
+                            + "load from %s%n", pgbench.serverDescription(), Runtime.getRuntime().availableProcessors(),
+                    seconds, warmUp, wrk != null ? "wrk" : "the JDK HTTP client (install wrk for a lighter load generator)");
             System.out.println("Each job: HTTP POST /v1/jobs -> auth, preset + input validation, pricing, one transaction "
                     + "(job + outbox + ledger debit + tenant and global reservations) -> 202.");
             System.out.println("pgbench: the same job, outbox and ledger inserts in one transaction, plain tables, same server.");
             System.out.printf("%n%8s %12s %9s %9s %14s %8s%n", "clients", "jobs/s", "p50 ms", "p99 ms", "pgbench tps", "ratio");
             for (int c : clients) {
-                AdmissionLoad.Result r = load.run(c, Duration.ofSeconds(2), Duration.ofSeconds(seconds));
+                AdmissionLoad.Result r = wrk != null ? wrk.run(c, Duration.ofSeconds(seconds))
+                        : load.run(c, Duration.ofSeconds(2), Duration.ofSeconds(seconds));
                 Double tps = pgbench.run(c, seconds);
                 System.out.printf("%8d %12.0f %9.2f %9.2f %14s %8s%n", c, r.perSecond(), r.p50Millis(), r.p99Millis(),
                         tps == null ? "n/a" : String.format("%.0f", tps),
