@@ -6,6 +6,7 @@ import java.time.Clock;
 import java.util.Arrays;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.jobgate.api.JmsIntake;
 import io.jobgate.api.JobsApi;
 import io.jobgate.api.ProblemResponder;
 import io.jobgate.api.TenantAuth;
@@ -24,6 +25,9 @@ import io.jobgate.job.JobFinalizer;
 import io.jobgate.job.JobStore;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.relay.DeadLetters;
+import io.jobgate.relay.OutboxRelay;
+import io.jobgate.relay.RelayWakeup;
 import io.jobgate.tenant.TenantDirectory;
 import io.jobgate.upload.UploadStore;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
@@ -35,6 +39,7 @@ import org.apache.camel.spi.Registry;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jms.connection.CachingConnectionFactory;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -85,6 +90,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         JobFinalizer finalizer = new JobFinalizer(jdbc, transactions, clock);
         AdmissionLimits limits = AdmissionLimits.from(settings);
         AdmissionWriter writer = new AdmissionWriter(dataSource, limits);
+        boolean relayEnabled = settings.bool("jobgate.relay.enabled", true);
+        RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relayEnabled);
+        writer.afterCommit(wakeup::wake);
         context.addService(writer, true, true);
         AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits);
         long maxUploadBytes = settings.longValue("jobgate.uploads.max-bytes", 25L * 1024 * 1024, 1, 1L << 31);
@@ -100,6 +108,13 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer));
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, maxUploadBytes));
         registry.bind("problemResponder", new ProblemResponder());
+        registry.bind("jmsIntake", new JmsIntake(tenants, admission));
+        registry.bind("relayWakeup", wakeup);
+        registry.bind("outboxRelay", new OutboxRelay(
+                settings.intValue("jobgate.dispatch.max-running", 64, 1, 100_000),
+                settings.intValue("jobgate.relay.claim-seconds", 30, 1, 3600),
+                settings.intValue("jobgate.relay.status-batch", 500, 1, 10_000)));
+        registry.bind("deadLetters", new DeadLetters(finalizer));
     }
 
     private static HikariDataSource database(CamelContext context, Settings settings, Path dataDir) throws Exception {
@@ -120,7 +135,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         return pool;
     }
 
-    private static ActiveMQConnectionFactory broker(CamelContext context, Settings settings, Path dataDir) throws Exception {
+    private static CachingConnectionFactory broker(CamelContext context, Settings settings, Path dataDir) throws Exception {
         String url = settings.optional("jobgate.broker.url").orElse(null);
         if (url == null) {
             EmbeddedBroker broker = EmbeddedBroker.start(settings.path("jobgate.broker.config", "artemis/broker.xml"),
@@ -129,11 +144,19 @@ public class JobgateConfiguration implements CamelConfiguration {
             context.addService(ManagedResource.stoppedBy("embedded-artemis", broker::stop), true, true);
             url = broker.clientUrl();
         }
-        ActiveMQConnectionFactory factory = new ActiveMQConnectionFactory(url);
-        settings.optional("jobgate.broker.user").ifPresent(factory::setUser);
-        settings.optional("jobgate.broker.password").ifPresent(factory::setPassword);
-        context.addService(ManagedResource.stoppedBy("jms-connection-factory", factory::close), true, true);
-        return factory;
+        ActiveMQConnectionFactory artemis = new ActiveMQConnectionFactory(url);
+        settings.optional("jobgate.broker.user").ifPresent(artemis::setUser);
+        settings.optional("jobgate.broker.password").ifPresent(artemis::setPassword);
+        // One shared connection, sessions and producers cached: a relay round sends many messages.
+        CachingConnectionFactory caching = new CachingConnectionFactory(artemis);
+        caching.setSessionCacheSize(20);
+        caching.setCacheConsumers(false);
+        caching.setReconnectOnException(true);
+        context.addService(ManagedResource.stoppedBy("jms-connection-factory", () -> {
+            caching.destroy();
+            artemis.close();
+        }), true, true);
+        return caching;
     }
 
     private static S3Client objectStorage(CamelContext context, Settings settings, Path dataDir) throws Exception {

@@ -51,7 +51,8 @@ public final class AdmissionWriter extends ServiceSupport {
 
     /**
      * One statement for the whole batch: insert the jobs (a key already taken inserts nothing),
-     * then for exactly the inserted ones the outbox events, the ledger debits (whose trigger
+     * then for exactly the inserted ones the outbox events (dispatch, and the "queued" status
+     * event for followers), the ledger debits (whose trigger
      * derives the balance) and the reservations.
      */
     private static final String WRITE = """
@@ -75,8 +76,11 @@ public final class AdmissionWriter extends ServiceSupport {
                 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
                 RETURNING job_id, tenant_id, source_bytes, cost_micros, created_at),
             events AS (
-                INSERT INTO outbox (job_id, tenant_id, event_type, available_at, created_at)
-                SELECT job_id, tenant_id, 'dispatch', created_at, created_at FROM new_jobs),
+                INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, created_at)
+                SELECT j.job_id, j.tenant_id, e.event_type, e.payload, j.created_at, j.created_at
+                  FROM new_jobs j CROSS JOIN (VALUES ('dispatch', NULL::jsonb),
+                                                     ('status', '{"status": "queued", "attempt": 0}'::jsonb))
+                       AS e(event_type, payload)),
             debits AS (
                 INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, created_at)
                 SELECT tenant_id, job_id, 'debit', -cost_micros, created_at FROM new_jobs),
@@ -93,6 +97,7 @@ public final class AdmissionWriter extends ServiceSupport {
     private final AdmissionLimits limits;
     private final BlockingQueue<Pending> queue = new LinkedBlockingQueue<>();
     private volatile Thread writer;
+    private volatile Runnable afterCommit = () -> { };
     private final java.util.concurrent.atomic.AtomicLong batches = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong splitBatches = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong requests = new java.util.concurrent.atomic.AtomicLong();
@@ -136,6 +141,11 @@ public final class AdmissionWriter extends ServiceSupport {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while admitting", e);
         }
+    }
+
+    /** Called after each commit that admitted jobs (wakes the outbox relay). */
+    public void afterCommit(Runnable callback) {
+        this.afterCommit = callback;
     }
 
     /** Requests waiting for the next group commit. */
@@ -219,6 +229,9 @@ public final class AdmissionWriter extends ServiceSupport {
             try {
                 Map<Pending, Object> outcomes = decideAndWrite(c, batch);
                 c.commit();
+                if (outcomes.containsValue(Result.ADMITTED)) {
+                    afterCommit.run();
+                }
                 outcomes.forEach((p, outcome) -> {
                     if (outcome instanceof Result r) {
                         p.done().complete(r);

@@ -46,9 +46,10 @@ public final class JobFinalizer {
         Boolean done = transactions.execute(tx -> {
             Instant now = clock.instant();
             Optional<Map<String, Object>> ended = jdbc.queryForList("""
-                    UPDATE jobs SET status = ?, error_category = ?, error_message = ?, finalized_at = ?, updated_at = ?
+                    UPDATE jobs SET status = ?, error_category = ?, error_message = ?, finalized_at = ?, updated_at = ?,
+                                    dispatched_at = NULL
                      WHERE job_id = ? AND finalized_at IS NULL
-                    RETURNING tenant_id, source_bytes, cost_micros""",
+                    RETURNING tenant_id, source_bytes, cost_micros, attempts""",
                     outcome.status().wire(), outcome.errorCategory(), outcome.errorMessage(), Timestamp.from(now),
                     Timestamp.from(now), jobId).stream().findFirst();
             if (ended.isEmpty()) {
@@ -57,6 +58,7 @@ public final class JobFinalizer {
             String tenant = (String) ended.get().get("tenant_id");
             long bytes = ((Number) ended.get().get("source_bytes")).longValue();
             long cost = ((Number) ended.get().get("cost_micros")).longValue();
+            int attempts = ((Number) ended.get().get("attempts")).intValue();
             // Lock order as in admission (gateway row, then the tenant's row): no deadlock between the two.
             jdbc.update("UPDATE gateway_capacity SET in_flight = in_flight - 1 WHERE id = 1");
             jdbc.update("UPDATE tenant_accounts SET open_jobs = open_jobs - 1, queued_bytes = queued_bytes - ? "
@@ -68,6 +70,14 @@ public final class JobFinalizer {
                         ON CONFLICT (job_id, entry_type) WHERE entry_type IN ('debit', 'refund') DO NOTHING""",
                         tenant, jobId, cost, outcome.errorCategory(), Timestamp.from(now));
             }
+            // A dispatch not yet published is moot now; followers learn the end from the status event.
+            jdbc.update("DELETE FROM outbox WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL", jobId);
+            jdbc.update("""
+                    INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, created_at)
+                    VALUES (?, ?, 'status', jsonb_build_object('status', ?::text, 'attempt', ?::int,
+                            'error_category', ?::text), ?, ?)""",
+                    jobId, tenant, outcome.status().wire(), attempts, outcome.errorCategory(), Timestamp.from(now),
+                    Timestamp.from(now));
             return true;
         });
         return Boolean.TRUE.equals(done);

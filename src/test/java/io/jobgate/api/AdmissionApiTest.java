@@ -78,7 +78,8 @@ class AdmissionApiTest {
         assertThat(job.path("cost").path("amount_micros").asLong()).isEqualTo(40_000);
 
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE job_id = ? AND status = 'queued'", id)).isEqualTo(1);
-        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ? AND published_at IS NULL", id)).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ? AND event_type = 'dispatch'", id)).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ? AND event_type = 'status'", id)).isEqualTo(1);
         assertThat(Db.count("SELECT sum(amount_micros) FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id))
                 .isEqualTo(-40_000);
 
@@ -151,7 +152,7 @@ class AdmissionApiTest {
         UUID id = UUID.fromString(jobIds.iterator().next());
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'acme' AND idempotency_key = ?", key)).isEqualTo(1);
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id)).isEqualTo(1);
-        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ?", id)).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ? AND event_type = 'dispatch'", id)).isEqualTo(1);
     }
 
     @Test
@@ -395,7 +396,7 @@ class AdmissionApiTest {
         assertThat(retried.status()).isEqualTo(202);
         assertThat(retried.header("Idempotent-Replayed")).isNull();
         UUID id = UUID.fromString(retried.json().path("job_id").asText());
-        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ?", id)).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ? AND event_type = 'dispatch'", id)).isEqualTo(1);
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ?", id)).isEqualTo(1);
     }
 
@@ -457,7 +458,8 @@ class AdmissionApiTest {
         }
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key LIKE 'poison-%'")).isZero();
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key LIKE 'batch-%'")).isEqualTo(15);
-        assertThat(Db.count("SELECT count(*) FROM outbox o JOIN jobs j USING (job_id) WHERE j.idempotency_key LIKE 'batch-%'"))
+        assertThat(Db.count("SELECT count(*) FROM outbox o JOIN jobs j USING (job_id) WHERE o.event_type = 'dispatch' "
+                + "AND j.idempotency_key LIKE 'batch-%'"))
                 .isEqualTo(15);
         assertThat(Db.count("SELECT count(*) FROM ledger l JOIN jobs j USING (job_id) WHERE j.idempotency_key LIKE 'batch-%'"))
                 .isEqualTo(15);

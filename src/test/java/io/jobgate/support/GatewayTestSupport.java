@@ -25,7 +25,12 @@ public final class GatewayTestSupport {
         props.put("jobgate.db.url", TestDatabase.url());
         props.put("jobgate.db.user", TestDatabase.user());
         props.put("jobgate.db.password", TestDatabase.password());
+        props.put("jobgate.broker.url", "");
+        props.put("jobgate.broker.user", "");
+        props.put("jobgate.broker.password", "");
         props.put("jobgate.broker.embedded-port", Integer.toString(freePort()));
+        props.put("jobgate.relay.enabled", "true");
+        props.put("jobgate.relay.claim-seconds", "30");
         props.put("jobgate.tenants.files", "config/tenants.yaml,src/test/resources/test-tenants.yaml");
         props.put("jobgate.uploads.max-bytes", "26214400");
         props.put("jobgate.admission.max-in-flight", "10000");

@@ -1,0 +1,237 @@
+package io.jobgate.relay;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import io.jobgate.App;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Jms;
+import jakarta.jms.ConnectionFactory;
+import jakarta.jms.Message;
+import org.apache.camel.BeanInject;
+import org.apache.camel.ProducerTemplate;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Relay rounds driven one at a time (the timer and the wake are off in this class), against the
+ * real PostgreSQL and the embedded Artemis: fairness, running limits, two relays, a crash between
+ * publish and mark.
+ */
+@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class RelayRoundsTest {
+
+    ApiClient api;
+    Jms jms;
+
+    @BeanInject
+    ProducerTemplate producer;
+
+    @BeanInject("jmsConnectionFactory")
+    ConnectionFactory connectionFactory;
+
+    @BeforeAll
+    void boot() throws Exception {
+        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.relay.enabled", "false",
+                "jobgate.relay.claim-seconds", "1")));
+    }
+
+    @BeforeEach
+    void connect() throws Exception {
+        if (jms == null) {
+            jms = new Jms(connectionFactory);
+        }
+        drainDueEvents();
+    }
+
+    @AfterAll
+    void close() throws Exception {
+        jms.close();
+    }
+
+    /** One relay round; returns the ids of the jobs it dispatched. */
+    @SuppressWarnings("unchecked")
+    List<String> round() {
+        var exchange = producer.send("direct:outbox-relay-round", e -> { });
+        if (exchange.getException() != null) {
+            throw new IllegalStateException(exchange.getException());
+        }
+        return dispatchedInLastRound();
+    }
+
+    private final List<String> seen = new ArrayList<>();
+
+    private List<String> dispatchedInLastRound() {
+        List<String> now = new ArrayList<>();
+        for (Map<String, Object> row : rows("SELECT job_id::text AS id FROM jobs WHERE dispatched_at IS NOT NULL ORDER BY dispatched_at")) {
+            String id = (String) row.get("id");
+            if (!seen.contains(id)) {
+                now.add(id);
+            }
+        }
+        seen.addAll(now);
+        return now;
+    }
+
+    private static List<Map<String, Object>> rows(String sql) {
+        List<Map<String, Object>> out = new ArrayList<>();
+        try (var c = io.jobgate.support.TestDatabase.connect(); var s = c.createStatement(); var rs = s.executeQuery(sql)) {
+            while (rs.next()) {
+                Map<String, Object> row = new HashMap<>();
+                for (int i = 1; i <= rs.getMetaData().getColumnCount(); i++) {
+                    row.put(rs.getMetaData().getColumnLabel(i), rs.getObject(i));
+                }
+                out.add(row);
+            }
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+        return out;
+    }
+
+    /** Each test starts with nothing due: earlier tests' leftovers are parked as published. */
+    private void drainDueEvents() {
+        Db.execute("UPDATE outbox SET published_at = now() WHERE published_at IS NULL");
+        Db.execute("UPDATE jobs SET dispatched_at = NULL WHERE finalized_at IS NULL");
+        seen.clear();
+    }
+
+    String post(String apiKey) {
+        ApiClient.Response r = api.postJob(apiKey, "k-" + UUID.randomUUID(), """
+                {"preset_id": "invoice-clean", "aspect_class": "square",
+                 "inputs": {"supplier_name": "Fair AG", "invoice_id": "F-1", "currency": "EUR", "line_items": []}}""");
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        return r.json().path("job_id").asText();
+    }
+
+    long messagesFor(String jobId) throws Exception {
+        return jms.browse("jobs.dispatch", "JobgateJobId = '" + jobId + "'").size();
+    }
+
+    @Test
+    void aQuietTenantsFirstJobGoesOutInTheFirstRoundDespiteAnotherTenantsBacklogOf10000() throws Exception {
+        Db.execute("""
+                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
+                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at)
+                SELECT gen_random_uuid(), 'bulk', 'backlog-' || g, 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
+                       'simulator', '{}', 0, 4, 1800, now() + interval '1 hour'
+                  FROM generate_series(1, 10000) g;
+                INSERT INTO outbox (job_id, tenant_id, event_type, available_at)
+                SELECT job_id, 'bulk', 'dispatch', now() - interval '1 minute' FROM jobs WHERE tenant_id = 'bulk'
+                   AND idempotency_key LIKE 'backlog-%'""");
+        List<String> quiet = List.of(post("dev-globex-key"), post("dev-globex-key"), post("dev-globex-key"));
+
+        List<String> first = round();
+        assertThat(first).hasSize(2).contains(quiet.get(0));
+        List<String> second = round();
+        List<String> third = round();
+        assertThat(second).hasSize(2).contains(quiet.get(1));
+        assertThat(third).hasSize(2).contains(quiet.get(2));
+        for (String id : quiet) {
+            assertThat(messagesFor(id)).isEqualTo(1);
+        }
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'bulk' AND dispatched_at IS NOT NULL")).isEqualTo(3);
+    }
+
+    @Test
+    void aTenantNeverRunsMoreThanItsLimitAndGetsASlotBackWhenAJobEnds() throws Exception {
+        List<String> jobs = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            jobs.add(post("test-duo-key"));
+        }
+        for (int i = 0; i < 4; i++) {
+            round();
+        }
+        assertThat(seen).containsExactly(jobs.get(0), jobs.get(1));
+
+        api.post("test-duo-key", "/v1/jobs/" + jobs.get(0) + "/cancel");
+        assertThat(round()).containsExactly(jobs.get(2));
+        assertThat(round()).isEmpty();
+    }
+
+    @Test
+    void twoRelaysOnOneDatabaseNeitherPublishTwiceNorSkip() throws Exception {
+        List<String> jobs = new ArrayList<>();
+        for (String key : List.of("dev-acme-key", "dev-globex-key", "test-bulk-key")) {
+            for (int i = 0; i < 3; i++) {
+                jobs.add(post(key));
+            }
+        }
+        ExecutorService relays = Executors.newFixedThreadPool(2);
+        List<Future<?>> running = new ArrayList<>();
+        for (int r = 0; r < 2; r++) {
+            running.add(relays.submit(() -> {
+                for (int i = 0; i < 20; i++) {
+                    var ex = producer.send("direct:outbox-relay-round", e -> { });
+                    assertThat(ex.getException()).isNull();
+                }
+            }));
+        }
+        for (Future<?> f : running) {
+            f.get();
+        }
+        relays.shutdown();
+
+        for (String id : jobs) {
+            assertThat(messagesFor(id)).as("messages for %s", id).isEqualTo(1);
+        }
+        assertThat(Db.count("SELECT count(*) FROM outbox WHERE event_type = 'dispatch' AND published_at IS NULL")).isZero();
+    }
+
+    @Test
+    void aCrashBetweenPublishAndMarkRepublishesAndTheCopyIsHarmless() throws Exception {
+        String job = post("dev-acme-key");
+        Db.execute("""
+                CREATE OR REPLACE FUNCTION test_fail_mark() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                  IF NEW.published_at IS NOT NULL AND NEW.event_type = 'dispatch' THEN
+                    RAISE EXCEPTION 'injected crash before mark';
+                  END IF;
+                  RETURN NEW;
+                END $$;
+                CREATE TRIGGER test_fail_mark BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION test_fail_mark();""");
+        try {
+            assertThatThrownBy(this::round).hasMessageContaining("injected crash before mark");
+        } finally {
+            Db.execute("DROP TRIGGER test_fail_mark ON outbox; DROP FUNCTION test_fail_mark();");
+        }
+        // The broker has the message; the event is still unpublished, its claim running out.
+        assertThat(messagesFor(job)).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ?::uuid AND event_type = 'dispatch' "
+                + "AND published_at IS NULL", job)).isEqualTo(1);
+
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(10)).until(() -> {
+            round();
+            return Db.count("SELECT count(*) FROM outbox WHERE job_id = ?::uuid AND event_type = 'dispatch' "
+                    + "AND published_at IS NOT NULL", job) == 1;
+        });
+        // Published again under the same event id: Artemis' duplicate detection kept one copy.
+        assertThat(messagesFor(job)).isEqualTo(1);
+        assertThat(Db.single("SELECT status FROM jobs WHERE job_id = ?::uuid", job).get("status")).isEqualTo("queued");
+    }
+
+    static Set<String> ids(List<Message> messages) throws Exception {
+        java.util.Set<String> out = new java.util.HashSet<>();
+        for (Message m : messages) {
+            out.add(m.getStringProperty("JobgateJobId"));
+        }
+        return out;
+    }
+}
