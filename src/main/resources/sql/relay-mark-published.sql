@@ -1,4 +1,4 @@
--- Only after the broker accepted the message; a claim lost meanwhile marks nothing (the event is
--- published again: at least once, and the broker's duplicate detection drops the copy).
+-- Only after the broker committed the round's messages; a claim lost meanwhile marks nothing (the
+-- event is published again: at least once; consumers deduplicate by job id).
 UPDATE outbox SET published_at = now(), claimed_until = NULL
- WHERE event_id = :#eventId AND claim_token = :#claimToken::uuid
+ WHERE event_id = ANY (:#eventIds::bigint[]) AND claim_token = :#claimToken::uuid

@@ -1,6 +1,12 @@
 package io.jobgate;
 
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Locale;
+import java.util.Properties;
 
 import io.jobgate.bench.Bench;
 import org.apache.camel.main.Main;
@@ -20,7 +26,7 @@ public final class App {
         String command = args.length == 0 || args[0].startsWith("-") ? "run" : args[0];
         String[] rest = args.length == 0 || args[0].startsWith("-") ? args : Arrays.copyOfRange(args, 1, args.length);
         switch (command) {
-            case "run" -> runGateway(rest);
+            case "run" -> gateway().run(rest);
             case "bench" -> Bench.main(rest);
             default -> {
                 System.err.println("usage: java -jar jobgate.jar [run|bench] [options]");
@@ -29,10 +35,38 @@ public final class App {
         }
     }
 
-    static void runGateway(String[] args) throws Exception {
-        // Main scans this package for the CamelConfiguration that wires the parts.
+    /** The gateway's Camel Main: it scans this package for the CamelConfiguration that wires the parts. */
+    public static Main gateway() throws IOException {
         Main main = new Main(App.class);
         main.setPropertyPlaceholderLocations(SETTINGS);
-        main.run(args);
+        overrideFromEnvironment(main);
+        return main;
+    }
+
+    /**
+     * Camel Main reads {@code CAMEL_*} variables for components only; the server, management and
+     * REST settings of the file are overridden here by the variable named after each entry
+     * ({@code camel.server.port} ← {@code CAMEL_SERVER_PORT}). {@code jobgate.*} entries are
+     * resolved by Camel's properties component, which already prefers the environment.
+     */
+    static void overrideFromEnvironment(Main main) throws IOException {
+        Path file = Path.of(SETTINGS.substring("file:".length()));
+        if (!Files.isReadable(file)) {
+            return;
+        }
+        Properties settings = new Properties();
+        try (Reader reader = Files.newBufferedReader(file)) {
+            settings.load(reader);
+        }
+        for (String key : settings.stringPropertyNames()) {
+            String value = System.getenv(environmentName(key));
+            if (key.startsWith("camel.") && value != null) {
+                main.addOverrideProperty(key, value);
+            }
+        }
+    }
+
+    static String environmentName(String key) {
+        return key.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_');
     }
 }

@@ -110,7 +110,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("problemResponder", new ProblemResponder());
         registry.bind("jmsIntake", new JmsIntake(tenants, admission));
         registry.bind("relayWakeup", wakeup);
-        registry.bind("outboxRelay", new OutboxRelay(
+        registry.bind("outboxRelay", new OutboxRelay(registry.lookupByNameAndType("jmsConnectionFactory",
+                jakarta.jms.ConnectionFactory.class),
                 settings.intValue("jobgate.dispatch.max-running", 64, 1, 100_000),
                 settings.intValue("jobgate.relay.claim-seconds", 30, 1, 3600),
                 settings.intValue("jobgate.relay.status-batch", 500, 1, 10_000)));

@@ -67,8 +67,7 @@ class EmbeddedDefaultsTest {
     }
 
     private static Main start() throws Exception {
-        Main main = new Main(App.class);
-        main.setPropertyPlaceholderLocations(App.SETTINGS);
+        Main main = App.gateway();
         Thread runner = new Thread(() -> {
             try {
                 main.run();

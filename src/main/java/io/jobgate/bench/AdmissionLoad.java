@@ -28,6 +28,21 @@ final class AdmissionLoad {
         this.apiKey = apiKey;
     }
 
+    /** One admission; returns the job id. */
+    String postOne() throws Exception {
+        HttpRequest request = HttpRequest.newBuilder(uri)
+                .header("Authorization", "Bearer " + apiKey)
+                .header("Idempotency-Key", "bench-one-" + sequence.incrementAndGet() + "-" + System.nanoTime())
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(BODY)).build();
+        HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() != 202) {
+            throw new IllegalStateException("admission answered " + r.statusCode() + ": " + r.body());
+        }
+        int at = r.body().indexOf("\"job_id\":\"") + 10;
+        return r.body().substring(at, r.body().indexOf('"', at));
+    }
+
     record Result(long requests, double perSecond, double p50Millis, double p99Millis, long errors, String firstError) {
     }
 

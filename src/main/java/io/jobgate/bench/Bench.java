@@ -15,8 +15,10 @@ import org.apache.camel.main.Main;
 
 /**
  * {@code java -jar target/jobgate.jar bench [--jdbc-url URL] [--db-user U] [--db-password P]
- * [--seconds 10] [--clients 1,16,64] [--warm-up 20]}: admission jobs/s and latency over real HTTP against
- * PostgreSQL, beside pgbench running the same three inserts in one transaction on the same server.
+ * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay] [--artemis-home DIR]}:
+ * admission jobs/s and latency over real HTTP against PostgreSQL, beside pgbench running the same
+ * three inserts in one transaction on the same server; then the relay's events/s beside the
+ * broker's own ceiling, and the fairness ratio (see {@link RelayBench}).
  */
 public final class Bench {
 
@@ -33,22 +35,33 @@ public final class Bench {
         Path dataDir = Files.createTempDirectory("jobgate-bench");
         int port = freePort();
         String apiKey = "bench-" + System.nanoTime();
+        String quietKey = "bench-quiet-" + System.nanoTime();
+        String only = opts.getOrDefault("only", "all");
+        // Tenants of this run only: earlier runs on the same database cannot skew it.
+        String run = Long.toHexString(System.nanoTime() & 0xFFFFFFL);
         Path tenants = dataDir.resolve("bench-tenants.yaml");
         Files.writeString(tenants, """
                 tenants:
-                  - id: bench
+                  - id: bench-%s
                     api_key_sha256: %s
                     max_open_jobs: 100000000
                     max_queued_bytes: 1000000000000
                     credit_grants: {bench-%d: 1000000000000000}
-                """.formatted(Digests.sha256Hex(apiKey), System.nanoTime()));
+                  - id: bench-%s-quiet
+                    api_key_sha256: %s
+                    max_running_jobs: 1
+                    credit_grants: {bench-%d: 1000000000000}
+                """.formatted(run, Digests.sha256Hex(apiKey), System.nanoTime(), run, Digests.sha256Hex(quietKey), System.nanoTime()));
         Map<String, String> settings = new LinkedHashMap<>();
         settings.put("camel.server.port", Integer.toString(port));
         settings.put("jobgate.data-dir", dataDir.toString());
         settings.put("jobgate.db.url", opts.getOrDefault("jdbc-url", ""));
         settings.put("jobgate.db.user", opts.getOrDefault("db-user", "postgres"));
         settings.put("jobgate.db.password", opts.getOrDefault("db-password", ""));
-        settings.put("jobgate.broker.embedded-port", "0");
+        int brokerPort = freePort();
+        settings.put("jobgate.broker.url", "");
+        settings.put("jobgate.broker.embedded-port", Integer.toString(brokerPort));
+        settings.put("jobgate.dispatch.max-running", "100000");
         settings.put("jobgate.tenants.files", "config/tenants.yaml," + tenants);
         settings.put("jobgate.admission.max-in-flight", "10000000");
         settings.forEach(System::setProperty);
@@ -58,43 +71,67 @@ public final class Bench {
             javax.sql.DataSource ds = gateway.getCamelContext().getRegistry().lookupByNameAndType("dataSource",
                     javax.sql.DataSource.class);
             PgBench pgbench = PgBench.locate(ds);
-            AdmissionLoad load = new AdmissionLoad(port, apiKey);
-            WrkLoad wrk = WrkLoad.locate(port, apiKey, AdmissionLoad.BODY);
-            // Warm the JIT before measuring: C2 keeps compiling for the first ~20 s of load.
-            int warmUp = Integer.parseInt(opts.getOrDefault("warm-up", "20"));
-            if (wrk != null) {
-                wrk.run(16, Duration.ofSeconds(warmUp));
-            } else {
-                load.run(16, Duration.ofSeconds(warmUp), Duration.ofSeconds(1));
+            if (!only.equals("relay")) {
+                admission(pgbench, port, apiKey, seconds, clients, opts);
             }
-            System.out.printf("%njobgate admission benchmark: %s, %d cores, %d s per step after %d s of warm-up; "
-                            + "load from %s%n", pgbench.serverDescription(), Runtime.getRuntime().availableProcessors(),
-                    seconds, warmUp, wrk != null ? "wrk" : "the JDK HTTP client (install wrk for a lighter load generator)");
-            System.out.println("Each job: HTTP POST /v1/jobs -> auth, preset + input validation, pricing, one transaction "
-                    + "(job + outbox + ledger debit + tenant and global reservations) -> 202.");
-            System.out.println("pgbench: the same job, outbox and ledger inserts in one transaction, plain tables, same server.");
-            System.out.printf("%n%8s %12s %9s %9s %14s %8s%n", "clients", "jobs/s", "p50 ms", "p99 ms", "pgbench tps", "ratio");
-            for (int c : clients) {
-                AdmissionLoad.Result r = wrk != null ? wrk.run(c, Duration.ofSeconds(seconds))
-                        : load.run(c, Duration.ofSeconds(2), Duration.ofSeconds(seconds));
-                Double tps = pgbench.run(c, seconds);
-                System.out.printf("%8d %12.0f %9.2f %9.2f %14s %8s%n", c, r.perSecond(), r.p50Millis(), r.p99Millis(),
-                        tps == null ? "n/a" : String.format("%.0f", tps),
-                        tps == null ? "n/a" : String.format("%.2f", r.perSecond() / tps));
-                if (r.errors() > 0) {
-                    System.out.printf("%8s %d requests were not 202: %s%n", "", r.errors(), r.firstError());
-                }
+            if (!only.equals("admission")) {
+                new RelayBench(gateway.getCamelContext(), run, new AdmissionLoad(port, quietKey), brokerPort,
+                        RelayBench.artemisHome(opts.get("artemis-home")))
+                        .run(Integer.parseInt(opts.getOrDefault("relay-tenants", "50")),
+                                Integer.parseInt(opts.getOrDefault("relay-events", "200")),
+                                Integer.parseInt(opts.getOrDefault("samples", "50")));
             }
             pgbench.cleanUp();
+            try (var c = ds.getConnection(); var st = c.createStatement()) {
+                // The run's jobs never meet a worker: end them so they hold no capacity afterwards.
+                st.execute("UPDATE jobs SET status = 'cancelled', finalized_at = now(), dispatched_at = NULL "
+                        + "WHERE tenant_id LIKE 'bench-" + run + "%' AND finalized_at IS NULL");
+                st.execute("DELETE FROM outbox WHERE tenant_id LIKE 'bench-" + run + "%' AND published_at IS NULL");
+                st.execute("UPDATE tenant_accounts SET open_jobs = 0, queued_bytes = 0, running_jobs = 0 "
+                        + "WHERE tenant_id LIKE 'bench-" + run + "%'");
+                st.execute("UPDATE gateway_capacity SET in_flight = (SELECT count(*) FROM jobs WHERE finalized_at IS NULL)");
+                st.execute("UPDATE dispatch_window SET running = (SELECT count(*) FROM jobs "
+                        + "WHERE dispatched_at IS NOT NULL AND finalized_at IS NULL)");
+            }
         } finally {
             gateway.stop();
         }
         System.exit(0);
     }
 
+    private static void admission(PgBench pgbench, int port, String apiKey, int seconds, List<Integer> clients,
+                                  Map<String, String> opts) throws Exception {
+        AdmissionLoad load = new AdmissionLoad(port, apiKey);
+        WrkLoad wrk = WrkLoad.locate(port, apiKey, AdmissionLoad.BODY);
+        // Warm the JIT before measuring: C2 keeps compiling for the first ~20 s of load.
+        int warmUp = Integer.parseInt(opts.getOrDefault("warm-up", "20"));
+        if (wrk != null) {
+            wrk.run(16, Duration.ofSeconds(warmUp));
+        } else {
+            load.run(16, Duration.ofSeconds(warmUp), Duration.ofSeconds(1));
+        }
+        System.out.printf("%njobgate admission benchmark: %s, %d cores, %d s per step after %d s of warm-up; "
+                        + "load from %s%n", pgbench.serverDescription(), Runtime.getRuntime().availableProcessors(),
+                seconds, warmUp, wrk != null ? "wrk" : "the JDK HTTP client (install wrk for a lighter load generator)");
+        System.out.println("Each job: HTTP POST /v1/jobs -> auth, preset + input validation, pricing, one transaction "
+                + "(job + outbox + ledger debit + tenant and global reservations) -> 202.");
+        System.out.println("pgbench: the same job, outbox and ledger inserts in one transaction, plain tables, same server.");
+        System.out.printf("%n%8s %12s %9s %9s %14s %8s%n", "clients", "jobs/s", "p50 ms", "p99 ms", "pgbench tps", "ratio");
+        for (int c : clients) {
+            AdmissionLoad.Result r = wrk != null ? wrk.run(c, Duration.ofSeconds(seconds))
+                    : load.run(c, Duration.ofSeconds(2), Duration.ofSeconds(seconds));
+            Double tps = pgbench.run(c, seconds);
+            System.out.printf("%8d %12.0f %9.2f %9.2f %14s %8s%n", c, r.perSecond(), r.p50Millis(), r.p99Millis(),
+                    tps == null ? "n/a" : String.format("%.0f", tps),
+                    tps == null ? "n/a" : String.format("%.2f", r.perSecond() / tps));
+            if (r.errors() > 0) {
+                System.out.printf("%8s %d requests were not 202: %s%n", "", r.errors(), r.firstError());
+            }
+        }
+    }
+
     private static Main startGateway() throws Exception {
-        Main main = new Main(App.class);
-        main.setPropertyPlaceholderLocations(App.SETTINGS);
+        Main main = App.gateway();
         Thread runner = new Thread(() -> {
             try {
                 main.run();

@@ -45,11 +45,16 @@ public final class JobFinalizer {
     public boolean finalizeJob(UUID jobId, Outcome outcome) {
         Boolean done = transactions.execute(tx -> {
             Instant now = clock.instant();
+            // Lock order shared with the relay (outbox row, then job) and admission (gateway row, then
+            // tenant row): no deadlock among the three. A dispatch not yet published is moot now.
+            jdbc.update("DELETE FROM outbox WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL", jobId);
             Optional<Map<String, Object>> ended = jdbc.queryForList("""
-                    UPDATE jobs SET status = ?, error_category = ?, error_message = ?, finalized_at = ?, updated_at = ?,
-                                    dispatched_at = NULL
-                     WHERE job_id = ? AND finalized_at IS NULL
-                    RETURNING tenant_id, source_bytes, cost_micros, attempts""",
+                    UPDATE jobs j SET status = ?, error_category = ?, error_message = ?, finalized_at = ?, updated_at = ?,
+                                      dispatched_at = NULL
+                      FROM (SELECT job_id, dispatched_at FROM jobs WHERE job_id = ? FOR UPDATE) old
+                     WHERE j.job_id = old.job_id AND j.finalized_at IS NULL
+                    RETURNING j.tenant_id, j.source_bytes, j.cost_micros, j.attempts,
+                              old.dispatched_at IS NOT NULL AS held_slot""",
                     outcome.status().wire(), outcome.errorCategory(), outcome.errorMessage(), Timestamp.from(now),
                     Timestamp.from(now), jobId).stream().findFirst();
             if (ended.isEmpty()) {
@@ -59,10 +64,13 @@ public final class JobFinalizer {
             long bytes = ((Number) ended.get().get("source_bytes")).longValue();
             long cost = ((Number) ended.get().get("cost_micros")).longValue();
             int attempts = ((Number) ended.get().get("attempts")).intValue();
-            // Lock order as in admission (gateway row, then the tenant's row): no deadlock between the two.
+            int slot = Boolean.TRUE.equals(ended.get().get("held_slot")) ? 1 : 0;
             jdbc.update("UPDATE gateway_capacity SET in_flight = in_flight - 1 WHERE id = 1");
-            jdbc.update("UPDATE tenant_accounts SET open_jobs = open_jobs - 1, queued_bytes = queued_bytes - ? "
-                    + "WHERE tenant_id = ?", bytes, tenant);
+            jdbc.update("UPDATE tenant_accounts SET open_jobs = open_jobs - 1, queued_bytes = queued_bytes - ?, "
+                    + "running_jobs = running_jobs - ? WHERE tenant_id = ?", bytes, slot, tenant);
+            if (slot == 1) {
+                jdbc.update("UPDATE dispatch_window SET running = running - 1 WHERE id = 1");
+            }
             if (outcome.refund() == RefundPolicy.FULL && cost > 0) {
                 jdbc.update("""
                         INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at)
@@ -70,8 +78,7 @@ public final class JobFinalizer {
                         ON CONFLICT (job_id, entry_type) WHERE entry_type IN ('debit', 'refund') DO NOTHING""",
                         tenant, jobId, cost, outcome.errorCategory(), Timestamp.from(now));
             }
-            // A dispatch not yet published is moot now; followers learn the end from the status event.
-            jdbc.update("DELETE FROM outbox WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL", jobId);
+            // Followers learn the end from the status event.
             jdbc.update("""
                     INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, created_at)
                     VALUES (?, ?, 'status', jsonb_build_object('status', ?::text, 'attempt', ?::int,

@@ -1,17 +1,28 @@
 package io.jobgate.relay;
 
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.StringJoiner;
 import java.util.UUID;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.jobgate.api.Json;
+import jakarta.jms.Connection;
+import jakarta.jms.ConnectionFactory;
+import jakarta.jms.Destination;
+import jakarta.jms.JMSException;
+import jakarta.jms.MessageProducer;
+import jakarta.jms.Session;
+import jakarta.jms.TextMessage;
 import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 
 /**
- * Rules of the outbox relay route (routes/outbox-relay.camel.yaml): the parameters of a round, and
- * the shape of the messages it publishes. The SQL of a round is in {@code sql/relay-*.sql}.
+ * Rules of the outbox relay route (routes/outbox-relay.camel.yaml): the parameters of a round and
+ * the messages it publishes. All messages of a round go to the broker in one JMS transaction (one
+ * journal sync instead of one per message); the route marks the events published only after that
+ * commit returned. The SQL of a round is in {@code sql/relay-*.sql}.
  */
 public final class OutboxRelay {
 
@@ -20,14 +31,17 @@ public final class OutboxRelay {
     public static final String TENANT = "JobgateTenant";
     public static final String EVENT_ID = "JobgateEventId";
     public static final String STATUS = "JobgateStatus";
-    /** Artemis duplicate detection: a republished event (relay crash after send) is dropped by the broker. */
-    public static final String DUPLICATE_ID = "_AMQ_DUPL_ID";
 
+    public static final String DISPATCH_QUEUE = "jobs.dispatch";
+    public static final String EVENTS_TOPIC = "jobs.events";
+
+    private final ConnectionFactory connectionFactory;
     private final int maxRunning;
     private final int claimSeconds;
     private final int statusBatch;
 
-    public OutboxRelay(int maxRunning, int claimSeconds, int statusBatch) {
+    public OutboxRelay(ConnectionFactory connectionFactory, int maxRunning, int claimSeconds, int statusBatch) {
+        this.connectionFactory = connectionFactory;
         this.maxRunning = maxRunning;
         this.claimSeconds = claimSeconds;
         this.statusBatch = statusBatch;
@@ -42,10 +56,42 @@ public final class OutboxRelay {
         m.setHeader("statusBatch", statusBatch);
     }
 
-    /** One claimed dispatch row → the message workers consume from jobs.dispatch. */
-    public void dispatchMessage(Exchange exchange) {
+    /** Publishes the claimed dispatch rows to jobs.dispatch; sets {@code eventIds} for the mark. */
+    public void publishDispatch(Exchange exchange) throws JMSException {
+        publish(exchange, false);
+        exchange.setProperty("dispatched", exchange.getMessage().getHeader("published", Integer.class));
+    }
+
+    /** Publishes the claimed status rows to the jobs.events topic; sets {@code eventIds} for the mark. */
+    public void publishStatus(Exchange exchange) throws JMSException {
+        publish(exchange, true);
+        exchange.setProperty("announced", exchange.getMessage().getHeader("published", Integer.class));
+    }
+
+    @SuppressWarnings("unchecked")
+    private void publish(Exchange exchange, boolean status) throws JMSException {
         Message m = exchange.getMessage();
-        Map<?, ?> row = m.getBody(Map.class);
+        List<Map<String, Object>> rows = m.getBody(List.class);
+        StringJoiner ids = new StringJoiner(",", "{", "}");
+        if (!rows.isEmpty()) {
+            try (Connection connection = connectionFactory.createConnection();
+                 Session session = connection.createSession(true, Session.SESSION_TRANSACTED)) {
+                Destination to = status ? session.createTopic(EVENTS_TOPIC) : session.createQueue(DISPATCH_QUEUE);
+                try (MessageProducer producer = session.createProducer(to)) {
+                    for (Map<String, Object> row : rows) {
+                        producer.send(status ? statusMessage(session, row) : dispatchMessage(session, row));
+                        ids.add(row.get("event_id").toString());
+                    }
+                }
+                session.commit(); // the broker has them all, durably, or none
+            }
+        }
+        m.setHeader("eventIds", ids.toString());
+        m.setHeader("published", rows.size());
+    }
+
+    /** One claimed dispatch row → the message workers consume from jobs.dispatch. */
+    static TextMessage dispatchMessage(Session session, Map<String, Object> row) throws JMSException {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("job_id", row.get("job_id").toString());
         body.put("tenant_id", row.get("tenant_id"));
@@ -55,15 +101,19 @@ public final class OutboxRelay {
         body.put("preset_version", row.get("preset_version"));
         body.put("kind", row.get("kind"));
         body.put("provider", row.get("provider"));
-        address(m, row, "dispatch");
-        m.setBody(Json.write(body));
+        TextMessage message = session.createTextMessage(Json.write(body));
+        address(message, row);
+        return message;
     }
 
     /** One claimed status row → the event followers receive on the jobs.events topic. */
-    public void statusMessage(Exchange exchange) throws Exception {
-        Message m = exchange.getMessage();
-        Map<?, ?> row = m.getBody(Map.class);
-        JsonNode payload = Json.MAPPER.readTree(row.get("payload").toString());
+    static TextMessage statusMessage(Session session, Map<String, Object> row) throws JMSException {
+        JsonNode payload;
+        try {
+            payload = Json.MAPPER.readTree(row.get("payload").toString());
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("unreadable status payload of event " + row.get("event_id"), e);
+        }
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("job_id", row.get("job_id").toString());
         body.put("tenant_id", row.get("tenant_id"));
@@ -74,17 +124,22 @@ public final class OutboxRelay {
         }
         body.put("at", ((java.sql.Timestamp) row.get("created_at")).toInstant().toString());
         body.put("event_id", ((Number) row.get("event_id")).longValue());
-        address(m, row, "status");
-        m.setHeader(STATUS, payload.path("status").asText());
-        m.setBody(Json.write(body));
+        TextMessage message = session.createTextMessage(Json.write(body));
+        address(message, row);
+        message.setStringProperty(STATUS, payload.path("status").asText());
+        return message;
     }
 
-    private static void address(Message m, Map<?, ?> row, String kind) {
+    /**
+     * Delivery is at least once: a relay that dies between the broker's commit and the mark
+     * publishes the event again, with the same event id. Consumers deduplicate by job id. (Broker
+     * duplicate detection is not used: inside a transaction one duplicate rolls back the whole
+     * round, which would stall the relay on the event forever.)
+     */
+    private static void address(TextMessage message, Map<String, Object> row) throws JMSException {
         long eventId = ((Number) row.get("event_id")).longValue();
-        m.setHeader("eventId", eventId);
-        m.setHeader(EVENT_ID, eventId);
-        m.setHeader(JOB_ID, row.get("job_id").toString());
-        m.setHeader(TENANT, row.get("tenant_id"));
-        m.setHeader(DUPLICATE_ID, "outbox-" + kind + "-" + eventId);
+        message.setLongProperty(EVENT_ID, eventId);
+        message.setStringProperty(JOB_ID, row.get("job_id").toString());
+        message.setStringProperty(TENANT, (String) row.get("tenant_id"));
     }
 }

@@ -73,7 +73,7 @@ abstract class BrokerFlowsContract {
             assertThat(body.path("job_id").asText()).isEqualTo(job);
             assertThat(body.path("tenant_id").asText()).isEqualTo("globex");
             assertThat(body.path("attempt").asInt()).isEqualTo(1);
-            assertThat(m.getStringProperty("_AMQ_DUPL_ID")).startsWith("outbox-dispatch-");
+            assertThat(m.getLongProperty("JobgateEventId")).isEqualTo(body.path("event_id").asLong());
             assertThat(Db.count("SELECT count(*) FROM jobs WHERE job_id = ?::uuid AND dispatched_at IS NOT NULL", job))
                     .isEqualTo(1);
         }

@@ -86,6 +86,13 @@ public final class TestDatabase {
                 s.execute("TRUNCATE ledger, outbox, jobs, uploads RESTART IDENTITY CASCADE");
                 s.execute("UPDATE tenant_accounts SET balance_micros = 0, open_jobs = 0, queued_bytes = 0");
                 s.execute("UPDATE gateway_capacity SET in_flight = 0");
+                try (var rs = s.executeQuery("SELECT to_regclass('public.dispatch_window') IS NOT NULL")) {
+                    rs.next();
+                    if (rs.getBoolean(1)) {
+                        s.execute("UPDATE tenant_accounts SET running_jobs = 0");
+                        s.execute("UPDATE dispatch_window SET running = 0");
+                    }
+                }
             }
         }
     }
