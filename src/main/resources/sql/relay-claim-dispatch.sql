@@ -2,28 +2,44 @@
 -- running limit, tenants that waited longest first, within the global running window. Rounds of
 -- several relays take turns on an advisory lock, so no two relays split one round; SKIP LOCKED
 -- keeps a round from waiting on rows another transaction holds. Claiming takes the job's slot
--- (dispatched_at and the running counters) in the same statement.
+-- (dispatched_at and the running counters) in the same statement. A tenant at its limit is not
+-- even looked at (no row locks, no writes: an idle round costs one read), except for a claim that
+-- expired after its job took a slot, which is published again without a new slot.
 WITH turn AS (
     SELECT pg_try_advisory_xact_lock(7305001) AS ours),
 room AS (
     SELECT greatest(:#maxRunning - running, 0) AS free FROM dispatch_window WHERE id = 1),
-picked AS (
-    SELECT e.event_id, e.job_id, t.tenant_id, e.holds_slot
-      FROM turn
-      CROSS JOIN tenants t
-      JOIN tenant_accounts a ON a.tenant_id = t.tenant_id
+tenant_turns AS (
+    SELECT t.tenant_id, a.last_dispatch_at, a.running_jobs < t.max_running_jobs AS has_room
+      FROM turn CROSS JOIN tenants t JOIN tenant_accounts a ON a.tenant_id = t.tenant_id
+     WHERE turn.ours),
+fresh AS (
+    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot
+      FROM tenant_turns g
       CROSS JOIN LATERAL (
           SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot
             FROM outbox o JOIN jobs j ON j.job_id = o.job_id
-           WHERE o.tenant_id = t.tenant_id AND o.event_type = 'dispatch' AND o.published_at IS NULL
+           WHERE o.tenant_id = g.tenant_id AND o.event_type = 'dispatch' AND o.published_at IS NULL
              AND o.available_at <= now() AND (o.claimed_until IS NULL OR o.claimed_until < now())
            ORDER BY o.available_at, o.event_id
            LIMIT 1
            FOR UPDATE OF o SKIP LOCKED) e
-     WHERE turn.ours
-       -- a claim that expired after its job took a slot is published again, not held back
-       AND (a.running_jobs < t.max_running_jobs OR e.holds_slot)
-     ORDER BY a.last_dispatch_at NULLS FIRST, t.tenant_id
+     WHERE g.has_room),
+reclaims AS (
+    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot
+      FROM tenant_turns g
+      CROSS JOIN LATERAL (
+          SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot
+            FROM outbox o JOIN jobs j ON j.job_id = o.job_id
+           WHERE o.tenant_id = g.tenant_id AND o.event_type = 'dispatch' AND o.published_at IS NULL
+             AND o.claimed_until IS NOT NULL AND o.claimed_until < now() AND j.dispatched_at IS NOT NULL
+           ORDER BY o.available_at, o.event_id
+           LIMIT 1
+           FOR UPDATE OF o SKIP LOCKED) e
+     WHERE NOT g.has_room),
+picked AS (
+    SELECT * FROM (SELECT * FROM fresh UNION ALL SELECT * FROM reclaims) c
+     ORDER BY c.last_dispatch_at NULLS FIRST, c.tenant_id
      LIMIT (SELECT free FROM room)),
 claimed AS (
     UPDATE outbox o SET claimed_until = now() + make_interval(secs => :#claimSeconds), claim_token = :#claimToken::uuid
@@ -39,7 +55,8 @@ turns AS (
            running_jobs = a.running_jobs + (SELECT count(*) FROM slots s WHERE s.tenant_id = a.tenant_id)
       FROM picked p WHERE a.tenant_id = p.tenant_id),
 window_taken AS (
-    UPDATE dispatch_window SET running = running + (SELECT count(*) FROM slots) WHERE id = 1)
+    UPDATE dispatch_window SET running = running + (SELECT count(*) FROM slots)
+     WHERE id = 1 AND EXISTS (SELECT 1 FROM slots))
 SELECT c.event_id, c.job_id, c.tenant_id, j.attempts, j.preset_id, j.preset_version, j.kind, j.provider
   FROM claimed c JOIN jobs j ON j.job_id = c.job_id
  ORDER BY c.event_id

@@ -27,5 +27,8 @@ ALTER TABLE outbox ADD CONSTRAINT outbox_event_type CHECK (event_type IN ('dispa
 DROP INDEX outbox_due;
 CREATE INDEX outbox_dispatch_due ON outbox (tenant_id, available_at, event_id)
     WHERE published_at IS NULL AND event_type = 'dispatch';
+-- Claims that expired (a relay died after claiming): few, and found without walking a backlog.
+CREATE INDEX outbox_dispatch_reclaim ON outbox (tenant_id, available_at, event_id)
+    WHERE published_at IS NULL AND event_type = 'dispatch' AND claimed_until IS NOT NULL;
 CREATE INDEX outbox_status_due ON outbox (event_id) WHERE published_at IS NULL AND event_type = 'status';
 CREATE INDEX outbox_job ON outbox (job_id);
