@@ -43,6 +43,28 @@ public final class App {
         return main;
     }
 
+    /** Starts the gateway on a background thread and returns once its Camel context runs (bench, tests). */
+    public static Main startInBackground(java.time.Duration timeout) throws Exception {
+        Main main = gateway();
+        Thread runner = new Thread(() -> {
+            try {
+                main.run();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }, "jobgate-main");
+        runner.setDaemon(true);
+        runner.start();
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (main.getCamelContext() == null || !main.getCamelContext().isStarted()) {
+            if (System.nanoTime() > deadline || !runner.isAlive()) {
+                throw new IllegalStateException("the gateway did not start within " + timeout);
+            }
+            Thread.sleep(50); // start-up poll of a background thread; nothing to wait on instead
+        }
+        return main;
+    }
+
     /**
      * Camel Main reads {@code CAMEL_*} variables for components only; the server, management and
      * REST settings of the file are overridden here by the variable named after each entry

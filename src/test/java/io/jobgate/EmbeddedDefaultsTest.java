@@ -12,7 +12,6 @@ import org.apache.camel.main.Main;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * The default run: every part embedded (PostgreSQL binaries, Artemis from broker.xml, S3Proxy) in
@@ -67,18 +66,6 @@ class EmbeddedDefaultsTest {
     }
 
     private static Main start() throws Exception {
-        Main main = App.gateway();
-        Thread runner = new Thread(() -> {
-            try {
-                main.run();
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        }, "jobgate-main");
-        runner.setDaemon(true);
-        runner.start();
-        await().atMost(Duration.ofSeconds(90)).until(() -> main.getCamelContext() != null
-                && main.getCamelContext().isStarted());
-        return main;
+        return App.startInBackground(Duration.ofSeconds(90));
     }
 }

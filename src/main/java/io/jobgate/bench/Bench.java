@@ -66,7 +66,7 @@ public final class Bench {
         settings.put("jobgate.admission.max-in-flight", "10000000");
         settings.forEach(System::setProperty);
 
-        Main gateway = startGateway();
+        Main gateway = App.startInBackground(Duration.ofSeconds(120));
         try {
             javax.sql.DataSource ds = gateway.getCamelContext().getRegistry().lookupByNameAndType("dataSource",
                     javax.sql.DataSource.class);
@@ -138,27 +138,6 @@ public final class Bench {
                 System.out.printf("%8s %d requests were not 202: %s%n", "", r.errors(), r.firstError());
             }
         }
-    }
-
-    private static Main startGateway() throws Exception {
-        Main main = App.gateway();
-        Thread runner = new Thread(() -> {
-            try {
-                main.run();
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        }, "jobgate-main");
-        runner.setDaemon(true);
-        runner.start();
-        long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
-        while (main.getCamelContext() == null || !main.getCamelContext().isStarted()) {
-            if (System.nanoTime() > deadline || !runner.isAlive()) {
-                throw new IllegalStateException("gateway did not start");
-            }
-            Thread.sleep(50); // start-up poll, not part of any measurement
-        }
-        return main;
     }
 
     private static Map<String, String> options(String[] args) {

@@ -366,20 +366,9 @@ class AdmissionApiTest {
                 + "WHERE tenant_id = 'acme'");
         long inFlight = Db.count("SELECT in_flight FROM gateway_capacity");
         // The fault: the outbox insert — after the job, the reservations and the debit — fails.
-        Db.execute("""
-                CREATE OR REPLACE FUNCTION test_fail_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN
-                  IF EXISTS (SELECT 1 FROM jobs WHERE job_id = NEW.job_id AND idempotency_key LIKE 'boom-%') THEN
-                    RAISE EXCEPTION 'injected outbox failure';
-                  END IF;
-                  RETURN NEW;
-                END $$;
-                CREATE TRIGGER test_fail_outbox BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION test_fail_outbox();""");
         Response failed;
-        try {
+        try (Db.Fault fault = Db.failInsertsFor("outbox", "boom-")) {
             failed = api.postJob(ACME, key, invoice("Half Way"));
-        } finally {
-            Db.execute("DROP TRIGGER test_fail_outbox ON outbox; DROP FUNCTION test_fail_outbox();");
         }
 
         assertProblem(failed, 500, "internal_error");
@@ -413,15 +402,7 @@ class AdmissionApiTest {
 
     @Test
     void aRequestThatFailsInsideAGroupCommitFailsAloneAndTheOthersAreAdmitted() throws Exception {
-        Db.execute("""
-                CREATE OR REPLACE FUNCTION test_fail_poison() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN
-                  IF EXISTS (SELECT 1 FROM jobs WHERE job_id = NEW.job_id AND idempotency_key LIKE 'poison-%') THEN
-                    RAISE EXCEPTION 'injected ledger failure';
-                  END IF;
-                  RETURN NEW;
-                END $$;
-                CREATE TRIGGER test_fail_poison BEFORE INSERT ON ledger FOR EACH ROW EXECUTE FUNCTION test_fail_poison();""");
+        Db.Fault fault = Db.failInsertsFor("ledger", "poison-");
         long splitBefore = writer.batchesSplit();
         List<Response> answers = new ArrayList<>();
         ExecutorService pool = Executors.newFixedThreadPool(25);
@@ -446,7 +427,7 @@ class AdmissionApiTest {
             }
         } finally {
             pool.shutdown();
-            Db.execute("DROP TRIGGER test_fail_poison ON ledger; DROP FUNCTION test_fail_poison();");
+            fault.close();
         }
 
         assertThat(writer.batchesSplit()).isEqualTo(splitBefore + 1);

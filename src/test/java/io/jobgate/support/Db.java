@@ -39,6 +39,30 @@ public final class Db {
         }
     }
 
+    /**
+     * Fault injection: until closed, inserts into {@code table} fail for jobs whose idempotency key
+     * starts with {@code keyPrefix}, as a crash half way through the transaction would.
+     */
+    public static Fault failInsertsFor(String table, String keyPrefix) {
+        String name = "test_fail_" + table;
+        execute("""
+                CREATE OR REPLACE FUNCTION %1$s() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                  IF EXISTS (SELECT 1 FROM jobs WHERE job_id = NEW.job_id AND idempotency_key LIKE '%2$s%%') THEN
+                    RAISE EXCEPTION 'injected %3$s failure';
+                  END IF;
+                  RETURN NEW;
+                END $$;
+                CREATE TRIGGER %1$s BEFORE INSERT ON %3$s FOR EACH ROW EXECUTE FUNCTION %1$s();""".formatted(name, keyPrefix, table));
+        return () -> execute("DROP TRIGGER " + name + " ON " + table + "; DROP FUNCTION " + name + "();");
+    }
+
+    /** An injected fault, removed on close. */
+    public interface Fault extends AutoCloseable {
+        @Override
+        void close();
+    }
+
     public static void execute(String sql) {
         try (Connection c = TestDatabase.connect(); var s = c.createStatement()) {
             s.execute(sql);
