@@ -23,6 +23,7 @@ import io.jobgate.job.AdmissionService;
 import io.jobgate.job.AdmissionWriter;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.job.JobStore;
+import io.jobgate.ops.DatabaseHealthCheck;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.relay.DeadLetters;
@@ -71,6 +72,7 @@ public class JobgateConfiguration implements CamelConfiguration {
 
         HikariDataSource dataSource = database(context, settings, dataDir);
         registry.bind("dataSource", dataSource);
+        registry.bind("databaseHealthCheck", new DatabaseHealthCheck(dataSource));
         JdbcTemplate jdbc = new JdbcTemplate(dataSource);
         TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
 

@@ -89,6 +89,15 @@ class AdmissionApiTest {
     }
 
     @Test
+    void healthReportsTheDatabaseCheck() {
+        Response health = api.get(null, "/observe/health?exposureLevel=full");
+
+        assertThat(health.status()).isEqualTo(200);
+        assertThat(health.json().path("status").asText()).isEqualTo("UP");
+        assertThat(health.json().path("checks").findValuesAsText("name")).contains("database");
+    }
+
+    @Test
     void replayWithTheSameKeyAndRequestReturnsTheSameJob() {
         String key = key();
         Response first = api.postJob(ACME, key, invoice("Replay Ltd"));

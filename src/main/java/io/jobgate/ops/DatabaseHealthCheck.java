@@ -1,0 +1,38 @@
+package io.jobgate.ops;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.Map;
+
+import javax.sql.DataSource;
+
+import org.apache.camel.health.HealthCheckResultBuilder;
+import org.apache.camel.impl.health.AbstractHealthCheck;
+
+/**
+ * Readiness and liveness of the gateway's one source of truth: DOWN when PostgreSQL does not
+ * answer, so /observe/health tells a load balancer to stop sending jobs here.
+ */
+public final class DatabaseHealthCheck extends AbstractHealthCheck {
+
+    private final DataSource dataSource;
+
+    public DatabaseHealthCheck(DataSource dataSource) {
+        super("jobgate", "database");
+        this.dataSource = dataSource;
+    }
+
+    @Override
+    protected void doCall(HealthCheckResultBuilder builder, Map<String, Object> options) {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            s.setQueryTimeout(5);
+            try (ResultSet rs = s.executeQuery("SELECT 1")) {
+                rs.next();
+            }
+            builder.up();
+        } catch (Exception e) {
+            builder.message("PostgreSQL does not answer: " + e.getMessage()).error(e).down();
+        }
+    }
+}
