@@ -21,6 +21,9 @@ public final class JobsApi {
     static final int DEFAULT_PAGE = 50;
     static final int MAX_PAGE = 200;
     private static final int MAX_CORRELATION_ID = 128;
+    private static final java.util.regex.Pattern JSON_TYPE =
+            java.util.regex.Pattern.compile("application/([a-z0-9.+-]*\\+)?json\\s*(;.*)?", java.util.regex.Pattern.CASE_INSENSITIVE);
+    private static final java.util.regex.Pattern CORRELATION_ID = java.util.regex.Pattern.compile("[A-Za-z0-9._:/-]+");
 
     private final AdmissionService admission;
     private final JobStore jobs;
@@ -35,7 +38,7 @@ public final class JobsApi {
     public void create(Exchange exchange) {
         Tenant tenant = TenantAuth.tenant(exchange);
         String contentType = exchange.getIn().getHeader(Exchange.CONTENT_TYPE, String.class);
-        if (contentType == null || !contentType.toLowerCase().matches("application/([a-z0-9.+-]*\\+)?json\\s*(;.*)?")) {
+        if (contentType == null || !JSON_TYPE.matcher(contentType).matches()) {
             throw ApiProblem.of(415, "unsupported_media_type", "Send the job request as Content-Type: application/json.");
         }
         byte[] body = exchange.getIn().getBody(byte[].class);
@@ -125,7 +128,7 @@ public final class JobsApi {
         if (value == null || value.isBlank()) {
             return null;
         }
-        if (value.length() > MAX_CORRELATION_ID || !value.matches("[A-Za-z0-9._:/-]+")) {
+        if (value.length() > MAX_CORRELATION_ID || !CORRELATION_ID.matcher(value).matches()) {
             throw ApiProblem.of(400, "invalid_correlation_id", "X-Correlation-Id must be 1 to " + MAX_CORRELATION_ID
                     + " characters of letters, digits and . _ : / -.");
         }

@@ -8,7 +8,6 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -45,7 +44,8 @@ public final class AdmissionWriter extends ServiceSupport {
     private static final String LOCK_GATEWAY = "SELECT in_flight FROM gateway_capacity WHERE id = 1 FOR UPDATE";
 
     private static final String LOCK_TENANTS = """
-            SELECT a.tenant_id, a.open_jobs, a.queued_bytes, a.balance_micros, t.max_open_jobs, t.max_queued_bytes
+            SELECT a.tenant_id, a.open_jobs, a.queued_bytes, a.balance_micros, t.max_open_jobs, t.max_queued_bytes,
+                   a.running_jobs < t.max_running_jobs AS can_run
               FROM tenant_accounts a JOIN tenants t ON t.tenant_id = a.tenant_id
              WHERE a.tenant_id = ANY (?) ORDER BY a.tenant_id FOR UPDATE OF a""";
 
@@ -98,6 +98,8 @@ public final class AdmissionWriter extends ServiceSupport {
     private final BlockingQueue<Pending> queue = new LinkedBlockingQueue<>();
     private volatile Thread writer;
     private volatile Runnable afterCommit = () -> { };
+    /** Set while deciding a batch (writer thread only): an admitted job's tenant can run one more. */
+    private boolean dispatchable;
     private final java.util.concurrent.atomic.AtomicLong batches = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong splitBatches = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong requests = new java.util.concurrent.atomic.AtomicLong();
@@ -143,7 +145,7 @@ public final class AdmissionWriter extends ServiceSupport {
         }
     }
 
-    /** Called after each commit that admitted jobs (wakes the outbox relay). */
+    /** Called after a commit that admitted a job whose tenant may run another now (wakes the relay). */
     public void afterCommit(Runnable callback) {
         this.afterCommit = callback;
     }
@@ -229,8 +231,8 @@ public final class AdmissionWriter extends ServiceSupport {
             try {
                 Map<Pending, Object> outcomes = decideAndWrite(c, batch);
                 c.commit();
-                if (outcomes.containsValue(Result.ADMITTED)) {
-                    afterCommit.run();
+                if (dispatchable) {
+                    afterCommit.run(); // a tenant below its running limit got a job: dispatch it now
                 }
                 outcomes.forEach((p, outcome) -> {
                     if (outcome instanceof Result r) {
@@ -250,6 +252,7 @@ public final class AdmissionWriter extends ServiceSupport {
 
     /** Decides every request of the batch under the locks, writes the admitted ones. */
     private Map<Pending, Object> decideAndWrite(Connection c, List<Pending> batch) throws SQLException {
+        dispatchable = false;
         long inFlight;
         try (PreparedStatement ps = c.prepareStatement(LOCK_GATEWAY); ResultSet rs = ps.executeQuery()) {
             rs.next();
@@ -263,11 +266,11 @@ public final class AdmissionWriter extends ServiceSupport {
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     accounts.put(rs.getString(1), new Account(rs.getLong(2), rs.getLong(3), rs.getLong(4), rs.getLong(5),
-                            rs.getLong(6)));
+                            rs.getLong(6), rs.getBoolean(7)));
                 }
             }
         }
-        Map<Pending, Object> outcomes = new LinkedHashMap<>();
+        Map<Pending, Object> outcomes = new java.util.IdentityHashMap<>();
         List<Pending> toWrite = new ArrayList<>();
         Set<String> keysInBatch = new HashSet<>();
         for (Pending p : batch) {
@@ -288,7 +291,9 @@ public final class AdmissionWriter extends ServiceSupport {
         }
         Set<UUID> inserted = insert(c, toWrite);
         for (Pending p : toWrite) {
-            outcomes.put(p, inserted.contains(p.candidate().job().id()) ? Result.ADMITTED : Result.KEY_TAKEN);
+            boolean admitted = inserted.contains(p.candidate().job().id());
+            outcomes.put(p, admitted ? Result.ADMITTED : Result.KEY_TAKEN);
+            dispatchable |= admitted && accounts.get(p.candidate().job().tenantId()).canRun;
         }
         return outcomes;
     }
@@ -334,8 +339,10 @@ public final class AdmissionWriter extends ServiceSupport {
         long balance;
         final long maxOpenJobs;
         final long maxQueuedBytes;
+        final boolean canRun;
 
-        Account(long openJobs, long queuedBytes, long balance, long maxOpenJobs, long maxQueuedBytes) {
+        Account(long openJobs, long queuedBytes, long balance, long maxOpenJobs, long maxQueuedBytes, boolean canRun) {
+            this.canRun = canRun;
             this.openJobs = openJobs;
             this.queuedBytes = queuedBytes;
             this.balance = balance;

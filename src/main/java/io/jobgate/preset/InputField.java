@@ -8,7 +8,7 @@ import java.util.Map;
  * {@code min}/{@code max} for numbers, {@code maxItems} for arrays (whose rows are objects of
  * further fields). User text only ever fills these fields, never the template itself.
  */
-public record InputField(String name, Type type, boolean required, int maxLength, String pattern,
+public record InputField(String name, Type type, boolean required, int maxLength, java.util.regex.Pattern pattern,
                          List<String> values, java.math.BigDecimal min, java.math.BigDecimal max,
                          int maxItems, Map<String, InputField> rowFields) {
 

@@ -59,7 +59,7 @@ public final class InputValidator {
                     throw ApiProblem.invalidInput(at, "Field '" + at + "' is longer than its cap of "
                             + field.maxLength() + " characters.");
                 }
-                if (field.pattern() != null && !text.matches(field.pattern())) {
+                if (field.pattern() != null && !field.pattern().matcher(text).matches()) {
                     throw ApiProblem.invalidInput(at, "Field '" + at + "' must match " + field.pattern() + ".");
                 }
             }

@@ -186,7 +186,7 @@ public final class PresetCatalog {
             throw new IllegalStateException(where + ": number field " + name + " needs min and max");
         }
         return new InputField(name, type, spec.path("required").asBoolean(false), maxLength,
-                spec.hasNonNull("pattern") ? spec.get("pattern").asText() : null, strings(spec.path("values")),
+                spec.hasNonNull("pattern") ? java.util.regex.Pattern.compile(spec.get("pattern").asText()) : null, strings(spec.path("values")),
                 spec.hasNonNull("min") ? new BigDecimal(spec.get("min").asText()) : null,
                 spec.hasNonNull("max") ? new BigDecimal(spec.get("max").asText()) : null,
                 maxItems, type == InputField.Type.ARRAY ? fields(spec.path("items"), where) : Map.of());
