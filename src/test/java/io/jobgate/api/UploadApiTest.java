@@ -9,8 +9,10 @@ import io.jobgate.support.ApiClient.Response;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.Samples;
-import org.apache.camel.BeanInject;
+import io.jobgate.infra.EmbeddedS3Server;
+import io.jobgate.infra.ObjectStorage;
 import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -23,7 +25,11 @@ import static io.jobgate.api.AdmissionApiTest.assertProblem;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** Uploads over real HTTP into the real S3 API server (S3Proxy), checked by magic bytes. */
+/**
+ * Uploads over real HTTP into a real S3 API server, checked by magic bytes. The server here is an
+ * S3Proxy the test starts itself and names in {@code jobgate.s3.endpoint}: the gateway treats it as
+ * an external S3 (or MinIO), and the test reads the objects back with its own S3 client.
+ */
 @CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class UploadApiTest {
@@ -33,16 +39,26 @@ class UploadApiTest {
 
     ApiClient api;
 
+    EmbeddedS3Server externalS3;
+    S3Client s3;
+
     @BeforeAll
     void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.uploads.max-bytes", Integer.toString(CAP))));
+        externalS3 = EmbeddedS3Server.start(java.nio.file.Files.createTempDirectory("jobgate-external-s3"), 0);
+        s3 = ObjectStorage.client(externalS3.endpoint(), "us-east-1", externalS3.accessKey(), externalS3.secretKey());
+        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.uploads.max-bytes", Integer.toString(CAP),
+                "jobgate.s3.endpoint", externalS3.endpoint(), "jobgate.s3.access-key", externalS3.accessKey(),
+                "jobgate.s3.secret-key", externalS3.secretKey())));
     }
 
-    @BeanInject
-    S3Client s3Client;
+    @AfterAll
+    void stopS3() throws Exception {
+        s3.close();
+        externalS3.stop();
+    }
 
     S3Client s3() {
-        return s3Client;
+        return s3;
     }
 
     @Test

@@ -26,6 +26,9 @@ public final class GatewayTestSupport {
         props.put("jobgate.db.user", TestDatabase.user());
         props.put("jobgate.db.password", TestDatabase.password());
         props.put("jobgate.broker.url", "");
+        props.put("jobgate.s3.endpoint", "");
+        props.put("jobgate.s3.access-key", "");
+        props.put("jobgate.s3.secret-key", "");
         props.put("jobgate.broker.user", "");
         props.put("jobgate.broker.password", "");
         props.put("jobgate.broker.embedded-port", Integer.toString(freePort()));
