@@ -1,7 +1,6 @@
 package io.jobgate.infra;
 
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Optional;
 
 import org.apache.camel.CamelContext;
@@ -51,10 +50,6 @@ public final class Settings {
 
     public boolean bool(String key, boolean defaultValue) {
         return optional(key).map(Boolean::parseBoolean).orElse(defaultValue);
-    }
-
-    public Duration seconds(String key, long defaultSeconds, long min, long max) {
-        return Duration.ofSeconds(longValue(key, defaultSeconds, min, max));
     }
 
     public Path path(String key, String defaultValue) {

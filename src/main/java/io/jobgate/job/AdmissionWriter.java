@@ -100,9 +100,7 @@ public final class AdmissionWriter extends ServiceSupport {
     private volatile Runnable afterCommit = () -> { };
     /** Set while deciding a batch (writer thread only): an admitted job's tenant can run one more. */
     private boolean dispatchable;
-    private final java.util.concurrent.atomic.AtomicLong batches = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong splitBatches = new java.util.concurrent.atomic.AtomicLong();
-    private final java.util.concurrent.atomic.AtomicLong requests = new java.util.concurrent.atomic.AtomicLong();
 
     public AdmissionWriter(DataSource dataSource, AdmissionLimits limits) {
         this.dataSource = dataSource;
@@ -155,15 +153,6 @@ public final class AdmissionWriter extends ServiceSupport {
         return queue.size();
     }
 
-    /** Group commits so far; with {@link #requestsWritten()} it gives the mean batch size. */
-    public long batchesWritten() {
-        return batches.get();
-    }
-
-    public long requestsWritten() {
-        return requests.get();
-    }
-
     /** Batches that failed and were written again request by request. */
     public long batchesSplit() {
         return splitBatches.get();
@@ -201,8 +190,6 @@ public final class AdmissionWriter extends ServiceSupport {
                 return;
             }
             queue.drainTo(batch, MAX_BATCH - 1);
-            batches.incrementAndGet();
-            requests.addAndGet(batch.size());
             try {
                 write(batch);
             } catch (Exception batchFailure) {

@@ -116,11 +116,6 @@ public final class PresetCatalog {
         return preset;
     }
 
-    public boolean exists(String id, int version) {
-        NavigableMap<Integer, Preset> versions = presets.get(id);
-        return versions != null && versions.containsKey(version);
-    }
-
     private static Preset parse(String id, int version, Path file) throws IOException {
         byte[] bytes = Files.readAllBytes(file);
         JsonNode root = YAML.readTree(bytes);
