@@ -111,7 +111,6 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, maxUploadBytes));
         registry.bind("problemResponder", new ProblemResponder());
         registry.bind("jmsIntake", new JmsIntake(tenants, admission));
-        registry.bind("relayWakeup", wakeup);
         registry.bind("outboxRelay", new OutboxRelay(registry.lookupByNameAndType("jmsConnectionFactory",
                 jakarta.jms.ConnectionFactory.class),
                 settings.intValue("jobgate.dispatch.max-running", 64, 1, 100_000),

@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
-import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -132,29 +131,16 @@ class AdmissionApiTest {
     @Test
     void fiftyConcurrentPostsWithOneKeyMakeOneJobAndOneDebit() throws Exception {
         String key = key();
-        int clients = 50;
-        ExecutorService pool = Executors.newFixedThreadPool(clients);
-        CountDownLatch start = new CountDownLatch(1);
-        List<Future<Response>> futures = new ArrayList<>();
-        for (int i = 0; i < clients; i++) {
-            Callable<Response> call = () -> {
-                start.await();
-                return api.postJob(ACME, key, invoice("Race Inc"));
-            };
-            futures.add(pool.submit(call));
-        }
-        start.countDown();
+        List<Response> answers = concurrently(50, i -> api.postJob(ACME, key, invoice("Race Inc")));
         Set<String> jobIds = new HashSet<>();
         int fresh = 0;
-        for (Future<Response> f : futures) {
-            Response r = f.get();
+        for (Response r : answers) {
             assertThat(r.status()).isEqualTo(202);
             jobIds.add(r.json().path("job_id").asText());
             if (r.header("Idempotent-Replayed") == null) {
                 fresh++;
             }
         }
-        pool.shutdown();
 
         assertThat(jobIds).hasSize(1);
         assertThat(fresh).isEqualTo(1);

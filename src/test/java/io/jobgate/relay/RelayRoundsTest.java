@@ -1,10 +1,8 @@
 package io.jobgate.relay;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -80,7 +78,7 @@ class RelayRoundsTest {
 
     private List<String> dispatchedInLastRound() {
         List<String> now = new ArrayList<>();
-        for (Map<String, Object> row : rows("SELECT job_id::text AS id FROM jobs WHERE dispatched_at IS NOT NULL ORDER BY dispatched_at")) {
+        for (Map<String, Object> row : Db.rows("SELECT job_id::text AS id FROM jobs WHERE dispatched_at IS NOT NULL ORDER BY dispatched_at")) {
             String id = (String) row.get("id");
             if (!seen.contains(id)) {
                 now.add(id);
@@ -88,22 +86,6 @@ class RelayRoundsTest {
         }
         seen.addAll(now);
         return now;
-    }
-
-    private static List<Map<String, Object>> rows(String sql) {
-        List<Map<String, Object>> out = new ArrayList<>();
-        try (var c = io.jobgate.support.TestDatabase.connect(); var s = c.createStatement(); var rs = s.executeQuery(sql)) {
-            while (rs.next()) {
-                Map<String, Object> row = new HashMap<>();
-                for (int i = 1; i <= rs.getMetaData().getColumnCount(); i++) {
-                    row.put(rs.getMetaData().getColumnLabel(i), rs.getObject(i));
-                }
-                out.add(row);
-            }
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
-        return out;
     }
 
     /** Each test starts with nothing due: earlier tests' leftovers are parked as published. */
@@ -232,13 +214,5 @@ class RelayRoundsTest {
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE job_id = ?::uuid", job)).isEqualTo(1);
         assertThat(Db.single("SELECT status FROM jobs WHERE job_id = ?::uuid", job).get("status")).isEqualTo("queued");
         assertThat(Db.count("SELECT running_jobs FROM tenant_accounts WHERE tenant_id = 'acme'")).isEqualTo(1);
-    }
-
-    static Set<String> ids(List<Message> messages) throws Exception {
-        java.util.Set<String> out = new java.util.HashSet<>();
-        for (Message m : messages) {
-            out.add(m.getStringProperty("JobgateJobId"));
-        }
-        return out;
     }
 }

@@ -17,6 +17,23 @@ public final class Db {
         return ((Number) v).longValue();
     }
 
+    /** Every row of a query, columns by label. */
+    public static java.util.List<Map<String, Object>> rows(String sql) {
+        java.util.List<Map<String, Object>> out = new java.util.ArrayList<>();
+        try (Connection c = TestDatabase.connect(); var s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            while (rs.next()) {
+                Map<String, Object> row = new LinkedHashMap<>();
+                for (int i = 1; i <= rs.getMetaData().getColumnCount(); i++) {
+                    row.put(rs.getMetaData().getColumnLabel(i), rs.getObject(i));
+                }
+                out.add(row);
+            }
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+        return out;
+    }
+
     public static Map<String, Object> single(String sql, Object... args) {
         try (Connection c = TestDatabase.connect(); PreparedStatement ps = c.prepareStatement(sql)) {
             for (int i = 0; i < args.length; i++) {
