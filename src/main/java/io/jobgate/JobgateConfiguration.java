@@ -3,6 +3,7 @@ package io.jobgate;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.Arrays;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -26,11 +27,17 @@ import io.jobgate.job.JobStore;
 import io.jobgate.ops.DatabaseHealthCheck;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.provider.ProviderSettingsSource;
 import io.jobgate.relay.DeadLetters;
 import io.jobgate.relay.OutboxRelay;
 import io.jobgate.relay.RelayWakeup;
 import io.jobgate.tenant.TenantDirectory;
 import io.jobgate.upload.UploadStore;
+import io.jobgate.worker.Backoff;
+import io.jobgate.worker.JobLeases;
+import io.jobgate.worker.OutputStore;
+import io.jobgate.worker.Sweeper;
+import io.jobgate.worker.Worker;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
 import org.apache.camel.BindToRegistry;
 import org.apache.camel.CamelConfiguration;
@@ -85,7 +92,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         tenants.syncTo(jdbc);
         PresetCatalog presets = PresetCatalog.load(configDir.resolve("presets"));
         presets.verifyImmutable(jdbc);
-        ProviderCatalog providers = ProviderCatalog.load(configDir.resolve("providers"), settings);
+        ProviderCatalog providers = ProviderCatalog.load(Arrays.stream(settings.string("jobgate.providers.dirs",
+                configDir.resolve("providers").toString()).split(",")).map(String::trim).filter(d -> !d.isEmpty())
+                .map(Path::of).toList(), settings);
+        context.getPropertiesComponent().addPropertiesSource(new ProviderSettingsSource(providers));
 
         UploadStore uploads = new UploadStore(jdbc);
         JobStore jobs = new JobStore(jdbc);
@@ -117,6 +127,20 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.intValue("jobgate.relay.claim-seconds", 30, 1, 3600),
                 settings.intValue("jobgate.relay.status-batch", 500, 1, 10_000)));
         registry.bind("deadLetters", new DeadLetters(finalizer));
+
+        JobLeases leases = new JobLeases(jdbc, transactions, finalizer, clock);
+        String bucket = settings.string("jobgate.s3.bucket", "jobgate");
+        OutputStore outputs = new OutputStore(s3, bucket,
+                settings.longValue("jobgate.worker.max-output-bytes", 64L << 20, 1, 1L << 31));
+        Backoff backoff = Backoff.withRandomJitter(
+                Duration.ofMillis(settings.longValue("jobgate.worker.backoff-base-ms", 1000, 1, 3_600_000)),
+                Duration.ofMillis(settings.longValue("jobgate.worker.backoff-cap-ms", 300_000, 1, 86_400_000)));
+        registry.bind("jobLeases", leases);
+        registry.bind("worker", new Worker(context, leases, finalizer, presets, providers, s3, bucket, outputs, clock,
+                Duration.ofSeconds(settings.longValue("jobgate.worker.lease-margin-seconds", 30, 1, 3600)),
+                Duration.ofMillis(settings.longValue("jobgate.worker.gate-full-delay-ms", 500, 10, 60_000)), backoff));
+        registry.bind("sweeper", new Sweeper(jdbc, leases, finalizer, providers, clock,
+                settings.intValue("jobgate.sweeper.batch", 200, 1, 10_000)));
     }
 
     private static HikariDataSource database(CamelContext context, Settings settings, Path dataDir) throws Exception {
@@ -147,6 +171,9 @@ public class JobgateConfiguration implements CamelConfiguration {
             url = broker.clientUrl();
         }
         ActiveMQConnectionFactory artemis = new ActiveMQConnectionFactory(url);
+        // No client-side buffering: a worker busy with a long provider call must not sit on
+        // dispatch messages an idle worker could take.
+        artemis.setConsumerWindowSize(0);
         settings.optional("jobgate.broker.user").ifPresent(artemis::setUser);
         settings.optional("jobgate.broker.password").ifPresent(artemis::setPassword);
         // One shared connection, sessions and producers cached: a relay round sends many messages.

@@ -28,12 +28,29 @@ public final class JobFinalizer {
         this.clock = clock;
     }
 
-    /** What ends a job: its terminal state, error category and message, and the refund. */
-    public record Outcome(JobStatus status, String errorCategory, String errorMessage, RefundPolicy refund) {
+    /**
+     * What ends a job: its terminal state, error category and message, the refund, and for a
+     * success the result record (JSON: output location, media type, bytes, digest).
+     */
+    public record Outcome(JobStatus status, String errorCategory, String errorMessage, RefundPolicy refund,
+                          String resultJson) {
         public Outcome {
             if (!status.terminal()) {
                 throw new IllegalArgumentException(status + " is not terminal");
             }
+        }
+
+        public Outcome(JobStatus status, String errorCategory, String errorMessage, RefundPolicy refund) {
+            this(status, errorCategory, errorMessage, refund, null);
+        }
+
+        /** A failure the tenant does not pay for. */
+        public static Outcome failed(String category, String message) {
+            return new Outcome(JobStatus.FAILED, category, message, RefundPolicy.FULL, null);
+        }
+
+        public static Outcome succeeded(String resultJson) {
+            return new Outcome(JobStatus.SUCCEEDED, null, null, RefundPolicy.NONE, resultJson);
         }
     }
 
@@ -43,20 +60,36 @@ public final class JobFinalizer {
 
     /** @return true if this call finalized the job, false if it was already terminal */
     public boolean finalizeJob(UUID jobId, Outcome outcome) {
+        return finalizeJob(jobId, null, outcome);
+    }
+
+    /**
+     * As {@link #finalizeJob(UUID, Outcome)}, but only while {@code leaseToken} (when given) is the
+     * job's current lease: a worker whose lease ended changes nothing.
+     *
+     * @return true if this call finalized the job
+     */
+    public boolean finalizeJob(UUID jobId, UUID leaseToken, Outcome outcome) {
         Boolean done = transactions.execute(tx -> {
             Instant now = clock.instant();
             // Lock order shared with the relay (outbox row, then job) and admission (gateway row, then
             // tenant row): no deadlock among the three. A dispatch not yet published is moot now.
-            jdbc.update("DELETE FROM outbox WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL", jobId);
+            // A lease-bound finalize drops dispatch events only while the lease is ours (checked, not locked).
+            jdbc.update("""
+                    DELETE FROM outbox o USING jobs j
+                     WHERE o.job_id = ? AND o.event_type = 'dispatch' AND o.published_at IS NULL
+                       AND j.job_id = o.job_id AND (?::uuid IS NULL OR j.lease_token = ?::uuid)""",
+                    jobId, leaseToken, leaseToken);
             Optional<Map<String, Object>> ended = jdbc.queryForList("""
                     UPDATE jobs j SET status = ?, error_category = ?, error_message = ?, finalized_at = ?, updated_at = ?,
-                                      dispatched_at = NULL
+                                      dispatched_at = NULL, lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL,
+                                      next_attempt_at = NULL, result = coalesce(?::jsonb, j.result)
                       FROM (SELECT job_id, dispatched_at FROM jobs WHERE job_id = ? FOR UPDATE) old
-                     WHERE j.job_id = old.job_id AND j.finalized_at IS NULL
+                     WHERE j.job_id = old.job_id AND j.finalized_at IS NULL AND (?::uuid IS NULL OR j.lease_token = ?::uuid)
                     RETURNING j.tenant_id, j.source_bytes, j.cost_micros, j.attempts,
                               old.dispatched_at IS NOT NULL AS held_slot""",
                     outcome.status().wire(), outcome.errorCategory(), outcome.errorMessage(), Timestamp.from(now),
-                    Timestamp.from(now), jobId).stream().findFirst();
+                    Timestamp.from(now), outcome.resultJson(), jobId, leaseToken, leaseToken).stream().findFirst();
             if (ended.isEmpty()) {
                 return false;
             }

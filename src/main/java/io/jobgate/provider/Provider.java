@@ -1,14 +1,25 @@
 package io.jobgate.provider;
 
+import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
 
 /**
- * A provider's settings as the admission side needs them: which preset kinds it serves and its
- * unit prices in micro-units ({@code price.image-micros}, {@code price.audio-minute-micros}, …).
- * The adapter route itself arrives with the worker; its settings live in the same file.
+ * One provider's settings ({@code config/providers/<name>.properties}, each entry overridable by
+ * environment variable): the preset kinds it serves, its unit prices in micro-units
+ * ({@code price.image-micros}, {@code price.audio-minute-micros}, …) and what the worker needs to
+ * call its adapter route {@code direct:provider-<name>}.
+ *
+ * @param revision         adapter revision recorded with every attempt ({@code revision})
+ * @param maxConcurrency   requests in flight to this provider across all instances ({@code max-concurrency})
+ * @param callDeadline     how long one adapter call may take ({@code call-deadline-ms})
+ * @param idempotentSubmit the provider deduplicates a resubmission by our idempotency key
+ *                         ({@code idempotent-submit}), so a call cut short may be repeated safely
+ * @param settings         every entry of the file by its short key, after overrides
  */
-public record Provider(String name, Set<String> kinds, Map<String, Long> prices) {
+public record Provider(String name, Set<String> kinds, Map<String, Long> prices, String revision,
+                       int maxConcurrency, Duration callDeadline, boolean idempotentSubmit,
+                       Map<String, String> settings) {
 
     public long price(String unit) {
         Long price = prices.get(unit);
@@ -16,5 +27,10 @@ public record Provider(String name, Set<String> kinds, Map<String, Long> prices)
             throw new IllegalStateException("provider " + name + " has no price." + unit);
         }
         return price;
+    }
+
+    /** The adapter route's endpoint. */
+    public String adapterUri() {
+        return "direct:provider-" + name;
     }
 }

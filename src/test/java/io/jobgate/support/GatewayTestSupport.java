@@ -16,6 +16,10 @@ public final class GatewayTestSupport {
     private GatewayTestSupport() {
     }
 
+    /** The shipped routes plus the test adapters (fake providers). */
+    public static final String ROUTES = "file:routes/*.camel.yaml,file:routes/providers/*.camel.yaml,"
+            + "file:src/test/resources/adapters/*.camel.yaml";
+
     public static int prepare(Map<String, String> extra) throws Exception {
         int port = freePort();
         TestDatabase.reset();
@@ -37,6 +41,12 @@ public final class GatewayTestSupport {
         props.put("jobgate.tenants.files", "config/tenants.yaml,src/test/resources/test-tenants.yaml");
         props.put("jobgate.uploads.max-bytes", "26214400");
         props.put("jobgate.admission.max-in-flight", "10000");
+        // Workers and sweeper only where a test class asks for them (relay tests inspect jobs.dispatch).
+        props.put("jobgate.worker.enabled", "false");
+        props.put("jobgate.sweeper.enabled", "false");
+        props.put("jobgate.providers.dirs", "config/providers,src/test/resources/providers");
+        props.put("camel.main.routes-include-pattern", ROUTES);
+        props.put("camel.main.routes-reload-enabled", "false");
         props.putAll(extra);
         props.forEach(System::setProperty);
         return port;

@@ -1,0 +1,19 @@
+package io.jobgate.worker;
+
+import java.time.Instant;
+import java.util.UUID;
+
+/**
+ * A worker's hold on one job: the token every write of this attempt is conditional on, and the
+ * stored request the attempt works from.
+ */
+public record Lease(UUID jobId, UUID token, String tenantId, String presetId, int presetVersion, String kind,
+                    String aspectClass, String provider, String inputsJson, String sourceKey, String sourceSha256,
+                    String sourceMediaType,
+                    String correlationId, int attempts, int maxAttempts, Instant expiresAt, int unparseableStreak) {
+
+    /** Just the hold on a job, for writes that need only its id and token (the sweeper's). */
+    static Lease held(UUID jobId, UUID token) {
+        return new Lease(jobId, token, null, null, 0, null, null, null, null, null, null, null, null, 0, 0, null, 0);
+    }
+}

@@ -1,0 +1,95 @@
+package io.jobgate.worker;
+
+import java.time.Clock;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import io.jobgate.job.JobFinalizer;
+import io.jobgate.provider.Provider;
+import io.jobgate.provider.ProviderCatalog;
+import org.apache.camel.Exchange;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * Rules of the sweeper route (routes/sweeper.camel.yaml). Expired leases: the worker is gone, so
+ * the job gets a new attempt under the same id, unless its request may have reached a provider
+ * that does not deduplicate resubmissions, which makes it {@code submission_unknown}. Jobs past
+ * their lifetime that nobody works on fail as {@code expired}. Safe on several instances at once:
+ * every change is conditional on the lease token or on the job not being final.
+ */
+public final class Sweeper {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Sweeper.class);
+
+    private final JdbcTemplate jdbc;
+    private final JobLeases leases;
+    private final JobFinalizer finalizer;
+    private final ProviderCatalog providers;
+    private final Clock clock;
+    private final int batch;
+
+    public Sweeper(JdbcTemplate jdbc, JobLeases leases, JobFinalizer finalizer, ProviderCatalog providers, Clock clock,
+                   int batch) {
+        this.jdbc = jdbc;
+        this.leases = leases;
+        this.finalizer = finalizer;
+        this.providers = providers;
+        this.clock = clock;
+        this.batch = batch;
+    }
+
+    public void sweep(Exchange exchange) {
+        int reclaimed = reclaimExpiredLeases();
+        int expired = expireOverdue();
+        exchange.getMessage().setHeader("reclaimed", reclaimed);
+        exchange.getMessage().setHeader("expired", expired);
+    }
+
+    public int reclaimExpiredLeases() {
+        List<Map<String, Object>> rows = jdbc.queryForList("""
+                SELECT job_id, lease_token, lease_owner, status, provider FROM jobs
+                 WHERE lease_token IS NOT NULL AND lease_expires_at < now()
+                 ORDER BY lease_expires_at LIMIT ?""", batch);
+        int done = 0;
+        for (Map<String, Object> row : rows) {
+            UUID jobId = (UUID) row.get("job_id");
+            UUID token = (UUID) row.get("lease_token");
+            String status = (String) row.get("status");
+            boolean sent = "submitting".equals(status);
+            boolean resubmitSafe = providers.find((String) row.get("provider")).map(Provider::idempotentSubmit).orElse(false);
+            jdbc.update("""
+                    UPDATE attempts SET ended_at = now(), outcome = 'lease_expired', error_category = ?, error_message = ?
+                     WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",
+                    ErrorCategory.AMBIGUOUS.wire(), "lease of " + row.get("lease_owner") + " expired during the call", jobId, token);
+            Lease lease = Lease.held(jobId, token);
+            boolean changed = !sent || resubmitSafe
+                    ? leases.requeue(lease, clock.instant(), 0, sent ? ErrorCategory.AMBIGUOUS.wire() : null)
+                    : leases.parkUnknown(lease, null);
+            if (changed) {
+                done++;
+                LOG.warn("lease of {} on job {} expired in {}: {}", row.get("lease_owner"), jobId, status,
+                        !sent || resubmitSafe ? "new attempt queued" : "submission_unknown (request may have reached the provider)");
+            }
+        }
+        return done;
+    }
+
+    public int expireOverdue() {
+        List<UUID> overdue = jdbc.queryForList("""
+                SELECT job_id FROM jobs
+                 WHERE finalized_at IS NULL AND expires_at < now() AND lease_token IS NULL
+                   AND status IN ('queued', 'retry_wait', 'submission_unknown')
+                 ORDER BY expires_at LIMIT ?""", UUID.class, batch);
+        int done = 0;
+        for (UUID jobId : overdue) {
+            if (finalizer.finalizeJob(jobId, JobFinalizer.Outcome.failed(ErrorCategory.EXPIRED.wire(),
+                    "lifetime ended before the job could finish"))) {
+                done++;
+            }
+        }
+        return done;
+    }
+}

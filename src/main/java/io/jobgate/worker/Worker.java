@@ -1,0 +1,399 @@
+package io.jobgate.worker;
+
+import java.net.InetAddress;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.jobgate.api.ApiProblem;
+import io.jobgate.api.Json;
+import io.jobgate.infra.Digests;
+import io.jobgate.job.JobFinalizer;
+import io.jobgate.preset.Preset;
+import io.jobgate.preset.PresetCatalog;
+import io.jobgate.provider.Provider;
+import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.relay.OutboxRelay;
+import org.apache.camel.CamelContext;
+import org.apache.camel.Exchange;
+import org.apache.camel.ProducerTemplate;
+import org.apache.camel.support.DefaultExchange;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.GetObjectRequest;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+
+/**
+ * Rules of the worker route (routes/worker.camel.yaml), one step per method: take the lease,
+ * re-validate the stored request, pass the provider gate, call the adapter within its deadline,
+ * and record the outcome. State travels between steps as exchange properties; every write after
+ * the lease is conditional on its token.
+ */
+public final class Worker {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Worker.class);
+
+    /** Exchange properties of the worker route (not seen by adapters: they get a fresh exchange). */
+    public static final String LEASE = "jobgateWorker_lease";
+    public static final String LEASED = "jobgateWorker_leased";
+    public static final String SUBMITTING = "jobgateWorker_submitting";
+    static final String CALL = "jobgateWorker_call";
+    static final String ATTEMPT = "jobgateWorker_attempt";
+    static final String RESULT = "jobgateWorker_result";
+    static final String DURATION = "jobgateWorker_durationMs";
+
+    private final CamelContext context;
+    private final JobLeases leases;
+    private final JobFinalizer finalizer;
+    private final PresetCatalog presets;
+    private final ProviderCatalog providers;
+    private final S3Client s3;
+    private final String bucket;
+    private final OutputStore outputs;
+    private final Clock clock;
+    private final String workerName;
+    private final Duration leaseMargin;
+    private final Duration gateFullDelay;
+    private final ExecutorService adapterCalls;
+    private final ProducerTemplate producer;
+    private final java.util.concurrent.atomic.AtomicLong acknowledgedWithoutCall = new java.util.concurrent.atomic.AtomicLong();
+    private volatile Backoff backoff;
+    private volatile FaultPoint faults = step -> { };
+
+    /** Test hook: a crash injected at a named step (the process dies there, leaving its lease). */
+    @FunctionalInterface
+    public interface FaultPoint {
+        void at(String step);
+    }
+
+    public Worker(CamelContext context, JobLeases leases, JobFinalizer finalizer, PresetCatalog presets,
+                  ProviderCatalog providers, S3Client s3, String bucket, OutputStore outputs, Clock clock,
+                  Duration leaseMargin, Duration gateFullDelay, Backoff backoff) {
+        this.context = context;
+        this.leases = leases;
+        this.finalizer = finalizer;
+        this.presets = presets;
+        this.providers = providers;
+        this.s3 = s3;
+        this.bucket = bucket;
+        this.outputs = outputs;
+        this.clock = clock;
+        this.leaseMargin = leaseMargin;
+        this.gateFullDelay = gateFullDelay;
+        this.backoff = backoff;
+        this.workerName = hostName() + "/" + UUID.randomUUID().toString().substring(0, 8);
+        this.adapterCalls = context.getExecutorServiceManager().newCachedThreadPool(this, "adapter-call");
+        this.producer = context.createProducerTemplate();
+    }
+
+    public void useBackoff(Backoff replacement) {
+        this.backoff = replacement;
+    }
+
+    public void injectFaults(FaultPoint point) {
+        this.faults = point;
+    }
+
+    public String name() {
+        return workerName;
+    }
+
+    /** Dispatch messages acknowledged without a provider call (duplicates, stale events, final jobs). */
+    public long acknowledgedWithoutCall() {
+        return acknowledgedWithoutCall.get();
+    }
+
+    /** Step 1: the lease, or an acknowledged duplicate (terminal job, live lease elsewhere, stale event). */
+    public void lease(Exchange exchange) {
+        UUID jobId = UUID.fromString(exchange.getMessage().getHeader(OutboxRelay.JOB_ID, String.class));
+        long eventId = exchange.getMessage().getHeader(OutboxRelay.EVENT_ID, Long.class);
+        String providerName = Json.parseObject(exchange.getMessage().getBody(byte[].class)).path("provider").asText();
+        Duration deadline = providers.find(providerName).map(Provider::callDeadline).orElse(Duration.ofMinutes(2));
+        Optional<Lease> lease = leases.take(jobId, eventId, workerName, deadline.plus(leaseMargin));
+        exchange.setProperty(LEASED, lease.isPresent());
+        if (lease.isEmpty()) {
+            LOG.info("dispatch of job {} acknowledged without a call: {}", jobId, leases.whyNoLease(jobId, eventId));
+            acknowledgedWithoutCall.incrementAndGet();
+            return;
+        }
+        exchange.setProperty(LEASE, lease.get());
+        faults.at("leased");
+    }
+
+    /** Step 2: the stored request still validates (preset version, source digest); builds the call. */
+    public void prepare(Exchange exchange) {
+        Lease lease = exchange.getProperty(LEASE, Lease.class);
+        Preset preset;
+        Preset.AspectSize size;
+        try {
+            preset = presets.resolve(lease.presetId(), lease.presetVersion());
+            size = PresetCatalog.aspect(preset, lease.aspectClass());
+        } catch (ApiProblem problem) {
+            fail(exchange, lease, ErrorCategory.INVALID_REQUEST, "stored request no longer validates: " + problem.getMessage());
+            return;
+        }
+        byte[] source = null;
+        if (lease.sourceKey() != null) {
+            try {
+                source = s3.getObjectAsBytes(GetObjectRequest.builder().bucket(bucket).key(lease.sourceKey()).build()).asByteArray();
+            } catch (NoSuchKeyException e) {
+                fail(exchange, lease, ErrorCategory.INVALID_REQUEST, "source upload " + lease.sourceSha256() + " is missing");
+                return;
+            } catch (SdkException e) {
+                retryLater(exchange, lease, ErrorCategory.TRANSIENT, "object storage unavailable: " + e.getClass().getSimpleName());
+                return;
+            }
+            if (!Digests.sha256Hex(source).equals(lease.sourceSha256())) {
+                fail(exchange, lease, ErrorCategory.INVALID_REQUEST, "source upload does not match its digest " + lease.sourceSha256());
+                return;
+            }
+        }
+        JsonNode inputs = Json.parseObject(lease.inputsJson().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        String prompt = preset.template().render(inputs);
+        Map<String, Object> envelope = new LinkedHashMap<>();
+        envelope.put("job_id", lease.jobId().toString());
+        envelope.put("idempotency_key", lease.jobId().toString());
+        envelope.put("preset_id", preset.id());
+        envelope.put("preset_version", preset.version());
+        envelope.put("kind", preset.kind());
+        envelope.put("aspect_class", lease.aspectClass());
+        envelope.put("width", size == null ? null : size.width());
+        envelope.put("height", size == null ? null : size.height());
+        envelope.put("output_media_types", preset.outputMediaTypes());
+        envelope.put("outputs", preset.outputs());
+        envelope.put("prompt", prompt);
+        envelope.put("inputs", inputs);
+        if (source != null) {
+            envelope.put("source", Map.of("sha256", lease.sourceSha256(), "media_type", lease.sourceMediaType(),
+                    "bytes", source.length));
+        }
+        Map<String, Object> call = new LinkedHashMap<>();
+        call.put(AdapterContract.JOB_ID, lease.jobId().toString());
+        call.put(AdapterContract.IDEMPOTENCY_KEY, lease.jobId().toString());
+        call.put(AdapterContract.PRESET_ID, preset.id());
+        call.put(AdapterContract.PRESET_VERSION, preset.version());
+        call.put(AdapterContract.KIND, preset.kind());
+        call.put(AdapterContract.ASPECT_CLASS, lease.aspectClass());
+        call.put(AdapterContract.WIDTH, size == null ? null : size.width());
+        call.put(AdapterContract.HEIGHT, size == null ? null : size.height());
+        call.put(AdapterContract.OUTPUT_MEDIA_TYPE, preset.outputMediaTypes().isEmpty() ? null : preset.outputMediaTypes().get(0));
+        call.put(AdapterContract.PROMPT, prompt);
+        call.put(AdapterContract.PROMPT_JSON, Json.write(prompt));
+        if (source != null) {
+            call.put(AdapterContract.SOURCE, source);
+            call.put(AdapterContract.SOURCE_MEDIA_TYPE, lease.sourceMediaType());
+            call.put(AdapterContract.SOURCE_FILE_NAME, "source" + extension(lease.sourceMediaType()));
+        }
+        call.put("envelope", Json.write(envelope));
+        exchange.setProperty(CALL, call);
+    }
+
+    /** Step 3: caps, then the provider gate; a closed or full gate snoozes the job without spending an attempt. */
+    public void passGate(Exchange exchange) {
+        Lease lease = exchange.getProperty(LEASE, Lease.class);
+        exchange.setProperty(SUBMITTING, false);
+        if (exchange.getProperty(CALL) == null) {
+            return; // prepare already ended this attempt
+        }
+        Optional<Provider> provider = providers.find(lease.provider());
+        if (provider.isEmpty()) {
+            retryLater(exchange, lease, ErrorCategory.TRANSIENT, "no settings for provider " + lease.provider());
+            return;
+        }
+        Provider p = provider.get();
+        JobLeases.GatePass pass = leases.passGate(lease, p.name(), p.revision(), workerName, p.maxConcurrency(),
+                jittered(gateFullDelay));
+        if (pass instanceof JobLeases.Submitting submitting) {
+            exchange.setProperty(SUBMITTING, true);
+            exchange.setProperty(ATTEMPT, submitting.attempt());
+            faults.at("submitting");
+        } else {
+            LOG.info("job {} not submitted: {}", lease.jobId(), pass);
+        }
+    }
+
+    /** Step 4: the adapter route, on a fresh exchange, within the provider's call deadline. */
+    @SuppressWarnings("unchecked")
+    public void callAdapter(Exchange exchange) {
+        Lease lease = exchange.getProperty(LEASE, Lease.class);
+        Provider provider = providers.find(lease.provider()).orElseThrow();
+        Map<String, Object> call = new LinkedHashMap<>(exchange.getProperty(CALL, Map.class));
+        Exchange adapter = new DefaultExchange(context);
+        adapter.getMessage().setBody(call.remove("envelope"));
+        call.forEach((key, value) -> {
+            if (value != null) {
+                adapter.setProperty(key, value);
+            }
+        });
+        int attempt = exchange.getProperty(ATTEMPT, Integer.class);
+        long deadline = provider.callDeadline().toMillis();
+        adapter.setProperty(AdapterContract.ATTEMPT, attempt);
+        adapter.setProperty(AdapterContract.DEADLINE_MILLIS, deadline);
+        adapter.setProperty(AdapterContract.ADAPTER_REVISION, provider.revision());
+        long started = System.nanoTime();
+        AdapterResult result;
+        Future<Exchange> reply = adapterCalls.submit(() -> producer.send(provider.adapterUri(), adapter));
+        try {
+            // The adapter applies the deadline to its HTTP call; this is the backstop if it does not.
+            result = AdapterResult.of(reply.get(deadline + 2_000, TimeUnit.MILLISECONDS));
+        } catch (TimeoutException e) {
+            reply.cancel(true);
+            result = AdapterResult.deadlinePassed(deadline);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            reply.cancel(true);
+            result = AdapterResult.deadlinePassed(deadline);
+        } catch (java.util.concurrent.ExecutionException e) {
+            result = AdapterResult.ofException(e.getCause());
+        }
+        exchange.setProperty(RESULT, result);
+        exchange.setProperty(DURATION, (System.nanoTime() - started) / 1_000_000);
+        faults.at("called");
+    }
+
+    /** Step 5: the outcome, recorded under the lease; one log line per attempt. */
+    public void record(Exchange exchange) {
+        Lease lease = exchange.getProperty(LEASE, Lease.class);
+        Provider provider = providers.find(lease.provider()).orElseThrow();
+        AdapterResult result = exchange.getProperty(RESULT, AdapterResult.class);
+        int attempt = exchange.getProperty(ATTEMPT, Integer.class);
+        long durationMs = exchange.getProperty(DURATION, Long.class);
+        String outcome;
+        String next;
+        Instant nextAt = null;
+        if (result.succeeded()) {
+            try {
+                Map<String, Object> call = exchange.getProperty(CALL, Map.class);
+                String record = outputs.quarantine(lease.jobId(), attempt, result,
+                        (String) call.get(AdapterContract.OUTPUT_MEDIA_TYPE), provider.callDeadline());
+                boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record));
+                outcome = mine ? "succeeded" : "lease_lost";
+                next = mine ? "succeeded" : "none";
+            } catch (OutputStore.OutputUnavailable e) {
+                result = result.failedAs(e.category(), e.getMessage());
+                Decision d = decide(lease, result, attempt, provider);
+                outcome = d.outcome;
+                next = d.next;
+                nextAt = d.at;
+            }
+        } else if (result.pending()) {
+            boolean mine = leases.markPending(lease, result.providerTask(), result.providerRequestId());
+            outcome = mine ? "pending" : "lease_lost";
+            next = mine ? "provider_pending" : "none";
+        } else {
+            Decision d = decide(lease, result, attempt, provider);
+            outcome = d.outcome;
+            next = d.next;
+            nextAt = d.at;
+        }
+        leases.closeAttempt(lease.jobId(), attempt, lease.token(), outcome, result, durationMs, nextAt);
+        AttemptLog.write(new AttemptLog.Line(lease.jobId().toString(), lease.correlationId(), lease.presetId(),
+                lease.presetVersion(), lease.aspectClass(), provider.name(), provider.revision(), attempt, durationMs,
+                result.httpStatus(), outcome, result.category() == null ? null : result.category().wire(), next));
+    }
+
+    private record Decision(String outcome, String next, Instant at) {
+    }
+
+    /** Fail now, park as unknown, or wait for a retry (within the attempt and lifetime caps). */
+    private Decision decide(Lease lease, AdapterResult result, int attempt, Provider provider) {
+        ErrorCategory category = result.category();
+        switch (category.handling()) {
+            case FAIL -> {
+                return ended(lease, category, result.message());
+            }
+            case UNKNOWN -> {
+                boolean mine = leases.parkUnknown(lease, result.providerRequestId());
+                return new Decision(mine ? "submission_unknown" : "lease_lost", mine ? "submission_unknown" : "none", null);
+            }
+            default -> {
+                int streak = 0;
+                if (category == ErrorCategory.UNPARSEABLE_RESPONSE) {
+                    AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
+                    streak = lease.unparseableStreak() + 1;
+                    if (streak >= 2) {
+                        return ended(lease, category, "two unparseable replies in a row; last: " + result.message());
+                    }
+                }
+                Instant now = clock.instant();
+                Instant at = now.plus(backoff.delay(attempt));
+                if (category == ErrorCategory.RATE_LIMITED) {
+                    Optional<Instant> allowed = RetryAfter.earliestRetry(result.retryAfter(), now);
+                    if (allowed.isPresent()) {
+                        at = allowed.get(); // the provider's word is the minimum delay
+                    }
+                    leases.closeGate(provider.name(), at, "HTTP 429 for job " + lease.jobId());
+                }
+                if (attempt >= lease.maxAttempts()) {
+                    return ended(lease, ErrorCategory.EXHAUSTED, attempt + " of " + lease.maxAttempts()
+                            + " attempts used; last: " + category.wire() + " (" + result.message() + ")");
+                }
+                if (at.isAfter(lease.expiresAt())) {
+                    return ended(lease, ErrorCategory.EXPIRED, "next attempt at " + at + " would pass the job's lifetime ("
+                            + lease.expiresAt() + "); last: " + category.wire());
+                }
+                boolean mine = leases.requeue(lease, at, streak, category.wire());
+                return new Decision(mine ? "retry_wait" : "lease_lost", mine ? "retry_wait" : "none", mine ? at : null);
+            }
+        }
+    }
+
+    private Decision ended(Lease lease, ErrorCategory category, String message) {
+        boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.failed(category.wire(), message));
+        return new Decision(mine ? "failed" : "lease_lost", mine ? "failed:" + category.wire() : "none", null);
+    }
+
+    private void fail(Exchange exchange, Lease lease, ErrorCategory category, String message) {
+        finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.failed(category.wire(), message));
+        LOG.warn("job {} failed before its call: {}: {}", lease.jobId(), category.wire(), message);
+    }
+
+    /** Trouble on our side before the call: the job waits for the backoff; no attempt spent. */
+    private void retryLater(Exchange exchange, Lease lease, ErrorCategory category, String message) {
+        Instant at = clock.instant().plus(backoff.delay(Math.max(1, lease.attempts())));
+        if (at.isAfter(lease.expiresAt())) {
+            fail(exchange, lease, ErrorCategory.EXPIRED, message);
+            return;
+        }
+        leases.requeue(lease, at, lease.unparseableStreak(), category.wire());
+        LOG.warn("job {} waits until {}: {}", lease.jobId(), at, message);
+    }
+
+    private Duration jittered(Duration delay) {
+        long half = delay.toMillis() / 2;
+        return Duration.ofMillis(half + java.util.concurrent.ThreadLocalRandom.current().nextLong(half + 1));
+    }
+
+    private static String extension(String mediaType) {
+        return switch (mediaType == null ? "" : mediaType) {
+            case "audio/wav" -> ".wav";
+            case "audio/mpeg" -> ".mp3";
+            case "image/png" -> ".png";
+            case "image/jpeg" -> ".jpg";
+            case "image/webp" -> ".webp";
+            case "application/pdf" -> ".pdf";
+            default -> ".bin";
+        };
+    }
+
+    private static String hostName() {
+        try {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (java.net.UnknownHostException e) {
+            return "worker";
+        }
+    }
+
+}

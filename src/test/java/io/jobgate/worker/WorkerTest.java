@@ -1,0 +1,450 @@
+package io.jobgate.worker;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import com.github.tomakehurst.wiremock.WireMockServer;
+import com.github.tomakehurst.wiremock.stubbing.Scenario;
+import com.github.tomakehurst.wiremock.verification.LoggedRequest;
+import io.jobgate.App;
+import io.jobgate.job.JobFinalizer;
+import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.relay.OutboxRelay;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Samples;
+import jakarta.jms.ConnectionFactory;
+import jakarta.jms.MessageProducer;
+import jakarta.jms.Session;
+import jakarta.jms.TextMessage;
+import org.apache.camel.BeanInject;
+import org.apache.camel.CamelContext;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.containing;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
+import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The worker against a provider faked with WireMock over real HTTP, with the real relay, Artemis,
+ * PostgreSQL and S3 API: leases, classification, Retry-After and the shared gate, caps, crashes,
+ * stale leases and drop-in adapters. Each test tags its requests with a unique supplier name, which
+ * the rendered prompt carries, so stubs and the fake's request log are per test.
+ */
+@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class WorkerTest {
+
+    static final String ACME = "dev-acme-key";
+    static final String PATH = "/v1/images/generations";
+
+    WireMockServer fake;
+    ApiClient api;
+    Path dropInRoutes;
+    Path dropInProviders;
+
+    @BeanInject
+    Worker worker;
+    @BeanInject
+    Sweeper sweeper;
+    @BeanInject
+    JobFinalizer finalizer;
+    @BeanInject
+    ProviderCatalog providers;
+    @BeanInject
+    CamelContext context;
+
+    @BeforeAll
+    void boot() throws Exception {
+        fake = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1"));
+        fake.start();
+        dropInRoutes = Files.createTempDirectory("jobgate-adapters");
+        dropInProviders = Files.createTempDirectory("jobgate-providers");
+        api = new ApiClient(GatewayTestSupport.prepare(Map.ofEntries(
+                Map.entry("jobgate.worker.enabled", "true"),
+                Map.entry("jobgate.worker.concurrency", "4"),
+                Map.entry("jobgate.worker.lease-margin-seconds", "1"),
+                Map.entry("jobgate.worker.gate-full-delay-ms", "100"),
+                Map.entry("jobgate.sweeper.enabled", "true"),
+                Map.entry("jobgate.sweeper.period-ms", "200"),
+                Map.entry("jobgate.provider.fakeimg.base-url", fake.baseUrl()),
+                Map.entry("jobgate.provider.dropin.base-url", fake.baseUrl()),
+                Map.entry("jobgate.providers.dirs", "config/providers,src/test/resources/providers," + dropInProviders),
+                Map.entry("camel.main.routes-reload-enabled", "true"),
+                Map.entry("camel.main.routes-reload-directory", dropInRoutes.toString()),
+                Map.entry("camel.main.routes-reload-pattern", "*.camel.yaml"))));
+    }
+
+    /** Retries wait exactly the ceiling of their jitter window (200, 400, 800 ms): measurable, still the real code path. */
+    void deterministicBackoff() {
+        worker.useBackoff(new Backoff(Duration.ofMillis(200), Duration.ofSeconds(5), bound -> bound - 1));
+    }
+
+    @BeforeEach
+    void resetFaults() {
+        worker.injectFaults(step -> { });
+        deterministicBackoff();
+    }
+
+    @AfterAll
+    void stopFake() {
+        fake.stop();
+    }
+
+    static String tag() {
+        return "Sup" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+    }
+
+    UUID submit(String tag, String provider) {
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
+                {"preset_id": "invoice-clean", "aspect_class": "portrait", "provider": "%s",
+                 "inputs": {"supplier_name": "%s", "invoice_id": "INV-1", "currency": "EUR",
+                            "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}"""
+                .formatted(provider, tag));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        return UUID.fromString(r.json().path("job_id").asText());
+    }
+
+    static String pngReply() {
+        return "{\"created\": 1, \"data\": [{\"b64_json\": \"" + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}";
+    }
+
+    List<LoggedRequest> requests(String tag) {
+        return fake.findAll(postRequestedFor(urlEqualTo(PATH)).withRequestBody(containing(tag)));
+    }
+
+    static Map<String, Object> job(UUID id) {
+        return Db.single("SELECT status, attempts, error_category, error_message, result::text AS result, "
+                + "finalized_at, lease_token FROM jobs WHERE job_id = ?", id);
+    }
+
+    static String status(UUID id) {
+        return (String) job(id).get("status");
+    }
+
+    static List<Map<String, Object>> attempts(UUID id) {
+        return Db.rows("SELECT attempt, outcome, http_status, error_category, error_message, adapter, adapter_revision, "
+                + "duration_ms, next_attempt_at, response_excerpt, retry_after FROM attempts WHERE job_id = '" + id
+                + "' ORDER BY attempt");
+    }
+
+    void awaitStatus(UUID id, String wanted) {
+        await().atMost(Duration.ofSeconds(30)).until(() -> wanted.equals(status(id)));
+    }
+
+    @Test
+    void succeedsOnceAndADuplicateDispatchAfterSuccessMakesNoSecondCall() throws Exception {
+        String tag = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withHeader("x-request-id", "req-" + tag)
+                        .withHeader("Content-Type", "application/json").withBody(pngReply())));
+        UUID id = submit(tag, "fakeimg");
+        awaitStatus(id, "succeeded");
+
+        Map<String, Object> done = job(id);
+        assertThat(done.get("attempts")).isEqualTo(1);
+        assertThat(done.get("lease_token")).isNull();
+        assertThat((String) done.get("result")).contains("\"media_type\": \"image/png\"")
+                .contains("quarantine/" + id + "/1/output");
+        Map<String, Object> attempt = attempts(id).get(0);
+        assertThat(attempt).containsEntry("outcome", "succeeded").containsEntry("http_status", 200)
+                .containsEntry("adapter", "fakeimg").containsEntry("adapter_revision", "fake-r1");
+        assertThat(Db.single("SELECT provider_request_id FROM attempts WHERE job_id = ?", id))
+                .containsEntry("provider_request_id", "req-" + tag);
+        LoggedRequest call = requests(tag).get(0);
+        assertThat(call.getHeader("Idempotency-Key")).isEqualTo(id.toString());
+        assertThat(call.getHeader("Authorization")).isEqualTo("Bearer test-key");
+        assertThat(call.getHeader("JobgateJobId")).as("exchange properties never travel as HTTP headers").isNull();
+        assertThat(call.getBodyAsString()).contains("\"size\":\"1024x1536\"");
+
+        // The same dispatch message again (a relay that died before marking it published).
+        long acknowledged = worker.acknowledgedWithoutCall();
+        long eventId = ((Number) Db.single("SELECT max(event_id) AS e FROM outbox WHERE job_id = ? AND event_type = 'dispatch'",
+                id).get("e")).longValue();
+        ConnectionFactory factory = context.getRegistry().lookupByNameAndType("jmsConnectionFactory", ConnectionFactory.class);
+        try (var connection = factory.createConnection(); Session session = connection.createSession(false, Session.AUTO_ACKNOWLEDGE);
+             MessageProducer producer = session.createProducer(session.createQueue(OutboxRelay.DISPATCH_QUEUE))) {
+            TextMessage duplicate = session.createTextMessage("{\"job_id\":\"" + id + "\",\"provider\":\"fakeimg\"}");
+            duplicate.setStringProperty(OutboxRelay.JOB_ID, id.toString());
+            duplicate.setLongProperty(OutboxRelay.EVENT_ID, eventId);
+            producer.send(duplicate);
+        }
+        await().atMost(Duration.ofSeconds(10)).until(() -> worker.acknowledgedWithoutCall() > acknowledged);
+        assertThat(requests(tag)).hasSize(1);
+        assertThat(status(id)).isEqualTo("succeeded");
+        assertThat(Db.count("SELECT count(*) FROM attempts WHERE job_id = ?", id)).isEqualTo(1);
+    }
+
+    @Test
+    void aBadRequestFailsAtOnceKeepsTheReplyAndIsNeverRetried() {
+        String tag = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(400)
+                .withHeader("Content-Type", "application/json")
+                .withBody("{\"error\": {\"message\": \"Invalid size\", \"type\": \"invalid_request_error\"}}")));
+        UUID id = submit(tag, "fakeimg");
+        awaitStatus(id, "failed");
+
+        Map<String, Object> failed = job(id);
+        assertThat(failed.get("error_category")).isEqualTo("terminal_request");
+        assertThat(failed.get("attempts")).isEqualTo(1);
+        Map<String, Object> attempt = attempts(id).get(0);
+        assertThat(attempt).containsEntry("outcome", "failed").containsEntry("http_status", 400)
+                .containsEntry("error_category", "terminal_request");
+        assertThat((String) attempt.get("response_excerpt")).contains("Invalid size");
+        assertThat(requests(tag)).hasSize(1);
+        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL", id))
+                .isZero();
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'refund'", id)).isEqualTo(1);
+    }
+
+    @Test
+    void serverErrorsAreRetriedWithGrowingDelaysUntilTheAttemptCap() {
+        String tag = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(503).withBody("busy")));
+        UUID id = submit(tag, "fakeimg");
+        awaitStatus(id, "failed");
+
+        Map<String, Object> failed = job(id);
+        assertThat(failed.get("error_category")).isEqualTo("exhausted");
+        assertThat((String) failed.get("error_message")).contains("4 of 4 attempts").contains("transient");
+        List<LoggedRequest> calls = requests(tag);
+        assertThat(calls).hasSize(4);
+        long previousGap = 0;
+        for (int i = 1; i < calls.size(); i++) {
+            long gap = calls.get(i).getLoggedDate().getTime() - calls.get(i - 1).getLoggedDate().getTime();
+            long ceiling = 200L << (i - 1);
+            assertThat(gap).as("gap before call %d", i + 1).isGreaterThanOrEqualTo(ceiling).isGreaterThan(previousGap);
+            previousGap = gap;
+        }
+        assertThat(attempts(id)).extracting(a -> a.get("outcome"))
+                .containsExactly("retry_wait", "retry_wait", "retry_wait", "failed");
+        assertThat(attempts(id)).allSatisfy(a -> assertThat(a.get("error_category")).isEqualTo("transient"));
+    }
+
+    @Test
+    void aRateLimitWithSecondsClosesTheProviderGateForEveryJobUntilRetryAfter() {
+        String tag = tag();
+        String other = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
+                .willSetStateTo("open").willReturn(aResponse().withStatus(429).withHeader("Retry-After", "2")
+                        .withBody("{\"error\": {\"message\": \"Rate limit reached\"}}")));
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("open")
+                .willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        fake.stubFor(post(PATH).withRequestBody(containing(other)).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+
+        UUID limited = submit(tag, "fakeimg");
+        await().atMost(Duration.ofSeconds(10)).until(() -> "retry_wait".equals(status(limited)));
+        Instant allowed = ((java.sql.Timestamp) attempts(limited).get(0).get("next_attempt_at")).toInstant();
+        UUID bystander = submit(other, "fakeimg");
+        awaitStatus(limited, "succeeded");
+        awaitStatus(bystander, "succeeded");
+
+        Instant first = requests(tag).get(0).getLoggedDate().toInstant();
+        assertThat(allowed).isAfterOrEqualTo(first.plusSeconds(2));
+        assertThat(requests(tag).get(1).getLoggedDate().toInstant()).isAfterOrEqualTo(allowed);
+        assertThat(requests(other)).hasSize(1);
+        assertThat(requests(other).get(0).getLoggedDate().toInstant())
+                .as("a job of the same provider waits for the gate too").isAfterOrEqualTo(allowed);
+        assertThat(job(bystander).get("attempts")).as("waiting at a closed gate spends no attempt").isEqualTo(1);
+        assertThat(attempts(limited).get(0)).containsEntry("error_category", "rate_limited").containsEntry("retry_after", "2");
+    }
+
+    @Test
+    void aRateLimitWithAnHttpDateIsHonoured() {
+        String tag = tag();
+        Instant date = Instant.now().plusSeconds(3).truncatedTo(ChronoUnit.SECONDS);
+        String httpDate = DateTimeFormatter.RFC_1123_DATE_TIME.format(date.atOffset(ZoneOffset.UTC));
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
+                .willSetStateTo("open").willReturn(aResponse().withStatus(429).withHeader("Retry-After", httpDate)));
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("open")
+                .willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID id = submit(tag, "fakeimg");
+        awaitStatus(id, "succeeded");
+
+        assertThat(requests(tag)).hasSize(2);
+        assertThat(requests(tag).get(1).getLoggedDate().toInstant()).isAfterOrEqualTo(date);
+        assertThat(attempts(id).get(0)).containsEntry("retry_after", httpDate);
+    }
+
+    @Test
+    void aRateLimitWithoutRetryAfterFallsBackToTheBackoff() {
+        String tag = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
+                .willSetStateTo("open").willReturn(aResponse().withStatus(429)));
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("open")
+                .willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID id = submit(tag, "fakeimg");
+        awaitStatus(id, "succeeded");
+
+        List<LoggedRequest> calls = requests(tag);
+        assertThat(calls).hasSize(2);
+        assertThat(calls.get(1).getLoggedDate().getTime() - calls.get(0).getLoggedDate().getTime())
+                .isGreaterThanOrEqualTo(200);
+        assertThat(attempts(id).get(0)).containsEntry("error_category", "rate_limited").containsEntry("retry_after", null);
+    }
+
+    @Test
+    void aRetryAfterBeyondTheLifetimeFailsTheJobNowAsExpired() {
+        String tag = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(429).withHeader("Retry-After", "7200")));
+        UUID id = submit(tag, "fakeimg");
+        awaitStatus(id, "failed");
+
+        assertThat(job(id).get("error_category")).isEqualTo("expired");
+        assertThat((String) job(id).get("error_message")).contains("lifetime");
+        assertThat(requests(tag)).hasSize(1);
+        // The gate stays closed for the provider's sake; reopen it for the other tests.
+        Db.execute("UPDATE provider_gates SET closed_until = '-infinity' WHERE provider = 'fakeimg'");
+    }
+
+    @Test
+    void aTimeoutAfterSendIsSubmissionUnknownAndIsNotResubmitted() {
+        String tag = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(3000)));
+        UUID id = submit(tag, "fakeimg");
+        awaitStatus(id, "submission_unknown");
+
+        assertThat(attempts(id).get(0)).containsEntry("outcome", "submission_unknown").containsEntry("error_category", "ambiguous");
+        assertThat(job(id).get("lease_token")).isNull();
+        await().during(Duration.ofMillis(1500)).atMost(Duration.ofSeconds(3))
+                .until(() -> requests(tag).size() == 1 && "submission_unknown".equals(status(id)));
+    }
+
+    @Test
+    void aWorkerKilledMidAttemptLeavesALeaseThatExpiresIntoANewAttemptOfTheSameJob() {
+        String tag = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        AtomicBoolean crash = new AtomicBoolean(true);
+        worker.injectFaults(step -> {
+            if (step.equals("submitting") && crash.compareAndSet(true, false)) {
+                throw new IllegalStateException("simulated worker death after the attempt started");
+            }
+        });
+        UUID id = submit(tag, "fakeimg");
+        awaitStatus(id, "succeeded");
+
+        assertThat(attempts(id)).extracting(a -> a.get("outcome")).containsExactly("lease_expired", "succeeded");
+        assertThat(job(id).get("attempts")).isEqualTo(2);
+        assertThat((String) job(id).get("result")).contains("quarantine/" + id + "/2/output");
+        assertThat(requests(tag)).hasSize(1);
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = (SELECT idempotency_key FROM jobs WHERE job_id = ?)",
+                id)).isEqualTo(1);
+    }
+
+    @Test
+    void aStaleLeaseTokenCannotFinalizeOrOverwrite() {
+        String tag = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(1200)));
+        UUID id = submit(tag, "fakeimg");
+        await().atMost(Duration.ofSeconds(10)).until(() -> "submitting".equals(status(id)));
+        UUID staleToken = (UUID) job(id).get("lease_token");
+
+        // The first worker stalls; its lease runs out and the sweeper hands the job to a new attempt.
+        Db.execute("UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE job_id = '" + id + "'");
+        await().atMost(Duration.ofSeconds(5)).until(() -> !staleToken.equals(job(id).get("lease_token")));
+        assertThat(finalizer.finalizeJob(id, staleToken, JobFinalizer.Outcome.failed("transient", "stale")))
+                .as("a stale token finalizes nothing").isFalse();
+        awaitStatus(id, "succeeded");
+
+        await().atMost(Duration.ofSeconds(5)).until(() -> "lease_lost".equals(attempts(id).get(0).get("outcome")));
+        assertThat(attempts(id)).extracting(a -> a.get("outcome")).containsExactly("lease_lost", "succeeded");
+        assertThat((String) job(id).get("result")).contains("/2/output");
+        assertThat(job(id).get("error_category")).isNull();
+    }
+
+    @Test
+    void twoUnparseableRepliesInARowFailTheJob() {
+        String tag = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withBody("Sorry, as a model I cannot draw invoices today.")));
+        UUID id = submit(tag, "fakeimg");
+        awaitStatus(id, "failed");
+
+        assertThat(job(id).get("error_category")).isEqualTo("unparseable_response");
+        assertThat(requests(tag)).hasSize(2);
+        assertThat(attempts(id)).extracting(a -> a.get("error_category"))
+                .containsExactly("unparseable_response", "unparseable_response");
+    }
+
+    @Test
+    void aJobWaitingPastItsLifetimeExpires() {
+        String tag = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(503)));
+        worker.useBackoff(new Backoff(Duration.ofSeconds(60), Duration.ofSeconds(60), bound -> bound - 1));
+        UUID id = submit(tag, "fakeimg");
+        await().atMost(Duration.ofSeconds(10)).until(() -> "retry_wait".equals(status(id)));
+        Db.execute("UPDATE jobs SET expires_at = now() - interval '1 second' WHERE job_id = '" + id + "'");
+        awaitStatus(id, "failed");
+
+        assertThat(job(id).get("error_category")).isEqualTo("expired");
+        assertThat(requests(tag)).hasSize(1);
+        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL", id))
+                .as("its pending retry is gone").isZero();
+    }
+
+    @Test
+    void anAdapterDroppedIntoTheRunningGatewayServesJobs() throws Exception {
+        String tag = tag();
+        fake.stubFor(post("/dropin/generate").withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withBody("{\"image\": \"" + Base64.getEncoder()
+                        .encodeToString(Samples.png(1024, 1536)) + "\"}")));
+        Files.writeString(dropInProviders.resolve("dropin.properties"), """
+                jobgate.provider.dropin.kinds = image
+                jobgate.provider.dropin.base-url = http://127.0.0.1:1
+                jobgate.provider.dropin.revision = dropin-7
+                jobgate.provider.dropin.call-deadline-ms = 2000
+                jobgate.provider.dropin.price.image-micros = 500
+                """);
+        await().atMost(Duration.ofSeconds(5)).until(() -> providers.find("dropin").isPresent());
+        Files.writeString(dropInRoutes.resolve("dropin.camel.yaml"), """
+                - route:
+                    id: provider-dropin
+                    from:
+                      uri: direct:provider-dropin
+                      steps:
+                        - removeHeaders: {pattern: "*"}
+                        - setHeader: {name: CamelHttpMethod, constant: POST}
+                        - setBody:
+                            simple: '{"text":${exchangeProperty.JobgatePromptJson}}'
+                        - to: "{{jobgate.provider.dropin.base-url}}/dropin/generate?throwExceptionOnFailure=false"
+                        - convertBodyTo: {type: String}
+                        - filter:
+                            simple: "${header.CamelHttpResponseCode} == 200"
+                            steps:
+                              - setProperty:
+                                  name: JobgateOutputBase64
+                                  jsonpath: "$.image"
+                              - setProperty: {name: JobgateOutcome, constant: succeeded}
+                """);
+        await().atMost(Duration.ofSeconds(20)).until(() -> context.getRoute("provider-dropin") != null);
+
+        UUID id = submit(tag, "dropin");
+        awaitStatus(id, "succeeded");
+        assertThat(fake.findAll(postRequestedFor(urlEqualTo("/dropin/generate")).withRequestBody(containing(tag)))).hasSize(1);
+        assertThat(attempts(id).get(0)).containsEntry("adapter", "dropin").containsEntry("adapter_revision", "dropin-7");
+    }
+}
