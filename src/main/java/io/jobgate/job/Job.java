@@ -8,5 +8,6 @@ public record Job(UUID id, String tenantId, String idempotencyKey, String reques
                   String presetId, int presetVersion, String kind, String aspectClass, String provider,
                   UUID uploadId, String sourceSha256, long sourceBytes, String correlationId, long costMicros,
                   int maxAttempts, int maxLifetimeSeconds, Instant expiresAt, int attempts, String errorCategory,
-                  String errorMessage, Instant createdAt, Instant updatedAt, Instant finalizedAt) {
+                  String errorMessage, Instant createdAt, Instant updatedAt, Instant finalizedAt, Instant nextAttemptAt,
+                  String adapterRevision) {
 }

@@ -32,6 +32,10 @@ public final class JobView {
         view.put("limits", ordered("max_attempts", job.maxAttempts(), "max_lifetime_seconds", job.maxLifetimeSeconds(),
                 "expires_at", job.expiresAt().toString()));
         view.put("attempts", job.attempts());
+        // Waiting for a retry is not a failure: the job shows when it runs next, not an error.
+        view.put("next_attempt_at", job.status() == JobStatus.RETRY_WAIT && job.nextAttemptAt() != null
+                ? job.nextAttemptAt().toString() : null);
+        view.put("adapter_revision", job.adapterRevision());
         view.put("cost", ordered("amount_micros", job.costMicros(),
                 "amount", BigDecimal.valueOf(job.costMicros(), 6).stripTrailingZeros().toPlainString()));
         view.put("correlation_id", job.correlationId());

@@ -227,6 +227,9 @@ class WorkerTest {
 
         Map<String, Object> failed = job(id);
         assertThat(failed.get("error_category")).isEqualTo("exhausted");
+        var view = api.get(ACME, "/v1/jobs/" + id).json();
+        assertThat(view.path("error").path("category").asText()).isEqualTo("exhausted");
+        assertThat(view.path("attempts").asInt()).isEqualTo(4);
         assertThat((String) failed.get("error_message")).contains("4 of 4 attempts").contains("transient");
         List<LoggedRequest> calls = requests(tag);
         assertThat(calls).hasSize(4);
@@ -256,6 +259,10 @@ class WorkerTest {
         UUID limited = submit(tag, "fakeimg");
         await().atMost(Duration.ofSeconds(10)).until(() -> "retry_wait".equals(status(limited)));
         Instant allowed = ((java.sql.Timestamp) attempts(limited).get(0).get("next_attempt_at")).toInstant();
+        var waiting = api.get(ACME, "/v1/jobs/" + limited).json();
+        assertThat(waiting.path("status").asText()).isEqualTo("retry_wait");
+        assertThat(waiting.path("error").isNull()).as("waiting for a retry is not shown as a failure").isTrue();
+        assertThat(Instant.parse(waiting.path("next_attempt_at").asText())).isEqualTo(allowed.truncatedTo(ChronoUnit.MICROS));
         UUID bystander = submit(other, "fakeimg");
         awaitStatus(limited, "succeeded");
         awaitStatus(bystander, "succeeded");
@@ -446,5 +453,63 @@ class WorkerTest {
         awaitStatus(id, "succeeded");
         assertThat(fake.findAll(postRequestedFor(urlEqualTo("/dropin/generate")).withRequestBody(containing(tag)))).hasSize(1);
         assertThat(attempts(id).get(0)).containsEntry("adapter", "dropin").containsEntry("adapter_revision", "dropin-7");
+    }
+
+    @Test
+    void aRefusedConnectionIsTransientAndRetriedUntilTheCap() {
+        UUID id = submit(tag(), "deadimg");
+        awaitStatus(id, "failed");
+
+        assertThat(job(id).get("error_category")).isEqualTo("exhausted");
+        assertThat(attempts(id)).hasSize(4).allSatisfy(a -> {
+            assertThat(a.get("error_category")).isEqualTo("transient");
+            assertThat((String) a.get("error_message")).contains("Connect");
+            assertThat(a.get("http_status")).isNull();
+        });
+    }
+
+    @Test
+    void theProviderConcurrencyLimitHoldsAcrossJobsWithoutSpendingAttempts() {
+        String tag = tag();
+        int delay = 500;
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(delay)));
+        List<UUID> ids = java.util.stream.IntStream.range(0, 5).mapToObj(i -> submit(tag + "x" + i, "fakeimg")).toList();
+        ids.forEach(id -> awaitStatus(id, "succeeded"));
+
+        List<Long> starts = requests(tag).stream().map(r -> r.getLoggedDate().getTime()).sorted().toList();
+        assertThat(starts).hasSize(5);
+        int most = 0;
+        for (long start : starts) {
+            int overlapping = (int) starts.stream().filter(s -> s <= start && start < s + delay).count();
+            most = Math.max(most, overlapping);
+        }
+        assertThat(most).as("requests in flight at once (max-concurrency 2)").isLessThanOrEqualTo(2);
+        assertThat(ids).allSatisfy(id -> assertThat(job(id).get("attempts")).isEqualTo(1));
+    }
+
+    @Test
+    void oneLogLinePerAttemptWithIdsAndCategoriesButNeverUserText() {
+        String tag = tag();
+        String failing = tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        fake.stubFor(post(PATH).withRequestBody(containing(failing)).willReturn(aResponse().withStatus(422)
+                .withBody("{\"error\": {\"message\": \"Rejected\"}}")));
+        List<String> lines;
+        UUID ok;
+        UUID bad;
+        try (io.jobgate.support.LogCapture log = new io.jobgate.support.LogCapture()) {
+            ok = submit(tag, "fakeimg");
+            bad = submit(failing, "fakeimg");
+            awaitStatus(ok, "succeeded");
+            awaitStatus(bad, "failed");
+            lines = log.lines();
+        }
+        assertThat(lines).filteredOn(l -> l.startsWith("jobgate.attempts attempt job=" + ok)).singleElement().asString()
+                .contains("preset=invoice-clean@v1", "aspect=portrait", "adapter=fakeimg", "revision=fake-r1", "attempt=1",
+                        "duration_ms=", "outcome=succeeded");
+        assertThat(lines).filteredOn(l -> l.startsWith("jobgate.attempts attempt job=" + bad)).singleElement().asString()
+                .contains("http_status=422", "category=terminal_request", "next=failed:terminal_request");
+        assertThat(lines).as("no log line carries the user's text").noneMatch(l -> l.contains(tag) || l.contains(failing));
     }
 }

@@ -1,0 +1,194 @@
+package io.jobgate.worker;
+
+import java.time.Duration;
+import java.util.Base64;
+import java.util.Map;
+import java.util.UUID;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.github.tomakehurst.wiremock.WireMockServer;
+import com.github.tomakehurst.wiremock.verification.LoggedRequest;
+import io.jobgate.App;
+import io.jobgate.api.Json;
+import io.jobgate.infra.Digests;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Samples;
+import org.apache.camel.BeanInject;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import software.amazon.awssdk.services.s3.S3Client;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.containing;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
+import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The shipped OpenAI Images adapter (routes/providers/openai.camel.yaml) through the real worker,
+ * against WireMock stubs shaped by the public API reference: request body, sizes, base64 reply,
+ * error bodies and rate-limit headers. The base URL and key come in as the environment would set them.
+ */
+@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class OpenAiImagesAdapterTest {
+
+    static final String ACME = "dev-acme-key";
+    static final String PATH = "/v1/images/generations";
+
+    WireMockServer openai;
+    ApiClient api;
+
+    @BeanInject
+    S3Client s3;
+
+    @BeforeAll
+    void boot() throws Exception {
+        openai = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1"));
+        openai.start();
+        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+                "jobgate.worker.enabled", "true",
+                "jobgate.worker.backoff-base-ms", "100",
+                "jobgate.provider.openai.base-url", openai.baseUrl() + "/v1",
+                "jobgate.provider.openai.api-key", "sk-test-123")));
+    }
+
+    @AfterAll
+    void stop() {
+        openai.stop();
+    }
+
+    UUID submit(String supplier, String aspect) {
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
+                {"preset_id": "invoice-clean", "aspect_class": "%s", "provider": "openai",
+                 "inputs": {"supplier_name": "%s", "invoice_id": "INV-9", "currency": "USD",
+                            "line_items": [{"description": "Paper \\"A4\\"", "quantity": 2, "unit_price": 3.5}]}}"""
+                .formatted(aspect, supplier));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        return UUID.fromString(r.json().path("job_id").asText());
+    }
+
+    static String tag() {
+        return "Oai" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
+    }
+
+    static Map<String, Object> job(UUID id) {
+        return Db.single("SELECT status, error_category, error_message, attempts, result::text AS result FROM jobs WHERE job_id = ?", id);
+    }
+
+    void awaitFinal(UUID id) {
+        await().atMost(Duration.ofSeconds(30)).until(() -> Db.count(
+                "SELECT count(*) FROM jobs WHERE job_id = ? AND finalized_at IS NOT NULL", id) == 1);
+    }
+
+    @Test
+    void generatesWithTheDocumentedRequestAndStoresTheBase64Png() throws Exception {
+        String tag = tag();
+        byte[] png = Samples.png(1536, 1024);
+        openai.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200)
+                .withHeader("Content-Type", "application/json").withHeader("x-request-id", "req_abc123")
+                .withBody("{\"created\": 1713833628, \"data\": [{\"b64_json\": \"" + Base64.getEncoder().encodeToString(png)
+                        + "\"}], \"output_format\": \"png\", \"size\": \"1536x1024\", \"quality\": \"medium\", "
+                        + "\"usage\": {\"total_tokens\": 100, \"input_tokens\": 50, \"output_tokens\": 50, "
+                        + "\"input_tokens_details\": {\"text_tokens\": 50, \"image_tokens\": 0}}}")));
+        UUID id = submit(tag, "landscape");
+        awaitFinal(id);
+
+        assertThat(job(id).get("status")).isEqualTo("succeeded");
+        LoggedRequest call = openai.findAll(postRequestedFor(urlEqualTo(PATH)).withRequestBody(containing(tag))).get(0);
+        assertThat(call.getHeader("Authorization")).isEqualTo("Bearer sk-test-123");
+        assertThat(call.getHeader("Content-Type")).startsWith("application/json");
+        JsonNode body = Json.MAPPER.readTree(call.getBodyAsString());
+        assertThat(body.path("model").asText()).isEqualTo("gpt-image-1");
+        assertThat(body.path("size").asText()).isEqualTo("1536x1024");
+        assertThat(body.path("n").asInt()).isEqualTo(1);
+        assertThat(body.path("output_format").asText()).isEqualTo("png");
+        assertThat(body.has("response_format")).as("GPT image models refuse response_format").isFalse();
+        assertThat(body.path("prompt").asText()).contains("<input name=\"supplier_name\">" + tag + "</input>")
+                .contains("Paper \"A4\"");
+
+        JsonNode result = Json.MAPPER.readTree((String) job(id).get("result"));
+        assertThat(result.path("media_type").asText()).isEqualTo("image/png");
+        assertThat(result.path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
+        byte[] stored = s3.getObjectAsBytes(b -> b.bucket("jobgate").key(result.path("quarantine_key").asText())).asByteArray();
+        assertThat(stored).isEqualTo(png);
+        assertThat(Db.single("SELECT provider_request_id, adapter_revision FROM attempts WHERE job_id = ?", id))
+                .containsEntry("provider_request_id", "req_abc123").containsEntry("adapter_revision", "openai-images-1");
+    }
+
+    @Test
+    void anExhaustedQuotaIsAnAccountProblemNotARetry() {
+        String tag = tag();
+        openai.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(429)
+                .withHeader("Content-Type", "application/json")
+                .withBody("{\"error\": {\"message\": \"You exceeded your current quota, please check your plan and billing details.\", "
+                        + "\"type\": \"insufficient_quota\", \"param\": null, \"code\": \"insufficient_quota\"}}")));
+        UUID id = submit(tag, "square");
+        awaitFinal(id);
+
+        assertThat(job(id)).containsEntry("status", "failed").containsEntry("error_category", "auth").containsEntry("attempts", 1);
+        assertThat(openai.findAll(postRequestedFor(urlEqualTo(PATH)).withRequestBody(containing(tag)))).hasSize(1);
+    }
+
+    @Test
+    void aRateLimitWithRetryAfterIsRetriedAfterIt() {
+        String tag = tag();
+        openai.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag)
+                .whenScenarioStateIs(com.github.tomakehurst.wiremock.stubbing.Scenario.STARTED).willSetStateTo("ok")
+                .willReturn(aResponse().withStatus(429).withHeader("Retry-After", "1")
+                        .withHeader("x-ratelimit-remaining-requests", "0").withHeader("x-ratelimit-reset-requests", "1s")
+                        .withBody("{\"error\": {\"message\": \"Rate limit reached for requests\", \"type\": \"requests\", "
+                                + "\"param\": null, \"code\": \"rate_limit_exceeded\"}}")));
+        openai.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("ok")
+                .willReturn(aResponse().withStatus(200).withBody("{\"created\": 1, \"data\": [{\"b64_json\": \""
+                        + Base64.getEncoder().encodeToString(Samples.png(1024, 1024)) + "\"}]}")));
+        UUID id = submit(tag, "square");
+        awaitFinal(id);
+
+        assertThat(job(id)).containsEntry("status", "succeeded").containsEntry("attempts", 2);
+        var calls = openai.findAll(postRequestedFor(urlEqualTo(PATH)).withRequestBody(containing(tag)));
+        assertThat(calls.get(1).getLoggedDate().getTime() - calls.get(0).getLoggedDate().getTime()).isGreaterThanOrEqualTo(1000);
+    }
+
+    @Test
+    void aBadKeyAndAnInvalidRequestFailWithoutRetry() {
+        String badKey = tag();
+        String invalid = tag();
+        openai.stubFor(post(PATH).withRequestBody(containing(badKey)).willReturn(aResponse().withStatus(401)
+                .withBody("{\"error\": {\"message\": \"Incorrect API key provided\", \"type\": \"invalid_request_error\", "
+                        + "\"param\": null, \"code\": \"invalid_api_key\"}}")));
+        openai.stubFor(post(PATH).withRequestBody(containing(invalid)).willReturn(aResponse().withStatus(400)
+                .withBody("{\"error\": {\"message\": \"Invalid value for 'size'\", \"type\": \"invalid_request_error\", "
+                        + "\"param\": \"size\", \"code\": \"invalid_value\"}}")));
+        UUID unauthorized = submit(badKey, "square");
+        UUID rejected = submit(invalid, "portrait");
+        awaitFinal(unauthorized);
+        awaitFinal(rejected);
+
+        assertThat(job(unauthorized)).containsEntry("error_category", "auth").containsEntry("attempts", 1);
+        assertThat(job(rejected)).containsEntry("error_category", "terminal_request").containsEntry("attempts", 1);
+        assertThat((String) Db.single("SELECT response_excerpt FROM attempts WHERE job_id = ?", rejected).get("response_excerpt"))
+                .contains("Invalid value for 'size'");
+    }
+
+    @Test
+    void aSafetyRefusalIsDeclined() {
+        String tag = tag();
+        openai.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(400)
+                .withBody("{\"error\": {\"message\": \"Your request was rejected by the safety system.\", "
+                        + "\"type\": \"image_generation_user_error\", \"param\": null, \"code\": \"moderation_blocked\"}}")));
+        UUID id = submit(tag, "square");
+        awaitFinal(id);
+
+        assertThat(job(id)).containsEntry("status", "failed").containsEntry("error_category", "declined");
+        assertThat((String) job(id).get("error_message")).contains("safety system");
+    }
+}
