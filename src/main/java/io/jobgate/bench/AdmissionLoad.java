@@ -22,10 +22,16 @@ final class AdmissionLoad {
     private final URI uri;
     private final String apiKey;
     private final AtomicLong sequence = new AtomicLong();
+    private final String body;
 
     AdmissionLoad(int port, String apiKey) {
+        this(port, apiKey, BODY);
+    }
+
+    AdmissionLoad(int port, String apiKey, String body) {
         this.uri = URI.create("http://127.0.0.1:" + port + "/v1/jobs");
         this.apiKey = apiKey;
+        this.body = body;
     }
 
     /** One admission; returns the job id. */
@@ -34,7 +40,7 @@ final class AdmissionLoad {
                 .header("Authorization", "Bearer " + apiKey)
                 .header("Idempotency-Key", "bench-one-" + sequence.incrementAndGet() + "-" + System.nanoTime())
                 .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(BODY)).build();
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build();
         HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
         if (r.statusCode() != 202) {
             throw new IllegalStateException("admission answered " + r.statusCode() + ": " + r.body());

@@ -15,7 +15,7 @@ import org.apache.camel.main.Main;
 
 /**
  * {@code java -jar target/jobgate.jar bench [--jdbc-url URL] [--db-user U] [--db-password P]
- * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay] [--artemis-home DIR]}:
+ * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker] [--artemis-home DIR]}:
  * admission jobs/s and latency over real HTTP against PostgreSQL, beside pgbench running the same
  * three inserts in one transaction on the same server; then the relay's events/s beside the
  * broker's own ceiling, and the fairness ratio (see {@link RelayBench}).
@@ -64,6 +64,11 @@ public final class Bench {
         settings.put("jobgate.dispatch.max-running", "100000");
         settings.put("jobgate.tenants.files", "config/tenants.yaml," + tenants);
         settings.put("jobgate.admission.max-in-flight", "10000000");
+        // Workers start only for the worker section (the others inspect jobs.dispatch themselves).
+        settings.put("jobgate.worker.enabled", "false");
+        settings.put("jobgate.providers.dirs", "config/providers," + dataDir.resolve("providers"));
+        WorkerBench workerBench = only.equals("all") || only.equals("worker")
+                ? new WorkerBench(dataDir.resolve("providers")) : null;
         settings.forEach(System::setProperty);
 
         Main gateway = App.startInBackground(Duration.ofSeconds(120));
@@ -71,10 +76,15 @@ public final class Bench {
             javax.sql.DataSource ds = gateway.getCamelContext().getRegistry().lookupByNameAndType("dataSource",
                     javax.sql.DataSource.class);
             PgBench pgbench = PgBench.locate(ds);
-            if (!only.equals("relay")) {
+            if (workerBench != null) {
+                // First, on an empty dispatch queue.
+                workerBench.run(gateway.getCamelContext(), new AdmissionLoad(port, quietKey, WorkerBench.BODY),
+                        Integer.parseInt(opts.getOrDefault("samples", "50")));
+            }
+            if (only.equals("all") || only.equals("admission")) {
                 admission(pgbench, port, apiKey, seconds, clients, opts);
             }
-            if (!only.equals("admission")) {
+            if (only.equals("all") || only.equals("relay")) {
                 new RelayBench(gateway.getCamelContext(), run, new AdmissionLoad(port, quietKey), brokerPort,
                         RelayBench.artemisHome(opts.get("artemis-home")))
                         .run(Integer.parseInt(opts.getOrDefault("relay-tenants", "50")),

@@ -17,8 +17,13 @@ public final class Database {
     }
 
     public static HikariDataSource pool(String url, String user, String password, int size) {
+        return pool("jobgate-db", url, user, password, size, "");
+    }
+
+    /** A pool whose sessions carry extra server settings ({@code -c name=value ...}). */
+    public static HikariDataSource pool(String name, String url, String user, String password, int size, String options) {
         HikariConfig config = new HikariConfig();
-        config.setPoolName("jobgate-db");
+        config.setPoolName(name);
         config.setJdbcUrl(url);
         config.setUsername(user);
         config.setPassword(password);
@@ -30,7 +35,7 @@ public final class Database {
         config.addDataSourceProperty("ApplicationName", "jobgate");
         // Our statements are short key lookups and batch writes: a generic plan is as good as a
         // custom one and saves planning on every execution (measured: ~0.25 ms per admission batch).
-        config.addDataSourceProperty("options", "-c plan_cache_mode=force_generic_plan");
+        config.addDataSourceProperty("options", ("-c plan_cache_mode=force_generic_plan " + options).trim());
         return new HikariDataSource(config);
     }
 

@@ -12,6 +12,7 @@ import java.util.UUID;
 
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.job.JobStatus;
+import io.jobgate.provider.Provider;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionTemplate;
 
@@ -34,27 +35,30 @@ public final class JobLeases {
         this.clock = clock;
     }
 
+    private static final String LEASE_COLUMNS = """
+            j.job_id, j.lease_token, j.tenant_id, j.preset_id, j.preset_version, j.kind, j.aspect_class,
+            j.provider, j.inputs::text AS inputs, j.source_key, j.source_sha256, j.correlation_id,
+            (SELECT u.media_type FROM uploads u WHERE u.upload_id = j.upload_id) AS source_media_type,
+            j.attempts, j.max_attempts, j.expires_at, j.unparseable_streak
+            """;
+
     /**
-     * Takes the lease for the dispatch event {@code eventId}: only a dispatched, unleased, waiting job,
-     * and only for its newest dispatch event (an older, duplicated message must not start an attempt
-     * before its time).
+     * Only a dispatched, unleased, waiting job may start an attempt, and only for its newest dispatch
+     * event (an older, duplicated message must not start an attempt before its time).
      */
-    public Optional<Lease> take(UUID jobId, long eventId, String worker, Duration leaseFor) {
-        UUID token = UUID.randomUUID();
-        return jdbc.query("""
-                UPDATE jobs j SET status = 'running', lease_token = ?, lease_owner = ?,
-                                  lease_expires_at = now() + make_interval(secs => ?), updated_at = now()
-                 WHERE j.job_id = ? AND j.finalized_at IS NULL AND j.lease_token IS NULL
-                   AND j.status IN ('queued', 'retry_wait') AND j.dispatched_at IS NOT NULL
-                   AND ? = (SELECT max(o.event_id) FROM outbox o WHERE o.job_id = j.job_id AND o.event_type = 'dispatch')
-                RETURNING j.job_id, j.lease_token, j.tenant_id, j.preset_id, j.preset_version, j.kind, j.aspect_class,
-                          j.provider, j.inputs::text AS inputs, j.source_key, j.source_sha256, j.correlation_id,
-                          (SELECT u.media_type FROM uploads u WHERE u.upload_id = j.upload_id) AS source_media_type,
-                          j.attempts, j.max_attempts, j.expires_at, j.unparseable_streak""",
-                JobLeases::lease, token, worker, leaseFor.toMillis() / 1000.0, jobId, eventId).stream().findFirst();
+    private static final String MAY_START = """
+            j.finalized_at IS NULL AND j.lease_token IS NULL AND j.status IN ('queued', 'retry_wait')
+            AND j.dispatched_at IS NOT NULL
+            AND ? = (SELECT max(o.event_id) FROM outbox o WHERE o.job_id = j.job_id AND o.event_type = 'dispatch')
+            """;
+
+    /** The stored request of a job the dispatch event {@code eventId} may start, read without a lock. */
+    public Optional<Lease> peek(UUID jobId, long eventId) {
+        return jdbc.query("SELECT " + LEASE_COLUMNS + " FROM jobs j WHERE j.job_id = ? AND " + MAY_START,
+                JobLeases::lease, jobId, eventId).stream().findFirst();
     }
 
-    /** Why a dispatch message did not get a lease (for the log line of an acknowledged duplicate). */
+    /** Why a dispatch message cannot start an attempt (for the log line of an acknowledged duplicate). */
     public String whyNoLease(UUID jobId, long eventId) {
         return jdbc.query("""
                 SELECT j.status, j.lease_token IS NOT NULL AS leased,
@@ -75,30 +79,53 @@ public final class JobLeases {
         }, jobId);
     }
 
-    /** How the provider gate answered. */
-    public sealed interface GatePass permits Submitting, Snoozed, Ended {
+    /** What re-validation found before the call: fail now, or wait and try again (no attempt spent). */
+    public record Verdict(ErrorCategory category, String message, boolean retry) {
     }
 
-    /** The attempt started: the job is {@code submitting}, its attempt row is open. */
-    public record Submitting(int attempt) implements GatePass {
+    /** How starting an attempt ended. */
+    public sealed interface GatePass permits Submitting, Snoozed, Ended, NotLeased {
     }
 
-    /** The gate was closed or full: the job waits (no attempt spent) until {@code until}. */
+    /** The attempt started under {@code lease}: the job is {@code submitting}, its attempt row is open. */
+    public record Submitting(Lease lease, int attempt) implements GatePass {
+    }
+
+    /** The gate was closed or full, or re-validation asked to wait: back to {@code retry_wait} until {@code until}. */
     public record Snoozed(Instant until, String reason) implements GatePass {
     }
 
-    /** The job ended before its call (caps), or the lease was lost. */
+    /** The job ended before its call (caps, invalid request). */
     public record Ended(String reason) implements GatePass {
     }
 
+    /** Another worker or a newer event got there first: nothing changed. */
+    public record NotLeased(String reason) implements GatePass {
+    }
+
     /**
-     * Checks the job's caps, then passes the provider's gate: closed until a Retry-After, or full at
-     * the provider's concurrency limit (counted across all instances under the gate row's lock).
+     * In one transaction: the lease (fresh token, owner, expiry), then what re-validation decided, the
+     * job's caps, and the provider's gate — closed until a Retry-After, or full at the provider's
+     * concurrency limit, counted across all instances under the gate row's lock. A closed or full
+     * gate snoozes the job without spending an attempt; passing opens the attempt row.
      */
-    public GatePass passGate(Lease lease, String adapter, String revision, String worker, int maxConcurrency,
-                             Duration fullDelay) {
+    public GatePass start(UUID jobId, long eventId, String worker, Duration leaseFor, Provider provider,
+                          Duration fullDelay, Verdict verdict, Duration deferDelay) {
         return transactions.execute(tx -> {
+            Optional<Lease> taken = jdbc.query("""
+                    UPDATE jobs j SET status = 'running', lease_token = ?, lease_owner = ?,
+                                      lease_expires_at = now() + make_interval(secs => ?), updated_at = now()
+                     WHERE j.job_id = ? AND\s""" + MAY_START + " RETURNING " + LEASE_COLUMNS,
+                    JobLeases::lease, UUID.randomUUID(), worker, leaseFor.toMillis() / 1000.0, jobId, eventId)
+                    .stream().findFirst();
+            if (taken.isEmpty()) {
+                return new NotLeased(whyNoLease(jobId, eventId));
+            }
+            Lease lease = taken.get();
             Instant now = clock.instant();
+            if (verdict != null && !verdict.retry()) {
+                return end(lease, verdict.category(), verdict.message());
+            }
             if (lease.attempts() >= lease.maxAttempts()) {
                 return end(lease, ErrorCategory.EXHAUSTED, "no attempts left: " + lease.attempts() + " of "
                         + lease.maxAttempts() + " used");
@@ -106,42 +133,45 @@ public final class JobLeases {
             if (!now.isBefore(lease.expiresAt())) {
                 return end(lease, ErrorCategory.EXPIRED, "lifetime ended at " + lease.expiresAt());
             }
-            Instant closedUntil = jdbc.queryForObject("""
-                    INSERT INTO provider_gates (provider) VALUES (?)
-                    ON CONFLICT (provider) DO UPDATE SET provider = EXCLUDED.provider
-                    RETURNING CASE WHEN closed_until = '-infinity' THEN NULL ELSE closed_until END""",
-                    (rs, i) -> instant(rs, 1), adapter);
             Instant wakeAt = null;
             String reason = null;
-            if (closedUntil != null && closedUntil.isAfter(now)) {
-                wakeAt = closedUntil;
-                reason = "provider " + adapter + " gate closed until " + closedUntil;
+            if (verdict != null) {
+                wakeAt = now.plus(deferDelay);
+                reason = verdict.message();
             } else {
-                Integer inFlight = jdbc.queryForObject(
-                        "SELECT count(*) FROM jobs WHERE provider = ? AND status = 'submitting'", Integer.class, adapter);
-                if (inFlight != null && inFlight >= maxConcurrency) {
-                    wakeAt = now.plus(fullDelay);
-                    reason = "provider " + adapter + " at its concurrency limit " + maxConcurrency;
+                Instant closedUntil = jdbc.queryForObject("""
+                        INSERT INTO provider_gates (provider) VALUES (?)
+                        ON CONFLICT (provider) DO UPDATE SET provider = EXCLUDED.provider
+                        RETURNING CASE WHEN closed_until = '-infinity' THEN NULL ELSE closed_until END""",
+                        (rs, i) -> instant(rs, 1), provider.name());
+                if (closedUntil != null && closedUntil.isAfter(now)) {
+                    wakeAt = closedUntil;
+                    reason = "provider " + provider.name() + " gate closed until " + closedUntil;
+                } else {
+                    Integer inFlight = jdbc.queryForObject("SELECT count(*) FROM jobs WHERE provider = ? AND status = 'submitting'",
+                            Integer.class, provider.name());
+                    if (inFlight != null && inFlight >= provider.maxConcurrency()) {
+                        wakeAt = now.plus(fullDelay);
+                        reason = "provider " + provider.name() + " at its concurrency limit " + provider.maxConcurrency();
+                    }
                 }
             }
             if (wakeAt != null) {
                 if (wakeAt.isAfter(lease.expiresAt())) {
                     return end(lease, ErrorCategory.EXPIRED, reason + ", beyond the job's lifetime");
                 }
-                return requeue(lease, wakeAt, 0, null) ? new Snoozed(wakeAt, reason) : new Ended("lease lost");
+                requeue(lease, wakeAt, lease.unparseableStreak(), verdict == null ? null : verdict.category().wire());
+                return new Snoozed(wakeAt, reason);
             }
-            Integer attempt = jdbc.query("""
+            int attempt = jdbc.queryForObject("""
                     UPDATE jobs SET status = 'submitting', attempts = attempts + 1, adapter_revision = ?, updated_at = now()
                      WHERE job_id = ? AND lease_token = ? RETURNING attempts""",
-                    rs -> rs.next() ? rs.getInt(1) : null, revision, lease.jobId(), lease.token());
-            if (attempt == null) {
-                return new Ended("lease lost");
-            }
+                    Integer.class, provider.revision(), lease.jobId(), lease.token());
             jdbc.update("""
                     INSERT INTO attempts (job_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?)""",
-                    lease.jobId(), attempt, lease.token(), worker, adapter, revision, Timestamp.from(now));
-            return new Submitting(attempt);
+                    lease.jobId(), attempt, lease.token(), worker, provider.name(), provider.revision(), Timestamp.from(now));
+            return new Submitting(lease, attempt);
         });
     }
 

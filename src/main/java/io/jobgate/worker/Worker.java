@@ -46,8 +46,11 @@ public final class Worker {
     private static final Logger LOG = LoggerFactory.getLogger(Worker.class);
 
     /** Exchange properties of the worker route (not seen by adapters: they get a fresh exchange). */
-    public static final String LEASE = "jobgateWorker_lease";
-    public static final String LEASED = "jobgateWorker_leased";
+    public static final String ELIGIBLE = "jobgateWorker_eligible";
+    static final String JOB = "jobgateWorker_job";
+    static final String EVENT = "jobgateWorker_event";
+    static final String VERDICT = "jobgateWorker_verdict";
+    static final String LEASE = "jobgateWorker_lease";
     public static final String SUBMITTING = "jobgateWorker_submitting";
     static final String CALL = "jobgateWorker_call";
     static final String ATTEMPT = "jobgateWorker_attempt";
@@ -115,60 +118,68 @@ public final class Worker {
         return acknowledgedWithoutCall.get();
     }
 
-    /** Step 1: the lease, or an acknowledged duplicate (terminal job, live lease elsewhere, stale event). */
-    public void lease(Exchange exchange) {
+    /**
+     * Step 1: may this dispatch message start an attempt? Otherwise (a final job — a recorded success
+     * is never rendered again —, a live lease elsewhere, a stale event) it is acknowledged without a call.
+     */
+    public void load(Exchange exchange) {
         UUID jobId = UUID.fromString(exchange.getMessage().getHeader(OutboxRelay.JOB_ID, String.class));
         long eventId = exchange.getMessage().getHeader(OutboxRelay.EVENT_ID, Long.class);
-        String providerName = Json.parseObject(exchange.getMessage().getBody(byte[].class)).path("provider").asText();
-        Duration deadline = providers.find(providerName).map(Provider::callDeadline).orElse(Duration.ofMinutes(2));
-        Optional<Lease> lease = leases.take(jobId, eventId, workerName, deadline.plus(leaseMargin));
-        exchange.setProperty(LEASED, lease.isPresent());
-        if (lease.isEmpty()) {
-            LOG.info("dispatch of job {} acknowledged without a call: {}", jobId, leases.whyNoLease(jobId, eventId));
-            acknowledgedWithoutCall.incrementAndGet();
+        exchange.setProperty(EVENT, eventId);
+        Optional<Lease> job = leases.peek(jobId, eventId);
+        exchange.setProperty(ELIGIBLE, job.isPresent());
+        if (job.isEmpty()) {
+            acknowledgeWithoutCall(jobId, leases.whyNoLease(jobId, eventId));
             return;
         }
-        exchange.setProperty(LEASE, lease.get());
-        faults.at("leased");
+        exchange.setProperty(JOB, job.get());
     }
 
-    /** Step 2: the stored request still validates (preset version, source digest); builds the call. */
+    /**
+     * Step 2: the stored request still validates (preset version exists, source upload matches its
+     * digest); builds the adapter's envelope. Done before the lease, so that taking the lease, the
+     * caps and the provider gate are one transaction.
+     */
     public void prepare(Exchange exchange) {
-        Lease lease = exchange.getProperty(LEASE, Lease.class);
+        Lease job = exchange.getProperty(JOB, Lease.class);
         Preset preset;
         Preset.AspectSize size;
         try {
-            preset = presets.resolve(lease.presetId(), lease.presetVersion());
-            size = PresetCatalog.aspect(preset, lease.aspectClass());
+            preset = presets.resolve(job.presetId(), job.presetVersion());
+            size = PresetCatalog.aspect(preset, job.aspectClass());
         } catch (ApiProblem problem) {
-            fail(exchange, lease, ErrorCategory.INVALID_REQUEST, "stored request no longer validates: " + problem.getMessage());
+            verdict(exchange, ErrorCategory.INVALID_REQUEST, "stored request no longer validates: " + problem.getMessage(), false);
             return;
         }
         byte[] source = null;
-        if (lease.sourceKey() != null) {
+        if (job.sourceKey() != null) {
             try {
-                source = s3.getObjectAsBytes(GetObjectRequest.builder().bucket(bucket).key(lease.sourceKey()).build()).asByteArray();
+                source = s3.getObjectAsBytes(GetObjectRequest.builder().bucket(bucket).key(job.sourceKey()).build()).asByteArray();
             } catch (NoSuchKeyException e) {
-                fail(exchange, lease, ErrorCategory.INVALID_REQUEST, "source upload " + lease.sourceSha256() + " is missing");
+                verdict(exchange, ErrorCategory.INVALID_REQUEST, "source upload " + job.sourceSha256() + " is missing", false);
                 return;
             } catch (SdkException e) {
-                retryLater(exchange, lease, ErrorCategory.TRANSIENT, "object storage unavailable: " + e.getClass().getSimpleName());
+                verdict(exchange, ErrorCategory.TRANSIENT, "object storage unavailable: " + e.getClass().getSimpleName(), true);
                 return;
             }
-            if (!Digests.sha256Hex(source).equals(lease.sourceSha256())) {
-                fail(exchange, lease, ErrorCategory.INVALID_REQUEST, "source upload does not match its digest " + lease.sourceSha256());
+            if (!Digests.sha256Hex(source).equals(job.sourceSha256())) {
+                verdict(exchange, ErrorCategory.INVALID_REQUEST, "source upload does not match its digest " + job.sourceSha256(), false);
                 return;
             }
         }
-        JsonNode inputs = Json.parseObject(lease.inputsJson().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        if (providers.find(job.provider()).isEmpty()) {
+            verdict(exchange, ErrorCategory.TRANSIENT, "no settings for provider " + job.provider(), true);
+            return;
+        }
+        JsonNode inputs = Json.parseObject(job.inputsJson().getBytes(java.nio.charset.StandardCharsets.UTF_8));
         String prompt = preset.template().render(inputs);
         Map<String, Object> envelope = new LinkedHashMap<>();
-        envelope.put("job_id", lease.jobId().toString());
-        envelope.put("idempotency_key", lease.jobId().toString());
+        envelope.put("job_id", job.jobId().toString());
+        envelope.put("idempotency_key", job.jobId().toString());
         envelope.put("preset_id", preset.id());
         envelope.put("preset_version", preset.version());
         envelope.put("kind", preset.kind());
-        envelope.put("aspect_class", lease.aspectClass());
+        envelope.put("aspect_class", job.aspectClass());
         envelope.put("width", size == null ? null : size.width());
         envelope.put("height", size == null ? null : size.height());
         envelope.put("output_media_types", preset.outputMediaTypes());
@@ -176,16 +187,16 @@ public final class Worker {
         envelope.put("prompt", prompt);
         envelope.put("inputs", inputs);
         if (source != null) {
-            envelope.put("source", Map.of("sha256", lease.sourceSha256(), "media_type", lease.sourceMediaType(),
+            envelope.put("source", Map.of("sha256", job.sourceSha256(), "media_type", job.sourceMediaType(),
                     "bytes", source.length));
         }
         Map<String, Object> call = new LinkedHashMap<>();
-        call.put(AdapterContract.JOB_ID, lease.jobId().toString());
-        call.put(AdapterContract.IDEMPOTENCY_KEY, lease.jobId().toString());
+        call.put(AdapterContract.JOB_ID, job.jobId().toString());
+        call.put(AdapterContract.IDEMPOTENCY_KEY, job.jobId().toString());
         call.put(AdapterContract.PRESET_ID, preset.id());
         call.put(AdapterContract.PRESET_VERSION, preset.version());
         call.put(AdapterContract.KIND, preset.kind());
-        call.put(AdapterContract.ASPECT_CLASS, lease.aspectClass());
+        call.put(AdapterContract.ASPECT_CLASS, job.aspectClass());
         call.put(AdapterContract.WIDTH, size == null ? null : size.width());
         call.put(AdapterContract.HEIGHT, size == null ? null : size.height());
         call.put(AdapterContract.OUTPUT_MEDIA_TYPE, preset.outputMediaTypes().isEmpty() ? null : preset.outputMediaTypes().get(0));
@@ -193,35 +204,42 @@ public final class Worker {
         call.put(AdapterContract.PROMPT_JSON, Json.write(prompt));
         if (source != null) {
             call.put(AdapterContract.SOURCE, source);
-            call.put(AdapterContract.SOURCE_MEDIA_TYPE, lease.sourceMediaType());
-            call.put(AdapterContract.SOURCE_FILE_NAME, "source" + extension(lease.sourceMediaType()));
+            call.put(AdapterContract.SOURCE_MEDIA_TYPE, job.sourceMediaType());
+            call.put(AdapterContract.SOURCE_FILE_NAME, "source" + extension(job.sourceMediaType()));
         }
         call.put("envelope", Json.write(envelope));
         exchange.setProperty(CALL, call);
     }
 
-    /** Step 3: caps, then the provider gate; a closed or full gate snoozes the job without spending an attempt. */
-    public void passGate(Exchange exchange) {
-        Lease lease = exchange.getProperty(LEASE, Lease.class);
+    /** Step 3: lease, caps and provider gate in one transaction (see {@link JobLeases#start}). */
+    public void start(Exchange exchange) {
+        Lease job = exchange.getProperty(JOB, Lease.class);
         exchange.setProperty(SUBMITTING, false);
-        if (exchange.getProperty(CALL) == null) {
-            return; // prepare already ended this attempt
-        }
-        Optional<Provider> provider = providers.find(lease.provider());
-        if (provider.isEmpty()) {
-            retryLater(exchange, lease, ErrorCategory.TRANSIENT, "no settings for provider " + lease.provider());
-            return;
-        }
-        Provider p = provider.get();
-        JobLeases.GatePass pass = leases.passGate(lease, p.name(), p.revision(), workerName, p.maxConcurrency(),
-                jittered(gateFullDelay));
+        Provider provider = providers.find(job.provider()).orElse(null);
+        Duration deadline = provider == null ? Duration.ofMinutes(2) : provider.callDeadline();
+        JobLeases.Verdict verdict = exchange.getProperty(VERDICT, JobLeases.Verdict.class);
+        JobLeases.GatePass pass = leases.start(job.jobId(), exchange.getProperty(EVENT, Long.class), workerName,
+                deadline.plus(leaseMargin), provider, jittered(gateFullDelay), verdict,
+                backoff.delay(Math.max(1, job.attempts())));
         if (pass instanceof JobLeases.Submitting submitting) {
-            exchange.setProperty(SUBMITTING, true);
+            exchange.setProperty(LEASE, submitting.lease());
             exchange.setProperty(ATTEMPT, submitting.attempt());
+            exchange.setProperty(SUBMITTING, true);
             faults.at("submitting");
+        } else if (pass instanceof JobLeases.NotLeased lost) {
+            acknowledgeWithoutCall(job.jobId(), lost.reason());
         } else {
-            LOG.info("job {} not submitted: {}", lease.jobId(), pass);
+            LOG.info("job {} not submitted: {}", job.jobId(), pass);
         }
+    }
+
+    private void verdict(Exchange exchange, ErrorCategory category, String message, boolean retry) {
+        exchange.setProperty(VERDICT, new JobLeases.Verdict(category, message, retry));
+    }
+
+    private void acknowledgeWithoutCall(UUID jobId, String why) {
+        LOG.info("dispatch of job {} acknowledged without a call: {}", jobId, why);
+        acknowledgedWithoutCall.incrementAndGet();
     }
 
     /** Step 4: the adapter route, on a fresh exchange, within the provider's call deadline. */
@@ -353,22 +371,6 @@ public final class Worker {
     private Decision ended(Lease lease, ErrorCategory category, String message) {
         boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.failed(category.wire(), message));
         return new Decision(mine ? "failed" : "lease_lost", mine ? "failed:" + category.wire() : "none", null);
-    }
-
-    private void fail(Exchange exchange, Lease lease, ErrorCategory category, String message) {
-        finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.failed(category.wire(), message));
-        LOG.warn("job {} failed before its call: {}: {}", lease.jobId(), category.wire(), message);
-    }
-
-    /** Trouble on our side before the call: the job waits for the backoff; no attempt spent. */
-    private void retryLater(Exchange exchange, Lease lease, ErrorCategory category, String message) {
-        Instant at = clock.instant().plus(backoff.delay(Math.max(1, lease.attempts())));
-        if (at.isAfter(lease.expiresAt())) {
-            fail(exchange, lease, ErrorCategory.EXPIRED, message);
-            return;
-        }
-        leases.requeue(lease, at, lease.unparseableStreak(), category.wire());
-        LOG.warn("job {} waits until {}: {}", lease.jobId(), at, message);
     }
 
     private Duration jittered(Duration delay) {
