@@ -79,7 +79,8 @@ public final class Bench {
             if (workerBench != null) {
                 // First, on an empty dispatch queue.
                 workerBench.run(gateway.getCamelContext(), new AdmissionLoad(port, quietKey, WorkerBench.BODY),
-                        Integer.parseInt(opts.getOrDefault("samples", "50")));
+                        Integer.parseInt(opts.getOrDefault("samples", "50")),
+                        Integer.parseInt(opts.getOrDefault("worker-warm-up", "45")));
             }
             if (only.equals("all") || only.equals("admission")) {
                 admission(pgbench, port, apiKey, seconds, clients, opts);
