@@ -74,6 +74,8 @@ class WorkerTest {
     ProviderCatalog providers;
     @BeanInject
     CamelContext context;
+    @BeanInject
+    software.amazon.awssdk.services.s3.S3Client s3;
 
     @BeforeAll
     void boot() throws Exception {
@@ -388,9 +390,16 @@ class WorkerTest {
         String tag = tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag))
                 .willReturn(aResponse().withStatus(200).withBody("Sorry, as a model I cannot draw invoices today.")));
-        UUID id = submit(tag, "fakeimg");
-        awaitStatus(id, "failed");
+        UUID id;
+        List<String> lines;
+        try (io.jobgate.support.LogCapture log = new io.jobgate.support.LogCapture()) {
+            id = submit(tag, "fakeimg");
+            awaitStatus(id, "failed");
+            lines = log.lines();
+        }
 
+        assertThat(lines).filteredOn(l -> l.contains("unparseable provider reply job=" + id)).hasSize(2)
+                .allMatch(l -> l.contains("first_200_chars=\"Sorry, as a model I cannot draw invoices today.\""));
         assertThat(job(id).get("error_category")).isEqualTo("unparseable_response");
         assertThat(requests(tag)).hasSize(2);
         assertThat(attempts(id)).extracting(a -> a.get("error_category"))
@@ -511,5 +520,25 @@ class WorkerTest {
         assertThat(lines).filteredOn(l -> l.startsWith("jobgate.attempts attempt job=" + bad)).singleElement().asString()
                 .contains("http_status=422", "category=terminal_request", "next=failed:terminal_request");
         assertThat(lines).as("no log line carries the user's text").noneMatch(l -> l.contains(tag) || l.contains(failing));
+    }
+
+    @Test
+    void aSourceUploadThatNoLongerMatchesItsDigestFailsTheJobBeforeAnyCall() {
+        ApiClient.Response upload = api.upload(ACME, "audio/wav", Samples.wav(1500));
+        assertThat(upload.status()).isEqualTo(201);
+        String sha = upload.json().path("sha256").asText();
+        // The stored object changes behind the gateway's back (bit rot, an operator's mistake).
+        s3.putObject(b -> b.bucket("jobgate").key("sources/sha256/" + sha),
+                software.amazon.awssdk.core.sync.RequestBody.fromBytes(Samples.wav(1200)));
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), "{\"preset_id\": \"call-transcript\", "
+                + "\"provider\": \"fakeimg\", \"upload_id\": \"" + upload.json().path("upload_id").asText() + "\"}");
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        UUID id = UUID.fromString(r.json().path("job_id").asText());
+        awaitStatus(id, "failed");
+
+        assertThat(job(id).get("error_category")).isEqualTo("invalid_request");
+        assertThat((String) job(id).get("error_message")).contains("does not match its digest");
+        assertThat(job(id).get("attempts")).isEqualTo(0);
+        assertThat(fake.getAllServeEvents()).noneMatch(e -> id.toString().equals(e.getRequest().getHeader("Idempotency-Key")));
     }
 }
