@@ -33,6 +33,10 @@ import io.jobgate.relay.OutboxRelay;
 import io.jobgate.relay.RelayWakeup;
 import io.jobgate.tenant.TenantDirectory;
 import io.jobgate.upload.UploadStore;
+import io.jobgate.api.AdminApi;
+import io.jobgate.api.WebhooksApi;
+import io.jobgate.reconcile.Reconciler;
+import io.jobgate.worker.AdapterCaller;
 import io.jobgate.worker.Backoff;
 import io.jobgate.worker.JobLeases;
 import io.jobgate.worker.OutputStore;
@@ -136,9 +140,21 @@ public class JobgateConfiguration implements CamelConfiguration {
                 Duration.ofMillis(settings.longValue("jobgate.worker.backoff-base-ms", 1000, 1, 3_600_000)),
                 Duration.ofMillis(settings.longValue("jobgate.worker.backoff-cap-ms", 300_000, 1, 86_400_000)));
         registry.bind("jobLeases", leases);
-        registry.bind("worker", new Worker(context, leases, finalizer, presets, providers, s3, bucket, outputs, clock,
-                Duration.ofSeconds(settings.longValue("jobgate.worker.lease-margin-seconds", 30, 1, 3600)),
-                Duration.ofMillis(settings.longValue("jobgate.worker.gate-full-delay-ms", 500, 10, 60_000)), backoff));
+        AdapterCaller adapters = new AdapterCaller(context);
+        String publicBaseUrl = settings.string("jobgate.public-base-url", "http://localhost:8080").replaceAll("/+$", "");
+        Backoff checks = Backoff.withRandomJitter(
+                Duration.ofMillis(settings.longValue("jobgate.reconcile.first-check-ms", 2000, 10, 3_600_000)),
+                Duration.ofMillis(settings.longValue("jobgate.reconcile.check-cap-ms", 60_000, 10, 86_400_000)));
+        Reconciler reconciler = new Reconciler(jdbc, leases, finalizer, providers, presets, adapters, outputs, clock, checks,
+                backoff, settings.intValue("jobgate.reconcile.batch", 50, 1, 10_000));
+        registry.bind("reconciler", reconciler);
+        registry.bind("worker", new Worker(adapters, publicBaseUrl, leases, finalizer, presets, providers, s3, bucket, outputs,
+                clock, Duration.ofSeconds(settings.longValue("jobgate.worker.lease-margin-seconds", 30, 1, 3600)),
+                Duration.ofMillis(settings.longValue("jobgate.worker.gate-full-delay-ms", 500, 10, 60_000)), backoff,
+                reconciler.firstCheck()));
+        registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
+                Duration.ofSeconds(settings.longValue("jobgate.webhooks.tolerance-seconds", 300, 1, 86_400))));
+        registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs));
         registry.bind("sweeper", new Sweeper(jdbc, leases, finalizer, providers, clock,
                 settings.intValue("jobgate.sweeper.batch", 200, 1, 10_000)));
     }

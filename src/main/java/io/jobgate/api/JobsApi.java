@@ -105,6 +105,11 @@ public final class JobsApi {
         HttpReply.json(exchange, 200, JobView.of(job), Map.of());
     }
 
+    /** The {@code jobId} path parameter; a malformed id is a missing job (404). */
+    static UUID jobId(Exchange exchange) {
+        return uuid(exchange.getIn().getHeader("jobId", String.class), "job_id");
+    }
+
     private Job find(Exchange exchange) {
         Tenant tenant = TenantAuth.tenant(exchange);
         String id = exchange.getIn().getHeader("jobId", String.class);

@@ -70,6 +70,15 @@ public final class JobFinalizer {
      * @return true if this call finalized the job
      */
     public boolean finalizeJob(UUID jobId, UUID leaseToken, Outcome outcome) {
+        return finalizeJob(jobId, leaseToken, null, outcome);
+    }
+
+    /**
+     * As {@link #finalizeJob(UUID, UUID, Outcome)}, and only while the job is in one of
+     * {@code onlyFrom} (when given): evidence about a provider task applies to a job still waiting on it.
+     */
+    public boolean finalizeJob(UUID jobId, UUID leaseToken, java.util.Set<JobStatus> onlyFrom, Outcome outcome) {
+        String[] from = onlyFrom == null ? null : onlyFrom.stream().map(JobStatus::wire).toArray(String[]::new);
         Boolean done = transactions.execute(tx -> {
             Instant now = clock.instant();
             // Lock order shared with the relay (outbox row, then job) and admission (gateway row, then
@@ -86,10 +95,11 @@ public final class JobFinalizer {
                                       next_attempt_at = NULL, result = coalesce(?::jsonb, j.result)
                       FROM (SELECT job_id, dispatched_at FROM jobs WHERE job_id = ? FOR UPDATE) old
                      WHERE j.job_id = old.job_id AND j.finalized_at IS NULL AND (?::uuid IS NULL OR j.lease_token = ?::uuid)
+                       AND (?::text[] IS NULL OR j.status = ANY (?::text[]))
                     RETURNING j.tenant_id, j.source_bytes, j.cost_micros, j.attempts,
                               old.dispatched_at IS NOT NULL AS held_slot""",
                     outcome.status().wire(), outcome.errorCategory(), outcome.errorMessage(), Timestamp.from(now),
-                    Timestamp.from(now), outcome.resultJson(), jobId, leaseToken, leaseToken).stream().findFirst();
+                    Timestamp.from(now), outcome.resultJson(), jobId, leaseToken, leaseToken, from, from).stream().findFirst();
             if (ended.isEmpty()) {
                 return false;
             }

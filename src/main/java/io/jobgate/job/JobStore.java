@@ -31,6 +31,11 @@ public final class JobStore {
                 tenantId, jobId).stream().findFirst();
     }
 
+    /** Any tenant's job (operator endpoints only). */
+    public Optional<Job> findAny(UUID jobId) {
+        return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE job_id = ?", JobStore::map, jobId).stream().findFirst();
+    }
+
     public Optional<Job> findByKey(String tenantId, String idempotencyKey) {
         return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE tenant_id = ? AND idempotency_key = ?", JobStore::map,
                 tenantId, idempotencyKey).stream().findFirst();

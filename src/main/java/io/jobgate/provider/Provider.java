@@ -29,6 +29,12 @@ public record Provider(String name, Set<String> kinds, Map<String, Long> prices,
         return price;
     }
 
+    /** Does the adapter serve this operation ({@code submit} always; {@code lookup}, {@code webhook} when listed in {@code operations})? */
+    public boolean supports(String operation) {
+        return "submit".equals(operation) || java.util.Arrays.stream(settings.getOrDefault("operations", "submit").split(","))
+                .map(String::trim).anyMatch(operation::equals);
+    }
+
     /** The adapter route's endpoint. */
     public String adapterUri() {
         return "direct:provider-" + name;

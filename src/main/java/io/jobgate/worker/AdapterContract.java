@@ -17,6 +17,16 @@ public final class AdapterContract {
     }
 
     // --- Given to the adapter (exchange properties) ----------------------------------------------
+    /**
+     * What to do: {@code submit} (body: the envelope), {@code lookup} (ask for the task by
+     * {@code JobgateProviderTask} or, without one, by {@code JobgateIdempotencyKey}), or
+     * {@code webhook} (body: the raw webhook payload, signature already verified). An adapter serves
+     * lookup and webhook only when its settings list them in {@code operations}.
+     */
+    public static final String OPERATION = "JobgateOperation";
+    public static final String SUBMIT = "submit";
+    public static final String LOOKUP = "lookup";
+    public static final String WEBHOOK = "webhook";
     public static final String JOB_ID = "JobgateJobId";
     public static final String ATTEMPT = "JobgateAttempt";
     /** Stable for every attempt of one job (the job id): send it as the provider's idempotency key. */
@@ -38,6 +48,8 @@ public final class AdapterContract {
     /** Milliseconds the call may take; configure the HTTP endpoint's timeouts from the same setting. */
     public static final String DEADLINE_MILLIS = "JobgateDeadlineMillis";
     public static final String ADAPTER_REVISION = "JobgateAdapterRevision";
+    /** Where the provider should send its webhook for this job (async providers). */
+    public static final String WEBHOOK_URL = "JobgateWebhookUrl";
 
     // --- Set by the adapter (exchange properties) ------------------------------------------------
     /** {@code succeeded}, {@code pending}, or an error category such as {@code declined}. */
@@ -46,7 +58,7 @@ public final class AdapterContract {
     /** The provider's Retry-After value as sent (delta-seconds or an HTTP-date). */
     public static final String RETRY_AFTER = "JobgateRetryAfter";
     public static final String PROVIDER_REQUEST_ID = "JobgateProviderRequestId";
-    /** The provider's task reference, with outcome {@code pending}. */
+    /** The provider's task reference: set with {@code pending}, given to lookups, found in webhooks. */
     public static final String PROVIDER_TASK = "JobgateProviderTask";
     /** With outcome {@code succeeded}, one of: a URL to fetch, base64 bytes, or text (transcripts). */
     public static final String OUTPUT_URL = "JobgateOutputUrl";
@@ -61,4 +73,6 @@ public final class AdapterContract {
 
     public static final String SUCCEEDED = "succeeded";
     public static final String PENDING = "pending";
+    /** Lookup only: the provider confirms it never received the request (a resubmit is safe). */
+    public static final String ABSENT = "absent";
 }

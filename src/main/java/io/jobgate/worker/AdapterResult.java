@@ -21,7 +21,7 @@ import org.apache.camel.component.direct.DirectConsumerNotAvailableException;
 public record AdapterResult(String outcome, ErrorCategory category, Integer httpStatus, String retryAfter,
                             String providerRequestId, String providerTask, String outputUrl, String outputBase64,
                             String outputText, String outputMediaType, String message, String excerpt,
-                            String billedUnits) {
+                            String billedUnits, boolean declared) {
 
     static final int EXCERPT_CHARS = 2048;
 
@@ -33,6 +33,10 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         return AdapterContract.PENDING.equals(outcome);
     }
 
+    public boolean absent() {
+        return AdapterContract.ABSENT.equals(outcome);
+    }
+
     /** A call that never reached an adapter or ended in an exception, classified by where it broke. */
     public static AdapterResult ofException(Throwable failure) {
         ErrorCategory category = sentBeforeFailing(failure) ? ErrorCategory.AMBIGUOUS : ErrorCategory.TRANSIENT;
@@ -42,12 +46,12 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         Throwable root = rootOf(failure);
         String message = root.getClass().getSimpleName() + (root.getMessage() == null ? "" : ": " + root.getMessage());
         return new AdapterResult(null, category, null, null, null, null, null, null, null, null, truncate(message, 500),
-                null, null);
+                null, null, false);
     }
 
     public static AdapterResult deadlinePassed(long millis) {
         return new AdapterResult(null, ErrorCategory.AMBIGUOUS, null, null, null, null, null, null, null, null,
-                "no answer within the call deadline of " + millis + " ms", null, null);
+                "no answer within the call deadline of " + millis + " ms", null, null, false);
     }
 
     /** Reads the outcome properties an adapter set, falling back on the reply's status and headers. */
@@ -58,7 +62,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
             Throwable root = rootOf(call.getException());
             return new AdapterResult(null, ErrorCategory.UNPARSEABLE_RESPONSE, replied, null, null, null, null, null, null,
                     null, truncate("adapter could not read the reply: " + root.getClass().getSimpleName(), 500),
-                    excerpt(call), null);
+                    excerpt(call), null, false);
         }
         if (call.getException() != null) {
             return ofException(call.getException());
@@ -73,7 +77,8 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         String declared = call.getProperty(AdapterContract.OUTCOME, String.class);
         String outcome = null;
         ErrorCategory category = null;
-        if (AdapterContract.SUCCEEDED.equals(declared) || AdapterContract.PENDING.equals(declared)) {
+        if (AdapterContract.SUCCEEDED.equals(declared) || AdapterContract.PENDING.equals(declared)
+                || AdapterContract.ABSENT.equals(declared)) {
             outcome = declared;
         } else if (declared != null) {
             category = ErrorCategory.fromWire(declared).orElse(ErrorCategory.UNPARSEABLE_RESPONSE);
@@ -93,7 +98,8 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
                 call.getProperty(AdapterContract.OUTPUT_TEXT, String.class),
                 call.getProperty(AdapterContract.OUTPUT_MEDIA_TYPE, String.class),
                 message == null ? null : truncate(message, 500),
-                category == null ? null : excerpt(call), call.getProperty(AdapterContract.BILLED_UNITS, String.class));
+                category == null ? null : excerpt(call), call.getProperty(AdapterContract.BILLED_UNITS, String.class),
+                declared != null);
         if (result.succeeded() && result.outputUrl() == null && result.outputBase64() == null && result.outputText() == null) {
             return result.failedAs(ErrorCategory.UNPARSEABLE_RESPONSE, "adapter reported success without an output");
         }
@@ -102,7 +108,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
 
     public AdapterResult failedAs(ErrorCategory newCategory, String newMessage) {
         return new AdapterResult(null, newCategory, httpStatus, retryAfter, providerRequestId, providerTask, null, null,
-                null, null, truncate(newMessage, 500), excerpt, billedUnits);
+                null, null, truncate(newMessage, 500), excerpt, billedUnits, declared);
     }
 
     /** Was the request (possibly) on the wire when it broke? Refused or unresolved connections were not. */

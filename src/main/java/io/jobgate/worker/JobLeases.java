@@ -187,19 +187,34 @@ public final class JobLeases {
      * @return false if the lease was lost (nothing changed)
      */
     public boolean requeue(Lease lease, Instant at, int unparseableStreak, String lastCategory) {
+        return requeue(lease.jobId(), lease.token(), null, at, unparseableStreak, lastCategory);
+    }
+
+    /**
+     * Back to {@code retry_wait} for a job no worker holds, only while it is in {@code fromStatus}
+     * (reconciliation: the provider confirmed it never got the request, so a resubmit is safe).
+     */
+    public boolean requeueUnleased(UUID jobId, String fromStatus, Instant at, String lastCategory) {
+        return requeue(jobId, null, fromStatus, at, 0, lastCategory);
+    }
+
+    private boolean requeue(UUID jobId, UUID token, String fromStatus, Instant at, int unparseableStreak, String lastCategory) {
         Boolean done = transactions.execute(tx -> {
             // Only while the lease is ours (checked, not locked: the job row lock comes second in the lock order).
             jdbc.update("""
                     DELETE FROM outbox o USING jobs j
                      WHERE o.job_id = ? AND o.event_type = 'dispatch' AND o.published_at IS NULL
-                       AND j.job_id = o.job_id AND j.lease_token = ?""", lease.jobId(), lease.token());
+                       AND j.job_id = o.job_id AND j.lease_token IS NOT DISTINCT FROM ?::uuid
+                       AND (?::text IS NULL OR j.status = ?::text)""", jobId, token, fromStatus, fromStatus);
             Optional<Map<String, Object>> row = jdbc.queryForList("""
                     UPDATE jobs j SET status = 'retry_wait', lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL,
-                                      dispatched_at = NULL, next_attempt_at = ?, unparseable_streak = ?, updated_at = now()
+                                      dispatched_at = NULL, next_attempt_at = ?, unparseable_streak = ?, updated_at = now(),
+                                      next_check_at = NULL, provider_task = NULL
                       FROM (SELECT job_id, dispatched_at FROM jobs WHERE job_id = ? FOR UPDATE) old
-                     WHERE j.job_id = old.job_id AND j.lease_token = ? AND j.finalized_at IS NULL
+                     WHERE j.job_id = old.job_id AND j.lease_token IS NOT DISTINCT FROM ?::uuid AND j.finalized_at IS NULL
+                       AND (?::text IS NULL OR j.status = ?::text)
                     RETURNING j.tenant_id, j.attempts, old.dispatched_at IS NOT NULL AS held_slot""",
-                    Timestamp.from(at), unparseableStreak, lease.jobId(), lease.token()).stream().findFirst();
+                    Timestamp.from(at), unparseableStreak, jobId, token, fromStatus, fromStatus).stream().findFirst();
             if (row.isEmpty()) {
                 return false;
             }
@@ -209,8 +224,8 @@ public final class JobLeases {
                 jdbc.update("UPDATE dispatch_window SET running = running - 1 WHERE id = 1");
             }
             jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES (?, ?, 'dispatch', ?)",
-                    lease.jobId(), tenant, Timestamp.from(at));
-            statusEvent(lease.jobId(), tenant, "retry_wait", ((Number) row.get().get("attempts")).intValue(), lastCategory);
+                    jobId, tenant, Timestamp.from(at));
+            statusEvent(jobId, tenant, "retry_wait", ((Number) row.get().get("attempts")).intValue(), lastCategory);
             return true;
         });
         return Boolean.TRUE.equals(done);
@@ -220,16 +235,16 @@ public final class JobLeases {
      * A request that may or may not have reached the provider: {@code submission_unknown}, resolved by
      * asking the provider (reconciliation), never by blind resubmission. Lease and slot are released.
      */
-    public boolean parkUnknown(Lease lease, String providerRequestId) {
+    public boolean parkUnknown(Lease lease, String providerRequestId, Instant firstCheck) {
         Boolean done = transactions.execute(tx -> {
             Optional<Map<String, Object>> row = jdbc.queryForList("""
                     UPDATE jobs j SET status = 'submission_unknown', lease_token = NULL, lease_owner = NULL,
-                                      lease_expires_at = NULL, dispatched_at = NULL,
+                                      lease_expires_at = NULL, dispatched_at = NULL, next_check_at = ?, checks = 0,
                                       provider_request_id = coalesce(?, j.provider_request_id), updated_at = now()
                       FROM (SELECT job_id, dispatched_at FROM jobs WHERE job_id = ? FOR UPDATE) old
                      WHERE j.job_id = old.job_id AND j.lease_token = ? AND j.finalized_at IS NULL
                     RETURNING j.tenant_id, j.attempts, old.dispatched_at IS NOT NULL AS held_slot""",
-                    providerRequestId, lease.jobId(), lease.token()).stream().findFirst();
+                    Timestamp.from(firstCheck), providerRequestId, lease.jobId(), lease.token()).stream().findFirst();
             if (row.isEmpty()) {
                 return false;
             }
@@ -245,15 +260,19 @@ public final class JobLeases {
         return Boolean.TRUE.equals(done);
     }
 
-    /** The provider accepted the task: {@code provider_pending} with its reference; the slot stays held. */
-    public boolean markPending(Lease lease, String providerTask, String providerRequestId) {
+    /**
+     * The provider accepted the task: {@code provider_pending} with its reference (a webhook finds the
+     * job by it; the poller asks from {@code firstCheck} on); the slot stays held.
+     */
+    public boolean markPending(Lease lease, String providerTask, String providerRequestId, Instant firstCheck) {
         Boolean done = transactions.execute(tx -> {
             Optional<Map<String, Object>> row = jdbc.queryForList("""
                     UPDATE jobs SET status = 'provider_pending', lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL,
-                                    provider_request_id = coalesce(?, ?, provider_request_id), updated_at = now()
+                                    provider_task = ?, provider_request_id = coalesce(?, provider_request_id),
+                                    next_check_at = ?, checks = 0, updated_at = now()
                      WHERE job_id = ? AND lease_token = ? AND finalized_at IS NULL
-                    RETURNING tenant_id, attempts""", providerTask, providerRequestId, lease.jobId(), lease.token())
-                    .stream().findFirst();
+                    RETURNING tenant_id, attempts""", providerTask, providerRequestId, Timestamp.from(firstCheck),
+                    lease.jobId(), lease.token()).stream().findFirst();
             row.ifPresent(r -> statusEvent(lease.jobId(), (String) r.get("tenant_id"), "provider_pending",
                     ((Number) r.get("attempts")).intValue(), null));
             return row.isPresent();

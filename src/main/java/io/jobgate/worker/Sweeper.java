@@ -67,7 +67,7 @@ public final class Sweeper {
             Lease lease = Lease.held(jobId, token);
             boolean changed = !sent || resubmitSafe
                     ? leases.requeue(lease, clock.instant(), 0, sent ? ErrorCategory.AMBIGUOUS.wire() : null)
-                    : leases.parkUnknown(lease, null);
+                    : leases.parkUnknown(lease, null, clock.instant());
             if (changed) {
                 done++;
                 LOG.warn("lease of {} on job {} expired in {}: {}", row.get("lease_owner"), jobId, status,
@@ -81,7 +81,7 @@ public final class Sweeper {
         List<UUID> overdue = jdbc.queryForList("""
                 SELECT job_id FROM jobs
                  WHERE finalized_at IS NULL AND expires_at < now() AND lease_token IS NULL
-                   AND status IN ('queued', 'retry_wait', 'submission_unknown')
+                   AND status IN ('queued', 'retry_wait', 'submission_unknown', 'provider_pending')
                  ORDER BY expires_at LIMIT ?""", UUID.class, batch);
         int done = 0;
         for (UUID jobId : overdue) {

@@ -57,7 +57,6 @@ public final class Worker {
     static final String RESULT = "jobgateWorker_result";
     static final String DURATION = "jobgateWorker_durationMs";
 
-    private final CamelContext context;
     private final JobLeases leases;
     private final JobFinalizer finalizer;
     private final PresetCatalog presets;
@@ -69,8 +68,9 @@ public final class Worker {
     private final String workerName;
     private final Duration leaseMargin;
     private final Duration gateFullDelay;
-    private final ExecutorService adapterCalls;
-    private final ProducerTemplate producer;
+    private final AdapterCaller adapters;
+    private final String publicBaseUrl;
+    private final Duration firstCheck;
     private final java.util.concurrent.atomic.AtomicLong acknowledgedWithoutCall = new java.util.concurrent.atomic.AtomicLong();
     private volatile Backoff backoff;
     private volatile FaultPoint faults = step -> { };
@@ -81,10 +81,12 @@ public final class Worker {
         void at(String step);
     }
 
-    public Worker(CamelContext context, JobLeases leases, JobFinalizer finalizer, PresetCatalog presets,
+    public Worker(AdapterCaller adapters, String publicBaseUrl, JobLeases leases, JobFinalizer finalizer, PresetCatalog presets,
                   ProviderCatalog providers, S3Client s3, String bucket, OutputStore outputs, Clock clock,
-                  Duration leaseMargin, Duration gateFullDelay, Backoff backoff) {
-        this.context = context;
+                  Duration leaseMargin, Duration gateFullDelay, Backoff backoff, Duration firstCheck) {
+        this.adapters = adapters;
+        this.firstCheck = firstCheck;
+        this.publicBaseUrl = publicBaseUrl;
         this.leases = leases;
         this.finalizer = finalizer;
         this.presets = presets;
@@ -97,8 +99,6 @@ public final class Worker {
         this.gateFullDelay = gateFullDelay;
         this.backoff = backoff;
         this.workerName = hostName() + "/" + UUID.randomUUID().toString().substring(0, 8);
-        this.adapterCalls = context.getExecutorServiceManager().newCachedThreadPool(this, "adapter-call");
-        this.producer = context.createProducerTemplate();
     }
 
     public void useBackoff(Backoff replacement) {
@@ -248,37 +248,21 @@ public final class Worker {
         Lease lease = exchange.getProperty(LEASE, Lease.class);
         Provider provider = providers.find(lease.provider()).orElseThrow();
         Map<String, Object> call = new LinkedHashMap<>(exchange.getProperty(CALL, Map.class));
-        Exchange adapter = new DefaultExchange(context);
-        adapter.getMessage().setBody(call.remove("envelope"));
-        call.forEach((key, value) -> {
-            if (value != null) {
-                adapter.setProperty(key, value);
-            }
-        });
-        int attempt = exchange.getProperty(ATTEMPT, Integer.class);
-        long deadline = provider.callDeadline().toMillis();
-        adapter.setProperty(AdapterContract.ATTEMPT, attempt);
-        adapter.setProperty(AdapterContract.DEADLINE_MILLIS, deadline);
-        adapter.setProperty(AdapterContract.ADAPTER_REVISION, provider.revision());
+        Object envelope = call.remove("envelope");
+        call.put(AdapterContract.ATTEMPT, exchange.getProperty(ATTEMPT, Integer.class));
+        call.put(AdapterContract.WEBHOOK_URL, webhookUrl(provider));
         long started = System.nanoTime();
-        AdapterResult result;
-        Future<Exchange> reply = adapterCalls.submit(() -> producer.send(provider.adapterUri(), adapter));
-        try {
-            // The adapter applies the deadline to its HTTP call; this is the backstop if it does not.
-            result = AdapterResult.of(reply.get(deadline + 2_000, TimeUnit.MILLISECONDS));
-        } catch (TimeoutException e) {
-            reply.cancel(true);
-            result = AdapterResult.deadlinePassed(deadline);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            reply.cancel(true);
-            result = AdapterResult.deadlinePassed(deadline);
-        } catch (java.util.concurrent.ExecutionException e) {
-            result = AdapterResult.ofException(e.getCause());
+        AdapterResult result = adapters.call(provider, AdapterContract.SUBMIT, envelope, call);
+        if (result.absent()) {
+            result = result.failedAs(ErrorCategory.UNPARSEABLE_RESPONSE, "adapter answered 'absent' to a submit");
         }
         exchange.setProperty(RESULT, result);
         exchange.setProperty(DURATION, (System.nanoTime() - started) / 1_000_000);
         faults.at("called");
+    }
+
+    private String webhookUrl(Provider provider) {
+        return publicBaseUrl + "/v1/providers/" + provider.name() + "/webhook";
     }
 
     /** Step 5: the outcome, recorded under the lease; one log line per attempt. */
@@ -307,7 +291,8 @@ public final class Worker {
                 nextAt = d.at;
             }
         } else if (result.pending()) {
-            boolean mine = leases.markPending(lease, result.providerTask(), result.providerRequestId());
+            boolean mine = leases.markPending(lease, result.providerTask(), result.providerRequestId(),
+                    clock.instant().plus(firstCheck));
             outcome = mine ? "pending" : "lease_lost";
             next = mine ? "provider_pending" : "none";
         } else {
@@ -333,7 +318,7 @@ public final class Worker {
                 return ended(lease, category, result.message());
             }
             case UNKNOWN -> {
-                boolean mine = leases.parkUnknown(lease, result.providerRequestId());
+                boolean mine = leases.parkUnknown(lease, result.providerRequestId(), clock.instant().plus(firstCheck));
                 return new Decision(mine ? "submission_unknown" : "lease_lost", mine ? "submission_unknown" : "none", null);
             }
             default -> {

@@ -44,6 +44,7 @@ public final class GatewayTestSupport {
         // Workers and sweeper only where a test class asks for them (relay tests inspect jobs.dispatch).
         props.put("jobgate.worker.enabled", "false");
         props.put("jobgate.sweeper.enabled", "false");
+        props.put("jobgate.reconcile.enabled", "false");
         props.put("jobgate.providers.dirs", "config/providers,src/test/resources/providers");
         props.put("camel.main.routes-include-pattern", ROUTES);
         props.put("camel.main.routes-reload-enabled", "false");

@@ -1,0 +1,91 @@
+package io.jobgate.api;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+
+import io.jobgate.provider.Provider;
+import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.reconcile.Reconciler;
+import io.jobgate.reconcile.WaitingJob;
+import io.jobgate.reconcile.WebhookSignature;
+import io.jobgate.worker.AdapterCaller;
+import io.jobgate.worker.AdapterContract;
+import io.jobgate.worker.AdapterResult;
+import org.apache.camel.Exchange;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * {@code POST /v1/providers/{provider}/webhook}: verifies the Standard Webhooks signature with the
+ * provider's secret ({@code jobgate.provider.<name>.webhook-secret}) and timestamp tolerance,
+ * refuses a delivery id seen before, lets the adapter read the payload (operation {@code webhook}),
+ * and applies it to the job waiting on that provider task. A bad or replayed signature gets 401
+ * and touches no job.
+ */
+public final class WebhooksApi {
+
+    static final int MAX_BODY_BYTES = 1024 * 1024;
+
+    private final ProviderCatalog providers;
+    private final AdapterCaller adapters;
+    private final Reconciler reconciler;
+    private final JdbcTemplate jdbc;
+    private final Clock clock;
+    private final Duration tolerance;
+
+    public WebhooksApi(ProviderCatalog providers, AdapterCaller adapters, Reconciler reconciler, JdbcTemplate jdbc, Clock clock,
+                       Duration tolerance) {
+        this.providers = providers;
+        this.adapters = adapters;
+        this.reconciler = reconciler;
+        this.jdbc = jdbc;
+        this.clock = clock;
+        this.tolerance = tolerance;
+    }
+
+    public void receive(Exchange exchange) {
+        String name = exchange.getIn().getHeader("provider", String.class);
+        Provider provider = providers.find(name).filter(p -> p.supports(AdapterContract.WEBHOOK))
+                .orElseThrow(() -> ApiProblem.of(404, "unknown_webhook", "No provider '" + name + "' takes webhooks here."));
+        String secret = provider.settings().get("webhook-secret");
+        if (secret == null || secret.isBlank()) {
+            throw ApiProblem.of(404, "unknown_webhook", "Provider '" + name + "' has no webhook secret configured.");
+        }
+        byte[] body = Optional.ofNullable(exchange.getIn().getBody(byte[].class)).orElse(new byte[0]);
+        if (body.length > MAX_BODY_BYTES) {
+            throw ApiProblem.of(413, "request_too_large", "A webhook is at most " + MAX_BODY_BYTES + " bytes.");
+        }
+        String id = exchange.getIn().getHeader("webhook-id", String.class);
+        Optional<String> invalid = WebhookSignature.verify(secret, id, exchange.getIn().getHeader("webhook-timestamp", String.class),
+                exchange.getIn().getHeader("webhook-signature", String.class), body, clock.instant(), tolerance);
+        if (invalid.isPresent()) {
+            throw ApiProblem.of(401, "invalid_signature", "Webhook signature refused: " + invalid.get() + ".");
+        }
+        Integer seen = jdbc.queryForObject("SELECT count(*) FROM webhook_receipts WHERE provider = ? AND webhook_id = ?",
+                Integer.class, name, id);
+        if (seen != null && seen > 0) {
+            throw ApiProblem.of(401, "replayed_webhook", "Webhook " + id + " was already received; a delivery is applied once.");
+        }
+        AdapterResult evidence = adapters.call(provider, AdapterContract.WEBHOOK, new String(body, StandardCharsets.UTF_8),
+                Map.of());
+        Optional<WaitingJob> job = evidence.providerTask() == null ? Optional.empty()
+                : reconciler.findByTask(name, evidence.providerTask());
+        Map<String, Object> reply = new LinkedHashMap<>();
+        reply.put("matched", job.isPresent());
+        String outcome = null;
+        if (job.isPresent()) {
+            Reconciler.Applied applied = reconciler.apply(job.get(), evidence, "webhook");
+            reply.put("job_id", job.get().jobId().toString());
+            reply.put("changed", applied.changed());
+            outcome = applied.detail();
+        }
+        // Recorded after applying: a delivery that failed half-way may come again and be applied then.
+        jdbc.update("""
+                INSERT INTO webhook_receipts (provider, webhook_id, job_id, outcome) VALUES (?, ?, ?, ?)
+                ON CONFLICT DO NOTHING""", name, id, job.map(WaitingJob::jobId).orElse(null), outcome);
+        HttpReply.json(exchange, 200, reply, Map.of());
+    }
+}

@@ -1,0 +1,241 @@
+package io.jobgate.reconcile;
+
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+
+import io.jobgate.job.JobFinalizer;
+import io.jobgate.job.JobStatus;
+import io.jobgate.preset.Preset;
+import io.jobgate.preset.PresetCatalog;
+import io.jobgate.provider.Provider;
+import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.worker.AdapterCaller;
+import io.jobgate.worker.AdapterContract;
+import io.jobgate.worker.AdapterResult;
+import io.jobgate.worker.Backoff;
+import io.jobgate.worker.ErrorCategory;
+import io.jobgate.worker.JobLeases;
+import io.jobgate.worker.OutputStore;
+import org.apache.camel.Exchange;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * Applies what a provider says about a task to the job waiting on it, whoever brought the news:
+ * the poller (routes/reconciler.camel.yaml), a webhook, or an operator's repair. The local record
+ * is the source of truth; the provider's answer is evidence applied to it, only while the job
+ * still waits on the provider, and every end goes through the one finalize.
+ */
+public final class Reconciler {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Reconciler.class);
+    static final Set<JobStatus> WAITING = EnumSet.of(JobStatus.PROVIDER_PENDING, JobStatus.SUBMISSION_UNKNOWN);
+
+    private final JdbcTemplate jdbc;
+    private final JobLeases leases;
+    private final JobFinalizer finalizer;
+    private final ProviderCatalog providers;
+    private final PresetCatalog presets;
+    private final AdapterCaller adapters;
+    private final OutputStore outputs;
+    private final Clock clock;
+    private final Backoff checkBackoff;
+    private final Backoff retryBackoff;
+    private final int batch;
+
+    public Reconciler(JdbcTemplate jdbc, JobLeases leases, JobFinalizer finalizer, ProviderCatalog providers,
+                      PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, Clock clock, Backoff checkBackoff,
+                      Backoff retryBackoff, int batch) {
+        this.jdbc = jdbc;
+        this.leases = leases;
+        this.finalizer = finalizer;
+        this.providers = providers;
+        this.presets = presets;
+        this.adapters = adapters;
+        this.outputs = outputs;
+        this.clock = clock;
+        this.checkBackoff = checkBackoff;
+        this.retryBackoff = retryBackoff;
+        this.batch = batch;
+    }
+
+    /** What applying evidence did. */
+    public record Applied(boolean changed, String detail) {
+    }
+
+    private static final String COLUMNS = """
+            job_id, status, provider, provider_task, provider_request_id, attempts, max_attempts, expires_at, checks,
+            preset_id, preset_version, kind""";
+
+    /** Route step: asks the providers about jobs whose next check is due (claimed, so no two pollers ask at once). */
+    public void checkDue(Exchange exchange) {
+        List<WaitingJob> due = jdbc.query("""
+                UPDATE jobs SET next_check_at = now() + interval '5 minutes', checks = checks + 1
+                 WHERE job_id IN (SELECT job_id FROM jobs
+                                   WHERE status IN ('provider_pending', 'submission_unknown') AND finalized_at IS NULL
+                                     AND next_check_at <= now()
+                                   ORDER BY next_check_at LIMIT ? FOR UPDATE SKIP LOCKED)
+                RETURNING""" + " " + COLUMNS, Reconciler::waiting, batch);
+        int changed = 0;
+        for (WaitingJob job : due) {
+            try {
+                if (check(job, "poller").changed()) {
+                    changed++;
+                }
+            } catch (RuntimeException e) {
+                LOG.warn("check of job {} failed: {}", job.jobId(), e.toString());
+            }
+        }
+        exchange.getMessage().setHeader("checked", due.size());
+        exchange.getMessage().setHeader("changed", changed);
+    }
+
+    public Optional<WaitingJob> find(UUID jobId) {
+        return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE job_id = ?", Reconciler::waiting, jobId).stream().findFirst();
+    }
+
+    public Optional<WaitingJob> findByTask(String provider, String task) {
+        return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE provider = ? AND provider_task = ?", Reconciler::waiting,
+                provider, task).stream().findFirst();
+    }
+
+    /** Asks the provider about one waiting job (by its task reference, else by our idempotency key) and applies the answer. */
+    public Applied check(WaitingJob job, String source) {
+        Provider provider = providers.find(job.provider()).orElse(null);
+        if (provider == null) {
+            return schedule(job, "no settings for provider " + job.provider());
+        }
+        if (!provider.supports(AdapterContract.LOOKUP)) {
+            if (job.status().equals(JobStatus.SUBMISSION_UNKNOWN.wire()) && provider.idempotentSubmit()) {
+                return resubmit(job, "provider deduplicates by our idempotency key: a resubmit is safe");
+            }
+            return schedule(job, "adapter " + provider.name() + " has no lookup; waiting for a webhook or the lifetime");
+        }
+        Map<String, Object> properties = new LinkedHashMap<>();
+        properties.put(AdapterContract.JOB_ID, job.jobId().toString());
+        properties.put(AdapterContract.IDEMPOTENCY_KEY, job.jobId().toString());
+        properties.put(AdapterContract.PROVIDER_TASK, job.providerTask());
+        properties.put(AdapterContract.PROVIDER_REQUEST_ID, job.providerRequestId());
+        properties.put(AdapterContract.KIND, job.kind());
+        properties.put(AdapterContract.OUTPUT_MEDIA_TYPE, expectedMediaType(job));
+        return apply(job, adapters.call(provider, AdapterContract.LOOKUP, null, properties), source);
+    }
+
+    /** Applies evidence about the job's provider task; only an answer the adapter declared moves the job. */
+    public Applied apply(WaitingJob job, AdapterResult evidence, String source) {
+        if (!WAITING.contains(JobStatus.fromWire(job.status()).orElseThrow())) {
+            return new Applied(false, "job is " + job.status() + ", not waiting on the provider");
+        }
+        Applied applied;
+        if (evidence.succeeded()) {
+            applied = succeed(job, evidence);
+        } else if (evidence.pending()) {
+            applied = stillPending(job, evidence);
+        } else if (evidence.absent()) {
+            applied = resubmit(job, "provider has no such request");
+        } else if (evidence.declared() && evidence.category().handling() == ErrorCategory.Handling.FAIL) {
+            boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING,
+                    JobFinalizer.Outcome.failed(evidence.category().wire(), evidence.message()));
+            applied = new Applied(won, won ? "failed: " + evidence.category().wire() : "already moved on");
+        } else if (evidence.declared() && evidence.category().handling() == ErrorCategory.Handling.RETRY) {
+            applied = resubmit(job, "provider task failed (" + evidence.category().wire() + ")");
+        } else {
+            applied = schedule(job, "no answer yet: " + (evidence.category() == null ? "?" : evidence.category().wire()));
+        }
+        LOG.info("reconcile job={} source={} status={} evidence={} changed={} detail={}", job.jobId(), source, job.status(),
+                evidence.outcome() != null ? evidence.outcome() : evidence.category() == null ? null : evidence.category().wire(),
+                applied.changed(), applied.detail());
+        return applied;
+    }
+
+    private Applied succeed(WaitingJob job, AdapterResult evidence) {
+        Provider provider = providers.find(job.provider()).orElseThrow();
+        String record;
+        try {
+            record = outputs.quarantine(job.jobId(), Math.max(1, job.attempts()), evidence, expectedMediaType(job),
+                    provider.callDeadline());
+        } catch (OutputStore.OutputUnavailable e) {
+            if (e.category().handling() == ErrorCategory.Handling.FAIL) {
+                boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING,
+                        JobFinalizer.Outcome.failed(e.category().wire(), e.getMessage()));
+                return new Applied(won, "output refused: " + e.getMessage());
+            }
+            return schedule(job, "output not retrievable yet: " + e.getMessage());
+        }
+        boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING, JobFinalizer.Outcome.succeeded(record));
+        return new Applied(won, won ? "succeeded" : "already moved on");
+    }
+
+    private Applied stillPending(WaitingJob job, AdapterResult evidence) {
+        if (job.status().equals(JobStatus.SUBMISSION_UNKNOWN.wire())) {
+            int moved = jdbc.update("""
+                    UPDATE jobs SET status = 'provider_pending', provider_task = coalesce(?, provider_task),
+                                    next_check_at = ?, checks = 0, updated_at = now()
+                     WHERE job_id = ? AND status = 'submission_unknown' AND finalized_at IS NULL""",
+                    evidence.providerTask(), Timestamp.from(nextCheck(0)), job.jobId());
+            return new Applied(moved == 1, "provider has the task: provider_pending");
+        }
+        return schedule(job, "provider still working");
+    }
+
+    /** The provider never got it or its task failed: a new attempt is safe (within the caps). */
+    private Applied resubmit(WaitingJob job, String why) {
+        if (job.attempts() >= job.maxAttempts()) {
+            boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING, JobFinalizer.Outcome.failed(
+                    ErrorCategory.EXHAUSTED.wire(), job.attempts() + " of " + job.maxAttempts() + " attempts used; " + why));
+            return new Applied(won, "exhausted: " + why);
+        }
+        Instant at = clock.instant().plus(retryBackoff.delay(Math.max(1, job.attempts())));
+        if (at.isAfter(job.expiresAt())) {
+            boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING, JobFinalizer.Outcome.failed(
+                    ErrorCategory.EXPIRED.wire(), "lifetime ends before a resubmit; " + why));
+            return new Applied(won, "expired: " + why);
+        }
+        boolean moved = leases.requeueUnleased(job.jobId(), job.status(), at, ErrorCategory.AMBIGUOUS.wire());
+        return new Applied(moved, "retry_wait: " + why);
+    }
+
+    private Applied schedule(WaitingJob job, String why) {
+        jdbc.update("UPDATE jobs SET next_check_at = ? WHERE job_id = ? AND status = ? AND finalized_at IS NULL",
+                Timestamp.from(nextCheck(job.checks())), job.jobId(), job.status());
+        return new Applied(false, why);
+    }
+
+    private Instant nextCheck(int checks) {
+        return clock.instant().plus(checkBackoff.ceiling(Math.max(1, checks)));
+    }
+
+    private String expectedMediaType(WaitingJob job) {
+        try {
+            Preset preset = presets.resolve(job.presetId(), job.presetVersion());
+            return preset.outputMediaTypes().isEmpty() ? null : preset.outputMediaTypes().get(0);
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** The first check of a job that just started waiting on its provider. */
+    public Duration firstCheck() {
+        return checkBackoff.ceiling(1);
+    }
+
+    static WaitingJob waiting(ResultSet rs, int row) throws SQLException {
+        Timestamp expires = rs.getTimestamp("expires_at");
+        return new WaitingJob(rs.getObject("job_id", UUID.class), rs.getString("status"), rs.getString("provider"),
+                rs.getString("provider_task"), rs.getString("provider_request_id"), rs.getInt("attempts"),
+                rs.getInt("max_attempts"), expires.toInstant(), rs.getInt("checks"), rs.getString("preset_id"),
+                rs.getInt("preset_version"), rs.getString("kind"));
+    }
+}

@@ -1,0 +1,347 @@
+package io.jobgate.reconcile;
+
+import java.net.http.HttpRequest;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import com.github.tomakehurst.wiremock.WireMockServer;
+import com.github.tomakehurst.wiremock.stubbing.Scenario;
+import io.jobgate.App;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Samples;
+import org.apache.camel.BeanInject;
+import org.apache.camel.CamelContext;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.containing;
+import static com.github.tomakehurst.wiremock.client.WireMock.get;
+import static com.github.tomakehurst.wiremock.client.WireMock.getRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
+import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Async providers end to end with a Replicate-shaped fake over HTTP: pending jobs finished by
+ * signed webhooks or by polling, submission_unknown reconciled by lookup, the one finalize under
+ * races, operator repair, and the money that follows.
+ */
+@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class ReconciliationTest {
+
+    static final String ACME = "dev-acme-key";
+    static final String ADMIN = "dev-admin-key";
+    static final String SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    static final String PREDICTIONS = "/v1/predictions";
+
+    WireMockServer fake;
+    ApiClient api;
+
+    @BeanInject
+    CamelContext context;
+
+    @BeforeAll
+    void boot() throws Exception {
+        fake = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1"));
+        fake.start();
+        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+                "jobgate.worker.enabled", "true",
+                "jobgate.worker.backoff-base-ms", "100",
+                "jobgate.reconcile.enabled", "true",
+                "jobgate.reconcile.period-ms", "100",
+                "jobgate.reconcile.first-check-ms", "200",
+                "jobgate.reconcile.check-cap-ms", "400",
+                "jobgate.provider.fakeasync.base-url", fake.baseUrl())));
+    }
+
+    @AfterEach
+    void pollerOn() throws Exception {
+        context.getRouteController().resumeRoute("reconciler");
+    }
+
+    @AfterAll
+    void stop() {
+        fake.stop();
+    }
+
+    static String tag() {
+        return "Rec" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
+    }
+
+    UUID submit(String tag) {
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
+                {"preset_id": "invoice-clean", "aspect_class": "square", "provider": "fakeasync",
+                 "inputs": {"supplier_name": "%s", "invoice_id": "R-1", "currency": "EUR",
+                            "line_items": [{"description": "Async", "quantity": 1, "unit_price": 5}]}}""".formatted(tag));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        return UUID.fromString(r.json().path("job_id").asText());
+    }
+
+    /** The provider accepts the job as prediction p-{tag}; lookups of it answer {@code status} until changed. */
+    void acceptsAsync(String tag, String status) {
+        fake.stubFor(post(PREDICTIONS).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(201)
+                .withBody("{\"id\": \"p-" + tag + "\", \"status\": \"starting\"}")));
+        lookupAnswers(tag, status);
+    }
+
+    void lookupAnswers(String tag, String status) {
+        fake.stubFor(get(PREDICTIONS + "/p-" + tag).willReturn(aResponse().withStatus(200).withBody(prediction(tag, status))));
+    }
+
+    String prediction(String tag, String status) {
+        String output = status.equals("succeeded") ? "[\"" + fake.baseUrl() + "/files/" + tag + ".png\"]" : "null";
+        fake.stubFor(get("/files/" + tag + ".png").willReturn(aResponse().withStatus(200)
+                .withHeader("Content-Type", "image/png").withBody(Samples.png(1024, 1024))));
+        return "{\"id\": \"p-" + tag + "\", \"status\": \"" + status + "\", \"output\": " + output
+                + (status.equals("failed") ? ", \"error\": \"NSFW content detected\"" : "") + "}";
+    }
+
+    ApiClient.Response webhook(String webhookId, long timestamp, String body, String secret) {
+        String signature = Base64.getEncoder().encodeToString(
+                WebhookSignature.sign(secret, webhookId, Long.toString(timestamp), body.getBytes(StandardCharsets.UTF_8)));
+        return api.send(api.request("/v1/providers/fakeasync/webhook", null).header("Content-Type", "application/json")
+                .header("webhook-id", webhookId).header("webhook-timestamp", Long.toString(timestamp))
+                .header("webhook-signature", "v1," + signature)
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build());
+    }
+
+    static Map<String, Object> job(UUID id) {
+        return Db.single("SELECT status, attempts, error_category, provider_task, result::text AS result, updated_at "
+                + "FROM jobs WHERE job_id = ?", id);
+    }
+
+    static String status(UUID id) {
+        return (String) job(id).get("status");
+    }
+
+    void awaitStatus(UUID id, String wanted) {
+        await().atMost(Duration.ofSeconds(30)).until(() -> wanted.equals(status(id)));
+    }
+
+    int submits(String tag) {
+        return fake.findAll(postRequestedFor(urlEqualTo(PREDICTIONS)).withRequestBody(containing(tag))).size();
+    }
+
+    static long refunds(UUID id) {
+        return Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'refund'", id);
+    }
+
+    @Test
+    void anAsyncJobWaitsAsPendingAndASignedWebhookFinishesItOnce() {
+        String tag = tag();
+        acceptsAsync(tag, "processing");
+        UUID id = submit(tag);
+        awaitStatus(id, "provider_pending");
+        assertThat(job(id).get("provider_task")).isEqualTo("p-" + tag);
+        assertThat(fake.findAll(postRequestedFor(urlEqualTo(PREDICTIONS)).withRequestBody(containing(tag))).get(0)
+                .getBodyAsString()).contains("/v1/providers/fakeasync/webhook");
+
+        String body = prediction(tag, "succeeded");
+        ApiClient.Response first = webhook("msg_" + tag, Instant.now().getEpochSecond(), body, SECRET);
+        assertThat(first.status()).as(first.text()).isEqualTo(200);
+        assertThat(first.json().path("changed").asBoolean()).isTrue();
+        assertThat(status(id)).isEqualTo("succeeded");
+        assertThat((String) job(id).get("result")).contains("image/png");
+        Object finishedAt = job(id).get("updated_at");
+
+        ApiClient.Response replay = webhook("msg_" + tag, Instant.now().getEpochSecond(), body, SECRET);
+        assertThat(replay.status()).isEqualTo(401);
+        assertThat(replay.code()).isEqualTo("replayed_webhook");
+        assertThat(job(id).get("updated_at")).isEqualTo(finishedAt);
+        assertThat(submits(tag)).isEqualTo(1);
+    }
+
+    @Test
+    void badOrStaleSignaturesAreRefusedWithoutTouchingTheJob() {
+        String tag = tag();
+        acceptsAsync(tag, "processing");
+        UUID id = submit(tag);
+        awaitStatus(id, "provider_pending");
+        String body = prediction(tag, "succeeded");
+
+        ApiClient.Response forged = webhook("msg_f_" + tag, Instant.now().getEpochSecond(), body,
+                "whsec_" + Base64.getEncoder().encodeToString("not-the-secret-at-all-000".getBytes(StandardCharsets.UTF_8)));
+        assertThat(forged.status()).isEqualTo(401);
+        assertThat(forged.code()).isEqualTo("invalid_signature");
+        ApiClient.Response stale = webhook("msg_s_" + tag, Instant.now().minusSeconds(3600).getEpochSecond(), body, SECRET);
+        assertThat(stale.status()).isEqualTo(401);
+        assertThat(stale.text()).contains("tolerance");
+        ApiClient.Response tampered = api.send(api.request("/v1/providers/fakeasync/webhook", null)
+                .header("webhook-id", "msg_t_" + tag).header("webhook-timestamp", Long.toString(Instant.now().getEpochSecond()))
+                .header("webhook-signature", "v1," + Base64.getEncoder().encodeToString(WebhookSignature.sign(SECRET,
+                        "msg_t_" + tag, Long.toString(Instant.now().getEpochSecond()), "{}".getBytes(StandardCharsets.UTF_8))))
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build());
+        assertThat(tampered.status()).isEqualTo(401);
+
+        assertThat(status(id)).isEqualTo("provider_pending");
+        assertThat(Db.count("SELECT count(*) FROM webhook_receipts WHERE webhook_id LIKE ?", "msg_%_" + tag)).isZero();
+    }
+
+    @Test
+    void theWebhookAndThePollerRaceToFinalizeAndExactlyOneWins() throws Exception {
+        for (String outcome : List.of("succeeded", "failed")) {
+            String tag = tag();
+            acceptsAsync(tag, "processing");
+            UUID id = submit(tag);
+            awaitStatus(id, "provider_pending");
+            context.getRouteController().suspendRoute("reconciler");
+            lookupAnswers(tag, outcome); // the poller will now see the end as well
+
+            Reconciler reconciler = context.getRegistry().lookupByNameAndType("reconciler", Reconciler.class);
+            ExecutorService racers = Executors.newFixedThreadPool(6);
+            List<Callable<Boolean>> tasks = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                int n = i;
+                tasks.add(() -> webhook("msg_" + n + "_" + tag, Instant.now().getEpochSecond(), prediction(tag, outcome), SECRET)
+                        .json().path("changed").asBoolean());
+                tasks.add(() -> reconciler.check(reconciler.find(id).orElseThrow(), "poller").changed());
+            }
+            int winners = 0;
+            for (Future<Boolean> f : racers.invokeAll(tasks)) {
+                winners += f.get() ? 1 : 0;
+            }
+            racers.shutdown();
+
+            assertThat(winners).as("finalizations that changed the job (%s)", outcome).isEqualTo(1);
+            assertThat(status(id)).isEqualTo(outcome.equals("succeeded") ? "succeeded" : "failed");
+            assertThat(refunds(id)).isEqualTo(outcome.equals("succeeded") ? 0 : 1);
+            assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ? AND event_type = 'status' "
+                    + "AND payload->>'status' IN ('succeeded', 'failed')", id)).isEqualTo(1);
+            context.getRouteController().resumeRoute("reconciler");
+        }
+    }
+
+    @Test
+    void aTimeoutAfterSendIsReconciledByLookupWithoutASecondSubmissionOrCharge() throws Exception {
+        String tag = tag();
+        context.getRouteController().suspendRoute("reconciler");
+        fake.stubFor(post(PREDICTIONS).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(201)
+                .withBody("{\"id\": \"p-" + tag + "\", \"status\": \"starting\"}").withFixedDelay(2500)));
+        lookupAnswers(tag, "processing");
+        UUID id = submit(tag);
+        awaitStatus(id, "submission_unknown");
+        fake.stubFor(get(PREDICTIONS + "/by-key/" + id).willReturn(aResponse().withStatus(200).withBody(prediction(tag, "processing"))));
+        context.getRouteController().resumeRoute("reconciler");
+
+        awaitStatus(id, "provider_pending");
+        assertThat(job(id).get("provider_task")).isEqualTo("p-" + tag);
+        lookupAnswers(tag, "succeeded");
+        awaitStatus(id, "succeeded");
+
+        assertThat(submits(tag)).isEqualTo(1);
+        assertThat(job(id).get("attempts")).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id)).isEqualTo(1);
+        assertThat(refunds(id)).isZero();
+        assertThat(fake.findAll(getRequestedFor(urlEqualTo(PREDICTIONS + "/by-key/" + id)))).isNotEmpty();
+    }
+
+    @Test
+    void aLookupThatFindsNothingLeadsToExactlyOneResubmit() throws Exception {
+        String tag = tag();
+        context.getRouteController().suspendRoute("reconciler");
+        fake.stubFor(post(PREDICTIONS).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
+                .willSetStateTo("up").willReturn(aResponse().withFixedDelay(2500).withStatus(503)));
+        fake.stubFor(post(PREDICTIONS).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("up")
+                .willReturn(aResponse().withStatus(201).withBody("{\"id\": \"p-" + tag + "\", \"status\": \"starting\"}")));
+        lookupAnswers(tag, "succeeded");
+        UUID id = submit(tag);
+        awaitStatus(id, "submission_unknown");
+        fake.stubFor(get(PREDICTIONS + "/by-key/" + id).willReturn(aResponse().withStatus(404)
+                .withBody("{\"detail\": \"Not found.\"}")));
+        context.getRouteController().resumeRoute("reconciler");
+
+        awaitStatus(id, "succeeded");
+        assertThat(submits(tag)).isEqualTo(2);
+        assertThat(job(id).get("attempts")).isEqualTo(2);
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id)).isEqualTo(1);
+    }
+
+    @Test
+    void anOperatorRepairOfATerminalJobChangesNothing() {
+        String tag = tag();
+        acceptsAsync(tag, "processing");
+        UUID id = submit(tag);
+        awaitStatus(id, "provider_pending");
+        assertThat(webhook("msg_" + tag, Instant.now().getEpochSecond(), prediction(tag, "failed"), SECRET).status()).isEqualTo(200);
+        awaitStatus(id, "failed");
+        Map<String, Object> before = job(id);
+        int lookups = fake.findAll(getRequestedFor(urlEqualTo(PREDICTIONS + "/p-" + tag))).size();
+
+        assertThat(api.post("not-the-admin", "/v1/admin/jobs/" + id + "/reconcile").status()).isEqualTo(401);
+        assertThat(api.post(ACME, "/v1/admin/jobs/" + id + "/reconcile").status()).as("a tenant key is no admin key").isEqualTo(401);
+        ApiClient.Response repair = api.post(ADMIN, "/v1/admin/jobs/" + id + "/reconcile");
+        assertThat(repair.status()).as(repair.text()).isEqualTo(200);
+        assertThat(repair.json().path("changed").asBoolean()).isFalse();
+        assertThat(repair.json().path("job").path("status").asText()).isEqualTo("failed");
+        assertThat(job(id)).isEqualTo(before);
+        assertThat(refunds(id)).isEqualTo(1);
+        assertThat(fake.findAll(getRequestedFor(urlEqualTo(PREDICTIONS + "/p-" + tag)))).hasSize(lookups);
+        assertThatThrownBy(() -> Db.execute("UPDATE jobs SET status = 'succeeded' WHERE job_id = '" + id + "'"))
+                .as("the database itself refuses to change a final job").hasStackTraceContaining("is final");
+    }
+
+    @Test
+    void anOperatorRepairAsksTheProviderAboutAWaitingJob() throws Exception {
+        String tag = tag();
+        context.getRouteController().suspendRoute("reconciler");
+        acceptsAsync(tag, "processing");
+        UUID id = submit(tag);
+        awaitStatus(id, "provider_pending");
+        lookupAnswers(tag, "succeeded");
+
+        ApiClient.Response repair = api.post(ADMIN, "/v1/admin/jobs/" + id + "/reconcile");
+        assertThat(repair.status()).as(repair.text()).isEqualTo(200);
+        assertThat(repair.json().path("changed").asBoolean()).isTrue();
+        assertThat(repair.json().path("job").path("status").asText()).isEqualTo("succeeded");
+    }
+
+    @Test
+    void theLedgerOfTheTenantMatchesTheFinalStatesOfItsJobs() {
+        String ok = tag();
+        String bad = tag();
+        acceptsAsync(ok, "succeeded");
+        acceptsAsync(bad, "failed");
+        UUID succeeded = submit(ok);
+        UUID failed = submit(bad);
+        UUID cancelled = submit(tag()); // no stub: cancelled, or failed by the fake's 404 if the worker is faster
+        api.post(ACME, "/v1/jobs/" + cancelled + "/cancel");
+        awaitStatus(succeeded, "succeeded");
+        awaitStatus(failed, "failed");
+        await().atMost(Duration.ofSeconds(30)).until(() ->
+                Db.count("SELECT count(*) FROM jobs WHERE job_id = ? AND finalized_at IS NOT NULL", cancelled) == 1);
+
+        // Every job is debited once at admission; exactly the failed and cancelled ones are refunded, in full.
+        assertThat(Db.count("""
+                SELECT count(*) FROM jobs j WHERE j.tenant_id = 'acme' AND (
+                    (SELECT count(*) FROM ledger l WHERE l.job_id = j.job_id AND l.entry_type = 'debit' AND l.amount_micros = -j.cost_micros) <> 1
+                 OR (SELECT count(*) FROM ledger l WHERE l.job_id = j.job_id AND l.entry_type = 'refund' AND l.amount_micros = j.cost_micros)
+                    <> CASE WHEN j.status IN ('failed', 'cancelled') THEN 1 ELSE 0 END)""")).isZero();
+        assertThat(Db.count("""
+                SELECT (SELECT balance_micros FROM tenant_accounts WHERE tenant_id = 'acme')
+                     - (SELECT coalesce(sum(amount_micros), 0) FROM ledger WHERE tenant_id = 'acme')""")).isZero();
+        assertThat(refunds(succeeded)).isZero();
+        assertThat(refunds(failed)).isEqualTo(1);
+    }
+}
