@@ -103,7 +103,9 @@ public class JobgateConfiguration implements CamelConfiguration {
 
         UploadStore uploads = new UploadStore(jdbc);
         JobStore jobs = new JobStore(jdbc);
-        JobFinalizer finalizer = new JobFinalizer(jdbc, transactions, clock);
+        JobFinalizer finalizer = new JobFinalizer(jdbc, transactions, clock).refunding(
+                settings.intValue("jobgate.refunds.failed-percent", 100, 0, 100),
+                settings.intValue("jobgate.refunds.cancelled-percent", 100, 0, 100));
         AdmissionLimits limits = AdmissionLimits.from(settings);
         AdmissionWriter writer = new AdmissionWriter(dataSource, limits);
         boolean relayEnabled = settings.bool("jobgate.relay.enabled", true);
@@ -154,6 +156,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                 reconciler.firstCheck()));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
                 Duration.ofSeconds(settings.longValue("jobgate.webhooks.tolerance-seconds", 300, 1, 86_400))));
+        registry.bind("usageApi", new io.jobgate.api.UsageApi(jdbc, clock));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs));
         registry.bind("sweeper", new Sweeper(jdbc, leases, finalizer, providers, clock,
                 settings.intValue("jobgate.sweeper.batch", 200, 1, 10_000)));

@@ -30,3 +30,9 @@ CREATE TABLE webhook_receipts (
 -- What the provider billed for an attempt, per operation kind, when it says.
 ALTER TABLE attempts ADD COLUMN billed_units numeric;
 ALTER TABLE attempts ADD COLUMN billed_unit text;
+
+-- Usage metered at admission, beside the money: a debit records what was requested (units and
+-- unit: images, audio_minutes); a refund records what was given back.
+ALTER TABLE ledger ADD COLUMN units numeric;
+ALTER TABLE ledger ADD COLUMN unit text;
+CREATE INDEX ledger_tenant_time ON ledger (tenant_id, created_at);

@@ -85,7 +85,8 @@ public final class AdmissionService {
                 source == null ? null : source.id(), source == null ? null : source.sha256(),
                 source == null ? 0 : source.bytes(), correlationId, cost, limits.maxAttempts(),
                 limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null);
-        return new AdmissionWriter.Candidate(job, Json.write(request.inputs()), source == null ? null : source.objectKey());
+        return new AdmissionWriter.Candidate(job, Json.write(request.inputs()), source == null ? null : source.objectKey(),
+                Pricing.metered(preset, source));
     }
 
     private Admission replay(Job existing, String fingerprint) {

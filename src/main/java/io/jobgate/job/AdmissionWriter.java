@@ -59,10 +59,11 @@ public final class AdmissionWriter extends ServiceSupport {
             WITH input AS (
                 SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
                                      ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
-                                     ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+                                     ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
                     AS i(job_id, tenant_id, idempotency_key, request_sha256, preset_id, preset_version, kind,
                          aspect_class, provider, inputs, upload_id, source_key, source_sha256, source_bytes,
-                         correlation_id, cost_micros, max_attempts, max_lifetime_seconds, expires_at, created_at)),
+                         correlation_id, cost_micros, max_attempts, max_lifetime_seconds, expires_at, created_at,
+                         usage_units, usage_unit)),
             new_jobs AS (
                 INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
                                   kind, aspect_class, provider, inputs, upload_id, source_key, source_sha256, source_bytes,
@@ -82,8 +83,9 @@ public final class AdmissionWriter extends ServiceSupport {
                                                      ('status', '{"status": "queued", "attempt": 0}'::jsonb))
                        AS e(event_type, payload)),
             debits AS (
-                INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, created_at)
-                SELECT tenant_id, job_id, 'debit', -cost_micros, created_at FROM new_jobs),
+                INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, created_at, units, unit)
+                SELECT n.tenant_id, n.job_id, 'debit', -n.cost_micros, n.created_at, i.usage_units::numeric, i.usage_unit
+                  FROM new_jobs n JOIN input i ON i.job_id::uuid = n.job_id),
             per_tenant AS (
                 SELECT tenant_id, count(*) AS jobs, sum(source_bytes) AS bytes FROM new_jobs GROUP BY tenant_id),
             reserved AS (
@@ -108,7 +110,7 @@ public final class AdmissionWriter extends ServiceSupport {
     }
 
     /** A job ready to be written, with what the row needs beyond the {@link Job} itself. */
-    public record Candidate(Job job, String inputsJson, String sourceKey) {
+    public record Candidate(Job job, String inputsJson, String sourceKey, io.jobgate.provider.Pricing.Usage usage) {
     }
 
     public enum Result {
@@ -291,7 +293,7 @@ public final class AdmissionWriter extends ServiceSupport {
             return inserted;
         }
         int n = toWrite.size();
-        String[][] cols = new String[20][n];
+        String[][] cols = new String[22][n];
         for (int i = 0; i < n; i++) {
             Candidate cand = toWrite.get(i).candidate();
             Job j = cand.job();
@@ -300,7 +302,7 @@ public final class AdmissionWriter extends ServiceSupport {
                 j.uploadId() == null ? null : j.uploadId().toString(), cand.sourceKey(), j.sourceSha256(),
                 Long.toString(j.sourceBytes()), j.correlationId(), Long.toString(j.costMicros()),
                 Integer.toString(j.maxAttempts()), Integer.toString(j.maxLifetimeSeconds()), j.expiresAt().toString(),
-                j.createdAt().toString()};
+                j.createdAt().toString(), Long.toString(cand.usage().units()), cand.usage().unit()};
             for (int col = 0; col < row.length; col++) {
                 cols[col][i] = row[col];
             }

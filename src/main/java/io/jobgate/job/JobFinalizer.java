@@ -54,8 +54,22 @@ public final class JobFinalizer {
         }
     }
 
+    /**
+     * NONE: the tenant pays (success). FULL: the tenant is refunded the share the settings give for
+     * the terminal state ({@code jobgate.refunds.failed-percent}, {@code .cancelled-percent}; 100 by default).
+     */
     public enum RefundPolicy {
         NONE, FULL
+    }
+
+    private volatile int failedRefundPercent = 100;
+    private volatile int cancelledRefundPercent = 100;
+
+    /** Partial refunds: the percentage of a job's cost given back when it fails or is cancelled. */
+    public JobFinalizer refunding(int failedPercent, int cancelledPercent) {
+        this.failedRefundPercent = failedPercent;
+        this.cancelledRefundPercent = cancelledPercent;
+        return this;
     }
 
     /** @return true if this call finalized the job, false if it was already terminal */
@@ -114,12 +128,16 @@ public final class JobFinalizer {
             if (slot == 1) {
                 jdbc.update("UPDATE dispatch_window SET running = running - 1 WHERE id = 1");
             }
-            if (outcome.refund() == RefundPolicy.FULL && cost > 0) {
+            long refund = outcome.refund() == RefundPolicy.NONE ? 0 : Math.multiplyExact(cost,
+                    (long) (outcome.status() == JobStatus.CANCELLED ? cancelledRefundPercent : failedRefundPercent)) / 100;
+            if (refund > 0) {
+                // The debit's metered units go back in the same share.
                 jdbc.update("""
-                        INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at)
-                        VALUES (?, ?, 'refund', ?, ?, ?)
+                        INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at, units, unit)
+                        SELECT ?, ?, 'refund', ?, ?, ?, -d.units * ? / ?, d.unit FROM ledger d
+                         WHERE d.job_id = ? AND d.entry_type = 'debit'
                         ON CONFLICT (job_id, entry_type) WHERE entry_type IN ('debit', 'refund') DO NOTHING""",
-                        tenant, jobId, cost, outcome.errorCategory(), Timestamp.from(now));
+                        tenant, jobId, refund, outcome.errorCategory(), Timestamp.from(now), refund, cost, jobId);
             }
             // Followers learn the end from the status event.
             jdbc.update("""

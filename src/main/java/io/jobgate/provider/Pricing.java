@@ -23,6 +23,18 @@ public final class Pricing {
         };
     }
 
+    /** What a job is metered as at admission: its units and their name. */
+    public record Usage(long units, String unit) {
+    }
+
+    public static Usage metered(Preset preset, Upload source) {
+        return switch (preset.kind()) {
+            case "image" -> new Usage(preset.outputs(), "images");
+            case "transcription" -> new Usage(billedMinutes(source == null ? null : source.durationMillis()), "audio_minutes");
+            default -> throw new IllegalStateException("no metering for kind " + preset.kind());
+        };
+    }
+
     /** Whole minutes, rounded up, at least one: how transcription is billed. */
     static long billedMinutes(Long durationMillis) {
         if (durationMillis == null || durationMillis <= 0) {

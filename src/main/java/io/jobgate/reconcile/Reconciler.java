@@ -138,6 +138,13 @@ public final class Reconciler {
         if (!WAITING.contains(JobStatus.fromWire(job.status()).orElseThrow())) {
             return new Applied(false, "job is " + job.status() + ", not waiting on the provider");
         }
+        if (evidence.billedAmount() != null) {
+            // Billing reported with the task's end belongs to the attempt that submitted it.
+            jdbc.update("""
+                    UPDATE attempts SET billed_units = ?, billed_unit = ?
+                     WHERE job_id = ? AND attempt = (SELECT max(attempt) FROM attempts WHERE job_id = ?)""",
+                    evidence.billedAmount(), evidence.billedUnit(), job.jobId(), job.jobId());
+        }
         Applied applied;
         if (evidence.succeeded()) {
             applied = succeed(job, evidence);

@@ -68,8 +68,9 @@ public final class AdapterContract {
     public static final String OUTPUT_MEDIA_TYPE = "JobgateOutputMediaType";
     /** A short, operator-facing reason for an error outcome (never user text). */
     public static final String ERROR_MESSAGE = "JobgateErrorMessage";
-    /** Units the provider billed for this call, when it says (e.g. audio seconds). */
+    /** What the provider billed for this call, when it says: a number and its unit (e.g. 37.5 and {@code audio_seconds}). */
     public static final String BILLED_UNITS = "JobgateBilledUnits";
+    public static final String BILLED_UNIT = "JobgateBilledUnit";
 
     public static final String SUCCEEDED = "succeeded";
     public static final String PENDING = "pending";

@@ -23,6 +23,21 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
                             String outputText, String outputMediaType, String message, String excerpt,
                             String billedUnits, boolean declared) {
 
+    /** The unit of {@link #billedAmount()}. */
+    public String billedUnit() {
+        String[] parts = billedUnits == null ? new String[0] : billedUnits.trim().split("\\s+", 2);
+        return parts.length == 2 ? parts[1] : null;
+    }
+
+    /** The provider's billed amount as a number, when it sent a readable one. */
+    public java.math.BigDecimal billedAmount() {
+        try {
+            return billedUnits == null ? null : new java.math.BigDecimal(billedUnits.trim().split("\\s+")[0]);
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
     static final int EXCERPT_CHARS = 2048;
 
     public boolean succeeded() {
@@ -98,8 +113,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
                 call.getProperty(AdapterContract.OUTPUT_TEXT, String.class),
                 call.getProperty(AdapterContract.OUTPUT_MEDIA_TYPE, String.class),
                 message == null ? null : truncate(message, 500),
-                category == null ? null : excerpt(call), call.getProperty(AdapterContract.BILLED_UNITS, String.class),
-                declared != null);
+                category == null ? null : excerpt(call), billed(call), declared != null);
         if (result.succeeded() && result.outputUrl() == null && result.outputBase64() == null && result.outputText() == null) {
             return result.failedAs(ErrorCategory.UNPARSEABLE_RESPONSE, "adapter reported success without an output");
         }
@@ -152,6 +166,16 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
             return null;
         }
         return text == null ? null : truncate(text, EXCERPT_CHARS);
+    }
+
+    /** "amount unit" from the two billing properties (the unit defaults to "units"). */
+    private static String billed(Exchange call) {
+        String amount = call.getProperty(AdapterContract.BILLED_UNITS, String.class);
+        if (amount == null) {
+            return null;
+        }
+        String unit = call.getProperty(AdapterContract.BILLED_UNIT, String.class);
+        return amount.trim() + " " + (unit == null || unit.isBlank() ? "units" : unit.trim());
     }
 
     static String truncate(String text, int chars) {

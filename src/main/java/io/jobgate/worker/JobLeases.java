@@ -286,11 +286,12 @@ public final class JobLeases {
         jdbc.update("""
                 UPDATE attempts SET ended_at = now(), duration_ms = ?, outcome = ?, http_status = ?, provider_request_id = ?,
                                     error_category = ?, error_message = ?, retry_after = ?, next_attempt_at = ?,
-                                    response_excerpt = ?
+                                    response_excerpt = ?, billed_units = ?, billed_unit = ?
                  WHERE job_id = ? AND attempt = ? AND lease_token = ?""",
                 durationMs, outcome, result.httpStatus(), result.providerRequestId(),
                 result.category() == null ? null : result.category().wire(), result.message(), result.retryAfter(),
-                nextAttemptAt == null ? null : Timestamp.from(nextAttemptAt), result.excerpt(), jobId, attempt, token);
+                nextAttemptAt == null ? null : Timestamp.from(nextAttemptAt), result.excerpt(), result.billedAmount(),
+                result.billedAmount() == null ? null : result.billedUnit(), jobId, attempt, token);
     }
 
     /** A 429 closes the provider's gate until {@code until} for every job (never shortens a longer close). */

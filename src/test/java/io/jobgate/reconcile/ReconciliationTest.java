@@ -53,6 +53,7 @@ class ReconciliationTest {
 
     static final String ACME = "dev-acme-key";
     static final String ADMIN = "dev-admin-key";
+    static final String GLOBEX = "dev-globex-key";
     static final String SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     static final String PREDICTIONS = "/v1/predictions";
 
@@ -115,6 +116,7 @@ class ReconciliationTest {
         fake.stubFor(get("/files/" + tag + ".png").willReturn(aResponse().withStatus(200)
                 .withHeader("Content-Type", "image/png").withBody(Samples.png(1024, 1024))));
         return "{\"id\": \"p-" + tag + "\", \"status\": \"" + status + "\", \"output\": " + output
+                + (status.equals("succeeded") ? ", \"metrics\": {\"predict_time\": 2.5}" : "")
                 + (status.equals("failed") ? ", \"error\": \"NSFW content detected\"" : "") + "}";
     }
 
@@ -343,5 +345,42 @@ class ReconciliationTest {
                      - (SELECT coalesce(sum(amount_micros), 0) FROM ledger WHERE tenant_id = 'acme')""")).isZero();
         assertThat(refunds(succeeded)).isZero();
         assertThat(refunds(failed)).isEqualTo(1);
+    }
+
+    @Test
+    void usageReportsMeteredUnitsCostAndTheProvidersOwnBillingPerProviderAndKind() {
+        Instant from = Instant.now();
+        String ok = tag();
+        String bad = tag();
+        acceptsAsync(ok, "processing");
+        acceptsAsync(bad, "processing");
+        UUID succeeded = submit(ok);
+        UUID failed = submit(bad);
+        awaitStatus(succeeded, "provider_pending");
+        awaitStatus(failed, "provider_pending");
+        assertThat(webhook("msg_" + ok, Instant.now().getEpochSecond(), prediction(ok, "succeeded"), SECRET).status()).isEqualTo(200);
+        assertThat(webhook("msg_" + bad, Instant.now().getEpochSecond(), prediction(bad, "failed"), SECRET).status()).isEqualTo(200);
+        awaitStatus(succeeded, "succeeded");
+        awaitStatus(failed, "failed");
+
+        ApiClient.Response usage = api.get(ACME, "/v1/usage?from=" + from + "&to=" + Instant.now().plusSeconds(60));
+        assertThat(usage.status()).as(usage.text()).isEqualTo(200);
+        var line = usage.json().path("lines").get(0);
+        assertThat(usage.json().path("lines")).hasSize(1);
+        assertThat(line.path("provider").asText()).isEqualTo("fakeasync");
+        assertThat(line.path("kind").asText()).isEqualTo("image");
+        assertThat(line.path("unit").asText()).isEqualTo("images");
+        assertThat(line.path("jobs").asLong()).isEqualTo(2);
+        assertThat(line.path("units").asText()).as("two metered, one given back").isEqualTo("1");
+        assertThat(line.path("debited_micros").asLong()).isEqualTo(14_000);
+        assertThat(line.path("refunded_micros").asLong()).isEqualTo(7_000);
+        assertThat(line.path("cost_micros").asLong()).isEqualTo(7_000);
+        var billed = usage.json().path("provider_billing");
+        assertThat(billed).hasSize(1);
+        assertThat(billed.get(0).path("unit").asText()).isEqualTo("predict_seconds");
+        assertThat(billed.get(0).path("units").asText()).isEqualTo("2.5");
+
+        assertThat(api.get(ACME, "/v1/usage?from=last-week").code()).isEqualTo("invalid_parameter");
+        assertThat(api.get(GLOBEX, "/v1/usage?from=" + from).json().path("lines")).as("another tenant sees none of it").isEmpty();
     }
 }
