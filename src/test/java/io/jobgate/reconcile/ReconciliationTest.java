@@ -383,4 +383,47 @@ class ReconciliationTest {
         assertThat(api.get(ACME, "/v1/usage?from=last-week").code()).isEqualTo("invalid_parameter");
         assertThat(api.get(GLOBEX, "/v1/usage?from=" + from).json().path("lines")).as("another tenant sees none of it").isEmpty();
     }
+
+    @Test
+    void aRestartedGatewayFinishesJobsThatWereWaitingOnTheProvider() throws Exception {
+        String tag = tag();
+        acceptsAsync(tag, "processing");
+        UUID id = submit(tag);
+        awaitStatus(id, "provider_pending");
+        // This gateway goes away with the job waiting; nothing of it is left but the database.
+        context.getRouteController().suspendRoute("reconciler");
+        lookupAnswers(tag, "succeeded");
+
+        Map<String, String> second = Map.of(
+                "camel.main.name", "jobgate-restarted",
+                "camel.server.port", Integer.toString(GatewayTestSupport.freePort()),
+                "jobgate.data-dir", java.nio.file.Files.createTempDirectory("jobgate-restarted").toString(),
+                "jobgate.broker.embedded-port", Integer.toString(GatewayTestSupport.freePort()),
+                "jobgate.relay.enabled", "false",
+                "jobgate.worker.enabled", "false");
+        Map<String, String> previous = new java.util.HashMap<>();
+        second.forEach((k, v) -> {
+            previous.put(k, System.getProperty(k));
+            System.setProperty(k, v);
+        });
+        org.apache.camel.main.Main restarted;
+        try {
+            restarted = App.startInBackground(Duration.ofSeconds(60));
+        } finally {
+            previous.forEach((k, v) -> {
+                if (v == null) {
+                    System.clearProperty(k);
+                } else {
+                    System.setProperty(k, v);
+                }
+            });
+        }
+        try {
+            awaitStatus(id, "succeeded");
+        } finally {
+            restarted.stop();
+        }
+        assertThat(submits(tag)).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE job_id = ? AND result IS NOT NULL", id)).isEqualTo(1);
+    }
 }
