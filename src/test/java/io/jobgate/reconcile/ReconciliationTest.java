@@ -334,17 +334,20 @@ class ReconciliationTest {
         await().atMost(Duration.ofSeconds(30)).until(() ->
                 Db.count("SELECT count(*) FROM jobs WHERE job_id = ? AND finalized_at IS NOT NULL", cancelled) == 1);
 
-        // Every job is debited once at admission; exactly the failed and cancelled ones are refunded, in full.
+        // Every job is debited once at admission; exactly the failed and cancelled ones are refunded (in full
+        // by default; another test of this class sets a partial share), never more than was debited.
         assertThat(Db.count("""
                 SELECT count(*) FROM jobs j WHERE j.tenant_id = 'acme' AND (
                     (SELECT count(*) FROM ledger l WHERE l.job_id = j.job_id AND l.entry_type = 'debit' AND l.amount_micros = -j.cost_micros) <> 1
-                 OR (SELECT count(*) FROM ledger l WHERE l.job_id = j.job_id AND l.entry_type = 'refund' AND l.amount_micros = j.cost_micros)
-                    <> CASE WHEN j.status IN ('failed', 'cancelled') THEN 1 ELSE 0 END)""")).isZero();
+                 OR (SELECT count(*) FROM ledger l WHERE l.job_id = j.job_id AND l.entry_type = 'refund'
+                        AND l.amount_micros > 0 AND l.amount_micros <= j.cost_micros)
+                    <> CASE WHEN j.status IN ('failed', 'cancelled') THEN 1 ELSE 0 END)""")).as("jobs whose ledger rows disagree with their state").isZero();
         assertThat(Db.count("""
                 SELECT (SELECT balance_micros FROM tenant_accounts WHERE tenant_id = 'acme')
                      - (SELECT coalesce(sum(amount_micros), 0) FROM ledger WHERE tenant_id = 'acme')""")).isZero();
         assertThat(refunds(succeeded)).isZero();
-        assertThat(refunds(failed)).isEqualTo(1);
+        assertThat(Db.single("SELECT amount_micros FROM ledger WHERE job_id = ? AND entry_type = 'refund'", failed))
+                .containsEntry("amount_micros", 7_000L);
     }
 
     @Test
@@ -425,5 +428,30 @@ class ReconciliationTest {
         }
         assertThat(submits(tag)).isEqualTo(1);
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE job_id = ? AND result IS NOT NULL", id)).isEqualTo(1);
+    }
+
+    @Test
+    void aPartialRefundSettingGivesBackItsShareOfMoneyAndUnitsOnce() {
+        io.jobgate.job.JobFinalizer finalizer = context.getRegistry().lookupByNameAndType("jobFinalizer",
+                io.jobgate.job.JobFinalizer.class);
+        finalizer.refunding(40, 100);
+        try {
+            String tag = tag();
+            acceptsAsync(tag, "processing");
+            UUID id = submit(tag);
+            awaitStatus(id, "provider_pending");
+            assertThat(webhook("msg_" + tag, Instant.now().getEpochSecond(), prediction(tag, "failed"), SECRET).status())
+                    .isEqualTo(200);
+            awaitStatus(id, "failed");
+
+            Map<String, Object> refund = Db.single("SELECT amount_micros, units, unit FROM ledger WHERE job_id = ? "
+                    + "AND entry_type = 'refund'", id);
+            assertThat(refund.get("amount_micros")).isEqualTo(2_800L);
+            assertThat(((java.math.BigDecimal) refund.get("units")).compareTo(new java.math.BigDecimal("-0.4"))).isZero();
+            assertThat(refund.get("unit")).isEqualTo("images");
+            assertThat(refunds(id)).isEqualTo(1);
+        } finally {
+            finalizer.refunding(100, 100);
+        }
     }
 }
