@@ -123,7 +123,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("jobFinalizer", finalizer);
         registry.bind("jobStore", jobs);
         registry.bind("tenantAuth", new TenantAuth(tenants));
-        registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer));
+        registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, settings.string("jobgate.s3.bucket", "jobgate")));
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, maxUploadBytes));
         registry.bind("problemResponder", new ProblemResponder());
         registry.bind("jmsIntake", new JmsIntake(tenants, admission));
@@ -159,7 +159,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("usageApi", new io.jobgate.api.UsageApi(jdbc, clock));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs));
         registry.bind("sweeper", new Sweeper(jdbc, leases, finalizer, providers, clock,
-                settings.intValue("jobgate.sweeper.batch", 200, 1, 10_000)));
+                settings.intValue("jobgate.sweeper.batch", 200, 1, 10_000), s3, bucket,
+                Duration.ofSeconds(settings.longValue("jobgate.sweeper.quarantine-max-age-seconds", 3600, 0, 30L * 86_400))));
     }
 
     private static HikariDataSource database(CamelContext context, Settings settings, Path dataDir) throws Exception {

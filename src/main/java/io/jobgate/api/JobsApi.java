@@ -29,10 +29,40 @@ public final class JobsApi {
     private final JobStore jobs;
     private final JobFinalizer finalizer;
 
-    public JobsApi(AdmissionService admission, JobStore jobs, JobFinalizer finalizer) {
+    private final software.amazon.awssdk.services.s3.S3Client s3;
+    private final String bucket;
+
+    public JobsApi(AdmissionService admission, JobStore jobs, JobFinalizer finalizer,
+                   software.amazon.awssdk.services.s3.S3Client s3, String bucket) {
         this.admission = admission;
         this.jobs = jobs;
         this.finalizer = finalizer;
+        this.s3 = s3;
+        this.bucket = bucket;
+    }
+
+    /**
+     * {@code GET /v1/jobs/{id}/output}: the promoted output, to its tenant only, once the job
+     * succeeded (409 {@code not_ready} before). Quarantined objects are never served.
+     */
+    public void output(Exchange exchange) {
+        Job job = find(exchange);
+        if (job.status() != JobStatus.SUCCEEDED) {
+            throw ApiProblem.of(409, "not_ready", "Job " + job.id() + " is " + job.status().wire()
+                    + "; its output is readable once it succeeded.").with("status", job.status().wire());
+        }
+        com.fasterxml.jackson.databind.JsonNode result = Json.parseObject(jobs.result(job.id()).orElseThrow()
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        String key = result.path("output_key").asText();
+        if (!key.startsWith("outputs/" + job.tenantId() + "/")) {
+            throw new IllegalStateException("job " + job.id() + " has no promoted output");
+        }
+        byte[] bytes = s3.getObjectAsBytes(b -> b.bucket(bucket).key(key)).asByteArray();
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("Content-Length", Integer.toString(bytes.length));
+        headers.put("Digest", "sha-256=" + java.util.Base64.getEncoder().encodeToString(java.util.HexFormat.of()
+                .parseHex(result.path("sha256").asText())));
+        HttpReply.write(exchange, 200, result.path("media_type").asText(), bytes, headers);
     }
 
     public void create(Exchange exchange) {

@@ -31,6 +31,12 @@ public final class JobStore {
                 tenantId, jobId).stream().findFirst();
     }
 
+    /** The result record of a job (JSON), once it has one. */
+    public Optional<String> result(UUID jobId) {
+        return jdbc.query("SELECT result::text FROM jobs WHERE job_id = ? AND result IS NOT NULL", (rs, i) -> rs.getString(1),
+                jobId).stream().findFirst();
+    }
+
     /** Any tenant's job (operator endpoints only). */
     public Optional<Job> findAny(UUID jobId) {
         return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE job_id = ?", JobStore::map, jobId).stream().findFirst();

@@ -14,7 +14,9 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 
+import io.jobgate.api.Json;
 import io.jobgate.job.JobFinalizer;
+import io.jobgate.output.OutputSubject;
 import io.jobgate.job.JobStatus;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
@@ -77,7 +79,7 @@ public final class Reconciler {
 
     private static final String COLUMNS = """
             job_id, status, provider, provider_task, provider_request_id, attempts, max_attempts, expires_at, checks,
-            preset_id, preset_version, kind""";
+            preset_id, preset_version, kind, tenant_id, aspect_class, inputs::text AS inputs, source_sha256, adapter_revision""";
 
     /** Route step: asks the providers about jobs whose next check is due (claimed, so no two pollers ask at once). */
     public void checkDue(Exchange exchange) {
@@ -171,7 +173,12 @@ public final class Reconciler {
         Provider provider = providers.find(job.provider()).orElseThrow();
         String record;
         try {
-            record = outputs.quarantine(job.jobId(), Math.max(1, job.attempts()), evidence, expectedMediaType(job),
+            Preset preset = presets.resolve(job.presetId(), job.presetVersion());
+            OutputSubject subject = new OutputSubject(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
+                    job.presetVersion(), job.aspectClass(), Json.parseObject(job.inputsJson().getBytes(
+                    java.nio.charset.StandardCharsets.UTF_8)), job.sourceSha256(), provider.name(),
+                    job.adapterRevision() != null ? job.adapterRevision() : provider.revision());
+            record = outputs.store(subject, evidence, preset, PresetCatalog.aspect(preset, job.aspectClass()),
                     provider.callDeadline());
         } catch (OutputStore.OutputUnavailable e) {
             if (e.category().handling() == ErrorCategory.Handling.FAIL) {
@@ -243,6 +250,7 @@ public final class Reconciler {
         return new WaitingJob(rs.getObject("job_id", UUID.class), rs.getString("status"), rs.getString("provider"),
                 rs.getString("provider_task"), rs.getString("provider_request_id"), rs.getInt("attempts"),
                 rs.getInt("max_attempts"), expires.toInstant(), rs.getInt("checks"), rs.getString("preset_id"),
-                rs.getInt("preset_version"), rs.getString("kind"));
+                rs.getInt("preset_version"), rs.getString("kind"), rs.getString("tenant_id"), rs.getString("aspect_class"),
+                rs.getString("inputs"), rs.getString("source_sha256"), rs.getString("adapter_revision"));
     }
 }

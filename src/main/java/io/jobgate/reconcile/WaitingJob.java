@@ -6,5 +6,6 @@ import java.util.UUID;
 /** A job waiting on a provider ({@code provider_pending} or {@code submission_unknown}), as reconciliation sees it. */
 public record WaitingJob(UUID jobId, String status, String provider, String providerTask, String providerRequestId,
                          int attempts, int maxAttempts, Instant expiresAt, int checks, String presetId, int presetVersion,
-                         String kind) {
+                         String kind, String tenantId, String aspectClass, String inputsJson, String sourceSha256,
+                         String adapterRevision) {
 }

@@ -11,17 +11,24 @@ import java.time.Duration;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.UUID;
 
 import io.jobgate.api.Json;
 import io.jobgate.infra.Digests;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
+import io.jobgate.output.Manifest;
+import io.jobgate.output.OutputCheck;
+import io.jobgate.output.OutputSubject;
+import io.jobgate.preset.Preset;
+import software.amazon.awssdk.services.s3.model.CopyObjectRequest;
+import software.amazon.awssdk.services.s3.model.DeleteObjectRequest;
+import software.amazon.awssdk.services.s3.model.MetadataDirective;
 import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 
 /**
- * Takes a successful adapter's output (URL to fetch, base64 bytes or text) and writes it under the
- * attempt's quarantine key, so nothing a provider returned is readable before it was checked.
+ * A successful adapter's output (URL to fetch, base64 bytes or text) on its way to being readable:
+ * quarantined, checked, promoted with its evaluation manifest. Nothing a provider returned is
+ * readable before it was checked.
  */
 public final class OutputStore {
 
@@ -51,14 +58,26 @@ public final class OutputStore {
         }
     }
 
-    /** @return the result record stored with the job (JSON) */
-    public String quarantine(UUID jobId, int attempt, AdapterResult result, String expectedMediaType, Duration deadline)
+    private volatile java.util.function.Consumer<String> faults = step -> { };
+
+    /** Test hook: a crash injected between the steps of storing an output. */
+    public void injectFaults(java.util.function.Consumer<String> point) {
+        this.faults = point;
+    }
+
+    /**
+     * Quarantine, check, promote. The output is written under {@code quarantine/<job>/<attempt>/output},
+     * checked (media type by magic bytes, pixel size of the aspect class, byte cap), then copied to
+     * {@code outputs/<tenant>/<job>/output.<ext>} with its manifest beside it, and the quarantine
+     * object deleted. A refused output stays in quarantine, never readable.
+     *
+     * @return the result record stored with the job (JSON)
+     */
+    public String store(OutputSubject job, AdapterResult result, Preset preset, Preset.AspectSize size, Duration deadline)
             throws OutputUnavailable {
         byte[] bytes;
-        String mediaType = result.outputMediaType() != null ? result.outputMediaType() : expectedMediaType;
         if (result.outputText() != null) {
             bytes = result.outputText().getBytes(StandardCharsets.UTF_8);
-            mediaType = result.outputMediaType() != null ? result.outputMediaType() : "text/plain; charset=utf-8";
         } else if (result.outputBase64() != null) {
             try {
                 bytes = Base64.getMimeDecoder().decode(result.outputBase64());
@@ -71,16 +90,48 @@ public final class OutputStore {
         if (bytes.length > maxBytes) {
             throw new OutputUnavailable(ErrorCategory.INVALID_OUTPUT, "output of " + bytes.length + " bytes exceeds " + maxBytes);
         }
-        String key = "quarantine/" + jobId + "/" + attempt + "/output";
-        s3.putObject(PutObjectRequest.builder().bucket(bucket).key(key).contentType(mediaType).build(),
-                RequestBody.fromBytes(bytes));
+        String quarantineKey = "quarantine/" + job.jobId() + "/" + job.attempt() + "/output";
+        s3.putObject(PutObjectRequest.builder().bucket(bucket).key(quarantineKey).contentType("application/octet-stream")
+                .build(), RequestBody.fromBytes(bytes));
+        faults.accept("quarantined");
+        OutputCheck.Checked checked;
+        try {
+            checked = OutputCheck.check(bytes, preset, size);
+        } catch (OutputCheck.Refused refused) {
+            throw new OutputUnavailable(ErrorCategory.INVALID_OUTPUT, refused.getMessage() + " (kept at " + quarantineKey + ")");
+        }
+        String sha256 = Digests.sha256Hex(bytes);
+        String prefix = "outputs/" + job.tenantId() + "/" + job.jobId() + "/";
+        String outputKey = prefix + "output" + extension(checked.mediaType());
+        String manifestKey = prefix + "manifest.json";
+        s3.copyObject(CopyObjectRequest.builder().sourceBucket(bucket).sourceKey(quarantineKey).destinationBucket(bucket)
+                .destinationKey(outputKey).contentType(checked.mediaType()).metadataDirective(MetadataDirective.REPLACE).build());
+        s3.putObject(PutObjectRequest.builder().bucket(bucket).key(manifestKey).contentType("application/json").build(),
+                RequestBody.fromString(Json.write(Manifest.of(job, checked, sha256, outputKey))));
+        faults.accept("promoted");
+        s3.deleteObject(DeleteObjectRequest.builder().bucket(bucket).key(quarantineKey).build());
         Map<String, Object> record = new LinkedHashMap<>();
-        record.put("quarantine_key", key);
-        record.put("media_type", mediaType);
+        record.put("output_key", outputKey);
+        record.put("manifest_key", manifestKey);
+        record.put("media_type", checked.mediaType());
+        record.put("width", checked.width());
+        record.put("height", checked.height());
         record.put("bytes", bytes.length);
-        record.put("sha256", Digests.sha256Hex(bytes));
-        record.put("attempt", attempt);
+        record.put("sha256", sha256);
+        record.put("adapter", job.adapter());
+        record.put("adapter_revision", job.revision());
+        record.put("attempt", job.attempt());
         return Json.write(record);
+    }
+
+    static String extension(String mediaType) {
+        return switch (mediaType) {
+            case "image/png" -> ".png";
+            case "image/jpeg" -> ".jpg";
+            case "image/webp" -> ".webp";
+            case "application/json" -> ".json";
+            default -> ".txt";
+        };
     }
 
     private byte[] fetch(String url, Duration deadline) throws OutputUnavailable {

@@ -31,8 +31,15 @@ public final class Sweeper {
     private final Clock clock;
     private final int batch;
 
+    private final software.amazon.awssdk.services.s3.S3Client s3;
+    private final String bucket;
+    private final java.time.Duration quarantineMaxAge;
+
     public Sweeper(JdbcTemplate jdbc, JobLeases leases, JobFinalizer finalizer, ProviderCatalog providers, Clock clock,
-                   int batch) {
+                   int batch, software.amazon.awssdk.services.s3.S3Client s3, String bucket, java.time.Duration quarantineMaxAge) {
+        this.s3 = s3;
+        this.bucket = bucket;
+        this.quarantineMaxAge = quarantineMaxAge;
         this.jdbc = jdbc;
         this.leases = leases;
         this.finalizer = finalizer;
@@ -75,6 +82,38 @@ public final class Sweeper {
             }
         }
         return done;
+    }
+
+    /**
+     * Quarantine objects older than {@code jobgate.sweeper.quarantine-max-age-seconds} whose job is
+     * final (an attempt that crashed before promoting, or an output refused by the checks, kept for
+     * an operator meanwhile) are deleted. A job still running keeps its objects.
+     */
+    public void sweepQuarantine(Exchange exchange) {
+        java.time.Instant cutoff = clock.instant().minus(quarantineMaxAge);
+        int removed = 0;
+        for (var object : s3.listObjectsV2Paginator(b -> b.bucket(bucket).prefix("quarantine/").maxKeys(500)).contents()) {
+            if (object.lastModified().isAfter(cutoff)) {
+                continue;
+            }
+            String[] parts = object.key().split("/");
+            UUID jobId;
+            try {
+                jobId = UUID.fromString(parts[1]);
+            } catch (RuntimeException e) {
+                continue; // not ours
+            }
+            Integer open = jdbc.queryForObject("SELECT count(*) FROM jobs WHERE job_id = ? AND finalized_at IS NULL",
+                    Integer.class, jobId);
+            if (open != null && open == 0) {
+                s3.deleteObject(b -> b.bucket(bucket).key(object.key()));
+                removed++;
+            }
+        }
+        exchange.getMessage().setHeader("removed", removed);
+        if (removed > 0) {
+            LOG.info("removed {} quarantine objects of final jobs", removed);
+        }
     }
 
     public int expireOverdue() {

@@ -19,6 +19,7 @@ import io.jobgate.api.ApiProblem;
 import io.jobgate.api.Json;
 import io.jobgate.infra.Digests;
 import io.jobgate.job.JobFinalizer;
+import io.jobgate.output.OutputSubject;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.provider.Provider;
@@ -107,6 +108,7 @@ public final class Worker {
 
     public void injectFaults(FaultPoint point) {
         this.faults = point;
+        outputs.injectFaults(point::at);
     }
 
     public String name() {
@@ -277,9 +279,12 @@ public final class Worker {
         Instant nextAt = null;
         if (result.succeeded()) {
             try {
-                Map<String, Object> call = exchange.getProperty(CALL, Map.class);
-                String record = outputs.quarantine(lease.jobId(), attempt, result,
-                        (String) call.get(AdapterContract.OUTPUT_MEDIA_TYPE), provider.callDeadline());
+                Preset preset = presets.resolve(lease.presetId(), lease.presetVersion());
+                OutputSubject subject = new OutputSubject(lease.jobId(), lease.tenantId(), attempt, lease.presetId(),
+                        lease.presetVersion(), lease.aspectClass(), Json.parseObject(lease.inputsJson().getBytes(
+                        java.nio.charset.StandardCharsets.UTF_8)), lease.sourceSha256(), provider.name(), provider.revision());
+                String record = outputs.store(subject, result, preset, PresetCatalog.aspect(preset, lease.aspectClass()),
+                        provider.callDeadline());
                 boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record));
                 outcome = mine ? "succeeded" : "lease_lost";
                 next = mine ? "succeeded" : "none";

@@ -61,6 +61,19 @@ public final class ApiClient {
         return send(request(path, apiKey).GET().build());
     }
 
+    /** The body of a successful GET as bytes (binary outputs). */
+    public byte[] getBytes(String apiKey, String path) {
+        try {
+            HttpResponse<byte[]> r = http.send(request(path, apiKey).GET().build(), HttpResponse.BodyHandlers.ofByteArray());
+            if (r.statusCode() != 200) {
+                throw new AssertionError("GET " + path + " answered " + r.statusCode() + ": " + new String(r.body()));
+            }
+            return r.body();
+        } catch (java.io.IOException | InterruptedException e) {
+            throw new AssertionError("HTTP call failed: " + path, e);
+        }
+    }
+
     public Response post(String apiKey, String path) {
         return send(request(path, apiKey).POST(HttpRequest.BodyPublishers.noBody()).build());
     }

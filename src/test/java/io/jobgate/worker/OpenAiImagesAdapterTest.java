@@ -117,8 +117,10 @@ class OpenAiImagesAdapterTest {
 
         JsonNode result = Json.MAPPER.readTree((String) job(id).get("result"));
         assertThat(result.path("media_type").asText()).isEqualTo("image/png");
+        assertThat(result.path("width").asInt()).isEqualTo(1536);
+        assertThat(result.path("height").asInt()).isEqualTo(1024);
         assertThat(result.path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
-        byte[] stored = s3.getObjectAsBytes(b -> b.bucket("jobgate").key(result.path("quarantine_key").asText())).asByteArray();
+        byte[] stored = s3.getObjectAsBytes(b -> b.bucket("jobgate").key(result.path("output_key").asText())).asByteArray();
         assertThat(stored).isEqualTo(png);
         assertThat(Db.single("SELECT provider_request_id, adapter_revision FROM attempts WHERE job_id = ?", id))
                 .containsEntry("provider_request_id", "req_abc123").containsEntry("adapter_revision", "openai-images-1");

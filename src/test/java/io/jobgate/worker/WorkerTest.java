@@ -168,7 +168,7 @@ class WorkerTest {
         assertThat(done.get("attempts")).isEqualTo(1);
         assertThat(done.get("lease_token")).isNull();
         assertThat((String) done.get("result")).contains("\"media_type\": \"image/png\"")
-                .contains("quarantine/" + id + "/1/output");
+                .contains("\"output_key\": \"outputs/acme/" + id + "/output.png\"").contains("\"attempt\": 1");
         Map<String, Object> attempt = attempts(id).get(0);
         assertThat(attempt).containsEntry("outcome", "succeeded").containsEntry("http_status", 200)
                 .containsEntry("adapter", "fakeimg").containsEntry("adapter_revision", "fake-r1");
@@ -357,7 +357,7 @@ class WorkerTest {
 
         assertThat(attempts(id)).extracting(a -> a.get("outcome")).containsExactly("lease_expired", "succeeded");
         assertThat(job(id).get("attempts")).isEqualTo(2);
-        assertThat((String) job(id).get("result")).contains("quarantine/" + id + "/2/output");
+        assertThat((String) job(id).get("result")).contains("\"attempt\": 2");
         assertThat(requests(tag)).hasSize(1);
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = (SELECT idempotency_key FROM jobs WHERE job_id = ?)",
                 id)).isEqualTo(1);
@@ -381,7 +381,7 @@ class WorkerTest {
 
         await().atMost(Duration.ofSeconds(5)).until(() -> "lease_lost".equals(attempts(id).get(0).get("outcome")));
         assertThat(attempts(id)).extracting(a -> a.get("outcome")).containsExactly("lease_lost", "succeeded");
-        assertThat((String) job(id).get("result")).contains("/2/output");
+        assertThat((String) job(id).get("result")).contains("\"attempt\": 2");
         assertThat(job(id).get("error_category")).isNull();
     }
 

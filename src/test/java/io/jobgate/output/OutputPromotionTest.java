@@ -1,0 +1,215 @@
+package io.jobgate.output;
+
+import java.time.Duration;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.github.tomakehurst.wiremock.WireMockServer;
+import io.jobgate.App;
+import io.jobgate.api.Json;
+import io.jobgate.infra.Digests;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Samples;
+import io.jobgate.worker.Sweeper;
+import io.jobgate.worker.Worker;
+import org.apache.camel.BeanInject;
+import org.apache.camel.Exchange;
+import org.apache.camel.CamelContext;
+import org.apache.camel.support.DefaultExchange;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import software.amazon.awssdk.services.s3.S3Client;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.containing;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Outputs on a real S3 API (S3Proxy started by the gateway, path-style): quarantine, checks by
+ * magic bytes and pixel size, promotion with the evaluation manifest, the output endpoint, and
+ * recovery from a crash between quarantine and promotion.
+ */
+@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class OutputPromotionTest {
+
+    static final String ACME = "dev-acme-key";
+    static final String GLOBEX = "dev-globex-key";
+    static final String PATH = "/v1/images/generations";
+
+    WireMockServer fake;
+    ApiClient api;
+
+    @BeanInject
+    S3Client s3;
+    @BeanInject
+    Worker worker;
+    @BeanInject
+    Sweeper sweeper;
+    @BeanInject
+    CamelContext context;
+
+    @BeforeAll
+    void boot() throws Exception {
+        fake = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1"));
+        fake.start();
+        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+                "jobgate.worker.enabled", "true",
+                "jobgate.worker.lease-margin-seconds", "1",
+                "jobgate.sweeper.enabled", "true",
+                "jobgate.sweeper.period-ms", "200",
+                "jobgate.sweeper.quarantine-max-age-seconds", "0",
+                "jobgate.sweeper.quarantine-period-ms", "3600000",
+                "jobgate.provider.fakeimg.base-url", fake.baseUrl())));
+    }
+
+    @BeforeEach
+    void noFaults() {
+        worker.injectFaults(step -> { });
+    }
+
+    @AfterAll
+    void stop() {
+        fake.stop();
+    }
+
+    static String tag() {
+        return "Out" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
+    }
+
+    UUID submit(String tag) {
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
+                {"preset_id": "invoice-clean", "aspect_class": "portrait", "provider": "fakeimg",
+                 "inputs": {"supplier_name": "%s", "invoice_id": "INV-2026-0042", "currency": "EUR",
+                            "invoice_date": "2026-11-30", "tax_rate_percent": 19,
+                            "line_items": [{"description": "Design", "quantity": 3, "unit_price": 120.5},
+                                           {"description": "Paper", "quantity": 2.5, "unit_price": 0.99}]}}"""
+                .formatted(tag));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        return UUID.fromString(r.json().path("job_id").asText());
+    }
+
+    void providerReturns(String tag, byte[] image, int delayMs) {
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200).withFixedDelay(delayMs)
+                .withBody("{\"created\": 1, \"data\": [{\"b64_json\": \"" + Base64.getEncoder().encodeToString(image) + "\"}]}")));
+    }
+
+    static Map<String, Object> job(UUID id) {
+        return Db.single("SELECT status, error_category, error_message, attempts, result::text AS result FROM jobs WHERE job_id = ?", id);
+    }
+
+    void awaitFinal(UUID id) {
+        await().atMost(Duration.ofSeconds(30)).until(() -> Db.count(
+                "SELECT count(*) FROM jobs WHERE job_id = ? AND finalized_at IS NOT NULL", id) == 1);
+    }
+
+    List<String> keys(String prefix) {
+        return s3.listObjectsV2(b -> b.bucket("jobgate").prefix(prefix)).contents().stream().map(o -> o.key()).toList();
+    }
+
+    @Test
+    void aCheckedOutputIsPromotedWithItsManifestAndServedToItsTenantOnly() throws Exception {
+        String tag = tag();
+        byte[] png = Samples.png(1024, 1536);
+        providerReturns(tag, png, 1500);
+        UUID id = submit(tag);
+        await().atMost(Duration.ofSeconds(10)).until(() -> "submitting".equals(job(id).get("status")));
+        ApiClient.Response early = api.get(ACME, "/v1/jobs/" + id + "/output");
+        assertThat(early.status()).isEqualTo(409);
+        assertThat(early.code()).isEqualTo("not_ready");
+        awaitFinal(id);
+
+        assertThat(job(id).get("status")).isEqualTo("succeeded");
+        ApiClient.Response output = api.send(api.request("/v1/jobs/" + id + "/output", ACME).GET().build());
+        assertThat(output.status()).isEqualTo(200);
+        assertThat(output.contentType()).isEqualTo("image/png");
+        var bytes = api.getBytes(ACME, "/v1/jobs/" + id + "/output");
+        assertThat(bytes).isEqualTo(png);
+        assertThat(api.get(GLOBEX, "/v1/jobs/" + id + "/output").status()).as("another tenant's output").isEqualTo(404);
+        assertThat(keys("quarantine/" + id + "/")).as("quarantine emptied after promotion").isEmpty();
+
+        JsonNode result = Json.MAPPER.readTree((String) job(id).get("result"));
+        assertThat(result.path("output_key").asText()).isEqualTo("outputs/acme/" + id + "/output.png");
+        assertThat(result.path("width").asInt()).isEqualTo(1024);
+        assertThat(result.path("height").asInt()).isEqualTo(1536);
+        assertThat(result.path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
+        assertThat(result.path("adapter_revision").asText()).isEqualTo("fake-r1");
+
+        JsonNode manifest = Json.MAPPER.readTree(s3.getObjectAsBytes(b -> b.bucket("jobgate")
+                .key("outputs/acme/" + id + "/manifest.json")).asByteArray());
+        assertThat(manifest.path("preset").path("id").asText()).isEqualTo("invoice-clean");
+        assertThat(manifest.path("preset").path("version").asInt()).isEqualTo(1);
+        assertThat(manifest.path("aspect_class").asText()).isEqualTo("portrait");
+        assertThat(manifest.path("adapter").path("name").asText()).isEqualTo("fakeimg");
+        assertThat(manifest.path("adapter").path("revision").asText()).isEqualTo("fake-r1");
+        assertThat(manifest.path("output").path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
+        JsonNode expected = manifest.path("expected");
+        assertThat(expected.path("supplier_name").asText()).isEqualTo(tag);
+        assertThat(expected.path("invoice_id").asText()).isEqualTo("INV-2026-0042");
+        assertThat(expected.path("currency").asText()).isEqualTo("EUR");
+        assertThat(expected.path("line_items")).hasSize(2);
+        assertThat(expected.path("line_items").get(0).path("amount").decimalValue()).isEqualByComparingTo("361.50");
+        assertThat(expected.path("line_items").get(1).path("amount").decimalValue()).isEqualByComparingTo("2.48");
+        assertThat(expected.path("subtotal").decimalValue()).isEqualByComparingTo("363.98");
+        assertThat(expected.path("tax").decimalValue()).isEqualByComparingTo("69.16");
+        assertThat(expected.path("total").decimalValue()).isEqualByComparingTo("433.14");
+    }
+
+    @Test
+    void aWrongMediaTypeOrSizeIsNeverReadable() {
+        String jpeg = tag();
+        String square = tag();
+        providerReturns(jpeg, Samples.jpeg(1024, 1536), 0);
+        providerReturns(square, Samples.png(1024, 1024), 0);
+        UUID wrongType = submit(jpeg);
+        UUID wrongSize = submit(square);
+        awaitFinal(wrongType);
+        awaitFinal(wrongSize);
+
+        for (UUID id : List.of(wrongType, wrongSize)) {
+            assertThat(job(id)).containsEntry("status", "failed").containsEntry("error_category", "invalid_output");
+            assertThat(api.get(ACME, "/v1/jobs/" + id + "/output").code()).isEqualTo("not_ready");
+            assertThat(keys("outputs/acme/" + id + "/")).isEmpty();
+            assertThat(keys("quarantine/" + id + "/")).as("kept in quarantine for an operator").hasSize(1);
+        }
+        assertThat((String) job(wrongType).get("error_message")).contains("image/jpeg");
+        assertThat((String) job(wrongSize).get("error_message")).contains("1024x1024").contains("1024x1536");
+    }
+
+    @Test
+    void aCrashBetweenQuarantineAndPromotionIsRecoveredAndTheOrphanSwept() {
+        String tag = tag();
+        byte[] png = Samples.png(1024, 1536);
+        providerReturns(tag, png, 0);
+        AtomicBoolean crash = new AtomicBoolean(true);
+        worker.injectFaults(step -> {
+            if (step.equals("quarantined") && crash.compareAndSet(true, false)) {
+                throw new IllegalStateException("simulated worker death between quarantine and promotion");
+            }
+        });
+        UUID id = submit(tag);
+        awaitFinal(id);
+
+        assertThat(job(id)).containsEntry("status", "succeeded").containsEntry("attempts", 2);
+        assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+        assertThat(keys("quarantine/" + id + "/")).containsExactly("quarantine/" + id + "/1/output");
+
+        Exchange sweep = new DefaultExchange(context);
+        sweeper.sweepQuarantine(sweep);
+        assertThat(keys("quarantine/" + id + "/")).as("the orphan of the crashed attempt").isEmpty();
+        assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+    }
+}
