@@ -12,7 +12,8 @@ import io.jobgate.bench.Bench;
 import org.apache.camel.main.Main;
 
 /**
- * One binary, several commands: {@code run} (default) starts the gateway, {@code bench} measures it.
+ * One binary, several commands: {@code run} (default) starts the gateway, {@code bench} measures it,
+ * {@code simulator} runs the bundled provider on its own, {@code demo} drives a running gateway.
  */
 public final class App {
 
@@ -28,8 +29,10 @@ public final class App {
         switch (command) {
             case "run" -> gateway().run(rest);
             case "bench" -> Bench.main(rest);
+            case "simulator" -> io.jobgate.simulator.SimulatorCommand.main(rest);
+            case "demo" -> io.jobgate.demo.Demo.main(rest);
             default -> {
-                System.err.println("usage: java -jar jobgate.jar [run|bench] [options]");
+                System.err.println("usage: java -jar jobgate.jar [run|bench|simulator|demo] [options]");
                 System.exit(2);
             }
         }

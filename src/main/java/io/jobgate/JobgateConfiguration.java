@@ -31,6 +31,7 @@ import io.jobgate.provider.ProviderSettingsSource;
 import io.jobgate.relay.DeadLetters;
 import io.jobgate.relay.OutboxRelay;
 import io.jobgate.relay.RelayWakeup;
+import io.jobgate.simulator.ProviderSimulator;
 import io.jobgate.tenant.TenantDirectory;
 import io.jobgate.upload.UploadStore;
 import io.jobgate.api.AdminApi;
@@ -91,6 +92,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         S3Client s3 = objectStorage(context, settings, dataDir);
         registry.bind("s3Client", s3);
 
+        if (settings.bool("jobgate.simulator.enabled", false)) {
+            ProviderSimulator simulator = ProviderSimulator.start(simulatorConfig(settings));
+            context.addService(ManagedResource.stoppedBy("provider-simulator", simulator::close), true, true);
+        }
         TenantDirectory tenants = TenantDirectory.load(Arrays.stream(settings.string("jobgate.tenants.files",
                 configDir.resolve("tenants.yaml").toString()).split(",")).map(String::trim).map(Path::of).toList());
         tenants.syncTo(jdbc);
@@ -161,6 +166,15 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("sweeper", new Sweeper(jdbc, leases, finalizer, providers, clock,
                 settings.intValue("jobgate.sweeper.batch", 200, 1, 10_000), s3, bucket,
                 Duration.ofSeconds(settings.longValue("jobgate.sweeper.quarantine-max-age-seconds", 3600, 0, 30L * 86_400))));
+    }
+
+    /** Settings of the bundled provider simulator ({@code jobgate.simulator.*}). */
+    public static ProviderSimulator.Config simulatorConfig(Settings settings) {
+        return new ProviderSimulator.Config(settings.intValue("jobgate.simulator.port", 8090, 0, 65535),
+                Duration.ofMillis(settings.longValue("jobgate.simulator.processing-ms", 300, 0, 600_000)),
+                Duration.ofMillis(settings.longValue("jobgate.simulator.slow-ms", 6000, 0, 600_000)),
+                settings.required("jobgate.simulator.webhook-secret"),
+                ProviderSimulator.rates(settings.string("jobgate.simulator.faults", "")));
     }
 
     private static HikariDataSource database(CamelContext context, Settings settings, Path dataDir) throws Exception {

@@ -52,6 +52,11 @@ public final class Settings {
         return optional(key).map(Boolean::parseBoolean).orElse(defaultValue);
     }
 
+    /** Resolves {@code {{placeholders}}} in a value (settings, environment overrides). */
+    public String resolve(String text) {
+        return text != null && text.contains("{{") ? properties.parseUri(text) : text;
+    }
+
     public Path path(String key, String defaultValue) {
         return Path.of(string(key, defaultValue)).toAbsolutePath().normalize();
     }

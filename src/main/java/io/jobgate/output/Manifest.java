@@ -34,7 +34,7 @@ public final class Manifest {
     }
 
     /** The inputs as given, plus line amounts and totals for invoices (2 decimals, half up). */
-    static Map<String, Object> expected(JsonNode inputs) {
+    public static Map<String, Object> expected(JsonNode inputs) {
         Map<String, Object> e = new LinkedHashMap<>();
         inputs.fields().forEachRemaining(f -> {
             if (!f.getKey().equals("line_items")) {

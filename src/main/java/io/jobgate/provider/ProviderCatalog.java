@@ -41,10 +41,13 @@ public final class ProviderCatalog {
     private volatile Scan scan;
     private final Map<String, String> defaults;
     private final List<Path> directories;
+    private final java.util.function.UnaryOperator<String> placeholders;
     private volatile long scannedAt = System.nanoTime();
 
-    private ProviderCatalog(Scan scan, Map<String, String> defaultsByKind, List<Path> directories) {
+    private ProviderCatalog(Scan scan, Map<String, String> defaultsByKind, List<Path> directories,
+                            java.util.function.UnaryOperator<String> placeholders) {
         this.scan = scan;
+        this.placeholders = placeholders;
         this.defaults = Map.copyOf(defaultsByKind);
         this.directories = List.copyOf(directories);
         Map<String, Provider> providers = scan.providers();
@@ -62,10 +65,10 @@ public final class ProviderCatalog {
         for (String kind : new String[] {"image", "transcription"}) {
             settings.optional("jobgate.providers.default." + kind).ifPresent(n -> defaults.put(kind, n));
         }
-        return new ProviderCatalog(scan(directories), defaults, directories);
+        return new ProviderCatalog(scan(directories, settings::resolve), defaults, directories, settings::resolve);
     }
 
-    private static Scan scan(List<Path> directories) throws IOException {
+    private static Scan scan(List<Path> directories, java.util.function.UnaryOperator<String> placeholders) throws IOException {
         Map<String, Provider> providers = new TreeMap<>();
         Map<String, String> entries = new TreeMap<>();
         for (Path directory : directories) {
@@ -79,7 +82,7 @@ public final class ProviderCatalog {
                     try (Reader reader = Files.newBufferedReader(file)) {
                         props.load(reader);
                     }
-                    providers.put(name, provider(name, props));
+                    providers.put(name, provider(name, props, placeholders));
                     props.stringPropertyNames().forEach(k -> entries.put(k, props.getProperty(k).trim()));
                 }
             }
@@ -114,7 +117,7 @@ public final class ProviderCatalog {
         }
         scannedAt = System.nanoTime();
         try {
-            scan = scan(directories);
+            scan = scan(directories, placeholders);
             return true;
         } catch (IOException | IllegalStateException e) {
             throw new IllegalStateException("provider settings unreadable: " + e.getMessage(), e);
@@ -128,7 +131,7 @@ public final class ProviderCatalog {
                 .map(String::trim).filter(v -> !v.isEmpty());
     }
 
-    private static Provider provider(String name, Properties file) {
+    private static Provider provider(String name, Properties file, java.util.function.UnaryOperator<String> placeholders) {
         String prefix = "jobgate.provider." + name + ".";
         Map<String, String> values = new TreeMap<>();
         file.stringPropertyNames().forEach(key -> {
@@ -136,7 +139,7 @@ public final class ProviderCatalog {
                 throw new IllegalStateException("entry " + key + " in providers/" + name + ".properties must start with " + prefix);
             }
             String shortKey = key.substring(prefix.length());
-            values.put(shortKey, override(key).orElse(file.getProperty(key).trim()));
+            values.put(shortKey, placeholders.apply(override(key).orElse(file.getProperty(key).trim())));
         });
         Set<String> kinds = Arrays.stream(values.getOrDefault("kinds", "").split(","))
                 .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toUnmodifiableSet());

@@ -48,6 +48,11 @@ public final class AdapterContract {
     /** Milliseconds the call may take; configure the HTTP endpoint's timeouts from the same setting. */
     public static final String DEADLINE_MILLIS = "JobgateDeadlineMillis";
     public static final String ADAPTER_REVISION = "JobgateAdapterRevision";
+    /**
+     * The tenant's correlation id of the job (X-Correlation-Id), if any. Adapters of real providers
+     * keep it to themselves; the simulator reads fault knobs from it ({@code sim-fault-<knob>-…}).
+     */
+    public static final String CORRELATION_ID = "JobgateCorrelationId";
     /** Where the provider should send its webhook for this job (async providers). */
     public static final String WEBHOOK_URL = "JobgateWebhookUrl";
 

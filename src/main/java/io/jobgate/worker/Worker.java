@@ -204,6 +204,7 @@ public final class Worker {
         call.put(AdapterContract.OUTPUT_MEDIA_TYPE, preset.outputMediaTypes().isEmpty() ? null : preset.outputMediaTypes().get(0));
         call.put(AdapterContract.PROMPT, prompt);
         call.put(AdapterContract.PROMPT_JSON, Json.write(prompt));
+        call.put(AdapterContract.CORRELATION_ID, job.correlationId());
         if (source != null) {
             call.put(AdapterContract.SOURCE, source);
             call.put(AdapterContract.SOURCE_MEDIA_TYPE, job.sourceMediaType());

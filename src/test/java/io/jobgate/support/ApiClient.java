@@ -43,6 +43,10 @@ public final class ApiClient {
         }
     }
 
+    public String base() {
+        return base;
+    }
+
     public Response postJob(String apiKey, String idempotencyKey, String jsonBody) {
         HttpRequest.Builder b = request("/v1/jobs", apiKey).header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(jsonBody));

@@ -45,6 +45,10 @@ public final class GatewayTestSupport {
         props.put("jobgate.worker.enabled", "false");
         props.put("jobgate.sweeper.enabled", "false");
         props.put("jobgate.reconcile.enabled", "false");
+        props.put("jobgate.simulator.enabled", "false");
+        props.put("jobgate.simulator.port", Integer.toString(freePort()));
+        props.put("jobgate.simulator.faults", "");
+        props.put("jobgate.public-base-url", "http://127.0.0.1:" + port);
         props.put("jobgate.providers.dirs", "config/providers,src/test/resources/providers");
         props.put("camel.main.routes-include-pattern", ROUTES);
         props.put("camel.main.routes-reload-enabled", "false");

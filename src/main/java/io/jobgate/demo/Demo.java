@@ -1,0 +1,170 @@
+package io.jobgate.demo;
+
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.UUID;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.jobgate.api.Json;
+
+/**
+ * {@code java -jar jobgate.jar demo [--url http://localhost:8080] [--jobs 10]}: submits a mixed batch
+ * (two tenants, both invoice presets, a few injected simulator faults) to a running gateway, shows
+ * live progress per tenant until every job is final, then a summary and where the outputs are.
+ */
+public final class Demo {
+
+    static final Map<String, String> TENANTS = Map.of("acme", "dev-acme-key", "globex", "dev-globex-key");
+    static final String[] FAULTS = {"server_error", "rate_limit_seconds", "wrong_size", "lose_reply"};
+    static final String[] ASPECTS = {"portrait", "square", "landscape"};
+
+    private final HttpClient http = HttpClient.newHttpClient();
+    private final String base;
+    private final PrintStream out;
+
+    public Demo(String base, PrintStream out) {
+        this.base = base.replaceAll("/+$", "");
+        this.out = out;
+    }
+
+    public static void main(String[] args) throws Exception {
+        String url = "http://localhost:8080";
+        int jobs = 10;
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            switch (args[i]) {
+                case "--url" -> url = args[i + 1];
+                case "--jobs" -> jobs = Integer.parseInt(args[i + 1]);
+                default -> throw new IllegalArgumentException("usage: demo [--url URL] [--jobs N]");
+            }
+        }
+        Summary summary = new Demo(url, System.out).run(jobs, Duration.ofMinutes(10));
+        System.exit(summary.allFinal() ? 0 : 1);
+    }
+
+    /** What the run ended with. */
+    public record Summary(Map<String, Map<String, Integer>> byTenant, List<String> outputs, boolean allFinal, Duration took) {
+    }
+
+    public Summary run(int jobsPerTenant, Duration timeout) throws Exception {
+        long started = System.nanoTime();
+        Map<String, List<String>> submitted = new TreeMap<>();
+        int n = 0;
+        for (var tenant : new TreeMap<>(TENANTS).entrySet()) {
+            List<String> ids = new ArrayList<>();
+            for (int i = 0; i < jobsPerTenant; i++, n++) {
+                String preset = i % 2 == 0 ? "invoice-clean" : "invoice-scan";
+                String fault = i % 5 == 4 ? FAULTS[(n / 5) % FAULTS.length] : null;
+                ids.add(submit(tenant.getValue(), preset, ASPECTS[i % 3], tenant.getKey() + " " + (i + 1), fault));
+            }
+            submitted.put(tenant.getKey(), ids);
+        }
+        out.printf("Submitted %d jobs for %s; faults injected into every fifth job.%n", n, submitted.keySet());
+        Map<String, Map<String, JsonNode>> last = new TreeMap<>();
+        boolean allFinal = false;
+        boolean tty = System.console() != null;
+        int printed = 0;
+        while (!allFinal && System.nanoTime() - started < timeout.toNanos()) {
+            allFinal = true;
+            for (var tenant : submitted.entrySet()) {
+                Map<String, JsonNode> views = new LinkedHashMap<>();
+                for (String id : tenant.getValue()) {
+                    JsonNode job = get(TENANTS.get(tenant.getKey()), "/v1/jobs/" + id);
+                    views.put(id, job);
+                    allFinal &= !job.path("finalized_at").isNull();
+                }
+                last.put(tenant.getKey(), views);
+            }
+            if (tty && printed > 0) {
+                out.print("\033[" + printed + "A");
+            }
+            printed = 0;
+            for (var tenant : last.entrySet()) {
+                out.println(progress(tenant.getKey(), tenant.getValue().values()));
+                printed++;
+            }
+            if (!allFinal) {
+                Thread.sleep(500);
+            }
+        }
+        Duration took = Duration.ofNanos(System.nanoTime() - started);
+        Map<String, Map<String, Integer>> byTenant = new TreeMap<>();
+        List<String> outputs = new ArrayList<>();
+        out.printf("%n%-8s %9s %-40s %7s%n", "tenant", "succeeded", "failed (by category)", "retries");
+        for (var tenant : last.entrySet()) {
+            Map<String, Integer> counts = new TreeMap<>();
+            int retries = 0;
+            for (var job : tenant.getValue().entrySet()) {
+                JsonNode view = job.getValue();
+                String key = view.path("status").asText().equals("failed")
+                        ? "failed:" + view.path("error").path("category").asText() : view.path("status").asText();
+                counts.merge(key, 1, Integer::sum);
+                retries += Math.max(0, view.path("attempts").asInt() - 1);
+                if (view.path("status").asText().equals("succeeded")) {
+                    outputs.add(base + "/v1/jobs/" + job.getKey() + "/output");
+                }
+            }
+            byTenant.put(tenant.getKey(), counts);
+            StringBuilder failed = new StringBuilder();
+            counts.forEach((k, v) -> {
+                if (k.startsWith("failed:")) {
+                    failed.append(failed.length() == 0 ? "" : ", ").append(k.substring(7)).append(' ').append(v);
+                }
+            });
+            out.printf("%-8s %9d %-40s %7d%n", tenant.getKey(), counts.getOrDefault("succeeded", 0), failed, retries);
+        }
+        out.printf("%nAll final: %s, in %.1f s.%n", allFinal, took.toMillis() / 1000.0);
+        out.println("Outputs (PNG/JPEG, tenant key required): GET " + (outputs.isEmpty() ? "-" : outputs.get(0)) + " …");
+        out.println("Stored under outputs/<tenant>/<job>/output.<ext> with manifest.json beside it, in the S3 bucket "
+                + "(embedded: data/objects/jobgate/).");
+        return new Summary(byTenant, outputs, allFinal, took);
+    }
+
+    private String progress(String tenant, java.util.Collection<JsonNode> jobs) {
+        Map<String, Integer> states = new TreeMap<>();
+        int done = 0;
+        for (JsonNode job : jobs) {
+            states.merge(job.path("status").asText(), 1, Integer::sum);
+            done += job.path("finalized_at").isNull() ? 0 : 1;
+        }
+        int width = 30;
+        int filled = jobs.isEmpty() ? width : done * width / jobs.size();
+        return String.format("%-7s [%s%s] %3d/%-3d %s\033[K", tenant, "#".repeat(filled), ".".repeat(width - filled), done,
+                jobs.size(), states);
+    }
+
+    private String submit(String key, String preset, String aspect, String label, String fault) throws Exception {
+        String body = """
+                {"preset_id": "%s", "aspect_class": "%s",
+                 "inputs": {"supplier_name": "Demo Supplier %s", "invoice_id": "DEMO-%s", "currency": "EUR",
+                            "invoice_date": "2026-11-30", "tax_rate_percent": 19,
+                            "line_items": [{"description": "Consulting", "quantity": 3, "unit_price": 150},
+                                           {"description": "Travel", "quantity": 1, "unit_price": 89.9}]}}"""
+                .formatted(preset, aspect, label, label.replace(' ', '-').toUpperCase());
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + "/v1/jobs"))
+                .header("Authorization", "Bearer " + key).header("Content-Type", "application/json")
+                .header("Idempotency-Key", "demo-" + UUID.randomUUID()).POST(HttpRequest.BodyPublishers.ofString(body));
+        if (fault != null) {
+            request.header("X-Correlation-Id", "sim-fault-" + fault + "-" + UUID.randomUUID().toString().substring(0, 8));
+        }
+        HttpResponse<String> r = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() != 202) {
+            throw new IllegalStateException("the gateway refused a demo job: " + r.statusCode() + " " + r.body());
+        }
+        return Json.MAPPER.readTree(r.body()).path("job_id").asText();
+    }
+
+    private JsonNode get(String key, String path) throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + key)
+                .GET().build(), HttpResponse.BodyHandlers.ofString());
+        return Json.MAPPER.readTree(r.body());
+    }
+}

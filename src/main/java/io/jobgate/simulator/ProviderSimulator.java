@@ -1,0 +1,327 @@
+package io.jobgate.simulator;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import io.jobgate.api.Json;
+import io.jobgate.reconcile.WebhookSignature;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The bundled, offline provider: an async predictions API in the shape of Replicate's (submit →
+ * task id → status → result file, plus signed webhooks), rendering real invoice images and simple
+ * transcripts. Fault knobs, per request ({@code X-Simulator-Fault}, first submit of a key only) or
+ * by rate in settings, drive every error class a real provider shows.
+ */
+public final class ProviderSimulator implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ProviderSimulator.class);
+
+    /** The fault knobs (stable names). */
+    public static final String[] FAULTS = {"rate_limit_seconds", "rate_limit_date", "rate_limit_no_header", "server_error",
+        "slow", "wrong_media_type", "wrong_size", "prose", "lose_reply"};
+
+    /** Settings of one simulator. */
+    public record Config(int port, Duration processing, Duration slow, String webhookSecret, Map<String, Double> faultRates) {
+    }
+
+    private final Config config;
+    private final HttpServer server;
+    private final ScheduledExecutorService work = Executors.newScheduledThreadPool(2, r -> {
+        Thread t = new Thread(r, "simulator-render");
+        t.setDaemon(true);
+        return t;
+    });
+    private final HttpClient webhooks = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final Map<String, Task> tasks = new ConcurrentHashMap<>();
+    private final Map<String, String> byKey = new ConcurrentHashMap<>();
+    private final java.util.Set<String> faulted = ConcurrentHashMap.newKeySet();
+
+    private static final class Task {
+        final String id;
+        final JsonNode input;
+        final String webhook;
+        final String fault;
+        volatile String status = "starting";
+        volatile byte[] output;
+        volatile String mediaType;
+
+        Task(String id, JsonNode input, String webhook, String fault) {
+            this.id = id;
+            this.input = input;
+            this.webhook = webhook;
+            this.fault = fault;
+        }
+    }
+
+    private ProviderSimulator(Config config) throws IOException {
+        this.config = config;
+        this.server = HttpServer.create(new InetSocketAddress("127.0.0.1", config.port()), 64);
+        server.setExecutor(Executors.newFixedThreadPool(8, r -> {
+            Thread t = new Thread(r, "simulator-http");
+            t.setDaemon(true);
+            return t;
+        }));
+        server.createContext("/v1/predictions", this::predictions);
+        server.createContext("/files/", this::file);
+    }
+
+    public static ProviderSimulator start(Config config) throws IOException {
+        System.setProperty("sun.net.httpserver.nodelay", "true");
+        ProviderSimulator simulator = new ProviderSimulator(config);
+        simulator.server.start();
+        LOG.info("Provider simulator on http://127.0.0.1:{} (processing {} ms, fault rates {})", simulator.port(),
+                config.processing().toMillis(), config.faultRates());
+        return simulator;
+    }
+
+    public int port() {
+        return server.getAddress().getPort();
+    }
+
+    private void predictions(HttpExchange http) throws IOException {
+        try (http) {
+            String path = http.getRequestURI().getPath();
+            if (http.getRequestMethod().equals("POST") && path.equals("/v1/predictions")) {
+                submit(http);
+            } else if (http.getRequestMethod().equals("GET") && path.startsWith("/v1/predictions/by-key/")) {
+                String id = byKey.get(path.substring("/v1/predictions/by-key/".length()));
+                reply(http, id == null ? 404 : 200, id == null ? Map.of("detail", "Not found.") : view(tasks.get(id)));
+            } else if (http.getRequestMethod().equals("GET") && path.startsWith("/v1/predictions/")) {
+                Task task = tasks.get(path.substring("/v1/predictions/".length()));
+                reply(http, task == null ? 404 : 200, task == null ? Map.of("detail", "Not found.") : view(task));
+            } else {
+                reply(http, 405, Map.of("detail", "Method not allowed."));
+            }
+        }
+    }
+
+    private void submit(HttpExchange http) throws IOException {
+        JsonNode body;
+        try (InputStream in = http.getRequestBody()) {
+            body = Json.MAPPER.readTree(in.readAllBytes());
+        } catch (IOException e) {
+            reply(http, 400, Map.of("detail", "Body is not JSON."));
+            return;
+        }
+        String key = http.getRequestHeaders().getFirst("Idempotency-Key");
+        String existing = key == null ? null : byKey.get(key);
+        if (existing != null) {
+            reply(http, 200, view(tasks.get(existing))); // the same request again: the same prediction
+            return;
+        }
+        String fault = http.getRequestHeaders().getFirst("X-Simulator-Fault");
+        if (fault != null) {
+            fault = fault.split("[-.:/]")[0]; // sim-fault-<knob>-<anything> arrives as <knob>-<anything>
+            if (key != null && !faulted.add(key)) {
+                fault = null; // a requested fault hits the first submit of a key only: its retry goes through
+            }
+        }
+        if (fault == null || fault.isBlank()) {
+            fault = randomFault();
+        }
+        switch (fault == null ? "" : fault) {
+            case "rate_limit_seconds" -> {
+                http.getResponseHeaders().add("Retry-After", "2");
+                reply(http, 429, Map.of("detail", "Request was throttled. Your rate limit resets in ~2s."));
+                return;
+            }
+            case "rate_limit_date" -> {
+                http.getResponseHeaders().add("Retry-After", DateTimeFormatter.RFC_1123_DATE_TIME
+                        .format(Instant.now().plusSeconds(3).atOffset(ZoneOffset.UTC)));
+                reply(http, 429, Map.of("detail", "Request was throttled."));
+                return;
+            }
+            case "rate_limit_no_header" -> {
+                reply(http, 429, Map.of("detail", "Request was throttled."));
+                return;
+            }
+            case "server_error" -> {
+                reply(http, 503, Map.of("detail", "Service temporarily unavailable."));
+                return;
+            }
+            case "prose" -> {
+                byte[] prose = "I'm sorry, I can't render that invoice right now. Please try again later."
+                        .getBytes(StandardCharsets.UTF_8);
+                http.getResponseHeaders().add("Content-Type", "text/plain");
+                http.sendResponseHeaders(200, prose.length);
+                http.getResponseBody().write(prose);
+                return;
+            }
+            default -> { }
+        }
+        Task task = new Task("sim_" + UUID.randomUUID().toString().replace("-", "").substring(0, 20), body.path("input"),
+                body.path("webhook").asText(null), fault);
+        tasks.put(task.id, task);
+        if (key != null) {
+            byKey.put(key, task.id);
+        }
+        work.schedule(() -> complete(task), config.processing().toMillis(), TimeUnit.MILLISECONDS);
+        if ("lose_reply".equals(fault) || "slow".equals(fault)) {
+            sleep(config.slow()); // the caller's deadline passes; the task exists all the same
+            if ("lose_reply".equals(fault)) {
+                return; // closed without an answer
+            }
+        }
+        http.getResponseHeaders().add("x-request-id", "req_" + task.id);
+        reply(http, 201, view(task));
+    }
+
+    private void complete(Task task) {
+        try {
+            JsonNode envelope = task.input;
+            String kind = envelope.path("kind").asText("image");
+            if (kind.equals("transcription")) {
+                long bytes = envelope.path("source").path("bytes").asLong(16_000);
+                task.output = Transcripts.render(envelope.path("inputs").path("language").asText("en"),
+                        envelope.path("inputs").path("speakers").asInt(2), bytes);
+                task.mediaType = "application/json";
+            } else {
+                String mediaType = envelope.path("output_media_types").path(0).asText("image/png");
+                int width = envelope.path("width").asInt(1024);
+                int height = envelope.path("height").asInt(1024);
+                if ("wrong_media_type".equals(task.fault)) {
+                    mediaType = mediaType.equals("image/png") ? "image/jpeg" : "image/png";
+                }
+                if ("wrong_size".equals(task.fault)) {
+                    width += 64;
+                }
+                boolean scan = envelope.path("preset_id").asText().contains("scan");
+                task.output = InvoiceRenderer.render(envelope.path("inputs"), width, height, mediaType, scan, task.id.hashCode());
+                task.mediaType = mediaType;
+            }
+            task.status = "succeeded";
+        } catch (RuntimeException e) {
+            LOG.warn("simulator could not render {}: {}", task.id, e.toString());
+            task.status = "failed";
+        }
+        if (task.webhook != null && !task.webhook.isBlank()) {
+            sendWebhook(task);
+        }
+    }
+
+    private void sendWebhook(Task task) {
+        String id = "msg_" + task.id;
+        String timestamp = Long.toString(Instant.now().getEpochSecond());
+        byte[] body = Json.write(view(task)).getBytes(StandardCharsets.UTF_8);
+        String signature = "v1," + Base64.getEncoder().encodeToString(WebhookSignature.sign(config.webhookSecret(), id,
+                timestamp, body));
+        HttpRequest request = HttpRequest.newBuilder(URI.create(task.webhook)).timeout(Duration.ofSeconds(10))
+                .header("Content-Type", "application/json").header("webhook-id", id).header("webhook-timestamp", timestamp)
+                .header("webhook-signature", signature).POST(HttpRequest.BodyPublishers.ofByteArray(body)).build();
+        webhooks.sendAsync(request, HttpResponse.BodyHandlers.discarding()).whenComplete((r, e) -> {
+            if (e != null || r.statusCode() / 100 != 2) {
+                LOG.debug("webhook for {} not delivered ({}); the gateway's poller will ask", task.id,
+                        e != null ? e.toString() : r.statusCode());
+            }
+        });
+    }
+
+    private void file(HttpExchange http) throws IOException {
+        try (http) {
+            String name = http.getRequestURI().getPath().substring("/files/".length());
+            Task task = tasks.get(name.replaceFirst("\\.[a-z]+$", ""));
+            if (task == null || task.output == null) {
+                reply(http, 404, Map.of("detail", "Not found."));
+                return;
+            }
+            http.getResponseHeaders().add("Content-Type", task.mediaType);
+            http.sendResponseHeaders(200, task.output.length);
+            http.getResponseBody().write(task.output);
+        }
+    }
+
+    private Map<String, Object> view(Task task) {
+        Map<String, Object> v = new LinkedHashMap<>();
+        v.put("id", task.id);
+        v.put("status", task.status);
+        v.put("output", task.output == null ? null : java.util.List.of("http://127.0.0.1:" + port() + "/files/" + task.id
+                + extension(task.mediaType)));
+        v.put("error", task.status.equals("failed") ? "render failed" : null);
+        v.put("metrics", task.status.equals("succeeded") ? Map.of("predict_time", config.processing().toMillis() / 1000.0)
+                : Map.of());
+        v.put("urls", Map.of("get", "http://127.0.0.1:" + port() + "/v1/predictions/" + task.id));
+        return v;
+    }
+
+    private String randomFault() {
+        double roll = ThreadLocalRandom.current().nextDouble();
+        double sum = 0;
+        for (Map.Entry<String, Double> rate : config.faultRates().entrySet()) {
+            sum += rate.getValue();
+            if (roll < sum) {
+                return rate.getKey();
+            }
+        }
+        return null;
+    }
+
+    private static String extension(String mediaType) {
+        return switch (mediaType == null ? "" : mediaType) {
+            case "image/png" -> ".png";
+            case "image/jpeg" -> ".jpg";
+            default -> ".json";
+        };
+    }
+
+    private static void reply(HttpExchange http, int status, Object body) throws IOException {
+        byte[] bytes = Json.write(body).getBytes(StandardCharsets.UTF_8);
+        http.getResponseHeaders().add("Content-Type", "application/json");
+        http.sendResponseHeaders(status, bytes.length);
+        http.getResponseBody().write(bytes);
+    }
+
+    private static void sleep(Duration d) {
+        try {
+            Thread.sleep(d.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Fault rates from a setting: {@code server_error:0.05,rate_limit_seconds:0.02}. */
+    public static Map<String, Double> rates(String setting) {
+        Map<String, Double> rates = new LinkedHashMap<>();
+        if (setting == null || setting.isBlank()) {
+            return rates;
+        }
+        for (String part : setting.split(",")) {
+            String[] kv = part.trim().split(":");
+            if (kv.length != 2 || java.util.Arrays.stream(FAULTS).noneMatch(kv[0]::equals)) {
+                throw new IllegalStateException("jobgate.simulator.faults: '" + part + "' is not <fault>:<rate>; faults: "
+                        + String.join(", ", FAULTS));
+            }
+            rates.put(kv[0], Double.parseDouble(kv[1]));
+        }
+        return rates;
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        work.shutdownNow();
+    }
+}
