@@ -95,6 +95,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         if (settings.bool("jobgate.simulator.enabled", false)) {
             ProviderSimulator simulator = ProviderSimulator.start(simulatorConfig(settings));
             context.addService(ManagedResource.stoppedBy("provider-simulator", simulator::close), true, true);
+            // Port 0 picks a free port; the simulator adapter's base URL follows the real one.
+            context.getPropertiesComponent().addOverrideProperty("jobgate.simulator.url", "http://127.0.0.1:" + simulator.port());
         }
         TenantDirectory tenants = TenantDirectory.load(Arrays.stream(settings.string("jobgate.tenants.files",
                 configDir.resolve("tenants.yaml").toString()).split(",")).map(String::trim).map(Path::of).toList());

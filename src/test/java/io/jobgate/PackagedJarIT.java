@@ -32,6 +32,7 @@ class PackagedJarIT {
         // In-VM only: a port picked here and bound later could be taken meanwhile (the embedded
         // PostgreSQL once took it on CI).
         pb.environment().put("JOBGATE_BROKER_EMBEDDED_PORT", "0");
+        pb.environment().put("JOBGATE_SIMULATOR_PORT", "0");
         pb.environment().remove("JOBGATE_DB_URL");
         Process gateway = pb.start();
         try {

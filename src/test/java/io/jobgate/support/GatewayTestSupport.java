@@ -46,7 +46,7 @@ public final class GatewayTestSupport {
         props.put("jobgate.sweeper.enabled", "false");
         props.put("jobgate.reconcile.enabled", "false");
         props.put("jobgate.simulator.enabled", "false");
-        props.put("jobgate.simulator.port", Integer.toString(freePort()));
+        props.put("jobgate.simulator.port", "0");
         props.put("jobgate.simulator.faults", "");
         props.put("jobgate.public-base-url", "http://127.0.0.1:" + port);
         props.put("jobgate.providers.dirs", "config/providers,src/test/resources/providers");
