@@ -125,6 +125,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("tenantDirectory", tenants);
         registry.bind("presetCatalog", presets);
         registry.bind("providerCatalog", providers);
+        registry.bind("multipartForm", new io.jobgate.provider.MultipartForm());
         registry.bind("admissionWriter", writer);
         registry.bind("admissionService", admission);
         registry.bind("jobFinalizer", finalizer);

@@ -33,13 +33,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * The shipped OpenAI Images adapter (routes/providers/openai.camel.yaml) through the real worker,
- * against WireMock stubs shaped by the public API reference: request body, sizes, base64 reply,
- * error bodies and rate-limit headers. The base URL and key come in as the environment would set them.
+ * The shipped OpenAI adapter (routes/providers/openai.camel.yaml: Images and audio transcription)
+ * through the real worker, against WireMock stubs shaped by the public API reference: request
+ * bodies, sizes, base64 reply, multipart upload, verbose JSON with billed seconds, error bodies and
+ * rate-limit headers. The base URL and key come in as the environment would set them.
  */
 @CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class OpenAiImagesAdapterTest {
+class OpenAiAdapterTest {
 
     static final String ACME = "dev-acme-key";
     static final String PATH = "/v1/images/generations";
@@ -192,5 +193,42 @@ class OpenAiImagesAdapterTest {
 
         assertThat(job(id)).containsEntry("status", "failed").containsEntry("error_category", "declined");
         assertThat((String) job(id).get("error_message")).contains("safety system");
+    }
+
+    @Test
+    void transcribesTheUploadedAudioAsAMultipartUploadAndRecordsTheBilledSeconds() throws Exception {
+        ApiClient.Response upload = api.upload(ACME, "audio/wav", Samples.wav(2500));
+        assertThat(upload.status()).isEqualTo(201);
+        String transcript = "{\"task\": \"transcribe\", \"language\": \"english\", \"duration\": 2.5, "
+                + "\"text\": \"Hello, thanks for calling.\", \"segments\": [{\"id\": 0, \"seek\": 0, \"start\": 0.0, "
+                + "\"end\": 2.5, \"text\": \"Hello, thanks for calling.\"}], \"usage\": {\"type\": \"duration\", \"seconds\": 3}}";
+        openai.stubFor(post("/v1/audio/transcriptions")
+                .withMultipartRequestBody(com.github.tomakehurst.wiremock.client.WireMock.aMultipart().withName("model")
+                        .withBody(com.github.tomakehurst.wiremock.client.WireMock.equalTo("whisper-1")))
+                .withMultipartRequestBody(com.github.tomakehurst.wiremock.client.WireMock.aMultipart().withName("response_format")
+                        .withBody(com.github.tomakehurst.wiremock.client.WireMock.equalTo("verbose_json")))
+                .withMultipartRequestBody(com.github.tomakehurst.wiremock.client.WireMock.aMultipart().withName("file")
+                        .withHeader("Content-Disposition", containing("filename=\"source.wav\"")))
+                .willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
+                        .withHeader("x-request-id", "req_audio_1").withBody(transcript)));
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), "{\"preset_id\": \"call-transcript\", "
+                + "\"provider\": \"openai\", \"upload_id\": \"" + upload.json().path("upload_id").asText()
+                + "\", \"inputs\": {\"language\": \"en\", \"speakers\": 2}}");
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        UUID id = UUID.fromString(r.json().path("job_id").asText());
+        awaitFinal(id);
+
+        assertThat(job(id)).as("%s", job(id)).containsEntry("status", "succeeded");
+        JsonNode output = Json.MAPPER.readTree(api.getBytes(ACME, "/v1/jobs/" + id + "/output"));
+        assertThat(output.path("text").asText()).isEqualTo("Hello, thanks for calling.");
+        var call = openai.findAll(postRequestedFor(urlEqualTo("/v1/audio/transcriptions"))).get(0);
+        assertThat(call.getHeader("Authorization")).isEqualTo("Bearer sk-test-123");
+        assertThat(call.getHeader("Content-Type")).startsWith("multipart/form-data;").contains("boundary=").doesNotContain("ISO-8859-1");
+        assertThat(call.getBody()).as("the audio bytes travel in the upload").hasSizeGreaterThan(Samples.wav(2500).length);
+        Map<String, Object> attempt = Db.single("SELECT billed_units, billed_unit, provider_request_id FROM attempts WHERE job_id = ?", id);
+        assertThat(((java.math.BigDecimal) attempt.get("billed_units")).intValue()).isEqualTo(3);
+        assertThat(attempt).containsEntry("billed_unit", "audio_seconds").containsEntry("provider_request_id", "req_audio_1");
+        assertThat(Db.single("SELECT units, unit FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id))
+                .containsEntry("unit", "audio_minutes");
     }
 }
