@@ -218,11 +218,7 @@ public final class JobLeases {
             if (row.isEmpty()) {
                 return false;
             }
-            String tenant = (String) row.get().get("tenant_id");
-            if (Boolean.TRUE.equals(row.get().get("held_slot"))) {
-                jdbc.update("UPDATE tenant_accounts SET running_jobs = running_jobs - 1 WHERE tenant_id = ?", tenant);
-                jdbc.update("UPDATE dispatch_window SET running = running - 1 WHERE id = 1");
-            }
+            String tenant = releaseSlot(row.get());
             jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES (?, ?, 'dispatch', ?)",
                     jobId, tenant, Timestamp.from(at));
             statusEvent(jobId, tenant, "retry_wait", ((Number) row.get().get("attempts")).intValue(), lastCategory);
@@ -248,11 +244,7 @@ public final class JobLeases {
             if (row.isEmpty()) {
                 return false;
             }
-            String tenant = (String) row.get().get("tenant_id");
-            if (Boolean.TRUE.equals(row.get().get("held_slot"))) {
-                jdbc.update("UPDATE tenant_accounts SET running_jobs = running_jobs - 1 WHERE tenant_id = ?", tenant);
-                jdbc.update("UPDATE dispatch_window SET running = running - 1 WHERE id = 1");
-            }
+            String tenant = releaseSlot(row.get());
             statusEvent(lease.jobId(), tenant, "submission_unknown", ((Number) row.get().get("attempts")).intValue(),
                     ErrorCategory.AMBIGUOUS.wire());
             return true;
@@ -302,6 +294,21 @@ public final class JobLeases {
                    SET closed_until = greatest(provider_gates.closed_until, EXCLUDED.closed_until),
                        closed_reason = EXCLUDED.closed_reason, updated_at = now()""",
                 provider, Timestamp.from(until), reason);
+    }
+
+    /**
+     * The job left its dispatch slot in the statement that returned {@code row} (dispatched_at cleared):
+     * the running counters follow in the same transaction, so they always equal the jobs holding a slot.
+     *
+     * @return the job's tenant
+     */
+    private String releaseSlot(Map<String, Object> row) {
+        String tenant = (String) row.get("tenant_id");
+        if (Boolean.TRUE.equals(row.get("held_slot"))) {
+            jdbc.update("UPDATE tenant_accounts SET running_jobs = running_jobs - 1 WHERE tenant_id = ?", tenant);
+            jdbc.update("UPDATE dispatch_window SET running = running - 1 WHERE id = 1");
+        }
+        return tenant;
     }
 
     private void statusEvent(UUID jobId, String tenant, String status, int attempt, String category) {

@@ -15,6 +15,7 @@ import io.jobgate.infra.Digests;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import io.jobgate.worker.Sweeper;
 import io.jobgate.worker.Worker;
@@ -86,10 +87,6 @@ class OutputPromotionTest {
         fake.stop();
     }
 
-    static String tag() {
-        return "Out" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
-    }
-
     UUID submit(String tag) {
         ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
                 {"preset_id": "invoice-clean", "aspect_class": "portrait", "provider": "fakeimg",
@@ -111,18 +108,13 @@ class OutputPromotionTest {
         return Db.single("SELECT status, error_category, error_message, attempts, result::text AS result FROM jobs WHERE job_id = ?", id);
     }
 
-    void awaitFinal(UUID id) {
-        await().atMost(Duration.ofSeconds(30)).until(() -> Db.count(
-                "SELECT count(*) FROM jobs WHERE job_id = ? AND finalized_at IS NOT NULL", id) == 1);
-    }
-
     List<String> keys(String prefix) {
         return s3.listObjectsV2(b -> b.bucket("jobgate").prefix(prefix)).contents().stream().map(o -> o.key()).toList();
     }
 
     @Test
     void aCheckedOutputIsPromotedWithItsManifestAndServedToItsTenantOnly() throws Exception {
-        String tag = tag();
+        String tag = Jobs.tag();
         byte[] png = Samples.png(1024, 1536);
         providerReturns(tag, png, 1500);
         UUID id = submit(tag);
@@ -130,7 +122,7 @@ class OutputPromotionTest {
         ApiClient.Response early = api.get(ACME, "/v1/jobs/" + id + "/output");
         assertThat(early.status()).isEqualTo(409);
         assertThat(early.code()).isEqualTo("not_ready");
-        awaitFinal(id);
+        Jobs.awaitFinal(id);
 
         assertThat(job(id).get("status")).isEqualTo("succeeded");
         ApiClient.Response output = api.send(api.request("/v1/jobs/" + id + "/output", ACME).GET().build());
@@ -170,14 +162,14 @@ class OutputPromotionTest {
 
     @Test
     void aWrongMediaTypeOrSizeIsNeverReadable() {
-        String jpeg = tag();
-        String square = tag();
+        String jpeg = Jobs.tag();
+        String square = Jobs.tag();
         providerReturns(jpeg, Samples.jpeg(1024, 1536), 0);
         providerReturns(square, Samples.png(1024, 1024), 0);
         UUID wrongType = submit(jpeg);
         UUID wrongSize = submit(square);
-        awaitFinal(wrongType);
-        awaitFinal(wrongSize);
+        Jobs.awaitFinal(wrongType);
+        Jobs.awaitFinal(wrongSize);
 
         for (UUID id : List.of(wrongType, wrongSize)) {
             assertThat(job(id)).containsEntry("status", "failed").containsEntry("error_category", "invalid_output");
@@ -191,7 +183,7 @@ class OutputPromotionTest {
 
     @Test
     void aCrashBetweenQuarantineAndPromotionIsRecoveredAndTheOrphanSwept() {
-        String tag = tag();
+        String tag = Jobs.tag();
         byte[] png = Samples.png(1024, 1536);
         providerReturns(tag, png, 0);
         AtomicBoolean crash = new AtomicBoolean(true);
@@ -201,7 +193,7 @@ class OutputPromotionTest {
             }
         });
         UUID id = submit(tag);
-        awaitFinal(id);
+        Jobs.awaitFinal(id);
 
         assertThat(job(id)).containsEntry("status", "succeeded").containsEntry("attempts", 2);
         assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);

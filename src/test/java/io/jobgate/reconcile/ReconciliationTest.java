@@ -20,6 +20,7 @@ import io.jobgate.App;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import org.apache.camel.BeanInject;
 import org.apache.camel.CamelContext;
@@ -87,10 +88,6 @@ class ReconciliationTest {
         fake.stop();
     }
 
-    static String tag() {
-        return "Rec" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
-    }
-
     UUID submit(String tag) {
         ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
                 {"preset_id": "invoice-clean", "aspect_class": "square", "provider": "fakeasync",
@@ -134,14 +131,6 @@ class ReconciliationTest {
                 + "FROM jobs WHERE job_id = ?", id);
     }
 
-    static String status(UUID id) {
-        return (String) job(id).get("status");
-    }
-
-    void awaitStatus(UUID id, String wanted) {
-        await().atMost(Duration.ofSeconds(30)).until(() -> wanted.equals(status(id)));
-    }
-
     int submits(String tag) {
         return fake.findAll(postRequestedFor(urlEqualTo(PREDICTIONS)).withRequestBody(containing(tag))).size();
     }
@@ -152,10 +141,10 @@ class ReconciliationTest {
 
     @Test
     void anAsyncJobWaitsAsPendingAndASignedWebhookFinishesItOnce() {
-        String tag = tag();
+        String tag = Jobs.tag();
         acceptsAsync(tag, "processing");
         UUID id = submit(tag);
-        awaitStatus(id, "provider_pending");
+        Jobs.awaitStatus(id, "provider_pending");
         assertThat(job(id).get("provider_task")).isEqualTo("p-" + tag);
         assertThat(fake.findAll(postRequestedFor(urlEqualTo(PREDICTIONS)).withRequestBody(containing(tag))).get(0)
                 .getBodyAsString()).contains("/v1/providers/fakeasync/webhook");
@@ -164,7 +153,7 @@ class ReconciliationTest {
         ApiClient.Response first = webhook("msg_" + tag, Instant.now().getEpochSecond(), body, SECRET);
         assertThat(first.status()).as(first.text()).isEqualTo(200);
         assertThat(first.json().path("changed").asBoolean()).isTrue();
-        assertThat(status(id)).isEqualTo("succeeded");
+        assertThat(Jobs.status(id)).isEqualTo("succeeded");
         assertThat((String) job(id).get("result")).contains("image/png");
         Object finishedAt = job(id).get("updated_at");
 
@@ -177,10 +166,10 @@ class ReconciliationTest {
 
     @Test
     void badOrStaleSignaturesAreRefusedWithoutTouchingTheJob() {
-        String tag = tag();
+        String tag = Jobs.tag();
         acceptsAsync(tag, "processing");
         UUID id = submit(tag);
-        awaitStatus(id, "provider_pending");
+        Jobs.awaitStatus(id, "provider_pending");
         String body = prediction(tag, "succeeded");
 
         ApiClient.Response forged = webhook("msg_f_" + tag, Instant.now().getEpochSecond(), body,
@@ -197,17 +186,17 @@ class ReconciliationTest {
                 .POST(HttpRequest.BodyPublishers.ofString(body)).build());
         assertThat(tampered.status()).isEqualTo(401);
 
-        assertThat(status(id)).isEqualTo("provider_pending");
+        assertThat(Jobs.status(id)).isEqualTo("provider_pending");
         assertThat(Db.count("SELECT count(*) FROM webhook_receipts WHERE webhook_id LIKE ?", "msg_%_" + tag)).isZero();
     }
 
     @Test
     void theWebhookAndThePollerRaceToFinalizeAndExactlyOneWins() throws Exception {
         for (String outcome : List.of("succeeded", "failed")) {
-            String tag = tag();
+            String tag = Jobs.tag();
             acceptsAsync(tag, "processing");
             UUID id = submit(tag);
-            awaitStatus(id, "provider_pending");
+            Jobs.awaitStatus(id, "provider_pending");
             context.getRouteController().suspendRoute("reconciler");
             lookupAnswers(tag, outcome); // the poller will now see the end as well
 
@@ -227,7 +216,7 @@ class ReconciliationTest {
             racers.shutdown();
 
             assertThat(winners).as("finalizations that changed the job (%s)", outcome).isEqualTo(1);
-            assertThat(status(id)).isEqualTo(outcome.equals("succeeded") ? "succeeded" : "failed");
+            assertThat(Jobs.status(id)).isEqualTo(outcome.equals("succeeded") ? "succeeded" : "failed");
             assertThat(refunds(id)).isEqualTo(outcome.equals("succeeded") ? 0 : 1);
             assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ? AND event_type = 'status' "
                     + "AND payload->>'status' IN ('succeeded', 'failed')", id)).isEqualTo(1);
@@ -237,20 +226,20 @@ class ReconciliationTest {
 
     @Test
     void aTimeoutAfterSendIsReconciledByLookupWithoutASecondSubmissionOrCharge() throws Exception {
-        String tag = tag();
+        String tag = Jobs.tag();
         context.getRouteController().suspendRoute("reconciler");
         fake.stubFor(post(PREDICTIONS).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(201)
                 .withBody("{\"id\": \"p-" + tag + "\", \"status\": \"starting\"}").withFixedDelay(2500)));
         lookupAnswers(tag, "processing");
         UUID id = submit(tag);
-        awaitStatus(id, "submission_unknown");
+        Jobs.awaitStatus(id, "submission_unknown");
         fake.stubFor(get(PREDICTIONS + "/by-key/" + id).willReturn(aResponse().withStatus(200).withBody(prediction(tag, "processing"))));
         context.getRouteController().resumeRoute("reconciler");
 
-        awaitStatus(id, "provider_pending");
+        Jobs.awaitStatus(id, "provider_pending");
         assertThat(job(id).get("provider_task")).isEqualTo("p-" + tag);
         lookupAnswers(tag, "succeeded");
-        awaitStatus(id, "succeeded");
+        Jobs.awaitStatus(id, "succeeded");
 
         assertThat(submits(tag)).isEqualTo(1);
         assertThat(job(id).get("attempts")).isEqualTo(1);
@@ -261,7 +250,7 @@ class ReconciliationTest {
 
     @Test
     void aLookupThatFindsNothingLeadsToExactlyOneResubmit() throws Exception {
-        String tag = tag();
+        String tag = Jobs.tag();
         context.getRouteController().suspendRoute("reconciler");
         fake.stubFor(post(PREDICTIONS).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
                 .willSetStateTo("up").willReturn(aResponse().withFixedDelay(2500).withStatus(503)));
@@ -269,12 +258,12 @@ class ReconciliationTest {
                 .willReturn(aResponse().withStatus(201).withBody("{\"id\": \"p-" + tag + "\", \"status\": \"starting\"}")));
         lookupAnswers(tag, "succeeded");
         UUID id = submit(tag);
-        awaitStatus(id, "submission_unknown");
+        Jobs.awaitStatus(id, "submission_unknown");
         fake.stubFor(get(PREDICTIONS + "/by-key/" + id).willReturn(aResponse().withStatus(404)
                 .withBody("{\"detail\": \"Not found.\"}")));
         context.getRouteController().resumeRoute("reconciler");
 
-        awaitStatus(id, "succeeded");
+        Jobs.awaitStatus(id, "succeeded");
         assertThat(submits(tag)).isEqualTo(2);
         assertThat(job(id).get("attempts")).isEqualTo(2);
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id)).isEqualTo(1);
@@ -282,12 +271,12 @@ class ReconciliationTest {
 
     @Test
     void anOperatorRepairOfATerminalJobChangesNothing() {
-        String tag = tag();
+        String tag = Jobs.tag();
         acceptsAsync(tag, "processing");
         UUID id = submit(tag);
-        awaitStatus(id, "provider_pending");
+        Jobs.awaitStatus(id, "provider_pending");
         assertThat(webhook("msg_" + tag, Instant.now().getEpochSecond(), prediction(tag, "failed"), SECRET).status()).isEqualTo(200);
-        awaitStatus(id, "failed");
+        Jobs.awaitStatus(id, "failed");
         Map<String, Object> before = job(id);
         int lookups = fake.findAll(getRequestedFor(urlEqualTo(PREDICTIONS + "/p-" + tag))).size();
 
@@ -306,11 +295,11 @@ class ReconciliationTest {
 
     @Test
     void anOperatorRepairAsksTheProviderAboutAWaitingJob() throws Exception {
-        String tag = tag();
+        String tag = Jobs.tag();
         context.getRouteController().suspendRoute("reconciler");
         acceptsAsync(tag, "processing");
         UUID id = submit(tag);
-        awaitStatus(id, "provider_pending");
+        Jobs.awaitStatus(id, "provider_pending");
         lookupAnswers(tag, "succeeded");
 
         ApiClient.Response repair = api.post(ADMIN, "/v1/admin/jobs/" + id + "/reconcile");
@@ -321,16 +310,16 @@ class ReconciliationTest {
 
     @Test
     void theLedgerOfTheTenantMatchesTheFinalStatesOfItsJobs() {
-        String ok = tag();
-        String bad = tag();
+        String ok = Jobs.tag();
+        String bad = Jobs.tag();
         acceptsAsync(ok, "succeeded");
         acceptsAsync(bad, "failed");
         UUID succeeded = submit(ok);
         UUID failed = submit(bad);
-        UUID cancelled = submit(tag()); // no stub: cancelled, or failed by the fake's 404 if the worker is faster
+        UUID cancelled = submit(Jobs.tag()); // no stub: cancelled, or failed by the fake's 404 if the worker is faster
         api.post(ACME, "/v1/jobs/" + cancelled + "/cancel");
-        awaitStatus(succeeded, "succeeded");
-        awaitStatus(failed, "failed");
+        Jobs.awaitStatus(succeeded, "succeeded");
+        Jobs.awaitStatus(failed, "failed");
         await().atMost(Duration.ofSeconds(30)).until(() ->
                 Db.count("SELECT count(*) FROM jobs WHERE job_id = ? AND finalized_at IS NOT NULL", cancelled) == 1);
 
@@ -353,18 +342,18 @@ class ReconciliationTest {
     @Test
     void usageReportsMeteredUnitsCostAndTheProvidersOwnBillingPerProviderAndKind() {
         Instant from = Instant.now();
-        String ok = tag();
-        String bad = tag();
+        String ok = Jobs.tag();
+        String bad = Jobs.tag();
         acceptsAsync(ok, "processing");
         acceptsAsync(bad, "processing");
         UUID succeeded = submit(ok);
         UUID failed = submit(bad);
-        awaitStatus(succeeded, "provider_pending");
-        awaitStatus(failed, "provider_pending");
+        Jobs.awaitStatus(succeeded, "provider_pending");
+        Jobs.awaitStatus(failed, "provider_pending");
         assertThat(webhook("msg_" + ok, Instant.now().getEpochSecond(), prediction(ok, "succeeded"), SECRET).status()).isEqualTo(200);
         assertThat(webhook("msg_" + bad, Instant.now().getEpochSecond(), prediction(bad, "failed"), SECRET).status()).isEqualTo(200);
-        awaitStatus(succeeded, "succeeded");
-        awaitStatus(failed, "failed");
+        Jobs.awaitStatus(succeeded, "succeeded");
+        Jobs.awaitStatus(failed, "failed");
 
         ApiClient.Response usage = api.get(ACME, "/v1/usage?from=" + from + "&to=" + Instant.now().plusSeconds(60));
         assertThat(usage.status()).as(usage.text()).isEqualTo(200);
@@ -389,10 +378,10 @@ class ReconciliationTest {
 
     @Test
     void aRestartedGatewayFinishesJobsThatWereWaitingOnTheProvider() throws Exception {
-        String tag = tag();
+        String tag = Jobs.tag();
         acceptsAsync(tag, "processing");
         UUID id = submit(tag);
-        awaitStatus(id, "provider_pending");
+        Jobs.awaitStatus(id, "provider_pending");
         // This gateway goes away with the job waiting; nothing of it is left but the database.
         context.getRouteController().suspendRoute("reconciler");
         lookupAnswers(tag, "succeeded");
@@ -422,7 +411,7 @@ class ReconciliationTest {
             });
         }
         try {
-            awaitStatus(id, "succeeded");
+            Jobs.awaitStatus(id, "succeeded");
         } finally {
             restarted.stop();
         }
@@ -436,13 +425,13 @@ class ReconciliationTest {
                 io.jobgate.job.JobFinalizer.class);
         finalizer.refunding(40, 100);
         try {
-            String tag = tag();
+            String tag = Jobs.tag();
             acceptsAsync(tag, "processing");
             UUID id = submit(tag);
-            awaitStatus(id, "provider_pending");
+            Jobs.awaitStatus(id, "provider_pending");
             assertThat(webhook("msg_" + tag, Instant.now().getEpochSecond(), prediction(tag, "failed"), SECRET).status())
                     .isEqualTo(200);
-            awaitStatus(id, "failed");
+            Jobs.awaitStatus(id, "failed");
 
             Map<String, Object> refund = Db.single("SELECT amount_micros, units, unit FROM ledger WHERE job_id = ? "
                     + "AND entry_type = 'refund'", id);

@@ -15,6 +15,7 @@ import io.jobgate.api.Json;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -75,11 +76,6 @@ class SimulatorTest {
         return Db.single("SELECT status, attempts, error_category, error_message, result::text AS result FROM jobs WHERE job_id = ?", id);
     }
 
-    static void awaitFinal(UUID id) {
-        await().atMost(Duration.ofSeconds(60)).until(() -> Db.count(
-                "SELECT count(*) FROM jobs WHERE job_id = ? AND finalized_at IS NOT NULL", id) == 1);
-    }
-
     static List<Map<String, Object>> attempts(UUID id) {
         return Db.rows("SELECT attempt, outcome, error_category, retry_after FROM attempts WHERE job_id = '" + id + "' ORDER BY attempt");
     }
@@ -92,7 +88,7 @@ class SimulatorTest {
         UUID transcript = submit("{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + upload.json().path("upload_id").asText()
                 + "\", \"inputs\": {\"language\": \"de\", \"speakers\": 2}}", null);
         for (UUID id : List.of(clean, scan, transcript)) {
-            awaitFinal(id);
+            Jobs.awaitFinal(id);
             assertThat(job(id).get("status")).as("job %s: %s", id, job(id)).isEqualTo("succeeded");
         }
 
@@ -113,7 +109,7 @@ class SimulatorTest {
         for (String knob : ProviderSimulator.FAULTS) {
             jobs.put(knob, submit(invoice("invoice-clean", "square"), "sim-fault-" + knob + "-" + UUID.randomUUID()));
         }
-        jobs.values().forEach(SimulatorTest::awaitFinal);
+        jobs.values().forEach(Jobs::awaitFinal);
 
         for (String knob : List.of("rate_limit_seconds", "rate_limit_date", "rate_limit_no_header")) {
             UUID id = jobs.get(knob);

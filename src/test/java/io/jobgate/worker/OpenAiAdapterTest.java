@@ -14,6 +14,7 @@ import io.jobgate.infra.Digests;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import org.apache.camel.BeanInject;
 import org.apache.camel.test.main.junit5.CamelMainTest;
@@ -77,22 +78,13 @@ class OpenAiAdapterTest {
         return UUID.fromString(r.json().path("job_id").asText());
     }
 
-    static String tag() {
-        return "Oai" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
-    }
-
     static Map<String, Object> job(UUID id) {
         return Db.single("SELECT status, error_category, error_message, attempts, result::text AS result FROM jobs WHERE job_id = ?", id);
     }
 
-    void awaitFinal(UUID id) {
-        await().atMost(Duration.ofSeconds(30)).until(() -> Db.count(
-                "SELECT count(*) FROM jobs WHERE job_id = ? AND finalized_at IS NOT NULL", id) == 1);
-    }
-
     @Test
     void generatesWithTheDocumentedRequestAndStoresTheBase64Png() throws Exception {
-        String tag = tag();
+        String tag = Jobs.tag();
         byte[] png = Samples.png(1536, 1024);
         openai.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200)
                 .withHeader("Content-Type", "application/json").withHeader("x-request-id", "req_abc123")
@@ -101,7 +93,7 @@ class OpenAiAdapterTest {
                         + "\"usage\": {\"total_tokens\": 100, \"input_tokens\": 50, \"output_tokens\": 50, "
                         + "\"input_tokens_details\": {\"text_tokens\": 50, \"image_tokens\": 0}}}")));
         UUID id = submit(tag, "landscape");
-        awaitFinal(id);
+        Jobs.awaitFinal(id);
 
         assertThat(job(id).get("status")).isEqualTo("succeeded");
         LoggedRequest call = openai.findAll(postRequestedFor(urlEqualTo(PATH)).withRequestBody(containing(tag))).get(0);
@@ -129,13 +121,13 @@ class OpenAiAdapterTest {
 
     @Test
     void anExhaustedQuotaIsAnAccountProblemNotARetry() {
-        String tag = tag();
+        String tag = Jobs.tag();
         openai.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(429)
                 .withHeader("Content-Type", "application/json")
                 .withBody("{\"error\": {\"message\": \"You exceeded your current quota, please check your plan and billing details.\", "
                         + "\"type\": \"insufficient_quota\", \"param\": null, \"code\": \"insufficient_quota\"}}")));
         UUID id = submit(tag, "square");
-        awaitFinal(id);
+        Jobs.awaitFinal(id);
 
         assertThat(job(id)).containsEntry("status", "failed").containsEntry("error_category", "auth").containsEntry("attempts", 1);
         assertThat(openai.findAll(postRequestedFor(urlEqualTo(PATH)).withRequestBody(containing(tag)))).hasSize(1);
@@ -143,7 +135,7 @@ class OpenAiAdapterTest {
 
     @Test
     void aRateLimitWithRetryAfterIsRetriedAfterIt() {
-        String tag = tag();
+        String tag = Jobs.tag();
         openai.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag)
                 .whenScenarioStateIs(com.github.tomakehurst.wiremock.stubbing.Scenario.STARTED).willSetStateTo("ok")
                 .willReturn(aResponse().withStatus(429).withHeader("Retry-After", "1")
@@ -154,7 +146,7 @@ class OpenAiAdapterTest {
                 .willReturn(aResponse().withStatus(200).withBody("{\"created\": 1, \"data\": [{\"b64_json\": \""
                         + Base64.getEncoder().encodeToString(Samples.png(1024, 1024)) + "\"}]}")));
         UUID id = submit(tag, "square");
-        awaitFinal(id);
+        Jobs.awaitFinal(id);
 
         assertThat(job(id)).containsEntry("status", "succeeded").containsEntry("attempts", 2);
         var calls = openai.findAll(postRequestedFor(urlEqualTo(PATH)).withRequestBody(containing(tag)));
@@ -163,8 +155,8 @@ class OpenAiAdapterTest {
 
     @Test
     void aBadKeyAndAnInvalidRequestFailWithoutRetry() {
-        String badKey = tag();
-        String invalid = tag();
+        String badKey = Jobs.tag();
+        String invalid = Jobs.tag();
         openai.stubFor(post(PATH).withRequestBody(containing(badKey)).willReturn(aResponse().withStatus(401)
                 .withBody("{\"error\": {\"message\": \"Incorrect API key provided\", \"type\": \"invalid_request_error\", "
                         + "\"param\": null, \"code\": \"invalid_api_key\"}}")));
@@ -173,8 +165,8 @@ class OpenAiAdapterTest {
                         + "\"param\": \"size\", \"code\": \"invalid_value\"}}")));
         UUID unauthorized = submit(badKey, "square");
         UUID rejected = submit(invalid, "portrait");
-        awaitFinal(unauthorized);
-        awaitFinal(rejected);
+        Jobs.awaitFinal(unauthorized);
+        Jobs.awaitFinal(rejected);
 
         assertThat(job(unauthorized)).containsEntry("error_category", "auth").containsEntry("attempts", 1);
         assertThat(job(rejected)).containsEntry("error_category", "terminal_request").containsEntry("attempts", 1);
@@ -184,12 +176,12 @@ class OpenAiAdapterTest {
 
     @Test
     void aSafetyRefusalIsDeclined() {
-        String tag = tag();
+        String tag = Jobs.tag();
         openai.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(400)
                 .withBody("{\"error\": {\"message\": \"Your request was rejected by the safety system.\", "
                         + "\"type\": \"image_generation_user_error\", \"param\": null, \"code\": \"moderation_blocked\"}}")));
         UUID id = submit(tag, "square");
-        awaitFinal(id);
+        Jobs.awaitFinal(id);
 
         assertThat(job(id)).containsEntry("status", "failed").containsEntry("error_category", "declined");
         assertThat((String) job(id).get("error_message")).contains("safety system");
@@ -216,7 +208,7 @@ class OpenAiAdapterTest {
                 + "\", \"inputs\": {\"language\": \"en\", \"speakers\": 2}}");
         assertThat(r.status()).as(r.text()).isEqualTo(202);
         UUID id = UUID.fromString(r.json().path("job_id").asText());
-        awaitFinal(id);
+        Jobs.awaitFinal(id);
 
         assertThat(job(id)).as("%s", job(id)).containsEntry("status", "succeeded");
         JsonNode output = Json.MAPPER.readTree(api.getBytes(ACME, "/v1/jobs/" + id + "/output"));

@@ -16,6 +16,7 @@ import io.jobgate.reconcile.WebhookSignature;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.AfterAll;
@@ -70,10 +71,6 @@ class ReplicateAdapterTest {
         replicate.stop();
     }
 
-    static String tag() {
-        return "Rep" + UUID.randomUUID().toString().replace("-", "").substring(0, 10);
-    }
-
     UUID submit(String tag) {
         ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
                 {"preset_id": "invoice-clean", "aspect_class": "portrait", "provider": "replicate",
@@ -100,19 +97,15 @@ class ReplicateAdapterTest {
         return Db.single("SELECT status, attempts, error_category, error_message, provider_task FROM jobs WHERE job_id = ?", id);
     }
 
-    static void awaitStatus(UUID id, String status) {
-        await().atMost(Duration.ofSeconds(30)).until(() -> status.equals(job(id).get("status")));
-    }
-
     @Test
     void createsAPredictionOfTheDocumentedShapeAndASignedWebhookFinishesIt() throws Exception {
-        String tag = tag();
+        String tag = Jobs.tag();
         String id = "p" + tag.toLowerCase();
         replicate.stubFor(post(CREATE).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(201)
                 .withBody(prediction(id, "starting", "null", null))));
         replicate.stubFor(get("/v1/predictions/" + id).willReturn(aResponse().withStatus(200).withBody(prediction(id, "processing", "null", null))));
         UUID job = submit(tag);
-        awaitStatus(job, "provider_pending");
+        Jobs.awaitStatus(job, "provider_pending");
         assertThat(job(job).get("provider_task")).isEqualTo(id);
 
         var create = replicate.findAll(postRequestedFor(urlEqualTo(CREATE)).withRequestBody(containing(tag))).get(0);
@@ -134,27 +127,27 @@ class ReplicateAdapterTest {
                         WebhookSignature.sign(SECRET, "msg_" + id, ts, done.getBytes(StandardCharsets.UTF_8))))
                 .POST(java.net.http.HttpRequest.BodyPublishers.ofString(done)).build());
         assertThat(hook.status()).as(hook.text()).isEqualTo(200);
-        awaitStatus(job, "succeeded");
+        Jobs.awaitStatus(job, "succeeded");
         assertThat(Db.single("SELECT billed_units, billed_unit FROM attempts WHERE job_id = ?", job))
                 .containsEntry("billed_unit", "predict_seconds");
     }
 
     @Test
     void pollingFindsAFailedPredictionAndTheJobFailsAsDeclined() {
-        String tag = tag();
+        String tag = Jobs.tag();
         String id = "p" + tag.toLowerCase();
         replicate.stubFor(post(CREATE).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(201)
                 .withBody(prediction(id, "starting", "null", null))));
         replicate.stubFor(get("/v1/predictions/" + id).willReturn(aResponse().withStatus(200)
                 .withBody(prediction(id, "failed", "null", "NSFW content detected"))));
         UUID job = submit(tag);
-        awaitStatus(job, "failed");
+        Jobs.awaitStatus(job, "failed");
         assertThat(job(job)).containsEntry("error_category", "declined").containsEntry("error_message", "NSFW content detected");
     }
 
     @Test
     void aThrottledCreateIsRetriedAndAListOutputIsFetched() {
-        String tag = tag();
+        String tag = Jobs.tag();
         String id = "p" + tag.toLowerCase();
         replicate.stubFor(post(CREATE).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
                 .willSetStateTo("ok").willReturn(aResponse().withStatus(429).withHeader("Content-Type", "application/problem+json")
@@ -165,7 +158,7 @@ class ReplicateAdapterTest {
         replicate.stubFor(get("/v1/predictions/" + id).willReturn(aResponse().withStatus(200)
                 .withBody(prediction(id, "succeeded", "[\"" + replicate.baseUrl() + "/delivery/" + id + "-0.png\"]", null))));
         UUID job = submit(tag);
-        awaitStatus(job, "succeeded");
+        Jobs.awaitStatus(job, "succeeded");
         assertThat(job(job)).containsEntry("attempts", 2);
         assertThat(Db.single("SELECT error_category FROM attempts WHERE job_id = ? AND attempt = 1", job))
                 .containsEntry("error_category", "rate_limited");

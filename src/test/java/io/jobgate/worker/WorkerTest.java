@@ -23,6 +23,7 @@ import io.jobgate.relay.OutboxRelay;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import jakarta.jms.ConnectionFactory;
 import jakarta.jms.MessageProducer;
@@ -114,10 +115,6 @@ class WorkerTest {
         fake.stop();
     }
 
-    static String tag() {
-        return "Sup" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-    }
-
     UUID submit(String tag, String provider) {
         ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
                 {"preset_id": "invoice-clean", "aspect_class": "portrait", "provider": "%s",
@@ -141,28 +138,20 @@ class WorkerTest {
                 + "finalized_at, lease_token FROM jobs WHERE job_id = ?", id);
     }
 
-    static String status(UUID id) {
-        return (String) job(id).get("status");
-    }
-
     static List<Map<String, Object>> attempts(UUID id) {
         return Db.rows("SELECT attempt, outcome, http_status, error_category, error_message, adapter, adapter_revision, "
                 + "duration_ms, next_attempt_at, response_excerpt, retry_after FROM attempts WHERE job_id = '" + id
                 + "' ORDER BY attempt");
     }
 
-    void awaitStatus(UUID id, String wanted) {
-        await().atMost(Duration.ofSeconds(30)).until(() -> wanted.equals(status(id)));
-    }
-
     @Test
     void succeedsOnceAndADuplicateDispatchAfterSuccessMakesNoSecondCall() throws Exception {
-        String tag = tag();
+        String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag))
                 .willReturn(aResponse().withStatus(200).withHeader("x-request-id", "req-" + tag)
                         .withHeader("Content-Type", "application/json").withBody(pngReply())));
         UUID id = submit(tag, "fakeimg");
-        awaitStatus(id, "succeeded");
+        Jobs.awaitStatus(id, "succeeded");
 
         Map<String, Object> done = job(id);
         assertThat(done.get("attempts")).isEqualTo(1);
@@ -194,18 +183,18 @@ class WorkerTest {
         }
         await().atMost(Duration.ofSeconds(10)).until(() -> worker.acknowledgedWithoutCall() > acknowledged);
         assertThat(requests(tag)).hasSize(1);
-        assertThat(status(id)).isEqualTo("succeeded");
+        assertThat(Jobs.status(id)).isEqualTo("succeeded");
         assertThat(Db.count("SELECT count(*) FROM attempts WHERE job_id = ?", id)).isEqualTo(1);
     }
 
     @Test
     void aBadRequestFailsAtOnceKeepsTheReplyAndIsNeverRetried() {
-        String tag = tag();
+        String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(400)
                 .withHeader("Content-Type", "application/json")
                 .withBody("{\"error\": {\"message\": \"Invalid size\", \"type\": \"invalid_request_error\"}}")));
         UUID id = submit(tag, "fakeimg");
-        awaitStatus(id, "failed");
+        Jobs.awaitStatus(id, "failed");
 
         Map<String, Object> failed = job(id);
         assertThat(failed.get("error_category")).isEqualTo("terminal_request");
@@ -222,10 +211,10 @@ class WorkerTest {
 
     @Test
     void serverErrorsAreRetriedWithGrowingDelaysUntilTheAttemptCap() {
-        String tag = tag();
+        String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(503).withBody("busy")));
         UUID id = submit(tag, "fakeimg");
-        awaitStatus(id, "failed");
+        Jobs.awaitStatus(id, "failed");
 
         Map<String, Object> failed = job(id);
         assertThat(failed.get("error_category")).isEqualTo("exhausted");
@@ -249,8 +238,8 @@ class WorkerTest {
 
     @Test
     void aRateLimitWithSecondsClosesTheProviderGateForEveryJobUntilRetryAfter() {
-        String tag = tag();
-        String other = tag();
+        String tag = Jobs.tag();
+        String other = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
                 .willSetStateTo("open").willReturn(aResponse().withStatus(429).withHeader("Retry-After", "2")
                         .withBody("{\"error\": {\"message\": \"Rate limit reached\"}}")));
@@ -259,15 +248,15 @@ class WorkerTest {
         fake.stubFor(post(PATH).withRequestBody(containing(other)).willReturn(aResponse().withStatus(200).withBody(pngReply())));
 
         UUID limited = submit(tag, "fakeimg");
-        await().atMost(Duration.ofSeconds(10)).until(() -> "retry_wait".equals(status(limited)));
+        await().atMost(Duration.ofSeconds(10)).until(() -> "retry_wait".equals(Jobs.status(limited)));
         Instant allowed = ((java.sql.Timestamp) attempts(limited).get(0).get("next_attempt_at")).toInstant();
         var waiting = api.get(ACME, "/v1/jobs/" + limited).json();
         assertThat(waiting.path("status").asText()).isEqualTo("retry_wait");
         assertThat(waiting.path("error").isNull()).as("waiting for a retry is not shown as a failure").isTrue();
         assertThat(Instant.parse(waiting.path("next_attempt_at").asText())).isEqualTo(allowed.truncatedTo(ChronoUnit.MICROS));
         UUID bystander = submit(other, "fakeimg");
-        awaitStatus(limited, "succeeded");
-        awaitStatus(bystander, "succeeded");
+        Jobs.awaitStatus(limited, "succeeded");
+        Jobs.awaitStatus(bystander, "succeeded");
 
         Instant first = requests(tag).get(0).getLoggedDate().toInstant();
         assertThat(allowed).isAfterOrEqualTo(first.plusSeconds(2));
@@ -281,7 +270,7 @@ class WorkerTest {
 
     @Test
     void aRateLimitWithAnHttpDateIsHonoured() {
-        String tag = tag();
+        String tag = Jobs.tag();
         Instant date = Instant.now().plusSeconds(3).truncatedTo(ChronoUnit.SECONDS);
         String httpDate = DateTimeFormatter.RFC_1123_DATE_TIME.format(date.atOffset(ZoneOffset.UTC));
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
@@ -289,7 +278,7 @@ class WorkerTest {
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("open")
                 .willReturn(aResponse().withStatus(200).withBody(pngReply())));
         UUID id = submit(tag, "fakeimg");
-        awaitStatus(id, "succeeded");
+        Jobs.awaitStatus(id, "succeeded");
 
         assertThat(requests(tag)).hasSize(2);
         assertThat(requests(tag).get(1).getLoggedDate().toInstant()).isAfterOrEqualTo(date);
@@ -298,13 +287,13 @@ class WorkerTest {
 
     @Test
     void aRateLimitWithoutRetryAfterFallsBackToTheBackoff() {
-        String tag = tag();
+        String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
                 .willSetStateTo("open").willReturn(aResponse().withStatus(429)));
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("open")
                 .willReturn(aResponse().withStatus(200).withBody(pngReply())));
         UUID id = submit(tag, "fakeimg");
-        awaitStatus(id, "succeeded");
+        Jobs.awaitStatus(id, "succeeded");
 
         List<LoggedRequest> calls = requests(tag);
         assertThat(calls).hasSize(2);
@@ -315,11 +304,11 @@ class WorkerTest {
 
     @Test
     void aRetryAfterBeyondTheLifetimeFailsTheJobNowAsExpired() {
-        String tag = tag();
+        String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag))
                 .willReturn(aResponse().withStatus(429).withHeader("Retry-After", "7200")));
         UUID id = submit(tag, "fakeimg");
-        awaitStatus(id, "failed");
+        Jobs.awaitStatus(id, "failed");
 
         assertThat(job(id).get("error_category")).isEqualTo("expired");
         assertThat((String) job(id).get("error_message")).contains("lifetime");
@@ -330,21 +319,21 @@ class WorkerTest {
 
     @Test
     void aTimeoutAfterSendIsSubmissionUnknownAndIsNotResubmitted() {
-        String tag = tag();
+        String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag))
                 .willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(3000)));
         UUID id = submit(tag, "fakeimg");
-        awaitStatus(id, "submission_unknown");
+        Jobs.awaitStatus(id, "submission_unknown");
 
         assertThat(attempts(id).get(0)).containsEntry("outcome", "submission_unknown").containsEntry("error_category", "ambiguous");
         assertThat(job(id).get("lease_token")).isNull();
         await().during(Duration.ofMillis(1500)).atMost(Duration.ofSeconds(3))
-                .until(() -> requests(tag).size() == 1 && "submission_unknown".equals(status(id)));
+                .until(() -> requests(tag).size() == 1 && "submission_unknown".equals(Jobs.status(id)));
     }
 
     @Test
     void aWorkerKilledMidAttemptLeavesALeaseThatExpiresIntoANewAttemptOfTheSameJob() {
-        String tag = tag();
+        String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200).withBody(pngReply())));
         AtomicBoolean crash = new AtomicBoolean(true);
         worker.injectFaults(step -> {
@@ -353,7 +342,7 @@ class WorkerTest {
             }
         });
         UUID id = submit(tag, "fakeimg");
-        awaitStatus(id, "succeeded");
+        Jobs.awaitStatus(id, "succeeded");
 
         assertThat(attempts(id)).extracting(a -> a.get("outcome")).containsExactly("lease_expired", "succeeded");
         assertThat(job(id).get("attempts")).isEqualTo(2);
@@ -365,11 +354,11 @@ class WorkerTest {
 
     @Test
     void aStaleLeaseTokenCannotFinalizeOrOverwrite() {
-        String tag = tag();
+        String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag))
                 .willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(1200)));
         UUID id = submit(tag, "fakeimg");
-        await().atMost(Duration.ofSeconds(10)).until(() -> "submitting".equals(status(id)));
+        await().atMost(Duration.ofSeconds(10)).until(() -> "submitting".equals(Jobs.status(id)));
         UUID staleToken = (UUID) job(id).get("lease_token");
 
         // The first worker stalls; its lease runs out and the sweeper hands the job to a new attempt.
@@ -377,7 +366,7 @@ class WorkerTest {
         await().atMost(Duration.ofSeconds(5)).until(() -> !staleToken.equals(job(id).get("lease_token")));
         assertThat(finalizer.finalizeJob(id, staleToken, JobFinalizer.Outcome.failed("transient", "stale")))
                 .as("a stale token finalizes nothing").isFalse();
-        awaitStatus(id, "succeeded");
+        Jobs.awaitStatus(id, "succeeded");
 
         await().atMost(Duration.ofSeconds(5)).until(() -> "lease_lost".equals(attempts(id).get(0).get("outcome")));
         assertThat(attempts(id)).extracting(a -> a.get("outcome")).containsExactly("lease_lost", "succeeded");
@@ -387,14 +376,14 @@ class WorkerTest {
 
     @Test
     void twoUnparseableRepliesInARowFailTheJob() {
-        String tag = tag();
+        String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag))
                 .willReturn(aResponse().withStatus(200).withBody("Sorry, as a model I cannot draw invoices today.")));
         UUID id;
         List<String> lines;
         try (io.jobgate.support.LogCapture log = new io.jobgate.support.LogCapture()) {
             id = submit(tag, "fakeimg");
-            awaitStatus(id, "failed");
+            Jobs.awaitStatus(id, "failed");
             lines = log.lines();
         }
 
@@ -408,13 +397,13 @@ class WorkerTest {
 
     @Test
     void aJobWaitingPastItsLifetimeExpires() {
-        String tag = tag();
+        String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(503)));
         worker.useBackoff(new Backoff(Duration.ofSeconds(60), Duration.ofSeconds(60), bound -> bound - 1));
         UUID id = submit(tag, "fakeimg");
-        await().atMost(Duration.ofSeconds(10)).until(() -> "retry_wait".equals(status(id)));
+        await().atMost(Duration.ofSeconds(10)).until(() -> "retry_wait".equals(Jobs.status(id)));
         Db.execute("UPDATE jobs SET expires_at = now() - interval '1 second' WHERE job_id = '" + id + "'");
-        awaitStatus(id, "failed");
+        Jobs.awaitStatus(id, "failed");
 
         assertThat(job(id).get("error_category")).isEqualTo("expired");
         assertThat(requests(tag)).hasSize(1);
@@ -424,7 +413,7 @@ class WorkerTest {
 
     @Test
     void anAdapterDroppedIntoTheRunningGatewayServesJobs() throws Exception {
-        String tag = tag();
+        String tag = Jobs.tag();
         fake.stubFor(post("/dropin/generate").withRequestBody(containing(tag))
                 .willReturn(aResponse().withStatus(200).withBody("{\"image\": \"" + Base64.getEncoder()
                         .encodeToString(Samples.png(1024, 1536)) + "\"}")));
@@ -459,15 +448,15 @@ class WorkerTest {
         await().atMost(Duration.ofSeconds(20)).until(() -> context.getRoute("provider-dropin") != null);
 
         UUID id = submit(tag, "dropin");
-        awaitStatus(id, "succeeded");
+        Jobs.awaitStatus(id, "succeeded");
         assertThat(fake.findAll(postRequestedFor(urlEqualTo("/dropin/generate")).withRequestBody(containing(tag)))).hasSize(1);
         assertThat(attempts(id).get(0)).containsEntry("adapter", "dropin").containsEntry("adapter_revision", "dropin-7");
     }
 
     @Test
     void aRefusedConnectionIsTransientAndRetriedUntilTheCap() {
-        UUID id = submit(tag(), "deadimg");
-        awaitStatus(id, "failed");
+        UUID id = submit(Jobs.tag(), "deadimg");
+        Jobs.awaitStatus(id, "failed");
 
         assertThat(job(id).get("error_category")).isEqualTo("exhausted");
         assertThat(attempts(id)).hasSize(4).allSatisfy(a -> {
@@ -479,12 +468,12 @@ class WorkerTest {
 
     @Test
     void theProviderConcurrencyLimitHoldsAcrossJobsWithoutSpendingAttempts() {
-        String tag = tag();
+        String tag = Jobs.tag();
         int delay = 500;
         fake.stubFor(post(PATH).withRequestBody(containing(tag))
                 .willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(delay)));
         List<UUID> ids = java.util.stream.IntStream.range(0, 5).mapToObj(i -> submit(tag + "x" + i, "fakeimg")).toList();
-        ids.forEach(id -> awaitStatus(id, "succeeded"));
+        ids.forEach(id -> Jobs.awaitStatus(id, "succeeded"));
 
         List<Long> starts = requests(tag).stream().map(r -> r.getLoggedDate().getTime()).sorted().toList();
         assertThat(starts).hasSize(5);
@@ -499,8 +488,8 @@ class WorkerTest {
 
     @Test
     void oneLogLinePerAttemptWithIdsAndCategoriesButNeverUserText() {
-        String tag = tag();
-        String failing = tag();
+        String tag = Jobs.tag();
+        String failing = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200).withBody(pngReply())));
         fake.stubFor(post(PATH).withRequestBody(containing(failing)).willReturn(aResponse().withStatus(422)
                 .withBody("{\"error\": {\"message\": \"Rejected\"}}")));
@@ -510,8 +499,8 @@ class WorkerTest {
         try (io.jobgate.support.LogCapture log = new io.jobgate.support.LogCapture()) {
             ok = submit(tag, "fakeimg");
             bad = submit(failing, "fakeimg");
-            awaitStatus(ok, "succeeded");
-            awaitStatus(bad, "failed");
+            Jobs.awaitStatus(ok, "succeeded");
+            Jobs.awaitStatus(bad, "failed");
             lines = log.lines();
         }
         assertThat(lines).filteredOn(l -> l.startsWith("jobgate.attempts attempt job=" + ok)).singleElement().asString()
@@ -534,7 +523,7 @@ class WorkerTest {
                 + "\"provider\": \"fakeimg\", \"upload_id\": \"" + upload.json().path("upload_id").asText() + "\"}");
         assertThat(r.status()).as(r.text()).isEqualTo(202);
         UUID id = UUID.fromString(r.json().path("job_id").asText());
-        awaitStatus(id, "failed");
+        Jobs.awaitStatus(id, "failed");
 
         assertThat(job(id).get("error_category")).isEqualTo("invalid_request");
         assertThat((String) job(id).get("error_message")).contains("does not match its digest");
