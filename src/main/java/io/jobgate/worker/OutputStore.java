@@ -14,12 +14,12 @@ import java.util.Map;
 
 import io.jobgate.api.Json;
 import io.jobgate.infra.Digests;
-import software.amazon.awssdk.core.sync.RequestBody;
-import software.amazon.awssdk.services.s3.S3Client;
 import io.jobgate.output.Manifest;
 import io.jobgate.output.OutputCheck;
 import io.jobgate.output.OutputSubject;
 import io.jobgate.preset.Preset;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.CopyObjectRequest;
 import software.amazon.awssdk.services.s3.model.DeleteObjectRequest;
 import software.amazon.awssdk.services.s3.model.MetadataDirective;

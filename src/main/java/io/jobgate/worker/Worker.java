@@ -5,14 +5,10 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.jobgate.api.ApiProblem;
@@ -25,10 +21,7 @@ import io.jobgate.preset.PresetCatalog;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.relay.OutboxRelay;
-import org.apache.camel.CamelContext;
 import org.apache.camel.Exchange;
-import org.apache.camel.ProducerTemplate;
-import org.apache.camel.support.DefaultExchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.core.exception.SdkException;
@@ -37,10 +30,10 @@ import software.amazon.awssdk.services.s3.model.GetObjectRequest;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 
 /**
- * Rules of the worker route (routes/worker.camel.yaml), one step per method: take the lease,
- * re-validate the stored request, pass the provider gate, call the adapter within its deadline,
- * and record the outcome. State travels between steps as exchange properties; every write after
- * the lease is conditional on its token.
+ * Rules of the worker route (routes/worker.camel.yaml), one step per method: may this message start
+ * an attempt, re-validate the stored request, take the lease and pass the caps and provider gate (one
+ * transaction), call the adapter within its deadline, record the outcome. State travels between steps
+ * as exchange properties; every write after the lease is conditional on its token.
  */
 public final class Worker {
 
@@ -72,7 +65,7 @@ public final class Worker {
     private final AdapterCaller adapters;
     private final String publicBaseUrl;
     private final Duration firstCheck;
-    private final java.util.concurrent.atomic.AtomicLong acknowledgedWithoutCall = new java.util.concurrent.atomic.AtomicLong();
+    private final AtomicLong acknowledgedWithoutCall = new AtomicLong();
     private volatile Backoff backoff;
     private volatile FaultPoint faults = step -> { };
 
