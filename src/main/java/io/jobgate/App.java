@@ -5,10 +5,10 @@ import java.io.Reader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.Locale;
 import java.util.Properties;
 
 import io.jobgate.bench.Bench;
+import io.jobgate.infra.Settings;
 import org.apache.camel.main.Main;
 
 /**
@@ -84,14 +84,10 @@ public final class App {
             settings.load(reader);
         }
         for (String key : settings.stringPropertyNames()) {
-            String value = System.getenv(environmentName(key));
+            String value = System.getenv(Settings.environmentName(key));
             if (key.startsWith("camel.") && value != null) {
                 main.addOverrideProperty(key, value);
             }
         }
-    }
-
-    static String environmentName(String key) {
-        return key.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_');
     }
 }

@@ -52,6 +52,14 @@ public final class Settings {
         return optional(key).map(Boolean::parseBoolean).orElse(defaultValue);
     }
 
+    /**
+     * The environment variable that overrides a setting: upper case, dots and dashes as underscores
+     * ({@code jobgate.provider.openai.base-url} → {@code JOBGATE_PROVIDER_OPENAI_BASE_URL}).
+     */
+    public static String environmentName(String key) {
+        return key.toUpperCase(java.util.Locale.ROOT).replace('.', '_').replace('-', '_');
+    }
+
     /** Resolves {@code {{placeholders}}} in a value (settings, environment overrides). */
     public String resolve(String text) {
         return text != null && text.contains("{{") ? properties.parseUri(text) : text;

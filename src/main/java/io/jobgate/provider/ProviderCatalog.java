@@ -126,8 +126,7 @@ public final class ProviderCatalog {
 
     /** An environment variable (JOBGATE_PROVIDER_X_BASE_URL) or system property of the same name wins over the file. */
     private static Optional<String> override(String key) {
-        String env = key.toUpperCase(java.util.Locale.ROOT).replace('.', '_').replace('-', '_');
-        return Optional.ofNullable(System.getProperty(key)).or(() -> Optional.ofNullable(System.getenv(env)))
+        return Optional.ofNullable(System.getProperty(key)).or(() -> Optional.ofNullable(System.getenv(Settings.environmentName(key))))
                 .map(String::trim).filter(v -> !v.isEmpty());
     }
 

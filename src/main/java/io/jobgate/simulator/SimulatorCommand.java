@@ -5,9 +5,10 @@ import java.io.Reader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Locale;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+
+import io.jobgate.infra.Settings;
 
 /**
  * {@code java -jar jobgate.jar simulator [--port N]}: the provider simulator on its own, with the
@@ -50,7 +51,7 @@ public final class SimulatorCommand {
     }
 
     private static String setting(Properties file, String key, String fallback) throws IOException {
-        String env = System.getenv(key.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_'));
+        String env = System.getenv(Settings.environmentName(key));
         String value = env != null ? env : System.getProperty(key, file.getProperty(key, fallback));
         return value == null ? fallback : value.trim();
     }
