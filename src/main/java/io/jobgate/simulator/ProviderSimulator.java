@@ -27,6 +27,7 @@ import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.jobgate.api.Json;
 import io.jobgate.reconcile.WebhookSignature;
+import io.jobgate.upload.MediaTypes;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -259,7 +260,7 @@ public final class ProviderSimulator implements AutoCloseable {
         v.put("id", task.id);
         v.put("status", task.status);
         v.put("output", task.output == null ? null : java.util.List.of("http://127.0.0.1:" + port() + "/files/" + task.id
-                + extension(task.mediaType)));
+                + MediaTypes.extension(task.mediaType)));
         v.put("error", task.status.equals("failed") ? "render failed" : null);
         v.put("metrics", task.status.equals("succeeded") ? Map.of("predict_time", config.processing().toMillis() / 1000.0)
                 : Map.of());
@@ -277,14 +278,6 @@ public final class ProviderSimulator implements AutoCloseable {
             }
         }
         return null;
-    }
-
-    private static String extension(String mediaType) {
-        return switch (mediaType == null ? "" : mediaType) {
-            case "image/png" -> ".png";
-            case "image/jpeg" -> ".jpg";
-            default -> ".json";
-        };
     }
 
     private static void reply(HttpExchange http, int status, Object body) throws IOException {

@@ -37,6 +37,21 @@ public final class MediaTypes {
         return ALIASES.getOrDefault(bare, bare);
     }
 
+    /** The file extension of a media type, for object keys and upload file names ({@code .bin} when unknown). */
+    public static String extension(String mediaType) {
+        String type = normalize(mediaType);
+        return switch (type) {
+            case PNG -> ".png";
+            case JPEG -> ".jpg";
+            case WEBP -> ".webp";
+            case PDF -> ".pdf";
+            case WAV -> ".wav";
+            case MP3 -> ".mp3";
+            case "application/json" -> ".json";
+            default -> type.startsWith("text/") ? ".txt" : ".bin";
+        };
+    }
+
     /** The type the bytes really have, if it is one we know. */
     public static Optional<String> sniff(byte[] b) {
         if (startsWith(b, 0, 0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A)) {

@@ -18,6 +18,7 @@ import io.jobgate.output.Manifest;
 import io.jobgate.output.OutputCheck;
 import io.jobgate.output.OutputSubject;
 import io.jobgate.preset.Preset;
+import io.jobgate.upload.MediaTypes;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.CopyObjectRequest;
@@ -102,7 +103,7 @@ public final class OutputStore {
         }
         String sha256 = Digests.sha256Hex(bytes);
         String prefix = "outputs/" + job.tenantId() + "/" + job.jobId() + "/";
-        String outputKey = prefix + "output" + extension(checked.mediaType());
+        String outputKey = prefix + "output" + MediaTypes.extension(checked.mediaType());
         String manifestKey = prefix + "manifest.json";
         s3.copyObject(CopyObjectRequest.builder().sourceBucket(bucket).sourceKey(quarantineKey).destinationBucket(bucket)
                 .destinationKey(outputKey).contentType(checked.mediaType()).metadataDirective(MetadataDirective.REPLACE).build());
@@ -122,16 +123,6 @@ public final class OutputStore {
         record.put("adapter_revision", job.revision());
         record.put("attempt", job.attempt());
         return Json.write(record);
-    }
-
-    static String extension(String mediaType) {
-        return switch (mediaType) {
-            case "image/png" -> ".png";
-            case "image/jpeg" -> ".jpg";
-            case "image/webp" -> ".webp";
-            case "application/json" -> ".json";
-            default -> ".txt";
-        };
     }
 
     private byte[] fetch(String url, Duration deadline) throws OutputUnavailable {

@@ -21,6 +21,7 @@ import io.jobgate.preset.PresetCatalog;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.relay.OutboxRelay;
+import io.jobgate.upload.MediaTypes;
 import org.apache.camel.Exchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -201,7 +202,7 @@ public final class Worker {
         if (source != null) {
             call.put(AdapterContract.SOURCE, source);
             call.put(AdapterContract.SOURCE_MEDIA_TYPE, job.sourceMediaType());
-            call.put(AdapterContract.SOURCE_FILE_NAME, "source" + extension(job.sourceMediaType()));
+            call.put(AdapterContract.SOURCE_FILE_NAME, "source" + MediaTypes.extension(job.sourceMediaType()));
         }
         call.put("envelope", Json.write(envelope));
         exchange.setProperty(CALL, call);
@@ -360,18 +361,6 @@ public final class Worker {
     private Duration jittered(Duration delay) {
         long half = delay.toMillis() / 2;
         return Duration.ofMillis(half + java.util.concurrent.ThreadLocalRandom.current().nextLong(half + 1));
-    }
-
-    private static String extension(String mediaType) {
-        return switch (mediaType == null ? "" : mediaType) {
-            case "audio/wav" -> ".wav";
-            case "audio/mpeg" -> ".mp3";
-            case "image/png" -> ".png";
-            case "image/jpeg" -> ".jpg";
-            case "image/webp" -> ".webp";
-            case "application/pdf" -> ".pdf";
-            default -> ".bin";
-        };
     }
 
     private static String hostName() {
