@@ -2,6 +2,7 @@ package io.jobgate.worker;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.math.BigDecimal;
 import java.net.ConnectException;
 import java.net.NoRouteToHostException;
 import java.net.SocketTimeoutException;
@@ -17,26 +18,13 @@ import org.apache.camel.component.direct.DirectConsumerNotAvailableException;
  *
  * @param outcome  {@code succeeded}, {@code pending}, or null when {@code category} says what failed
  * @param excerpt  the start of the reply body for an operator (error outcomes only), at most 2 KiB
+ * @param billedAmount what the provider billed, when it sent a readable number; {@code billedUnit} names
+ *                     its unit ({@code units} when the adapter named none)
  */
 public record AdapterResult(String outcome, ErrorCategory category, Integer httpStatus, String retryAfter,
                             String providerRequestId, String providerTask, String outputUrl, String outputBase64,
                             String outputText, String outputMediaType, String message, String excerpt,
-                            String billedUnits, boolean declared) {
-
-    /** The unit of {@link #billedAmount()}. */
-    public String billedUnit() {
-        String[] parts = billedUnits == null ? new String[0] : billedUnits.trim().split("\\s+", 2);
-        return parts.length == 2 ? parts[1] : null;
-    }
-
-    /** The provider's billed amount as a number, when it sent a readable one. */
-    public java.math.BigDecimal billedAmount() {
-        try {
-            return billedUnits == null ? null : new java.math.BigDecimal(billedUnits.trim().split("\\s+")[0]);
-        } catch (NumberFormatException e) {
-            return null;
-        }
-    }
+                            BigDecimal billedAmount, String billedUnit, boolean declared) {
 
     static final int EXCERPT_CHARS = 2048;
 
@@ -61,12 +49,12 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         Throwable root = rootOf(failure);
         String message = root.getClass().getSimpleName() + (root.getMessage() == null ? "" : ": " + root.getMessage());
         return new AdapterResult(null, category, null, null, null, null, null, null, null, null, truncate(message, 500),
-                null, null, false);
+                null, null, null, false);
     }
 
     public static AdapterResult deadlinePassed(long millis) {
         return new AdapterResult(null, ErrorCategory.AMBIGUOUS, null, null, null, null, null, null, null, null,
-                "no answer within the call deadline of " + millis + " ms", null, null, false);
+                "no answer within the call deadline of " + millis + " ms", null, null, null, false);
     }
 
     /** Reads the outcome properties an adapter set, falling back on the reply's status and headers. */
@@ -77,7 +65,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
             Throwable root = rootOf(call.getException());
             return new AdapterResult(null, ErrorCategory.UNPARSEABLE_RESPONSE, replied, null, null, null, null, null, null,
                     null, truncate("adapter could not read the reply: " + root.getClass().getSimpleName(), 500),
-                    excerpt(call), null, false);
+                    excerpt(call), null, null, false);
         }
         if (call.getException() != null) {
             return ofException(call.getException());
@@ -106,6 +94,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
                     ? "adapter named an unknown outcome '" + truncate(declared, 40) + "'"
                     : status != null ? "provider answered HTTP " + status : "adapter set no outcome";
         }
+        BigDecimal amount = amount(call);
         AdapterResult result = new AdapterResult(outcome, category, status, retryAfter, requestId,
                 call.getProperty(AdapterContract.PROVIDER_TASK, String.class),
                 call.getProperty(AdapterContract.OUTPUT_URL, String.class),
@@ -113,7 +102,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
                 call.getProperty(AdapterContract.OUTPUT_TEXT, String.class),
                 call.getProperty(AdapterContract.OUTPUT_MEDIA_TYPE, String.class),
                 message == null ? null : truncate(message, 500),
-                category == null ? null : excerpt(call), billed(call), declared != null);
+                category == null ? null : excerpt(call), amount, amount == null ? null : unit(call), declared != null);
         if (result.succeeded() && result.outputUrl() == null && result.outputBase64() == null && result.outputText() == null) {
             return result.failedAs(ErrorCategory.UNPARSEABLE_RESPONSE, "adapter reported success without an output");
         }
@@ -122,7 +111,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
 
     public AdapterResult failedAs(ErrorCategory newCategory, String newMessage) {
         return new AdapterResult(null, newCategory, httpStatus, retryAfter, providerRequestId, providerTask, null, null,
-                null, null, truncate(newMessage, 500), excerpt, billedUnits, declared);
+                null, null, truncate(newMessage, 500), excerpt, billedAmount, billedUnit, declared);
     }
 
     /** Was the request (possibly) on the wire when it broke? Refused or unresolved connections were not. */
@@ -168,14 +157,18 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         return text == null ? null : truncate(text, EXCERPT_CHARS);
     }
 
-    /** "amount unit" from the two billing properties (the unit defaults to "units"). */
-    private static String billed(Exchange call) {
+    private static BigDecimal amount(Exchange call) {
         String amount = call.getProperty(AdapterContract.BILLED_UNITS, String.class);
-        if (amount == null) {
+        try {
+            return amount == null ? null : new BigDecimal(amount.trim());
+        } catch (NumberFormatException e) {
             return null;
         }
+    }
+
+    private static String unit(Exchange call) {
         String unit = call.getProperty(AdapterContract.BILLED_UNIT, String.class);
-        return amount.trim() + " " + (unit == null || unit.isBlank() ? "units" : unit.trim());
+        return unit == null || unit.isBlank() ? "units" : unit.trim();
     }
 
     static String truncate(String text, int chars) {

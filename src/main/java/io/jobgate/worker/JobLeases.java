@@ -283,7 +283,7 @@ public final class JobLeases {
                 durationMs, outcome, result.httpStatus(), result.providerRequestId(),
                 result.category() == null ? null : result.category().wire(), result.message(), result.retryAfter(),
                 nextAttemptAt == null ? null : Timestamp.from(nextAttemptAt), result.excerpt(), result.billedAmount(),
-                result.billedAmount() == null ? null : result.billedUnit(), jobId, attempt, token);
+                result.billedUnit(), jobId, attempt, token);
     }
 
     /** A 429 closes the provider's gate until {@code until} for every job (never shortens a longer close). */
