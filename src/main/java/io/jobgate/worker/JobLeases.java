@@ -160,7 +160,8 @@ public final class JobLeases {
                 if (wakeAt.isAfter(lease.expiresAt())) {
                     return end(lease, ErrorCategory.EXPIRED, reason + ", beyond the job's lifetime");
                 }
-                requeue(lease, wakeAt, lease.unparseableStreak(), verdict == null ? null : verdict.category().wire());
+                requeue(lease.jobId(), lease.token(), wakeAt, lease.unparseableStreak(),
+                        verdict == null ? null : verdict.category().wire());
                 return new Snoozed(wakeAt, reason);
             }
             int attempt = jdbc.queryForObject("""
@@ -186,8 +187,8 @@ public final class JobLeases {
      *
      * @return false if the lease was lost (nothing changed)
      */
-    public boolean requeue(Lease lease, Instant at, int unparseableStreak, String lastCategory) {
-        return requeue(lease.jobId(), lease.token(), null, at, unparseableStreak, lastCategory);
+    public boolean requeue(UUID jobId, UUID leaseToken, Instant at, int unparseableStreak, String lastCategory) {
+        return requeueWhere(jobId, leaseToken, null, at, unparseableStreak, lastCategory);
     }
 
     /**
@@ -195,10 +196,10 @@ public final class JobLeases {
      * (reconciliation: the provider confirmed it never got the request, so a resubmit is safe).
      */
     public boolean requeueUnleased(UUID jobId, String fromStatus, Instant at, String lastCategory) {
-        return requeue(jobId, null, fromStatus, at, 0, lastCategory);
+        return requeueWhere(jobId, null, fromStatus, at, 0, lastCategory);
     }
 
-    private boolean requeue(UUID jobId, UUID token, String fromStatus, Instant at, int unparseableStreak, String lastCategory) {
+    private boolean requeueWhere(UUID jobId, UUID token, String fromStatus, Instant at, int unparseableStreak, String lastCategory) {
         Boolean done = transactions.execute(tx -> {
             // Only while the lease is ours (checked, not locked: the job row lock comes second in the lock order).
             jdbc.update("""
@@ -231,7 +232,7 @@ public final class JobLeases {
      * A request that may or may not have reached the provider: {@code submission_unknown}, resolved by
      * asking the provider (reconciliation), never by blind resubmission. Lease and slot are released.
      */
-    public boolean parkUnknown(Lease lease, String providerRequestId, Instant firstCheck) {
+    public boolean parkUnknown(UUID jobId, UUID leaseToken, String providerRequestId, Instant firstCheck) {
         Boolean done = transactions.execute(tx -> {
             Optional<Map<String, Object>> row = jdbc.queryForList("""
                     UPDATE jobs j SET status = 'submission_unknown', lease_token = NULL, lease_owner = NULL,
@@ -240,12 +241,12 @@ public final class JobLeases {
                       FROM (SELECT job_id, dispatched_at FROM jobs WHERE job_id = ? FOR UPDATE) old
                      WHERE j.job_id = old.job_id AND j.lease_token = ? AND j.finalized_at IS NULL
                     RETURNING j.tenant_id, j.attempts, old.dispatched_at IS NOT NULL AS held_slot""",
-                    Timestamp.from(firstCheck), providerRequestId, lease.jobId(), lease.token()).stream().findFirst();
+                    Timestamp.from(firstCheck), providerRequestId, jobId, leaseToken).stream().findFirst();
             if (row.isEmpty()) {
                 return false;
             }
             String tenant = releaseSlot(row.get());
-            statusEvent(lease.jobId(), tenant, "submission_unknown", ((Number) row.get().get("attempts")).intValue(),
+            statusEvent(jobId, tenant, "submission_unknown", ((Number) row.get().get("attempts")).intValue(),
                     ErrorCategory.AMBIGUOUS.wire());
             return true;
         });
@@ -256,7 +257,7 @@ public final class JobLeases {
      * The provider accepted the task: {@code provider_pending} with its reference (a webhook finds the
      * job by it; the poller asks from {@code firstCheck} on); the slot stays held.
      */
-    public boolean markPending(Lease lease, String providerTask, String providerRequestId, Instant firstCheck) {
+    public boolean markPending(UUID jobId, UUID leaseToken, String providerTask, String providerRequestId, Instant firstCheck) {
         Boolean done = transactions.execute(tx -> {
             Optional<Map<String, Object>> row = jdbc.queryForList("""
                     UPDATE jobs SET status = 'provider_pending', lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL,
@@ -264,8 +265,8 @@ public final class JobLeases {
                                     next_check_at = ?, checks = 0, updated_at = now()
                      WHERE job_id = ? AND lease_token = ? AND finalized_at IS NULL
                     RETURNING tenant_id, attempts""", providerTask, providerRequestId, Timestamp.from(firstCheck),
-                    lease.jobId(), lease.token()).stream().findFirst();
-            row.ifPresent(r -> statusEvent(lease.jobId(), (String) r.get("tenant_id"), "provider_pending",
+                    jobId, leaseToken).stream().findFirst();
+            row.ifPresent(r -> statusEvent(jobId, (String) r.get("tenant_id"), "provider_pending",
                     ((Number) r.get("attempts")).intValue(), null));
             return row.isPresent();
         });

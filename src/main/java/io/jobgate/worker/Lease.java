@@ -11,9 +11,4 @@ public record Lease(UUID jobId, UUID token, String tenantId, String presetId, in
                     String aspectClass, String provider, String inputsJson, String sourceKey, String sourceSha256,
                     String sourceMediaType,
                     String correlationId, int attempts, int maxAttempts, Instant expiresAt, int unparseableStreak) {
-
-    /** Just the hold on a job, for writes that need only its id and token (the sweeper's). */
-    static Lease held(UUID jobId, UUID token) {
-        return new Lease(jobId, token, null, null, 0, null, null, null, null, null, null, null, null, 0, 0, null, 0);
-    }
 }

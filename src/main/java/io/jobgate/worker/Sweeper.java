@@ -71,10 +71,9 @@ public final class Sweeper {
                     UPDATE attempts SET ended_at = now(), outcome = 'lease_expired', error_category = ?, error_message = ?
                      WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",
                     ErrorCategory.AMBIGUOUS.wire(), "lease of " + row.get("lease_owner") + " expired during the call", jobId, token);
-            Lease lease = Lease.held(jobId, token);
             boolean changed = !sent || resubmitSafe
-                    ? leases.requeue(lease, clock.instant(), 0, sent ? ErrorCategory.AMBIGUOUS.wire() : null)
-                    : leases.parkUnknown(lease, null, clock.instant());
+                    ? leases.requeue(jobId, token, clock.instant(), 0, sent ? ErrorCategory.AMBIGUOUS.wire() : null)
+                    : leases.parkUnknown(jobId, token, null, clock.instant());
             if (changed) {
                 done++;
                 LOG.warn("lease of {} on job {} expired in {}: {}", row.get("lease_owner"), jobId, status,

@@ -291,7 +291,7 @@ public final class Worker {
                 nextAt = d.at;
             }
         } else if (result.pending()) {
-            boolean mine = leases.markPending(lease, result.providerTask(), result.providerRequestId(),
+            boolean mine = leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(),
                     clock.instant().plus(firstCheck));
             outcome = mine ? "pending" : "lease_lost";
             next = mine ? "provider_pending" : "none";
@@ -318,7 +318,7 @@ public final class Worker {
                 return ended(lease, category, result.message());
             }
             case UNKNOWN -> {
-                boolean mine = leases.parkUnknown(lease, result.providerRequestId(), clock.instant().plus(firstCheck));
+                boolean mine = leases.parkUnknown(lease.jobId(), lease.token(), result.providerRequestId(), clock.instant().plus(firstCheck));
                 return new Decision(mine ? "submission_unknown" : "lease_lost", mine ? "submission_unknown" : "none", null);
             }
             default -> {
@@ -347,7 +347,7 @@ public final class Worker {
                     return ended(lease, ErrorCategory.EXPIRED, "next attempt at " + at + " would pass the job's lifetime ("
                             + lease.expiresAt() + "); last: " + category.wire());
                 }
-                boolean mine = leases.requeue(lease, at, streak, category.wire());
+                boolean mine = leases.requeue(lease.jobId(), lease.token(), at, streak, category.wire());
                 return new Decision(mine ? "retry_wait" : "lease_lost", mine ? "retry_wait" : "none", mine ? at : null);
             }
         }
