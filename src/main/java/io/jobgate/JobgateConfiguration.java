@@ -145,7 +145,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         JobLeases leases = new JobLeases(jdbc, transactions, finalizer, clock);
         String bucket = settings.string("jobgate.s3.bucket", "jobgate");
         OutputStore outputs = new OutputStore(s3, bucket,
-                settings.longValue("jobgate.worker.max-output-bytes", 64L << 20, 1, 1L << 31));
+                settings.longValue("jobgate.worker.max-output-bytes", 64L << 20, 1, 1L << 31), presets);
         Backoff backoff = Backoff.withRandomJitter(
                 Duration.ofMillis(settings.longValue("jobgate.worker.backoff-base-ms", 1000, 1, 3_600_000)),
                 Duration.ofMillis(settings.longValue("jobgate.worker.backoff-cap-ms", 300_000, 1, 86_400_000)));

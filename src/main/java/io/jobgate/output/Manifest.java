@@ -1,6 +1,7 @@
 package io.jobgate.output;
 
 import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
 import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -8,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.jobgate.api.Json;
 
 /**
  * The evaluation manifest stored beside a promoted output: what was asked (preset, aspect class,
@@ -29,7 +31,7 @@ public final class Manifest {
         m.put("source_sha256", job.sourceSha256());
         m.put("adapter", Map.of("name", job.adapter(), "revision", job.revision()));
         m.put("attempt", job.attempt());
-        m.put("expected", expected(job.inputs()));
+        m.put("expected", expected(Json.parseObject(job.inputsJson().getBytes(StandardCharsets.UTF_8))));
         return m;
     }
 

@@ -14,7 +14,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 
-import io.jobgate.api.Json;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.output.OutputSubject;
 import io.jobgate.job.JobStatus;
@@ -173,13 +172,10 @@ public final class Reconciler {
         Provider provider = providers.find(job.provider()).orElseThrow();
         String record;
         try {
-            Preset preset = presets.resolve(job.presetId(), job.presetVersion());
             OutputSubject subject = new OutputSubject(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
-                    job.presetVersion(), job.aspectClass(), Json.parseObject(job.inputsJson().getBytes(
-                    java.nio.charset.StandardCharsets.UTF_8)), job.sourceSha256(), provider.name(),
+                    job.presetVersion(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider.name(),
                     job.adapterRevision() != null ? job.adapterRevision() : provider.revision());
-            record = outputs.store(subject, evidence, preset, PresetCatalog.aspect(preset, job.aspectClass()),
-                    provider.callDeadline());
+            record = outputs.store(subject, evidence, provider.callDeadline());
         } catch (OutputStore.OutputUnavailable e) {
             if (e.category().handling() == ErrorCategory.Handling.FAIL) {
                 boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING,

@@ -18,6 +18,7 @@ import io.jobgate.output.Manifest;
 import io.jobgate.output.OutputCheck;
 import io.jobgate.output.OutputSubject;
 import io.jobgate.preset.Preset;
+import io.jobgate.preset.PresetCatalog;
 import io.jobgate.upload.MediaTypes;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -39,7 +40,10 @@ public final class OutputStore {
     private final HttpClient http = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL)
             .connectTimeout(Duration.ofSeconds(10)).build();
 
-    public OutputStore(S3Client s3, String bucket, long maxBytes) {
+    private final PresetCatalog presets;
+
+    public OutputStore(S3Client s3, String bucket, long maxBytes, PresetCatalog presets) {
+        this.presets = presets;
         this.s3 = s3;
         this.bucket = bucket;
         this.maxBytes = maxBytes;
@@ -74,8 +78,9 @@ public final class OutputStore {
      *
      * @return the result record stored with the job (JSON)
      */
-    public String store(OutputSubject job, AdapterResult result, Preset preset, Preset.AspectSize size, Duration deadline)
-            throws OutputUnavailable {
+    public String store(OutputSubject job, AdapterResult result, Duration deadline) throws OutputUnavailable {
+        Preset preset = presets.resolve(job.presetId(), job.presetVersion());
+        Preset.AspectSize size = PresetCatalog.aspect(preset, job.aspectClass());
         byte[] bytes;
         if (result.outputText() != null) {
             bytes = result.outputText().getBytes(StandardCharsets.UTF_8);

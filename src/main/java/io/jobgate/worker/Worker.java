@@ -274,12 +274,10 @@ public final class Worker {
         Instant nextAt = null;
         if (result.succeeded()) {
             try {
-                Preset preset = presets.resolve(lease.presetId(), lease.presetVersion());
                 OutputSubject subject = new OutputSubject(lease.jobId(), lease.tenantId(), attempt, lease.presetId(),
-                        lease.presetVersion(), lease.aspectClass(), Json.parseObject(lease.inputsJson().getBytes(
-                        java.nio.charset.StandardCharsets.UTF_8)), lease.sourceSha256(), provider.name(), provider.revision());
-                String record = outputs.store(subject, result, preset, PresetCatalog.aspect(preset, lease.aspectClass()),
-                        provider.callDeadline());
+                        lease.presetVersion(), lease.aspectClass(), lease.inputsJson(), lease.sourceSha256(), provider.name(),
+                        provider.revision());
+                String record = outputs.store(subject, result, provider.callDeadline());
                 boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record));
                 outcome = mine ? "succeeded" : "lease_lost";
                 next = mine ? "succeeded" : "none";
