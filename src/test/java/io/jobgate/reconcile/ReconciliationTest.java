@@ -104,6 +104,14 @@ class ReconciliationTest {
         lookupAnswers(tag, status);
     }
 
+    /** A job the provider accepted as prediction p-{tag} and is still working on. */
+    UUID pendingJob(String tag) {
+        acceptsAsync(tag, "processing");
+        UUID id = submit(tag);
+        Jobs.awaitStatus(id, "provider_pending");
+        return id;
+    }
+
     void lookupAnswers(String tag, String status) {
         fake.stubFor(get(PREDICTIONS + "/p-" + tag).willReturn(aResponse().withStatus(200).withBody(prediction(tag, status))));
     }
@@ -142,9 +150,7 @@ class ReconciliationTest {
     @Test
     void anAsyncJobWaitsAsPendingAndASignedWebhookFinishesItOnce() {
         String tag = Jobs.tag();
-        acceptsAsync(tag, "processing");
-        UUID id = submit(tag);
-        Jobs.awaitStatus(id, "provider_pending");
+        UUID id = pendingJob(tag);
         assertThat(job(id).get("provider_task")).isEqualTo("p-" + tag);
         assertThat(fake.findAll(postRequestedFor(urlEqualTo(PREDICTIONS)).withRequestBody(containing(tag))).get(0)
                 .getBodyAsString()).contains("/v1/providers/fakeasync/webhook");
@@ -167,9 +173,7 @@ class ReconciliationTest {
     @Test
     void badOrStaleSignaturesAreRefusedWithoutTouchingTheJob() {
         String tag = Jobs.tag();
-        acceptsAsync(tag, "processing");
-        UUID id = submit(tag);
-        Jobs.awaitStatus(id, "provider_pending");
+        UUID id = pendingJob(tag);
         String body = prediction(tag, "succeeded");
 
         ApiClient.Response forged = webhook("msg_f_" + tag, Instant.now().getEpochSecond(), body,
@@ -194,9 +198,7 @@ class ReconciliationTest {
     void theWebhookAndThePollerRaceToFinalizeAndExactlyOneWins() throws Exception {
         for (String outcome : List.of("succeeded", "failed")) {
             String tag = Jobs.tag();
-            acceptsAsync(tag, "processing");
-            UUID id = submit(tag);
-            Jobs.awaitStatus(id, "provider_pending");
+            UUID id = pendingJob(tag);
             context.getRouteController().suspendRoute("reconciler");
             lookupAnswers(tag, outcome); // the poller will now see the end as well
 
@@ -272,9 +274,7 @@ class ReconciliationTest {
     @Test
     void anOperatorRepairOfATerminalJobChangesNothing() {
         String tag = Jobs.tag();
-        acceptsAsync(tag, "processing");
-        UUID id = submit(tag);
-        Jobs.awaitStatus(id, "provider_pending");
+        UUID id = pendingJob(tag);
         assertThat(webhook("msg_" + tag, Instant.now().getEpochSecond(), prediction(tag, "failed"), SECRET).status()).isEqualTo(200);
         Jobs.awaitStatus(id, "failed");
         Map<String, Object> before = job(id);
@@ -297,9 +297,7 @@ class ReconciliationTest {
     void anOperatorRepairAsksTheProviderAboutAWaitingJob() throws Exception {
         String tag = Jobs.tag();
         context.getRouteController().suspendRoute("reconciler");
-        acceptsAsync(tag, "processing");
-        UUID id = submit(tag);
-        Jobs.awaitStatus(id, "provider_pending");
+        UUID id = pendingJob(tag);
         lookupAnswers(tag, "succeeded");
 
         ApiClient.Response repair = api.post(ADMIN, "/v1/admin/jobs/" + id + "/reconcile");
@@ -379,9 +377,7 @@ class ReconciliationTest {
     @Test
     void aRestartedGatewayFinishesJobsThatWereWaitingOnTheProvider() throws Exception {
         String tag = Jobs.tag();
-        acceptsAsync(tag, "processing");
-        UUID id = submit(tag);
-        Jobs.awaitStatus(id, "provider_pending");
+        UUID id = pendingJob(tag);
         // This gateway goes away with the job waiting; nothing of it is left but the database.
         context.getRouteController().suspendRoute("reconciler");
         lookupAnswers(tag, "succeeded");
@@ -426,9 +422,7 @@ class ReconciliationTest {
         finalizer.refunding(40, 100);
         try {
             String tag = Jobs.tag();
-            acceptsAsync(tag, "processing");
-            UUID id = submit(tag);
-            Jobs.awaitStatus(id, "provider_pending");
+            UUID id = pendingJob(tag);
             assertThat(webhook("msg_" + tag, Instant.now().getEpochSecond(), prediction(tag, "failed"), SECRET).status())
                     .isEqualTo(200);
             Jobs.awaitStatus(id, "failed");
