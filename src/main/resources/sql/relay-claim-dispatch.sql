@@ -5,6 +5,9 @@
 -- (dispatched_at and the running counters) in the same statement. A tenant at its limit is not
 -- even looked at (no row locks, no writes: an idle round costs one read), except for a claim that
 -- expired after its job took a slot, which is published again without a new slot.
+-- Lock order, shared with workers, finalize and admission so no two of them deadlock: outbox rows,
+-- job rows, tenant rows (by tenant id), the window row last. The data-modifying parts of one
+-- statement run in no promised order, so the window update reads `turns` to come after it.
 WITH turn AS (
     SELECT pg_try_advisory_xact_lock(7305001) AS ours),
 room AS (
@@ -49,14 +52,19 @@ slots AS (
     UPDATE jobs j SET dispatched_at = now()
       FROM picked p WHERE j.job_id = p.job_id AND NOT p.holds_slot
     RETURNING j.tenant_id),
+tenant_locks AS (
+    SELECT a.tenant_id FROM tenant_accounts a
+     WHERE a.tenant_id IN (SELECT tenant_id FROM picked)
+     ORDER BY a.tenant_id FOR UPDATE),
 turns AS (
     UPDATE tenant_accounts a
        SET last_dispatch_at = now(),
            running_jobs = a.running_jobs + (SELECT count(*) FROM slots s WHERE s.tenant_id = a.tenant_id)
-      FROM picked p WHERE a.tenant_id = p.tenant_id),
+      FROM tenant_locks l WHERE a.tenant_id = l.tenant_id
+    RETURNING a.tenant_id),
 window_taken AS (
     UPDATE dispatch_window SET running = running + (SELECT count(*) FROM slots)
-     WHERE id = 1 AND EXISTS (SELECT 1 FROM slots))
+     WHERE id = 1 AND EXISTS (SELECT 1 FROM slots) AND (SELECT count(*) FROM turns) > 0)
 SELECT c.event_id, c.job_id, c.tenant_id, j.attempts, j.preset_id, j.preset_version, j.kind, j.provider
   FROM claimed c JOIN jobs j ON j.job_id = c.job_id
  ORDER BY c.event_id

@@ -18,6 +18,7 @@ import io.jobgate.infra.EmbeddedPostgresServer;
 import io.jobgate.infra.EmbeddedS3Server;
 import io.jobgate.infra.ManagedResource;
 import io.jobgate.infra.ObjectStorage;
+import io.jobgate.infra.RetryingTransactions;
 import io.jobgate.infra.Settings;
 import io.jobgate.job.AdmissionLimits;
 import io.jobgate.job.AdmissionService;
@@ -53,7 +54,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jms.connection.CachingConnectionFactory;
-import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 import software.amazon.awssdk.services.s3.S3Client;
 
@@ -86,7 +86,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("dataSource", dataSource);
         registry.bind("databaseHealthCheck", new DatabaseHealthCheck(dataSource));
         JdbcTemplate jdbc = new JdbcTemplate(dataSource);
-        TransactionTemplate transactions = new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+        // Deadlocks and serialization failures run the transaction again instead of losing an outcome.
+        TransactionTemplate transactions = new RetryingTransactions(dataSource, 3);
 
         registry.bind("jmsConnectionFactory", broker(context, settings, dataDir));
         S3Client s3 = objectStorage(context, settings, dataDir);

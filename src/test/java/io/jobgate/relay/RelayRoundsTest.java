@@ -1,5 +1,9 @@
 package io.jobgate.relay;
 
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -7,12 +11,14 @@ import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 
 import io.jobgate.App;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.Jms;
+import io.jobgate.support.TestDatabase;
 import jakarta.jms.ConnectionFactory;
 import jakarta.jms.Message;
 import org.apache.camel.BeanInject;
@@ -26,6 +32,7 @@ import org.junit.jupiter.api.TestInstance;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 /**
  * Relay rounds driven one at a time (the timer and the wake are off in this class), against the
@@ -177,6 +184,30 @@ class RelayRoundsTest {
             assertThat(messagesFor(id)).as("messages for %s", id).isEqualTo(1);
         }
         assertThat(Db.count("SELECT count(*) FROM outbox WHERE event_type = 'dispatch' AND published_at IS NULL")).isZero();
+    }
+
+    /**
+     * A worker releasing a slot holds its tenant's row, then takes the window row. A round must take
+     * tenant rows before the window row, or the two deadlock (PostgreSQL aborts one of them).
+     */
+    @Test
+    void aRoundTakesTenantRowsBeforeTheWindowRowSoAWorkerReleasingASlotCannotDeadlockWithIt() throws Exception {
+        String job = post("dev-acme-key");
+        try (Connection worker = DriverManager.getConnection(TestDatabase.url(), TestDatabase.user(), TestDatabase.password());
+             Statement st = worker.createStatement()) {
+            worker.setAutoCommit(false);
+            st.execute("SET LOCAL lock_timeout = '5s'");
+            st.execute("UPDATE tenant_accounts SET running_jobs = running_jobs WHERE tenant_id = 'acme'");
+            Future<List<String>> relayed = Executors.newSingleThreadExecutor().submit(this::round);
+            await().atMost(Duration.ofSeconds(10)).until(() -> Db.count(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%pg_try_advisory_xact_lock(7305001)%'") == 1);
+
+            st.execute("UPDATE dispatch_window SET running = running WHERE id = 1"); // would wait on the round, then deadlock
+            worker.commit();
+
+            assertThat(relayed.get(10, TimeUnit.SECONDS)).containsExactly(job);
+        }
+        assertThat(Db.single("SELECT running FROM dispatch_window WHERE id = 1")).containsEntry("running", 1);
     }
 
     @Test
