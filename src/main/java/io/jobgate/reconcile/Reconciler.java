@@ -175,7 +175,9 @@ public final class Reconciler {
             OutputSubject subject = new OutputSubject(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
                     job.presetVersion(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider.name(),
                     job.adapterRevision() != null ? job.adapterRevision() : provider.revision());
-            record = outputs.store(subject, evidence, provider.callDeadline());
+            record = outputs.store(subject, evidence, provider.callDeadline(), () -> stillWaiting(job.jobId()));
+        } catch (OutputStore.Superseded e) {
+            return new Applied(false, "already moved on");
         } catch (OutputStore.OutputUnavailable e) {
             if (e.category().handling() == ErrorCategory.Handling.FAIL) {
                 boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING,
@@ -186,6 +188,12 @@ public final class Reconciler {
         }
         boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING, JobFinalizer.Outcome.succeeded(record));
         return new Applied(won, won ? "succeeded" : "already moved on");
+    }
+
+    private boolean stillWaiting(UUID jobId) {
+        return Boolean.TRUE.equals(jdbc.queryForObject("""
+                SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND finalized_at IS NULL AND status = ANY (?::text[]))""",
+                Boolean.class, jobId, WAITING.stream().map(JobStatus::wire).toArray(String[]::new)));
     }
 
     private Applied stillPending(WaitingJob job, AdapterResult evidence) {

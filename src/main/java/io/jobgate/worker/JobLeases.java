@@ -58,6 +58,12 @@ public final class JobLeases {
                 JobLeases::lease, jobId, eventId).stream().findFirst();
     }
 
+    /** Does {@code leaseToken} still hold the job? (Asked before a worker promotes an output.) */
+    public boolean holds(UUID jobId, UUID leaseToken) {
+        return Boolean.TRUE.equals(jdbc.queryForObject(
+                "SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND lease_token = ?)", Boolean.class, jobId, leaseToken));
+    }
+
     /** Why a dispatch message cannot start an attempt (for the log line of an acknowledged duplicate). */
     public String whyNoLease(UUID jobId, long eventId) {
         return jdbc.query("""

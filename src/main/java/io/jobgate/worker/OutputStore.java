@@ -11,6 +11,8 @@ import java.time.Duration;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.UUID;
+import java.util.function.BooleanSupplier;
 
 import io.jobgate.api.Json;
 import io.jobgate.infra.Digests;
@@ -63,6 +65,16 @@ public final class OutputStore {
         }
     }
 
+    /**
+     * The output's signal (a worker whose lease was lost, evidence for a job that ended meanwhile)
+     * may no longer finish the job: nothing was promoted, the quarantine object is gone.
+     */
+    public static final class Superseded extends Exception {
+        Superseded(String message) {
+            super(message);
+        }
+    }
+
     private volatile java.util.function.Consumer<String> faults = step -> { };
 
     /** Test hook: a crash injected between the steps of storing an output. */
@@ -71,14 +83,19 @@ public final class OutputStore {
     }
 
     /**
-     * Quarantine, check, promote. The output is written under {@code quarantine/<job>/<attempt>/output},
-     * checked (media type by magic bytes, pixel size of the aspect class, byte cap), then copied to
+     * Quarantine, check, promote. The output is written under
+     * {@code quarantine/<job>/<attempt>/output-<store id>} (its own key per call: a webhook and the
+     * poller may store the same task's output at once), checked (media type by magic bytes, pixel
+     * size of the aspect class, byte cap), then, only while {@code stillOurs} holds, copied to
      * {@code outputs/<tenant>/<job>/output.<ext>} with its manifest beside it, and the quarantine
      * object deleted. A refused output stays in quarantine, never readable.
      *
+     * @param stillOurs asked right before promotion: may this signal still finish the job? (A stale
+     *                  worker must not overwrite the output of the attempt that replaced it.)
      * @return the result record stored with the job (JSON)
      */
-    public String store(OutputSubject job, AdapterResult result, Duration deadline) throws OutputUnavailable {
+    public String store(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs)
+            throws OutputUnavailable, Superseded {
         Preset preset = presets.resolve(job.presetId(), job.presetVersion());
         Preset.AspectSize size = PresetCatalog.aspect(preset, job.aspectClass());
         byte[] bytes;
@@ -96,7 +113,8 @@ public final class OutputStore {
         if (bytes.length > maxBytes) {
             throw new OutputUnavailable(ErrorCategory.INVALID_OUTPUT, "output of " + bytes.length + " bytes exceeds " + maxBytes);
         }
-        String quarantineKey = "quarantine/" + job.jobId() + "/" + job.attempt() + "/output";
+        String quarantineKey = "quarantine/" + job.jobId() + "/" + job.attempt() + "/output-"
+                + UUID.randomUUID().toString().substring(0, 8);
         s3.putObject(PutObjectRequest.builder().bucket(bucket).key(quarantineKey).contentType("application/octet-stream")
                 .build(), RequestBody.fromBytes(bytes));
         faults.accept("quarantined");
@@ -105,6 +123,10 @@ public final class OutputStore {
             checked = OutputCheck.check(bytes, preset, size);
         } catch (OutputCheck.Refused refused) {
             throw new OutputUnavailable(ErrorCategory.INVALID_OUTPUT, refused.getMessage() + " (kept at " + quarantineKey + ")");
+        }
+        if (!stillOurs.getAsBoolean()) {
+            s3.deleteObject(DeleteObjectRequest.builder().bucket(bucket).key(quarantineKey).build());
+            throw new Superseded("job " + job.jobId() + " moved on before its output was promoted");
         }
         String sha256 = Digests.sha256Hex(bytes);
         String prefix = "outputs/" + job.tenantId() + "/" + job.jobId() + "/";

@@ -277,10 +277,14 @@ public final class Worker {
                 OutputSubject subject = new OutputSubject(lease.jobId(), lease.tenantId(), attempt, lease.presetId(),
                         lease.presetVersion(), lease.aspectClass(), lease.inputsJson(), lease.sourceSha256(), provider.name(),
                         provider.revision());
-                String record = outputs.store(subject, result, provider.callDeadline());
+                String record = outputs.store(subject, result, provider.callDeadline(),
+                        () -> leases.holds(lease.jobId(), lease.token()));
                 boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record));
                 outcome = mine ? "succeeded" : "lease_lost";
                 next = mine ? "succeeded" : "none";
+            } catch (OutputStore.Superseded e) {
+                outcome = "lease_lost";
+                next = "none";
             } catch (OutputStore.OutputUnavailable e) {
                 result = result.failedAs(e.category(), e.getMessage());
                 Decision d = decide(lease, result, attempt, provider);
