@@ -154,6 +154,8 @@ public final class JobLeases {
                     wakeAt = closedUntil;
                     reason = "provider " + provider.name() + " gate closed until " + closedUntil;
                 } else {
+                    // A statement of its own, after the gate row's lock: its snapshot sees every call
+                    // started by a transaction that held the lock before us.
                     Integer inFlight = jdbc.queryForObject("SELECT count(*) FROM jobs WHERE provider = ? AND status = 'submitting'",
                             Integer.class, provider.name());
                     if (inFlight != null && inFlight >= provider.maxConcurrency()) {
@@ -171,13 +173,14 @@ public final class JobLeases {
                 return new Snoozed(wakeAt, reason);
             }
             int attempt = jdbc.queryForObject("""
-                    UPDATE jobs SET status = 'submitting', attempts = attempts + 1, adapter_revision = ?, updated_at = now()
-                     WHERE job_id = ? AND lease_token = ? RETURNING attempts""",
-                    Integer.class, provider.revision(), lease.jobId(), lease.token());
-            jdbc.update("""
+                    WITH counted AS (
+                        UPDATE jobs SET status = 'submitting', attempts = attempts + 1, adapter_revision = ?, updated_at = now()
+                         WHERE job_id = ? AND lease_token = ? RETURNING job_id, attempts)
                     INSERT INTO attempts (job_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)""",
-                    lease.jobId(), attempt, lease.token(), worker, provider.name(), provider.revision(), Timestamp.from(now));
+                    SELECT job_id, attempts, ?, ?, ?, ?, ? FROM counted
+                    RETURNING attempt""",
+                    Integer.class, provider.revision(), lease.jobId(), lease.token(), lease.token(), worker, provider.name(),
+                    provider.revision(), Timestamp.from(now));
             return new Submitting(lease, attempt);
         });
     }
