@@ -51,8 +51,8 @@ public final class AdmissionWriter extends ServiceSupport {
 
     /**
      * One statement for the whole batch: insert the jobs (a key already taken inserts nothing),
-     * then for exactly the inserted ones the outbox events (dispatch, and the "queued" status
-     * event for followers), the ledger debits (whose trigger
+     * then for exactly the inserted ones the outbox events (dispatch — due when the provider's gate
+     * reopens if a 429 closed it —, and the "queued" status event for followers), the ledger debits (whose trigger
      * derives the balance) and the reservations.
      */
     private static final String WRITE = """
@@ -78,9 +78,12 @@ public final class AdmissionWriter extends ServiceSupport {
                 RETURNING job_id, tenant_id, source_bytes, cost_micros, created_at),
             events AS (
                 INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, created_at)
-                SELECT j.job_id, j.tenant_id, e.event_type, e.payload, j.created_at, j.created_at
-                  FROM new_jobs j CROSS JOIN (VALUES ('dispatch', NULL::jsonb),
-                                                     ('status', '{"status": "queued", "attempt": 0}'::jsonb))
+                SELECT j.job_id, j.tenant_id, e.event_type, e.payload,
+                       CASE WHEN e.event_type = 'dispatch' THEN greatest(j.created_at, g.closed_until) ELSE j.created_at END,
+                       j.created_at
+                  FROM new_jobs j JOIN input i ON i.job_id::uuid = j.job_id
+                  LEFT JOIN provider_gates g ON g.provider = i.provider
+                 CROSS JOIN (VALUES ('dispatch', NULL::jsonb), ('status', '{"status": "queued", "attempt": 0}'::jsonb))
                        AS e(event_type, payload)),
             debits AS (
                 INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, created_at, units, unit)

@@ -296,14 +296,27 @@ public final class JobLeases {
                 result.billedUnit(), jobId, attempt, token);
     }
 
-    /** A 429 closes the provider's gate until {@code until} for every job (never shortens a longer close). */
-    public void closeGate(String provider, Instant until, String reason) {
+    /**
+     * A 429 closes the provider's gate until {@code until} for every job (never shortens a longer
+     * close). The provider's dispatch events not yet relayed become due at the reopening, so a
+     * backlog waits in the outbox instead of cycling through the broker and the workers only to be
+     * snoozed one by one.
+     *
+     * @return how many waiting dispatch events were moved to the reopening
+     */
+    public int closeGate(String provider, Instant until, String reason) {
         jdbc.update("""
                 INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES (?, ?, ?, now())
                 ON CONFLICT (provider) DO UPDATE
                    SET closed_until = greatest(provider_gates.closed_until, EXCLUDED.closed_until),
                        closed_reason = EXCLUDED.closed_reason, updated_at = now()""",
                 provider, Timestamp.from(until), reason);
+        return jdbc.update("""
+                UPDATE outbox o SET available_at = ?
+                  FROM jobs j
+                 WHERE o.published_at IS NULL AND o.event_type = 'dispatch' AND o.available_at < ?
+                   AND j.job_id = o.job_id AND j.provider = ? AND j.finalized_at IS NULL""",
+                Timestamp.from(until), Timestamp.from(until), provider);
     }
 
     /**

@@ -74,6 +74,8 @@ class WorkerTest {
     @BeanInject
     ProviderCatalog providers;
     @BeanInject
+    JobLeases leases;
+    @BeanInject
     CamelContext context;
     @BeanInject
     software.amazon.awssdk.services.s3.S3Client s3;
@@ -265,7 +267,35 @@ class WorkerTest {
         assertThat(requests(other).get(0).getLoggedDate().toInstant())
                 .as("a job of the same provider waits for the gate too").isAfterOrEqualTo(allowed);
         assertThat(job(bystander).get("attempts")).as("waiting at a closed gate spends no attempt").isEqualTo(1);
+        assertThat(Db.rows("SELECT available_at FROM outbox WHERE job_id = '" + bystander + "' AND event_type = 'dispatch'"))
+                .as("admitted at a closed gate: due at its reopening, not dispatched only to be snoozed").singleElement()
+                .satisfies(e -> assertThat(((java.sql.Timestamp) e.get("available_at")).toInstant()).isAfterOrEqualTo(allowed));
         assertThat(attempts(limited).get(0)).containsEntry("error_category", "rate_limited").containsEntry("retry_after", "2");
+    }
+
+    @Test
+    void aClosingGateMovesTheProvidersWaitingDispatchesToItsReopening() {
+        String tag = Jobs.tag();
+        Db.execute("""
+                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
+                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at)
+                SELECT gen_random_uuid(), 'acme', '%1$s-' || p, 'x', 'retry_wait', 'invoice-clean', 1, 'image', 'square',
+                       p, '{}', 0, 4, 86400, now() + interval '1 day'
+                  FROM unnest(ARRAY['gated-%1$s', 'open-%1$s']) p;
+                INSERT INTO outbox (job_id, tenant_id, event_type, available_at)
+                SELECT job_id, 'acme', 'dispatch', now() + interval '1 hour' FROM jobs WHERE idempotency_key LIKE '%1$s-%%'
+                """.formatted(tag));
+        Instant reopening = Instant.now().plus(Duration.ofHours(2)).truncatedTo(ChronoUnit.MICROS);
+
+        int moved = leases.closeGate("gated-" + tag, reopening, "HTTP 429 in a test");
+
+        assertThat(moved).isEqualTo(1);
+        assertThat(Db.rows("SELECT j.provider, o.available_at FROM outbox o JOIN jobs j USING (job_id) "
+                + "WHERE j.idempotency_key LIKE '" + tag + "-%' ORDER BY j.provider")).satisfiesExactly(
+                gated -> assertThat(((java.sql.Timestamp) gated.get("available_at")).toInstant()).isEqualTo(reopening),
+                open -> assertThat(((java.sql.Timestamp) open.get("available_at")).toInstant()).isBefore(reopening));
+        Db.execute("DELETE FROM outbox WHERE job_id IN (SELECT job_id FROM jobs WHERE idempotency_key LIKE '" + tag + "-%'); "
+                + "DELETE FROM jobs WHERE idempotency_key LIKE '" + tag + "-%'");
     }
 
     @Test
