@@ -145,12 +145,13 @@ public class JobgateConfiguration implements CamelConfiguration {
 
         JobLeases leases = new JobLeases(jdbc, transactions, finalizer, clock);
         String bucket = settings.string("jobgate.s3.bucket", "jobgate");
-        OutputStore outputs = new OutputStore(s3, bucket,
+        OutputStore outputs = new OutputStore(context.createProducerTemplate(), bucket,
                 settings.longValue("jobgate.worker.max-output-bytes", 64L << 20, 1, 1L << 31), presets);
         Backoff backoff = Backoff.withRandomJitter(
                 Duration.ofMillis(settings.longValue("jobgate.worker.backoff-base-ms", 1000, 1, 3_600_000)),
                 Duration.ofMillis(settings.longValue("jobgate.worker.backoff-cap-ms", 300_000, 1, 86_400_000)));
         registry.bind("jobLeases", leases);
+        registry.bind("outputStore", outputs);
         AdapterCaller adapters = new AdapterCaller(context);
         String publicBaseUrl = settings.string("jobgate.public-base-url", "http://localhost:8080").replaceAll("/+$", "");
         Backoff checks = Backoff.withRandomJitter(

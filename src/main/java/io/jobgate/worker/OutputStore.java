@@ -22,21 +22,25 @@ import io.jobgate.output.OutputSubject;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.upload.MediaTypes;
-import software.amazon.awssdk.core.sync.RequestBody;
-import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.model.CopyObjectRequest;
-import software.amazon.awssdk.services.s3.model.DeleteObjectRequest;
-import software.amazon.awssdk.services.s3.model.MetadataDirective;
-import software.amazon.awssdk.services.s3.model.PutObjectRequest;
+import org.apache.camel.Exchange;
+import org.apache.camel.Message;
+import org.apache.camel.ProducerTemplate;
+import org.apache.camel.component.aws2.s3.AWS2S3Constants;
 
 /**
  * A successful adapter's output (URL to fetch, base64 bytes or text) on its way to being readable:
  * quarantined, checked, promoted with its evaluation manifest. Nothing a provider returned is
- * readable before it was checked.
+ * readable before it was checked. The flow and its S3 operations (camel-aws2-s3) are the route
+ * {@code routes/outputs.camel.yaml}; this bean holds the steps' rules.
  */
 public final class OutputStore {
 
-    private final S3Client s3;
+    /** The route that quarantines, checks and promotes (routes/outputs.camel.yaml). */
+    public static final String ROUTE = "direct:store-output";
+    /** Exchange property holding the {@link Storing} state between the route's steps. */
+    static final String STORING = "jobgateOutput";
+
+    private final ProducerTemplate producer;
     private final String bucket;
     private final long maxBytes;
     private final HttpClient http = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL)
@@ -44,9 +48,9 @@ public final class OutputStore {
 
     private final PresetCatalog presets;
 
-    public OutputStore(S3Client s3, String bucket, long maxBytes, PresetCatalog presets) {
+    public OutputStore(ProducerTemplate producer, String bucket, long maxBytes, PresetCatalog presets) {
+        this.producer = producer;
         this.presets = presets;
-        this.s3 = s3;
         this.bucket = bucket;
         this.maxBytes = maxBytes;
     }
@@ -75,6 +79,36 @@ public final class OutputStore {
         }
     }
 
+    /** Where one output stands on its way through the route; the route branches on {@link #verdict}. */
+    public static final class Storing {
+        final OutputSubject job;
+        final AdapterResult result;
+        final Duration deadline;
+        final BooleanSupplier stillOurs;
+        Preset preset;
+        Preset.AspectSize size;
+        byte[] bytes;
+        String quarantineKey;
+        OutputCheck.Checked checked;
+        String sha256;
+        String outputKey;
+        String manifestKey;
+        /** {@code unavailable}, {@code refused}, {@code superseded} or {@code promote}; null while undecided. */
+        String verdict;
+        OutputUnavailable failure;
+
+        Storing(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs) {
+            this.job = job;
+            this.result = result;
+            this.deadline = deadline;
+            this.stillOurs = stillOurs;
+        }
+
+        public String getVerdict() {
+            return verdict;
+        }
+    }
+
     private volatile java.util.function.Consumer<String> faults = step -> { };
 
     /** Test hook: a crash injected between the steps of storing an output. */
@@ -83,7 +117,7 @@ public final class OutputStore {
     }
 
     /**
-     * Quarantine, check, promote. The output is written under
+     * Quarantine, check, promote, through {@link #ROUTE}. The output is written under
      * {@code quarantine/<job>/<attempt>/output-<store id>} (its own key per call: a webhook and the
      * poller may store the same task's output at once), checked (media type by magic bytes, pixel
      * size of the aspect class, byte cap), then, only while {@code stillOurs} holds, copied to
@@ -96,8 +130,98 @@ public final class OutputStore {
      */
     public String store(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs)
             throws OutputUnavailable, Superseded {
-        Preset preset = presets.resolve(job.presetId(), job.presetVersion());
-        Preset.AspectSize size = PresetCatalog.aspect(preset, job.aspectClass());
+        Storing storing = new Storing(job, result, deadline, stillOurs);
+        Exchange done = producer.send(ROUTE, e -> e.setProperty(STORING, storing));
+        if (done.getException() != null) {
+            throw done.getException() instanceof RuntimeException r ? r : new IllegalStateException(done.getException());
+        }
+        switch (storing.verdict) {
+            case "unavailable", "refused" -> throw storing.failure;
+            case "superseded" -> throw new Superseded("job " + job.jobId() + " moved on before its output was promoted");
+            default -> {
+                return record(storing);
+            }
+        }
+    }
+
+    /** Step 1: the output's bytes (fetched, decoded or as text), within the byte cap; the quarantine put. */
+    public void quarantine(Exchange exchange) {
+        Storing s = exchange.getProperty(STORING, Storing.class);
+        s.preset = presets.resolve(s.job.presetId(), s.job.presetVersion());
+        s.size = PresetCatalog.aspect(s.preset, s.job.aspectClass());
+        try {
+            s.bytes = bytes(s.result, s.deadline);
+        } catch (OutputUnavailable e) {
+            s.verdict = "unavailable";
+            s.failure = e;
+            return;
+        }
+        s.quarantineKey = "quarantine/" + s.job.jobId() + "/" + s.job.attempt() + "/output-"
+                + UUID.randomUUID().toString().substring(0, 8);
+        Message m = exchange.getMessage();
+        m.setBody(s.bytes);
+        m.setHeader(AWS2S3Constants.KEY, s.quarantineKey);
+        // The sniffed type (the checks come next): a promoted copy keeps it.
+        m.setHeader(AWS2S3Constants.CONTENT_TYPE, MediaTypes.sniff(s.bytes)
+                .orElse(s.preset.outputMediaTypes().isEmpty() ? "application/octet-stream" : s.preset.outputMediaTypes().get(0)));
+        m.setHeader(AWS2S3Constants.CONTENT_LENGTH, (long) s.bytes.length);
+    }
+
+    /** Step 2: the checks; then, while the signal may still finish the job, the copy to the readable key. */
+    public void check(Exchange exchange) {
+        faults.accept("quarantined");
+        Storing s = exchange.getProperty(STORING, Storing.class);
+        try {
+            s.checked = OutputCheck.check(s.bytes, s.preset, s.size);
+        } catch (OutputCheck.Refused refused) {
+            s.verdict = "refused";
+            s.failure = new OutputUnavailable(ErrorCategory.INVALID_OUTPUT, refused.getMessage() + " (kept at " + s.quarantineKey + ")");
+            return;
+        }
+        s.verdict = s.stillOurs.getAsBoolean() ? "promote" : "superseded";
+        s.sha256 = Digests.sha256Hex(s.bytes);
+        String prefix = "outputs/" + s.job.tenantId() + "/" + s.job.jobId() + "/";
+        s.outputKey = prefix + "output" + MediaTypes.extension(s.checked.mediaType());
+        s.manifestKey = prefix + "manifest.json";
+        Message m = exchange.getMessage();
+        m.setHeader(AWS2S3Constants.KEY, s.quarantineKey);
+        m.setHeader(AWS2S3Constants.BUCKET_DESTINATION_NAME, bucket);
+        m.setHeader(AWS2S3Constants.DESTINATION_KEY, s.outputKey);
+    }
+
+    /** Step 3: the evaluation manifest beside the promoted output. */
+    public void manifest(Exchange exchange) {
+        Storing s = exchange.getProperty(STORING, Storing.class);
+        byte[] json = Json.write(Manifest.of(s.job, s.checked, s.sha256, s.outputKey)).getBytes(StandardCharsets.UTF_8);
+        Message m = exchange.getMessage();
+        m.setBody(json);
+        m.setHeader(AWS2S3Constants.KEY, s.manifestKey);
+        m.setHeader(AWS2S3Constants.CONTENT_TYPE, "application/json");
+        m.setHeader(AWS2S3Constants.CONTENT_LENGTH, (long) json.length);
+    }
+
+    /** Step 4: promoted; the quarantine object is deleted next. */
+    public void promoted(Exchange exchange) {
+        faults.accept("promoted");
+        exchange.getMessage().setHeader(AWS2S3Constants.KEY, exchange.getProperty(STORING, Storing.class).quarantineKey);
+    }
+
+    private String record(Storing s) {
+        Map<String, Object> record = new LinkedHashMap<>();
+        record.put("output_key", s.outputKey);
+        record.put("manifest_key", s.manifestKey);
+        record.put("media_type", s.checked.mediaType());
+        record.put("width", s.checked.width());
+        record.put("height", s.checked.height());
+        record.put("bytes", s.bytes.length);
+        record.put("sha256", s.sha256);
+        record.put("adapter", s.job.adapter());
+        record.put("adapter_revision", s.job.revision());
+        record.put("attempt", s.job.attempt());
+        return Json.write(record);
+    }
+
+    private byte[] bytes(AdapterResult result, Duration deadline) throws OutputUnavailable {
         byte[] bytes;
         if (result.outputText() != null) {
             bytes = result.outputText().getBytes(StandardCharsets.UTF_8);
@@ -113,43 +237,7 @@ public final class OutputStore {
         if (bytes.length > maxBytes) {
             throw new OutputUnavailable(ErrorCategory.INVALID_OUTPUT, "output of " + bytes.length + " bytes exceeds " + maxBytes);
         }
-        String quarantineKey = "quarantine/" + job.jobId() + "/" + job.attempt() + "/output-"
-                + UUID.randomUUID().toString().substring(0, 8);
-        s3.putObject(PutObjectRequest.builder().bucket(bucket).key(quarantineKey).contentType("application/octet-stream")
-                .build(), RequestBody.fromBytes(bytes));
-        faults.accept("quarantined");
-        OutputCheck.Checked checked;
-        try {
-            checked = OutputCheck.check(bytes, preset, size);
-        } catch (OutputCheck.Refused refused) {
-            throw new OutputUnavailable(ErrorCategory.INVALID_OUTPUT, refused.getMessage() + " (kept at " + quarantineKey + ")");
-        }
-        if (!stillOurs.getAsBoolean()) {
-            s3.deleteObject(DeleteObjectRequest.builder().bucket(bucket).key(quarantineKey).build());
-            throw new Superseded("job " + job.jobId() + " moved on before its output was promoted");
-        }
-        String sha256 = Digests.sha256Hex(bytes);
-        String prefix = "outputs/" + job.tenantId() + "/" + job.jobId() + "/";
-        String outputKey = prefix + "output" + MediaTypes.extension(checked.mediaType());
-        String manifestKey = prefix + "manifest.json";
-        s3.copyObject(CopyObjectRequest.builder().sourceBucket(bucket).sourceKey(quarantineKey).destinationBucket(bucket)
-                .destinationKey(outputKey).contentType(checked.mediaType()).metadataDirective(MetadataDirective.REPLACE).build());
-        s3.putObject(PutObjectRequest.builder().bucket(bucket).key(manifestKey).contentType("application/json").build(),
-                RequestBody.fromString(Json.write(Manifest.of(job, checked, sha256, outputKey))));
-        faults.accept("promoted");
-        s3.deleteObject(DeleteObjectRequest.builder().bucket(bucket).key(quarantineKey).build());
-        Map<String, Object> record = new LinkedHashMap<>();
-        record.put("output_key", outputKey);
-        record.put("manifest_key", manifestKey);
-        record.put("media_type", checked.mediaType());
-        record.put("width", checked.width());
-        record.put("height", checked.height());
-        record.put("bytes", bytes.length);
-        record.put("sha256", sha256);
-        record.put("adapter", job.adapter());
-        record.put("adapter_revision", job.revision());
-        record.put("attempt", job.attempt());
-        return Json.write(record);
+        return bytes;
     }
 
     private byte[] fetch(String url, Duration deadline) throws OutputUnavailable {

@@ -135,6 +135,8 @@ class OutputPromotionTest {
 
         JsonNode result = Json.MAPPER.readTree((String) job(id).get("result"));
         assertThat(result.path("output_key").asText()).isEqualTo("outputs/acme/" + id + "/output.png");
+        assertThat(s3.headObject(b -> b.bucket("jobgate").key("outputs/acme/" + id + "/output.png")).contentType())
+                .isEqualTo("image/png");
         assertThat(result.path("width").asInt()).isEqualTo(1024);
         assertThat(result.path("height").asInt()).isEqualTo(1536);
         assertThat(result.path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
