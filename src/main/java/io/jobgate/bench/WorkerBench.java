@@ -42,6 +42,7 @@ final class WorkerBench {
     private static final String ADAPTER = """
             - route:
                 id: provider-benchfake
+                routeConfigurationId: provider-adapter
                 from:
                   uri: direct:provider-benchfake
                   steps:

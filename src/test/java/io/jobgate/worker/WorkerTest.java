@@ -419,6 +419,8 @@ class WorkerTest {
 
         assertThat(lines).filteredOn(l -> l.contains("unparseable provider reply job=" + id)).hasSize(2)
                 .allMatch(l -> l.contains("first_200_chars=\"Sorry, as a model I cannot draw invoices today.\""));
+        assertThat(lines).as("the adapter's failure is an outcome, not also a Camel error with a stack trace")
+                .noneMatch(l -> l.contains("DefaultErrorHandler"));
         assertThat(job(id).get("error_category")).isEqualTo("unparseable_response");
         assertThat(requests(tag)).hasSize(2);
         assertThat(attempts(id)).extracting(a -> a.get("error_category"))
