@@ -311,12 +311,20 @@ public final class JobLeases {
                    SET closed_until = greatest(provider_gates.closed_until, EXCLUDED.closed_until),
                        closed_reason = EXCLUDED.closed_reason, updated_at = now()""",
                 provider, Timestamp.from(until), reason);
-        return jdbc.update("""
-                UPDATE outbox o SET available_at = ?
-                  FROM jobs j
-                 WHERE o.published_at IS NULL AND o.event_type = 'dispatch' AND o.available_at < ?
-                   AND j.job_id = o.job_id AND j.provider = ? AND j.finalized_at IS NULL""",
-                Timestamp.from(until), Timestamp.from(until), provider);
+        // Outbox rows before job rows, the lock order of the relay and finalize.
+        Integer moved = transactions.execute(tx -> jdbc.queryForObject("""
+                WITH moved AS (
+                    UPDATE outbox o SET available_at = ?
+                      FROM jobs j
+                     WHERE o.published_at IS NULL AND o.event_type = 'dispatch' AND o.available_at < ?
+                       AND j.job_id = o.job_id AND j.provider = ? AND j.finalized_at IS NULL
+                    RETURNING o.job_id),
+                shown AS (
+                    UPDATE jobs j SET next_attempt_at = ?
+                      FROM moved m WHERE j.job_id = m.job_id AND j.status = 'retry_wait' AND j.next_attempt_at < ?)
+                SELECT count(*) FROM moved""",
+                Integer.class, Timestamp.from(until), Timestamp.from(until), provider, Timestamp.from(until), Timestamp.from(until)));
+        return moved == null ? 0 : moved;
     }
 
     /**

@@ -282,6 +282,7 @@ class WorkerTest {
                 SELECT gen_random_uuid(), 'acme', '%1$s-' || p, 'x', 'retry_wait', 'invoice-clean', 1, 'image', 'square',
                        p, '{}', 0, 4, 86400, now() + interval '1 day'
                   FROM unnest(ARRAY['gated-%1$s', 'open-%1$s']) p;
+                UPDATE jobs SET next_attempt_at = now() + interval '1 hour' WHERE idempotency_key LIKE '%1$s-%%';
                 INSERT INTO outbox (job_id, tenant_id, event_type, available_at)
                 SELECT job_id, 'acme', 'dispatch', now() + interval '1 hour' FROM jobs WHERE idempotency_key LIKE '%1$s-%%'
                 """.formatted(tag));
@@ -294,6 +295,8 @@ class WorkerTest {
                 + "WHERE j.idempotency_key LIKE '" + tag + "-%' ORDER BY j.provider")).satisfiesExactly(
                 gated -> assertThat(((java.sql.Timestamp) gated.get("available_at")).toInstant()).isEqualTo(reopening),
                 open -> assertThat(((java.sql.Timestamp) open.get("available_at")).toInstant()).isBefore(reopening));
+        assertThat(((java.sql.Timestamp) Db.single("SELECT next_attempt_at FROM jobs WHERE idempotency_key = ?",
+                tag + "-gated-" + tag).get("next_attempt_at")).toInstant()).as("the job shows its new due time").isEqualTo(reopening);
         Db.execute("DELETE FROM outbox WHERE job_id IN (SELECT job_id FROM jobs WHERE idempotency_key LIKE '" + tag + "-%'); "
                 + "DELETE FROM jobs WHERE idempotency_key LIKE '" + tag + "-%'");
     }
