@@ -31,6 +31,7 @@ import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.provider.ProviderSettingsSource;
 import io.jobgate.relay.DeadLetters;
 import io.jobgate.relay.OutboxRelay;
+import io.jobgate.relay.RelayNotifications;
 import io.jobgate.relay.RelayWakeup;
 import io.jobgate.simulator.ProviderSimulator;
 import io.jobgate.tenant.TenantDirectory;
@@ -115,10 +116,16 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.intValue("jobgate.refunds.failed-percent", 100, 0, 100),
                 settings.intValue("jobgate.refunds.cancelled-percent", 100, 0, 100));
         AdmissionLimits limits = AdmissionLimits.from(settings);
-        AdmissionWriter writer = new AdmissionWriter(dataSource, limits);
+        String instanceId = java.util.UUID.randomUUID().toString();
+        AdmissionWriter writer = new AdmissionWriter(dataSource, limits, instanceId);
         boolean relayEnabled = settings.bool("jobgate.relay.enabled", true);
         RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relayEnabled);
         writer.afterCommit(wakeup::wake);
+        if (relayEnabled) {
+            // Admissions on other instances wake this relay too (PostgreSQL LISTEN/NOTIFY).
+            context.addService(new RelayNotifications(dataSource.getJdbcUrl(), dataSource.getUsername(),
+                    dataSource.getPassword(), instanceId, wakeup::wake), true, true);
+        }
         context.addService(writer, true, true);
         AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits);
         long maxUploadBytes = settings.longValue("jobgate.uploads.max-bytes", 25L * 1024 * 1024, 1, 1L << 31);

@@ -22,6 +22,7 @@ import java.util.concurrent.TimeoutException;
 import javax.sql.DataSource;
 
 import io.jobgate.api.ApiProblem;
+import io.jobgate.relay.RelayNotifications;
 import org.apache.camel.support.service.ServiceSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -96,10 +97,11 @@ public final class AdmissionWriter extends ServiceSupport {
                   FROM per_tenant p WHERE a.tenant_id = p.tenant_id),
             window_taken AS (
                 UPDATE gateway_capacity SET in_flight = in_flight + (SELECT count(*) FROM new_jobs) WHERE id = 1)
-            SELECT job_id FROM new_jobs""";
+            SELECT job_id, (SELECT pg_notify(?, ?)) FROM new_jobs""";
 
     private final DataSource dataSource;
     private final AdmissionLimits limits;
+    private final String instanceId;
     private final BlockingQueue<Pending> queue = new LinkedBlockingQueue<>();
     private volatile Thread writer;
     private volatile Runnable afterCommit = () -> { };
@@ -107,9 +109,10 @@ public final class AdmissionWriter extends ServiceSupport {
     private boolean dispatchable;
     private final java.util.concurrent.atomic.AtomicLong splitBatches = new java.util.concurrent.atomic.AtomicLong();
 
-    public AdmissionWriter(DataSource dataSource, AdmissionLimits limits) {
+    public AdmissionWriter(DataSource dataSource, AdmissionLimits limits, String instanceId) {
         this.dataSource = dataSource;
         this.limits = limits;
+        this.instanceId = instanceId;
     }
 
     /** A job ready to be written, with what the row needs beyond the {@link Job} itself. */
@@ -315,6 +318,9 @@ public final class AdmissionWriter extends ServiceSupport {
                 Array array = c.createArrayOf("text", cols[col]);
                 ps.setArray(col + 1, array);
             }
+            // Relays of other instances wake on commit (one notification per batch that admitted a job).
+            ps.setString(cols.length + 1, RelayNotifications.CHANNEL);
+            ps.setString(cols.length + 2, instanceId);
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     inserted.add(rs.getObject(1, UUID.class));

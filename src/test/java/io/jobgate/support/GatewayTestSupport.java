@@ -20,7 +20,12 @@ public final class GatewayTestSupport {
     public static final String ROUTES = "file:routes/*.camel.yaml,file:routes/providers/*.camel.yaml,"
             + "file:src/test/resources/adapters/*.camel.yaml";
 
-    public static int prepare(Map<String, String> extra) throws Exception {
+    /** What the previous test class set: cleared first, so no class inherits another's settings. */
+    private static final java.util.Set<String> SET_BEFORE = new java.util.HashSet<>();
+
+    public static synchronized int prepare(Map<String, String> extra) throws Exception {
+        SET_BEFORE.forEach(System::clearProperty);
+        SET_BEFORE.clear();
         int port = freePort();
         TestDatabase.reset();
         Map<String, String> props = new LinkedHashMap<>();
@@ -54,6 +59,7 @@ public final class GatewayTestSupport {
         props.put("camel.main.routes-reload-enabled", "false");
         props.putAll(extra);
         props.forEach(System::setProperty);
+        SET_BEFORE.addAll(props.keySet());
         return port;
     }
 

@@ -1,0 +1,68 @@
+package io.jobgate.relay;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+
+import io.jobgate.App;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestSupport;
+import org.apache.camel.BeanInject;
+import org.apache.camel.CamelContext;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Another instance's admission (a job and its dispatch event committed by someone else, with the
+ * notification admission sends) wakes this instance's relay at once; its poll is set to a minute
+ * here, so only the notification can explain a dispatch within seconds.
+ */
+@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class RelayNotificationsTest {
+
+    @BeforeAll
+    void boot() throws Exception {
+        GatewayTestSupport.prepare(Map.of("jobgate.relay.period-ms", "60000"));
+    }
+
+    /** A job admitted elsewhere: the rows an admission writes that matter to the relay. */
+    static UUID admittedElsewhere() {
+        UUID id = UUID.randomUUID();
+        Db.execute("""
+                UPDATE tenant_accounts SET running_jobs = 0 WHERE tenant_id = 'globex';
+                UPDATE dispatch_window SET running = 0;
+                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
+                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at)
+                VALUES ('%1$s', 'globex', 'elsewhere-%1$s', 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
+                        'simulator', '{}', 0, 4, 1800, now() + interval '1 hour');
+                INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES ('%1$s', 'globex', 'dispatch', now())
+                """.formatted(id));
+        return id;
+    }
+
+    static boolean dispatched(UUID id) {
+        return Db.count("SELECT count(*) FROM jobs WHERE job_id = ? AND dispatched_at IS NOT NULL", id) == 1;
+    }
+
+    @BeanInject
+    CamelContext context;
+
+    @Test
+    void anotherInstancesAdmissionWakesThisRelay() {
+        await().atMost(Duration.ofSeconds(10)).until(() -> Db.count(
+                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN jobgate_dispatch%'") >= 1);
+        // Past the poll timer's first round, 0.5 s after its start (the next one is a minute away).
+        await().atMost(Duration.ofSeconds(10)).until(() -> context.getRoute("outbox-relay-poll").getUptimeMillis() > 2_500);
+        UUID quiet = admittedElsewhere();
+        await().during(Duration.ofMillis(1500)).atMost(Duration.ofSeconds(3)).until(() -> !dispatched(quiet));
+
+        Db.execute("SELECT pg_notify('jobgate_dispatch', 'another-instance')");
+
+        await().atMost(Duration.ofSeconds(5)).until(() -> dispatched(quiet));
+    }
+}
