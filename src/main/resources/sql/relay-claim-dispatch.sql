@@ -6,8 +6,9 @@
 -- even looked at (no row locks, no writes: an idle round costs one read), except for a claim that
 -- expired after its job took a slot, which is published again without a new slot.
 -- Lock order, shared with workers, finalize and admission so no two of them deadlock: outbox rows,
--- job rows, tenant rows (by tenant id), the window row last. The data-modifying parts of one
--- statement run in no promised order, so the window update reads `turns` to come after it.
+-- job rows, tenant rows (by tenant id), the window row last. The parts of one statement run in no
+-- promised order, so the tenant locks read `slots` (job rows first) and the window update reads
+-- `turns` (tenant rows first).
 WITH RECURSIVE turn AS (
     SELECT pg_try_advisory_xact_lock(7305001) AS ours),
 room AS (
@@ -64,7 +65,7 @@ slots AS (
     RETURNING j.tenant_id),
 tenant_locks AS (
     SELECT a.tenant_id FROM tenant_accounts a
-     WHERE a.tenant_id IN (SELECT tenant_id FROM picked)
+     WHERE a.tenant_id IN (SELECT tenant_id FROM picked) AND (SELECT count(*) FROM slots) >= 0
      ORDER BY a.tenant_id FOR UPDATE),
 turns AS (
     UPDATE tenant_accounts a

@@ -118,11 +118,17 @@ public final class JobLeases {
     public GatePass start(UUID jobId, long eventId, String worker, Duration leaseFor, Provider provider,
                           Duration fullDelay, Verdict verdict, Duration deferDelay) {
         return transactions.execute(tx -> {
+            // The job's unpublished dispatch events first, then its row: the lock order of the relay,
+            // finalize and requeue (which this transaction may call: snooze, caps).
             Optional<Lease> taken = jdbc.query("""
+                    WITH waiting_events AS (
+                        SELECT event_id FROM outbox
+                         WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL FOR UPDATE)
                     UPDATE jobs j SET status = 'running', lease_token = ?, lease_owner = ?,
                                       lease_expires_at = now() + make_interval(secs => ?), updated_at = now()
-                     WHERE j.job_id = ? AND\s""" + MAY_START + " RETURNING " + LEASE_COLUMNS,
-                    JobLeases::lease, UUID.randomUUID(), worker, leaseFor.toMillis() / 1000.0, jobId, eventId)
+                     WHERE (SELECT count(*) FROM waiting_events) >= 0 AND j.job_id = ? AND\s""" + MAY_START
+                    + " RETURNING " + LEASE_COLUMNS,
+                    JobLeases::lease, jobId, UUID.randomUUID(), worker, leaseFor.toMillis() / 1000.0, jobId, eventId)
                     .stream().findFirst();
             if (taken.isEmpty()) {
                 return new NotLeased(whyNoLease(jobId, eventId));

@@ -301,6 +301,47 @@ class WorkerTest {
                 + "DELETE FROM jobs WHERE idempotency_key LIKE '" + tag + "-%'");
     }
 
+    /**
+     * A finalize (here: the sweeper expiring the job) locks the job's unpublished dispatch events, then
+     * its row; a worker starting the same job must take them in the same order, or the two deadlock.
+     */
+    @Test
+    void aWorkerStartingAJobTakesItsEventsBeforeItsRowSoAConcurrentFinalizeCannotDeadlockWithIt() throws Exception {
+        UUID id = UUID.randomUUID();
+        Db.execute("""
+                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
+                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds,
+                                  expires_at, dispatched_at)
+                VALUES ('%1$s', 'acme', 'lock-order-%1$s', 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
+                        'fakeimg', '{}', 0, 4, 60, now() - interval '1 second', now());
+                INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES ('%1$s', 'acme', 'dispatch',
+                        now() + interval '1 hour')""".formatted(id));
+        long event = Db.count("SELECT max(event_id) FROM outbox WHERE job_id = ?", id);
+        try (java.sql.Connection finalize = java.sql.DriverManager.getConnection(io.jobgate.support.TestDatabase.url(),
+                io.jobgate.support.TestDatabase.user(), io.jobgate.support.TestDatabase.password());
+             java.sql.Statement st = finalize.createStatement()) {
+            finalize.setAutoCommit(false);
+            int finalizer;
+            try (java.sql.ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
+                rs.next();
+                finalizer = rs.getInt(1);
+            }
+            st.execute("SET LOCAL lock_timeout = '500ms'"); // below deadlock_timeout: waiting at all fails
+            st.execute("DELETE FROM outbox WHERE job_id = '" + id + "' AND event_type = 'dispatch' AND published_at IS NULL");
+            var starting = java.util.concurrent.CompletableFuture.supplyAsync(() -> leases.start(id, event, "test-worker",
+                    Duration.ofSeconds(30), providers.find("fakeimg").orElseThrow(), Duration.ofSeconds(1), null, Duration.ofSeconds(1)));
+            await().atMost(Duration.ofSeconds(10)).until(() -> Db.count(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pg_blocking_pids(pid) @> ARRAY[?::int]", finalizer) == 1);
+
+            // Fails (lock timeout) if the worker took the row before the events.
+            st.execute("UPDATE jobs SET status = 'failed', error_category = 'expired', finalized_at = now(), "
+                    + "dispatched_at = NULL WHERE job_id = '" + id + "'");
+            finalize.commit();
+
+            assertThat(starting.get(10, java.util.concurrent.TimeUnit.SECONDS)).isInstanceOf(JobLeases.NotLeased.class);
+        }
+    }
+
     @Test
     void aRateLimitWithAnHttpDateIsHonoured() {
         String tag = Jobs.tag();
