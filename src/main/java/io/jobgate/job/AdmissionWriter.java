@@ -53,8 +53,9 @@ public final class AdmissionWriter extends ServiceSupport {
     /**
      * One statement for the whole batch: insert the jobs (a key already taken inserts nothing),
      * then for exactly the inserted ones the outbox events (dispatch — due when the provider's gate
-     * reopens if a 429 closed it —, and the "queued" status event for followers), the ledger debits (whose trigger
-     * derives the balance) and the reservations.
+     * reopens if a 429 closed it —, and the "queued" status event for followers), the ledger debits
+     * (whose trigger derives the balance) and the reservations; and, if any job was inserted, one
+     * notification for the relays of other instances (delivered at commit).
      */
     private static final String WRITE = """
             WITH input AS (
