@@ -302,8 +302,9 @@ class WorkerTest {
     }
 
     /**
-     * A finalize (here: the sweeper expiring the job) locks the job's unpublished dispatch events, then
-     * its row; a worker starting the same job must take them in the same order, or the two deadlock.
+     * A finalize (the sweeper expiring a job, a cancel) locks the job's unpublished dispatch events,
+     * then its row; a worker starting the same job — here on its way to put it back to wait, which
+     * drops those events — must take them in the same order, or the two deadlock.
      */
     @Test
     void aWorkerStartingAJobTakesItsEventsBeforeItsRowSoAConcurrentFinalizeCannotDeadlockWithIt() throws Exception {
@@ -313,7 +314,7 @@ class WorkerTest {
                                   kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds,
                                   expires_at, dispatched_at)
                 VALUES ('%1$s', 'acme', 'lock-order-%1$s', 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
-                        'fakeimg', '{}', 0, 4, 60, now() - interval '1 second', now());
+                        'fakeimg', '{}', 0, 4, 3600, now() + interval '1 hour', now());
                 INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES ('%1$s', 'acme', 'dispatch',
                         now() + interval '1 hour')""".formatted(id));
         long event = Db.count("SELECT max(event_id) FROM outbox WHERE job_id = ?", id);
@@ -329,7 +330,8 @@ class WorkerTest {
             st.execute("SET LOCAL lock_timeout = '500ms'"); // below deadlock_timeout: waiting at all fails
             st.execute("DELETE FROM outbox WHERE job_id = '" + id + "' AND event_type = 'dispatch' AND published_at IS NULL");
             var starting = java.util.concurrent.CompletableFuture.supplyAsync(() -> leases.start(id, event, "test-worker",
-                    Duration.ofSeconds(30), providers.find("fakeimg").orElseThrow(), Duration.ofSeconds(1), null, Duration.ofSeconds(1)));
+                    Duration.ofSeconds(30), providers.find("fakeimg").orElseThrow(), Duration.ofSeconds(1),
+                    new JobLeases.Verdict(ErrorCategory.TRANSIENT, "source not readable yet", true), Duration.ofSeconds(1)));
             await().atMost(Duration.ofSeconds(10)).until(() -> Db.count(
                     "SELECT count(*) FROM pg_stat_activity WHERE pg_blocking_pids(pid) @> ARRAY[?::int]", finalizer) == 1);
 
