@@ -126,7 +126,7 @@ public final class Reconciler {
         }
         Map<String, Object> properties = new LinkedHashMap<>();
         properties.put(AdapterContract.JOB_ID, job.jobId().toString());
-        properties.put(AdapterContract.IDEMPOTENCY_KEY, job.jobId().toString());
+        properties.put(AdapterContract.IDEMPOTENCY_KEY, AdapterContract.idempotencyKey(job.jobId()));
         properties.put(AdapterContract.PROVIDER_TASK, job.providerTask());
         properties.put(AdapterContract.PROVIDER_REQUEST_ID, job.providerRequestId());
         properties.put(AdapterContract.KIND, job.kind());

@@ -16,6 +16,14 @@ public final class AdapterContract {
     private AdapterContract() {
     }
 
+    /**
+     * The key a job's submits carry and a lookup asks by: the job id, the same for every attempt, so
+     * a provider that deduplicates sees one request, and a lost submit reply can be found again.
+     */
+    public static String idempotencyKey(java.util.UUID jobId) {
+        return jobId.toString();
+    }
+
     // --- Given to the adapter (exchange properties) ----------------------------------------------
     /**
      * What to do: {@code submit} (body: the envelope), {@code lookup} (ask for the task by
@@ -29,7 +37,7 @@ public final class AdapterContract {
     public static final String WEBHOOK = "webhook";
     public static final String JOB_ID = "JobgateJobId";
     public static final String ATTEMPT = "JobgateAttempt";
-    /** Stable for every attempt of one job (the job id): send it as the provider's idempotency key. */
+    /** Stable for every attempt of one job ({@link #idempotencyKey}): send it as the provider's idempotency key. */
     public static final String IDEMPOTENCY_KEY = "JobgateIdempotencyKey";
     public static final String PRESET_ID = "JobgatePresetId";
     public static final String PRESET_VERSION = "JobgatePresetVersion";

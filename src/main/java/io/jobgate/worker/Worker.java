@@ -171,7 +171,7 @@ public final class Worker {
         String prompt = preset.template().render(inputs);
         Map<String, Object> envelope = new LinkedHashMap<>();
         envelope.put("job_id", job.jobId().toString());
-        envelope.put("idempotency_key", job.jobId().toString());
+        envelope.put("idempotency_key", AdapterContract.idempotencyKey(job.jobId()));
         envelope.put("preset_id", preset.id());
         envelope.put("preset_version", preset.version());
         envelope.put("kind", preset.kind());
@@ -188,7 +188,7 @@ public final class Worker {
         }
         Map<String, Object> call = new LinkedHashMap<>();
         call.put(AdapterContract.JOB_ID, job.jobId().toString());
-        call.put(AdapterContract.IDEMPOTENCY_KEY, job.jobId().toString());
+        call.put(AdapterContract.IDEMPOTENCY_KEY, AdapterContract.idempotencyKey(job.jobId()));
         call.put(AdapterContract.PRESET_ID, preset.id());
         call.put(AdapterContract.PRESET_VERSION, preset.version());
         call.put(AdapterContract.KIND, preset.kind());
