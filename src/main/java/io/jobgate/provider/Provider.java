@@ -15,11 +15,14 @@ import java.util.Set;
  * @param callDeadline     how long one adapter call may take ({@code call-deadline-ms})
  * @param idempotentSubmit the provider deduplicates a resubmission by our idempotency key
  *                         ({@code idempotent-submit}), so a call cut short may be repeated safely
+ * @param rateLimitBackoff how long to leave the provider alone after a 429 whose {@code Retry-After}
+ *                         cannot be read ({@code rate-limit-backoff-seconds}): conservative, since
+ *                         the provider did ask for a pause and only its length is unknown
  * @param settings         every entry of the file by its short key, after overrides
  */
 public record Provider(String name, Set<String> kinds, Map<String, Long> prices, String revision,
                        int maxConcurrency, Duration callDeadline, boolean idempotentSubmit,
-                       Map<String, String> settings) {
+                       Duration rateLimitBackoff, Map<String, String> settings) {
 
     public long price(String unit) {
         Long price = prices.get(unit);

@@ -164,9 +164,11 @@ public final class ProviderCatalog {
         }
         int maxConcurrency = whole(prefix + "max-concurrency", values.getOrDefault("max-concurrency", "8"), 1, 10_000);
         long deadlineMs = whole(prefix + "call-deadline-ms", values.getOrDefault("call-deadline-ms", "120000"), 100, 3_600_000);
+        int rateLimitBackoff = whole(prefix + "rate-limit-backoff-seconds",
+                values.getOrDefault("rate-limit-backoff-seconds", "60"), 1, 86_400);
         return new Provider(name, kinds, Map.copyOf(prices), values.getOrDefault("revision", "1"), maxConcurrency,
                 Duration.ofMillis(deadlineMs), Boolean.parseBoolean(values.getOrDefault("idempotent-submit", "false")),
-                Map.copyOf(values));
+                Duration.ofSeconds(rateLimitBackoff), Map.copyOf(values));
     }
 
     private static int whole(String key, String value, int min, int max) {

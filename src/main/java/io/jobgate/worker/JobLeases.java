@@ -290,14 +290,15 @@ public final class JobLeases {
 
     /** Closes the attempt row with what this worker saw (kept even when the lease was lost meanwhile). */
     public void closeAttempt(UUID jobId, int attempt, UUID token, String outcome, AdapterResult result, long durationMs,
-                             Instant nextAttemptAt) {
+                             Instant nextAttemptAt, Boolean retryAfterUnderstood) {
         jdbc.update("""
                 UPDATE attempts SET ended_at = now(), duration_ms = ?, outcome = ?, http_status = ?, provider_request_id = ?,
-                                    error_category = ?, error_message = ?, retry_after = ?, next_attempt_at = ?,
-                                    response_excerpt = ?, billed_units = ?, billed_unit = ?
+                                    error_category = ?, error_message = ?, retry_after = ?, retry_after_understood = ?,
+                                    next_attempt_at = ?, response_excerpt = ?, billed_units = ?, billed_unit = ?
                  WHERE job_id = ? AND attempt = ? AND lease_token = ?""",
                 durationMs, outcome, result.httpStatus(), result.providerRequestId(),
                 result.category() == null ? null : result.category().wire(), result.message(), result.retryAfter(),
+                retryAfterUnderstood,
                 nextAttemptAt == null ? null : Timestamp.from(nextAttemptAt), result.excerpt(), result.billedAmount(),
                 result.billedUnit(), jobId, attempt, token);
     }

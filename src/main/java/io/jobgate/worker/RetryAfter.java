@@ -7,6 +7,9 @@ import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeFormatterBuilder;
 import java.time.format.DateTimeParseException;
+import java.time.format.ResolverStyle;
+import java.time.format.SignStyle;
+import java.time.chrono.IsoChronology;
 import java.time.temporal.ChronoField;
 import java.util.List;
 import java.util.Locale;
@@ -20,16 +23,29 @@ import java.util.Optional;
  */
 public final class RetryAfter {
 
-    /** Sun, 06 Nov 1994 08:49:37 GMT */
-    private static final DateTimeFormatter IMF_FIXDATE = DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.US);
+    /**
+     * Sun, 06 Nov 1994 08:49:37 GMT — and Sun, 6 Nov 1994 08:49:37 GMT: a one-digit day is what
+     * Java's {@code RFC_1123_DATE_TIME} and other RFC 1123 formatters write, and what common HTTP
+     * clients accept. Everything else stays strict (weekday checked against the date, GMT only).
+     */
+    private static final DateTimeFormatter IMF_FIXDATE = new DateTimeFormatterBuilder()
+            .appendPattern("EEE, ")
+            .appendValue(ChronoField.DAY_OF_MONTH, 1, 2, SignStyle.NOT_NEGATIVE)
+            .appendPattern(" MMM uuuu HH:mm:ss 'GMT'")
+            .toFormatter(Locale.US)
+            .withResolverStyle(ResolverStyle.STRICT)
+            .withChronology(IsoChronology.INSTANCE);
     /** Sunday, 06-Nov-94 08:49:37 GMT — a two-digit year is read within 1970–2069. */
     private static final DateTimeFormatter RFC_850 = new DateTimeFormatterBuilder()
             .appendPattern("EEEE, dd-MMM-")
             .appendValueReduced(ChronoField.YEAR, 2, 2, 1970)
             .appendPattern(" HH:mm:ss 'GMT'")
-            .toFormatter(Locale.US);
+            .toFormatter(Locale.US)
+            .withResolverStyle(ResolverStyle.STRICT)
+            .withChronology(IsoChronology.INSTANCE);
     /** Sun Nov  6 08:49:37 1994 */
-    private static final DateTimeFormatter ASCTIME = DateTimeFormatter.ofPattern("EEE MMM ppd HH:mm:ss yyyy", Locale.US);
+    private static final DateTimeFormatter ASCTIME = DateTimeFormatter.ofPattern("EEE MMM ppd HH:mm:ss uuuu", Locale.US)
+            .withResolverStyle(ResolverStyle.STRICT);
 
     private static final List<DateTimeFormatter> DATE_FORMS = List.of(IMF_FIXDATE, RFC_850, ASCTIME);
     /** A provider asking for more than a day is treated as broken, not obeyed. */

@@ -272,6 +272,7 @@ public final class Worker {
         String outcome;
         String next;
         Instant nextAt = null;
+        Boolean retryAfterUnderstood = null;
         if (result.succeeded()) {
             try {
                 OutputSubject subject = new OutputSubject(lease.jobId(), lease.tenantId(), attempt, lease.presetId(),
@@ -291,6 +292,7 @@ public final class Worker {
                 outcome = d.outcome;
                 next = d.next;
                 nextAt = d.at;
+                retryAfterUnderstood = d.retryAfterUnderstood;
             }
         } else if (result.pending()) {
             boolean mine = leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(),
@@ -302,14 +304,22 @@ public final class Worker {
             outcome = d.outcome;
             next = d.next;
             nextAt = d.at;
+            retryAfterUnderstood = d.retryAfterUnderstood;
         }
-        leases.closeAttempt(lease.jobId(), attempt, lease.token(), outcome, result, durationMs, nextAt);
+        leases.closeAttempt(lease.jobId(), attempt, lease.token(), outcome, result, durationMs, nextAt, retryAfterUnderstood);
         AttemptLog.write(new AttemptLog.Line(lease.jobId().toString(), lease.correlationId(), lease.presetId(),
                 lease.presetVersion(), lease.aspectClass(), provider.name(), provider.revision(), attempt, durationMs,
                 result.httpStatus(), outcome, result.category() == null ? null : result.category().wire(), next));
     }
 
-    private record Decision(String outcome, String next, Instant at) {
+    private record Decision(String outcome, String next, Instant at, Boolean retryAfterUnderstood) {
+        Decision(String outcome, String next, Instant at) {
+            this(outcome, next, at, null);
+        }
+
+        Decision with(Boolean understood) {
+            return new Decision(outcome, next, at, understood);
+        }
     }
 
     /** Fail now, park as unknown, or wait for a retry (within the attempt and lifetime caps). */
@@ -334,23 +344,28 @@ public final class Worker {
                 }
                 Instant now = clock.instant();
                 Instant at = now.plus(backoff.delay(attempt));
+                Boolean understood = null;
                 if (category == ErrorCategory.RATE_LIMITED) {
-                    Optional<Instant> allowed = RetryAfter.earliestRetry(result.retryAfter(), now);
-                    if (allowed.isPresent()) {
-                        at = allowed.get(); // the provider's word is the minimum delay
-                    }
+                    RateLimitWait wait = RateLimitWait.after(result.retryAfter(), now, backoff.delay(attempt),
+                            provider.rateLimitBackoff());
+                    at = wait.until(); // the provider's word is the minimum delay
+                    understood = wait.headerUnderstood();
                     leases.closeGate(provider.name(), at, "HTTP 429 for job " + lease.jobId());
+                }
+                if (Boolean.FALSE.equals(understood)) {
+                    LOG.warn("job {} attempt {}: provider {} sent a Retry-After that cannot be read; waiting its rate-limit backoff of {} s",
+                            lease.jobId(), attempt, provider.name(), provider.rateLimitBackoff().toSeconds());
                 }
                 if (attempt >= lease.maxAttempts()) {
                     return ended(lease, ErrorCategory.EXHAUSTED, attempt + " of " + lease.maxAttempts()
-                            + " attempts used; last: " + category.wire() + " (" + result.message() + ")");
+                            + " attempts used; last: " + category.wire() + " (" + result.message() + ")").with(understood);
                 }
                 if (at.isAfter(lease.expiresAt())) {
                     return ended(lease, ErrorCategory.EXPIRED, "next attempt at " + at + " would pass the job's lifetime ("
-                            + lease.expiresAt() + "); last: " + category.wire());
+                            + lease.expiresAt() + "); last: " + category.wire()).with(understood);
                 }
                 boolean mine = leases.requeue(lease.jobId(), lease.token(), at, streak, category.wire());
-                return new Decision(mine ? "retry_wait" : "lease_lost", mine ? "retry_wait" : "none", mine ? at : null);
+                return new Decision(mine ? "retry_wait" : "lease_lost", mine ? "retry_wait" : "none", mine ? at : null, understood);
             }
         }
     }

@@ -78,6 +78,8 @@ class WorkerTest {
     @BeanInject
     CamelContext context;
     @BeanInject
+    java.time.Clock clock;
+    @BeanInject
     software.amazon.awssdk.services.s3.S3Client s3;
 
     @BeforeAll
@@ -286,7 +288,7 @@ class WorkerTest {
                 INSERT INTO outbox (job_id, tenant_id, event_type, available_at)
                 SELECT job_id, 'acme', 'dispatch', now() + interval '1 hour' FROM jobs WHERE idempotency_key LIKE '%1$s-%%'
                 """.formatted(tag));
-        Instant reopening = Instant.now().plus(Duration.ofHours(2)).truncatedTo(ChronoUnit.MICROS);
+        Instant reopening = clock.instant().plus(Duration.ofHours(2)).truncatedTo(ChronoUnit.MICROS);
 
         int moved = leases.closeGate("gated-" + tag, reopening, "HTTP 429 in a test");
 
@@ -344,10 +346,11 @@ class WorkerTest {
         }
     }
 
+    /** As Java servers write it (one-digit day on the 1st-9th); each day's parse is RetryAfterTest's. */
     @Test
     void aRateLimitWithAnHttpDateIsHonoured() {
         String tag = Jobs.tag();
-        Instant date = Instant.now().plusSeconds(3).truncatedTo(ChronoUnit.SECONDS);
+        Instant date = clock.instant().plusSeconds(3).truncatedTo(ChronoUnit.SECONDS);
         String httpDate = DateTimeFormatter.RFC_1123_DATE_TIME.format(date.atOffset(ZoneOffset.UTC));
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
                 .willSetStateTo("open").willReturn(aResponse().withStatus(429).withHeader("Retry-After", httpDate)));
@@ -359,6 +362,29 @@ class WorkerTest {
         assertThat(requests(tag)).hasSize(2);
         assertThat(requests(tag).get(1).getLoggedDate().toInstant()).isAfterOrEqualTo(date);
         assertThat(attempts(id).get(0)).containsEntry("retry_after", httpDate);
+    }
+
+    @Test
+    void aRateLimitWithAnUnreadableRetryAfterWaitsTheProvidersRateLimitBackoff() {
+        String tag = Jobs.tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
+                .willSetStateTo("open").willReturn(aResponse().withStatus(429).withHeader("Retry-After", "in a little while")));
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("open")
+                .willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID id = submit(tag, "fakeimg");
+        Jobs.awaitStatus(id, "succeeded");
+
+        List<LoggedRequest> calls = requests(tag);
+        assertThat(calls).hasSize(2);
+        Map<String, Object> first = Db.rows("SELECT error_category, retry_after, retry_after_understood, next_attempt_at "
+                + "FROM attempts WHERE job_id = '" + id + "' AND attempt = 1").get(0);
+        assertThat(first).containsEntry("error_category", "rate_limited")
+                .containsEntry("retry_after", "in a little while").containsEntry("retry_after_understood", false);
+        // Due times, not wall-clock gaps: fakeimg's rate-limit-backoff-seconds is 2 (the transient
+        // backoff here would be 200 ms), and the retry reached the provider no earlier than due.
+        Instant due = ((java.sql.Timestamp) first.get("next_attempt_at")).toInstant();
+        assertThat(due).isAfterOrEqualTo(calls.get(0).getLoggedDate().toInstant().plusSeconds(2));
+        assertThat(calls.get(1).getLoggedDate().toInstant()).isAfterOrEqualTo(due.truncatedTo(ChronoUnit.MILLIS));
     }
 
     @Test
