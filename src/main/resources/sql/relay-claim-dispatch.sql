@@ -34,7 +34,7 @@ fresh AS (
           SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot
             FROM outbox o JOIN jobs j ON j.job_id = o.job_id
            WHERE o.tenant_id = g.tenant_id AND o.event_type = 'dispatch' AND o.published_at IS NULL
-             AND o.available_at <= now() AND (o.claimed_until IS NULL OR o.claimed_until < now())
+             AND o.available_at <= CAST(:#now AS timestamptz) AND (o.claimed_until IS NULL OR o.claimed_until < CAST(:#now AS timestamptz))
            ORDER BY o.available_at, o.event_id
            LIMIT 1
            FOR UPDATE OF o SKIP LOCKED) e
@@ -46,7 +46,7 @@ reclaims AS (
           SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot
             FROM outbox o JOIN jobs j ON j.job_id = o.job_id
            WHERE o.tenant_id = g.tenant_id AND o.event_type = 'dispatch' AND o.published_at IS NULL
-             AND o.claimed_until IS NOT NULL AND o.claimed_until < now() AND j.dispatched_at IS NOT NULL
+             AND o.claimed_until IS NOT NULL AND o.claimed_until < CAST(:#now AS timestamptz) AND j.dispatched_at IS NOT NULL
            ORDER BY o.available_at, o.event_id
            LIMIT 1
            FOR UPDATE OF o SKIP LOCKED) e
@@ -56,11 +56,11 @@ picked AS (
      ORDER BY c.last_dispatch_at NULLS FIRST, c.tenant_id
      LIMIT (SELECT free FROM room)),
 claimed AS (
-    UPDATE outbox o SET claimed_until = now() + make_interval(secs => :#claimSeconds), claim_token = :#claimToken::uuid
+    UPDATE outbox o SET claimed_until = CAST(:#now AS timestamptz) + make_interval(secs => :#claimSeconds), claim_token = :#claimToken::uuid
       FROM picked p WHERE o.event_id = p.event_id
     RETURNING o.event_id, o.job_id, o.tenant_id),
 slots AS (
-    UPDATE jobs j SET dispatched_at = now()
+    UPDATE jobs j SET dispatched_at = CAST(:#now AS timestamptz)
       FROM picked p WHERE j.job_id = p.job_id AND NOT p.holds_slot
     RETURNING j.tenant_id),
 tenant_locks AS (
@@ -69,7 +69,7 @@ tenant_locks AS (
      ORDER BY a.tenant_id FOR UPDATE),
 turns AS (
     UPDATE tenant_accounts a
-       SET last_dispatch_at = now(),
+       SET last_dispatch_at = CAST(:#now AS timestamptz),
            running_jobs = a.running_jobs + (SELECT count(*) FROM slots s WHERE s.tenant_id = a.tenant_id)
       FROM tenant_locks l WHERE a.tenant_id = l.tenant_id
     RETURNING a.tenant_id),

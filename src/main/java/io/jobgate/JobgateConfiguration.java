@@ -24,6 +24,11 @@ import io.jobgate.job.AdmissionLimits;
 import io.jobgate.job.AdmissionService;
 import io.jobgate.job.AdmissionWriter;
 import io.jobgate.job.JobFinalizer;
+import io.jobgate.job.JobTransitions;
+import io.jobgate.reconcile.ReconcileSettings;
+import io.jobgate.relay.RelaySettings;
+import io.jobgate.worker.SweeperSettings;
+import io.jobgate.worker.WorkerSettings;
 import io.jobgate.job.JobStore;
 import io.jobgate.ops.DatabaseHealthCheck;
 import io.jobgate.preset.PresetCatalog;
@@ -68,18 +73,20 @@ public class JobgateConfiguration implements CamelConfiguration {
 
     private static final Logger LOG = LoggerFactory.getLogger(JobgateConfiguration.class);
 
-    @BindToRegistry("clock")
-    public Clock clock() {
-        return Clock.systemUTC();
-    }
 
     @Override
     public void configure(CamelContext context) throws Exception {
         Settings settings = new Settings(context);
         Registry registry = context.getRegistry();
+        // The one clock of every decision (due times, leases, lifetimes, checks), passed into SQL:
+        // the system's, unless a test bound one of its own before configuration to move time.
         Clock clock = registry.lookupByNameAndType("clock", Clock.class);
-        Path dataDir = settings.path("jobgate.data-dir", "data");
-        Path configDir = settings.path("jobgate.config-dir", "config");
+        if (clock == null) {
+            clock = Clock.systemUTC();
+            registry.bind("clock", clock);
+        }
+        Path dataDir = settings.path("jobgate.data-dir");
+        Path configDir = settings.path("jobgate.config-dir");
         Files.createDirectories(dataDir);
         LOG.info("jobgate data directory {}, config directory {}", dataDir, configDir);
 
@@ -94,31 +101,33 @@ public class JobgateConfiguration implements CamelConfiguration {
         S3Client s3 = objectStorage(context, settings, dataDir);
         registry.bind("s3Client", s3);
 
-        if (settings.bool("jobgate.simulator.enabled", false)) {
+        if (settings.bool("jobgate.simulator.enabled")) {
             ProviderSimulator simulator = ProviderSimulator.start(simulatorConfig(settings));
             context.addService(ManagedResource.stoppedBy("provider-simulator", simulator::close), true, true);
             // Port 0 picks a free port; the simulator adapter's base URL follows the real one.
             context.getPropertiesComponent().addOverrideProperty("jobgate.simulator.url", "http://127.0.0.1:" + simulator.port());
         }
-        TenantDirectory tenants = TenantDirectory.load(Arrays.stream(settings.string("jobgate.tenants.files",
-                configDir.resolve("tenants.yaml").toString()).split(",")).map(String::trim).map(Path::of).toList());
+        TenantDirectory tenants = TenantDirectory.load(Arrays.stream(settings.required("jobgate.tenants.files").split(",")).map(String::trim).map(Path::of).toList());
         tenants.syncTo(jdbc);
         PresetCatalog presets = PresetCatalog.load(configDir.resolve("presets"));
         presets.verifyImmutable(jdbc);
-        ProviderCatalog providers = ProviderCatalog.load(Arrays.stream(settings.string("jobgate.providers.dirs",
-                configDir.resolve("providers").toString()).split(",")).map(String::trim).filter(d -> !d.isEmpty())
+        ProviderCatalog providers = ProviderCatalog.load(Arrays.stream(settings.required("jobgate.providers.dirs").split(",")).map(String::trim).filter(d -> !d.isEmpty())
                 .map(Path::of).toList(), settings);
         context.getPropertiesComponent().addPropertiesSource(new ProviderSettingsSource(providers));
 
         UploadStore uploads = new UploadStore(jdbc);
         JobStore jobs = new JobStore(jdbc);
-        JobFinalizer finalizer = new JobFinalizer(jdbc, transactions, clock).refunding(
-                settings.intValue("jobgate.refunds.failed-percent", 100, 0, 100),
-                settings.intValue("jobgate.refunds.cancelled-percent", 100, 0, 100));
+        JobTransitions transitions = new JobTransitions(
+                new org.springframework.jdbc.core.namedparam.NamedParameterJdbcTemplate(jdbc), transactions, clock);
+        registry.bind("jobTransitions", transitions);
+        JobFinalizer finalizer = new JobFinalizer(transitions).refunding(
+                settings.intValue("jobgate.refunds.failed-percent", 0, 100),
+                settings.intValue("jobgate.refunds.cancelled-percent", 0, 100));
         AdmissionLimits limits = AdmissionLimits.from(settings);
         String instanceId = java.util.UUID.randomUUID().toString();
         AdmissionWriter writer = new AdmissionWriter(dataSource, limits, instanceId);
-        boolean relayEnabled = settings.bool("jobgate.relay.enabled", true);
+        RelaySettings relay = RelaySettings.from(settings);
+        boolean relayEnabled = relay.enabled();
         RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relayEnabled);
         writer.afterCommit(wakeup::wake);
         if (relayEnabled) {
@@ -128,7 +137,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         }
         context.addService(writer, true, true);
         AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits);
-        long maxUploadBytes = settings.longValue("jobgate.uploads.max-bytes", 25L * 1024 * 1024, 1, 1L << 31);
+        long maxUploadBytes = settings.longValue("jobgate.uploads.max-bytes", 1, 1L << 31);
 
         registry.bind("tenantDirectory", tenants);
         registry.bind("presetCatalog", presets);
@@ -139,69 +148,59 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("jobFinalizer", finalizer);
         registry.bind("jobStore", jobs);
         registry.bind("tenantAuth", new TenantAuth(tenants));
-        registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, settings.string("jobgate.s3.bucket", "jobgate")));
+        String bucket = settings.required("jobgate.s3.bucket");
+        registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, maxUploadBytes));
         registry.bind("problemResponder", new ProblemResponder());
         registry.bind("jmsIntake", new JmsIntake(tenants, admission));
         registry.bind("outboxRelay", new OutboxRelay(registry.lookupByNameAndType("jmsConnectionFactory",
-                jakarta.jms.ConnectionFactory.class),
-                settings.intValue("jobgate.dispatch.max-running", 64, 1, 100_000),
-                settings.intValue("jobgate.relay.claim-seconds", 30, 1, 3600),
-                settings.intValue("jobgate.relay.status-batch", 500, 1, 10_000)));
+                jakarta.jms.ConnectionFactory.class), clock, relay));
         registry.bind("deadLetters", new DeadLetters(finalizer));
 
-        JobLeases leases = new JobLeases(jdbc, transactions, finalizer, clock);
-        String bucket = settings.string("jobgate.s3.bucket", "jobgate");
-        OutputStore outputs = new OutputStore(context.createProducerTemplate(), bucket,
-                settings.longValue("jobgate.worker.max-output-bytes", 64L << 20, 1, 1L << 31), presets);
-        Backoff backoff = Backoff.withRandomJitter(
-                Duration.ofMillis(settings.longValue("jobgate.worker.backoff-base-ms", 1000, 1, 3_600_000)),
-                Duration.ofMillis(settings.longValue("jobgate.worker.backoff-cap-ms", 300_000, 1, 86_400_000)));
+        JobLeases leases = new JobLeases(jdbc, transactions, transitions, finalizer);
+        WorkerSettings workerSettings = WorkerSettings.from(settings);
+        OutputStore outputs = new OutputStore(context.createProducerTemplate(), bucket, workerSettings.maxOutputBytes(), presets);
+        Backoff backoff = workerSettings.backoff();
         registry.bind("jobLeases", leases);
+        registry.bind("adapterAnswer", new io.jobgate.worker.AdapterAnswer());
         registry.bind("outputStore", outputs);
         AdapterCaller adapters = new AdapterCaller(context);
-        String publicBaseUrl = settings.string("jobgate.public-base-url", "http://localhost:8080").replaceAll("/+$", "");
-        Backoff checks = Backoff.withRandomJitter(
-                Duration.ofMillis(settings.longValue("jobgate.reconcile.first-check-ms", 2000, 10, 3_600_000)),
-                Duration.ofMillis(settings.longValue("jobgate.reconcile.check-cap-ms", 60_000, 10, 86_400_000)));
-        Reconciler reconciler = new Reconciler(jdbc, leases, finalizer, providers, presets, adapters, outputs, clock, checks,
-                backoff, settings.intValue("jobgate.reconcile.batch", 50, 1, 10_000));
+        ReconcileSettings reconcile = ReconcileSettings.from(settings);
+        Backoff checks = reconcile.checks();
+        Reconciler reconciler = new Reconciler(jdbc, transitions, leases, finalizer, providers, presets, adapters, outputs, clock, checks,
+                backoff, reconcile.batch());
         registry.bind("reconciler", reconciler);
-        registry.bind("worker", new Worker(adapters, publicBaseUrl, leases, finalizer, presets, providers, s3, bucket, outputs,
-                clock, Duration.ofSeconds(settings.longValue("jobgate.worker.lease-margin-seconds", 30, 1, 3600)),
-                Duration.ofMillis(settings.longValue("jobgate.worker.gate-full-delay-ms", 500, 10, 60_000)), backoff,
-                reconciler.firstCheck()));
+        registry.bind("worker", new Worker(workerSettings, leases, finalizer, presets, providers, s3, bucket, outputs,
+                clock, backoff, reconciler.firstCheck()));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
-                Duration.ofSeconds(settings.longValue("jobgate.webhooks.tolerance-seconds", 300, 1, 86_400))));
+                settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
         registry.bind("usageApi", new io.jobgate.api.UsageApi(jdbc, clock));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs));
-        registry.bind("sweeper", new Sweeper(jdbc, leases, finalizer, providers, clock,
-                settings.intValue("jobgate.sweeper.batch", 200, 1, 10_000), s3, bucket,
-                Duration.ofSeconds(settings.longValue("jobgate.sweeper.quarantine-max-age-seconds", 3600, 0, 30L * 86_400))));
+        registry.bind("sweeper", new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket));
     }
 
     /** Settings of the bundled provider simulator ({@code jobgate.simulator.*}). */
     public static ProviderSimulator.Config simulatorConfig(Settings settings) {
-        return new ProviderSimulator.Config(settings.intValue("jobgate.simulator.port", 8090, 0, 65535),
-                Duration.ofMillis(settings.longValue("jobgate.simulator.processing-ms", 300, 0, 600_000)),
-                Duration.ofMillis(settings.longValue("jobgate.simulator.slow-ms", 6000, 0, 600_000)),
+        return new ProviderSimulator.Config(settings.intValue("jobgate.simulator.port", 0, 65535),
+                settings.millis("jobgate.simulator.processing-ms", 0, 600_000),
+                settings.millis("jobgate.simulator.slow-ms", 0, 600_000),
                 settings.required("jobgate.simulator.webhook-secret"),
-                ProviderSimulator.rates(settings.string("jobgate.simulator.faults", "")));
+                ProviderSimulator.rates(settings.optional("jobgate.simulator.faults").orElse("")));
     }
 
     private static HikariDataSource database(CamelContext context, Settings settings, Path dataDir) throws Exception {
         String url = settings.optional("jobgate.db.url").orElse(null);
-        String user = settings.string("jobgate.db.user", "postgres");
-        String password = settings.string("jobgate.db.password", "");
+        String user = settings.required("jobgate.db.user");
+        String password = settings.optional("jobgate.db.password").orElse("");
         if (url == null) {
             EmbeddedPostgresServer postgres = EmbeddedPostgresServer.start(dataDir.resolve("postgres"),
-                    settings.intValue("jobgate.db.embedded-port", 0, 0, 65535));
+                    settings.intValue("jobgate.db.embedded-port", 0, 65535));
             context.addService(ManagedResource.stoppedBy("embedded-postgres", postgres::stop), true, true);
             url = postgres.jdbcUrl();
             user = "postgres";
             password = "";
         }
-        HikariDataSource pool = Database.pool(url, user, password, settings.intValue("jobgate.db.pool-size", 20, 1, 500));
+        HikariDataSource pool = Database.pool(url, user, password, settings.intValue("jobgate.db.pool-size", 1, 500));
         context.addService(ManagedResource.stoppedBy("db-pool", pool::close), true, true);
         Database.migrate(pool);
         // The relay's claims and published marks commit without waiting for the WAL flush: one lost in
@@ -216,9 +215,9 @@ public class JobgateConfiguration implements CamelConfiguration {
     private static CachingConnectionFactory broker(CamelContext context, Settings settings, Path dataDir) throws Exception {
         String url = settings.optional("jobgate.broker.url").orElse(null);
         if (url == null) {
-            EmbeddedBroker broker = EmbeddedBroker.start(settings.path("jobgate.broker.config", "artemis/broker.xml"),
-                    dataDir.resolve("artemis"), settings.string("jobgate.broker.embedded-host", "127.0.0.1"),
-                    settings.intValue("jobgate.broker.embedded-port", 61616, 0, 65535));
+            EmbeddedBroker broker = EmbeddedBroker.start(settings.path("jobgate.broker.config"),
+                    dataDir.resolve("artemis"), settings.required("jobgate.broker.embedded-host"),
+                    settings.intValue("jobgate.broker.embedded-port", 0, 65535));
             context.addService(ManagedResource.stoppedBy("embedded-artemis", broker::stop), true, true);
             url = broker.clientUrl();
         }
@@ -246,7 +245,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         String secretKey = settings.optional("jobgate.s3.secret-key").orElse(null);
         if (endpoint == null) {
             EmbeddedS3Server server = EmbeddedS3Server.start(dataDir.resolve("objects"),
-                    settings.intValue("jobgate.s3.embedded-port", 0, 0, 65535));
+                    settings.intValue("jobgate.s3.embedded-port", 0, 65535));
             context.addService(ManagedResource.stoppedBy("embedded-s3", server::stop), true, true);
             endpoint = server.endpoint();
             accessKey = server.accessKey();
@@ -254,9 +253,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         } else if (accessKey == null || secretKey == null) {
             throw new IllegalStateException("jobgate.s3.access-key and jobgate.s3.secret-key are required with jobgate.s3.endpoint");
         }
-        S3Client s3 = ObjectStorage.client(endpoint, settings.string("jobgate.s3.region", "us-east-1"), accessKey, secretKey);
+        S3Client s3 = ObjectStorage.client(endpoint, settings.required("jobgate.s3.region"), accessKey, secretKey);
         context.addService(ManagedResource.stoppedBy("s3-client", s3::close), true, true);
-        ObjectStorage.ensureBucket(s3, settings.string("jobgate.s3.bucket", "jobgate"));
+        ObjectStorage.ensureBucket(s3, settings.required("jobgate.s3.bucket"));
         return s3;
     }
 }

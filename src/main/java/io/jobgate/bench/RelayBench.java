@@ -146,7 +146,7 @@ final class RelayBench {
                 }
                 ms.add((System.nanoTime() - t0) / 1e6);
                 // End the job, as a worker would, which frees its slot.
-                finalizer.finalizeJob(UUID.fromString(jobId), new JobFinalizer.Outcome(JobStatus.SUCCEEDED, null, null,
+                finalizer.finalizeJob(UUID.fromString(jobId), new JobFinalizer.Outcome(JobStatus.CANCELLED, "cancelled", "bench",
                         JobFinalizer.RefundPolicy.NONE));
             }
         }

@@ -9,7 +9,9 @@ import org.apache.camel.spi.PropertiesComponent;
 /**
  * Typed view of the gateway's settings. Values come from Camel's properties component, so an
  * environment variable overrides a file entry the usual way ({@code jobgate.data-dir} ←
- * {@code JOBGATE_DATA_DIR}). Bad values fail at start, naming the setting.
+ * {@code JOBGATE_DATA_DIR}). Defaults are written once, in config/application.properties (the
+ * README's settings table is checked against it): no accessor here takes a default. Bad or
+ * missing values fail at start, naming the setting.
  */
 public final class Settings {
 
@@ -23,18 +25,15 @@ public final class Settings {
         return properties.resolveProperty(key).map(String::trim).filter(v -> !v.isEmpty());
     }
 
-    public String string(String key, String defaultValue) {
-        return optional(key).orElse(defaultValue);
-    }
-
+    /** A setting that must have a value (its default is written once, in config/application.properties). */
     public String required(String key) {
         return optional(key).orElseThrow(() -> new IllegalStateException("setting " + key + " is required"));
     }
 
-    public long longValue(String key, long defaultValue, long min, long max) {
+    public long longValue(String key, long min, long max) {
         long value;
         try {
-            value = optional(key).map(Long::parseLong).orElse(defaultValue);
+            value = Long.parseLong(required(key));
         } catch (NumberFormatException e) {
             throw new IllegalStateException("setting " + key + " must be a whole number", e);
         }
@@ -44,12 +43,24 @@ public final class Settings {
         return value;
     }
 
-    public int intValue(String key, int defaultValue, int min, int max) {
-        return (int) longValue(key, defaultValue, min, max);
+    public int intValue(String key, int min, int max) {
+        return (int) longValue(key, min, max);
     }
 
-    public boolean bool(String key, boolean defaultValue) {
-        return optional(key).map(Boolean::parseBoolean).orElse(defaultValue);
+    public java.time.Duration millis(String key, long min, long max) {
+        return java.time.Duration.ofMillis(longValue(key, min, max));
+    }
+
+    public java.time.Duration seconds(String key, long min, long max) {
+        return java.time.Duration.ofSeconds(longValue(key, min, max));
+    }
+
+    public boolean bool(String key) {
+        String value = required(key);
+        if (!value.equals("true") && !value.equals("false")) {
+            throw new IllegalStateException("setting " + key + " must be true or false, was " + value);
+        }
+        return Boolean.parseBoolean(value);
     }
 
     /**
@@ -65,7 +76,7 @@ public final class Settings {
         return text != null && text.contains("{{") ? properties.parseUri(text) : text;
     }
 
-    public Path path(String key, String defaultValue) {
-        return Path.of(string(key, defaultValue)).toAbsolutePath().normalize();
+    public Path path(String key) {
+        return Path.of(required(key)).toAbsolutePath().normalize();
     }
 }

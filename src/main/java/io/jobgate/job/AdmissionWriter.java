@@ -221,7 +221,28 @@ public final class AdmissionWriter extends ServiceSupport {
         }
     }
 
+    /**
+     * Writes the batch in one transaction, run again (up to three runs) when PostgreSQL aborts it
+     * for a deadlock or a serialization failure: a replayed key inserted while a worker moves that
+     * very job waits on the job's row, whose transaction may wait on this one's tenant row. The
+     * transaction was rolled back whole and nobody was answered yet, so running it again is safe.
+     */
     private void write(List<Pending> batch) throws SQLException {
+        for (int run = 1; ; run++) {
+            try {
+                writeOnce(batch);
+                return;
+            } catch (SQLException e) {
+                boolean lockCycle = "40P01".equals(e.getSQLState()) || "40001".equals(e.getSQLState());
+                if (!lockCycle || run >= 3) {
+                    throw e;
+                }
+                LOG.warn("admission transaction rolled back by PostgreSQL ({}), running it again ({} of 3)", e.getSQLState(), run + 1);
+            }
+        }
+    }
+
+    private void writeOnce(List<Pending> batch) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(false);
             try {

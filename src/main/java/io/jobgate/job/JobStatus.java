@@ -27,6 +27,9 @@ public enum JobStatus {
     /** Terminal: cancelled by its tenant. */
     CANCELLED;
 
+    /** Waiting on the provider: its evidence (webhook, poll, operator repair) applies only to these. */
+    public static final java.util.Set<JobStatus> AT_PROVIDER = java.util.EnumSet.of(PROVIDER_PENDING, SUBMISSION_UNKNOWN);
+
     public boolean terminal() {
         return this == SUCCEEDED || this == FAILED || this == CANCELLED;
     }

@@ -15,6 +15,7 @@ import java.util.Set;
 import java.util.UUID;
 
 import io.jobgate.job.JobFinalizer;
+import io.jobgate.job.JobTransitions;
 import io.jobgate.output.OutputSubject;
 import io.jobgate.job.JobStatus;
 import io.jobgate.preset.Preset;
@@ -24,6 +25,7 @@ import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.worker.AdapterCaller;
 import io.jobgate.worker.AdapterContract;
 import io.jobgate.worker.AdapterResult;
+import io.jobgate.worker.AttemptCaps;
 import io.jobgate.worker.Backoff;
 import io.jobgate.worker.ErrorCategory;
 import io.jobgate.worker.JobLeases;
@@ -42,9 +44,11 @@ import org.springframework.jdbc.core.JdbcTemplate;
 public final class Reconciler {
 
     private static final Logger LOG = LoggerFactory.getLogger(Reconciler.class);
-    static final Set<JobStatus> WAITING = EnumSet.of(JobStatus.PROVIDER_PENDING, JobStatus.SUBMISSION_UNKNOWN);
+    static final Set<JobStatus> WAITING = JobStatus.AT_PROVIDER;
+    private static final String WAITING_SQL = WAITING.stream().map(JobStatus::wire).sorted().collect(java.util.stream.Collectors.joining(","));
 
     private final JdbcTemplate jdbc;
+    private final JobTransitions transitions;
     private final JobLeases leases;
     private final JobFinalizer finalizer;
     private final ProviderCatalog providers;
@@ -56,10 +60,11 @@ public final class Reconciler {
     private final Backoff retryBackoff;
     private final int batch;
 
-    public Reconciler(JdbcTemplate jdbc, JobLeases leases, JobFinalizer finalizer, ProviderCatalog providers,
+    public Reconciler(JdbcTemplate jdbc, JobTransitions transitions, JobLeases leases, JobFinalizer finalizer, ProviderCatalog providers,
                       PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, Clock clock, Backoff checkBackoff,
                       Backoff retryBackoff, int batch) {
         this.jdbc = jdbc;
+        this.transitions = transitions;
         this.leases = leases;
         this.finalizer = finalizer;
         this.providers = providers;
@@ -83,12 +88,13 @@ public final class Reconciler {
     /** Route step: asks the providers about jobs whose next check is due (claimed, so no two pollers ask at once). */
     public void checkDue(Exchange exchange) {
         List<WaitingJob> due = jdbc.query("""
-                UPDATE jobs SET next_check_at = now() + interval '5 minutes', checks = checks + 1
+                UPDATE jobs SET next_check_at = ?, checks = checks + 1
                  WHERE job_id IN (SELECT job_id FROM jobs
-                                   WHERE status IN ('provider_pending', 'submission_unknown') AND finalized_at IS NULL
-                                     AND next_check_at <= now()
+                                   WHERE status = ANY (string_to_array(?, ',')) AND finalized_at IS NULL
+                                     AND next_check_at <= ?
                                    ORDER BY next_check_at LIMIT ? FOR UPDATE SKIP LOCKED)
-                RETURNING""" + " " + COLUMNS, Reconciler::waiting, batch);
+                RETURNING""" + " " + COLUMNS, Reconciler::waiting, Timestamp.from(clock.instant().plus(Duration.ofMinutes(5))),
+                WAITING_SQL, Timestamp.from(clock.instant()), batch);
         int changed = 0;
         for (WaitingJob job : due) {
             try {
@@ -198,28 +204,21 @@ public final class Reconciler {
 
     private Applied stillPending(WaitingJob job, AdapterResult evidence) {
         if (job.status().equals(JobStatus.SUBMISSION_UNKNOWN.wire())) {
-            int moved = jdbc.update("""
-                    UPDATE jobs SET status = 'provider_pending', provider_task = coalesce(?, provider_task),
-                                    next_check_at = ?, checks = 0, updated_at = now()
-                     WHERE job_id = ? AND status = 'submission_unknown' AND finalized_at IS NULL""",
-                    evidence.providerTask(), Timestamp.from(nextCheck(0)), job.jobId());
-            return new Applied(moved == 1, "provider has the task: provider_pending");
+            boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.TASK_FOUND, JobTransitions.Guard.anyone(),
+                    JobTransitions.Change.checkFrom(nextCheck(0), evidence.providerTask(), null, null)).isPresent();
+            return new Applied(moved, "provider has the task: provider_pending");
         }
         return schedule(job, "provider still working");
     }
 
     /** The provider never got it or its task failed: a new attempt is safe (within the caps). */
     private Applied resubmit(WaitingJob job, String why) {
-        if (job.attempts() >= job.maxAttempts()) {
-            boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING, JobFinalizer.Outcome.failed(
-                    ErrorCategory.EXHAUSTED.wire(), job.attempts() + " of " + job.maxAttempts() + " attempts used; " + why));
-            return new Applied(won, "exhausted: " + why);
-        }
         Instant at = clock.instant().plus(retryBackoff.delay(Math.max(1, job.attempts())));
-        if (at.isAfter(job.expiresAt())) {
+        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(job.attempts(), job.maxAttempts(), job.expiresAt(), at, why);
+        if (capped.isPresent()) {
             boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING, JobFinalizer.Outcome.failed(
-                    ErrorCategory.EXPIRED.wire(), "lifetime ends before a resubmit; " + why));
-            return new Applied(won, "expired: " + why);
+                    capped.get().category().wire(), capped.get().message()));
+            return new Applied(won, capped.get().category().wire() + ": " + why);
         }
         boolean moved = leases.requeueUnleased(job.jobId(), job.status(), at, ErrorCategory.AMBIGUOUS.wire());
         return new Applied(moved, "retry_wait: " + why);

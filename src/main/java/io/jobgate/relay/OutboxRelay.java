@@ -36,21 +36,25 @@ public final class OutboxRelay {
     public static final String EVENTS_TOPIC = "jobs.events";
 
     private final ConnectionFactory connectionFactory;
+    private final java.time.Clock clock;
     private final int maxRunning;
     private final int claimSeconds;
     private final int statusBatch;
 
-    public OutboxRelay(ConnectionFactory connectionFactory, int maxRunning, int claimSeconds, int statusBatch) {
+    public OutboxRelay(ConnectionFactory connectionFactory, java.time.Clock clock, RelaySettings settings) {
         this.connectionFactory = connectionFactory;
-        this.maxRunning = maxRunning;
-        this.claimSeconds = claimSeconds;
-        this.statusBatch = statusBatch;
+        this.clock = clock;
+        this.maxRunning = settings.maxRunning();
+        this.claimSeconds = settings.claimSeconds();
+        this.statusBatch = settings.statusBatch();
     }
 
     /** Headers the claim statements read: a fresh claim token per round, the window, the batch. */
     public void prepareRound(Exchange exchange) {
         Message m = exchange.getMessage();
         m.setHeader("claimToken", UUID.randomUUID().toString());
+        // The gateway's one clock (JobTransitions writes due times with it): what is due is decided by it too.
+        m.setHeader("now", java.sql.Timestamp.from(clock.instant()));
         m.setHeader("claimSeconds", claimSeconds);
         m.setHeader("maxRunning", maxRunning);
         m.setHeader("statusBatch", statusBatch);

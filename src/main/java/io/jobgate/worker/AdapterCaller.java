@@ -15,8 +15,8 @@ import org.apache.camel.support.DefaultExchange;
 
 /**
  * Calls a provider's adapter route on a fresh exchange (the adapter sees only the contract's
- * properties and body) within the provider's call deadline. Used for every operation: submit by
- * the worker, lookup by reconciliation, webhook parsing.
+ * properties and body) within the provider's call deadline, for callers outside a route:
+ * reconciliation's lookups and webhook parsing. (The worker's route calls its adapter itself.)
  */
 public final class AdapterCaller {
 
@@ -35,16 +35,8 @@ public final class AdapterCaller {
 
     public AdapterResult call(Provider provider, String operation, Object body, Map<String, Object> properties) {
         Exchange adapter = new DefaultExchange(context);
-        adapter.getMessage().setBody(body);
-        properties.forEach((key, value) -> {
-            if (value != null) {
-                adapter.setProperty(key, value);
-            }
-        });
+        AdapterContract.request(adapter, provider, operation, body, properties);
         long deadline = provider.callDeadline().toMillis();
-        adapter.setProperty(AdapterContract.OPERATION, operation);
-        adapter.setProperty(AdapterContract.DEADLINE_MILLIS, deadline);
-        adapter.setProperty(AdapterContract.ADAPTER_REVISION, provider.revision());
         Future<Exchange> reply = calls.submit(() -> producer.send(provider.adapterUri(), adapter));
         try {
             return AdapterResult.of(reply.get(deadline + GRACE_MILLIS, TimeUnit.MILLISECONDS));

@@ -4,8 +4,8 @@ package io.jobgate.worker;
  * The stable contract between the worker and a provider adapter route ({@code direct:provider-<name>},
  * one YAML file per provider in routes/providers). Documented in the README; keep it stable.
  *
- * <p>The worker calls the adapter with a fresh exchange: the body is the portable envelope (JSON
- * text) and the fields below are exchange properties. Properties, unlike headers, are never sent
+ * <p>The adapter gets a fresh message ({@link #request}): the body is the portable envelope (JSON
+ * text), no headers, and the fields below are exchange properties. Properties, unlike headers, are never sent
  * to the provider by camel-http. The adapter answers by setting the outcome properties; an adapter
  * that sets no outcome is classified by the provider's HTTP status ({@code CamelHttpResponseCode}),
  * and {@code Retry-After} and a request id header ({@code x-request-id}, {@code request-id}) are
@@ -22,6 +22,25 @@ public final class AdapterContract {
      */
     public static String idempotencyKey(java.util.UUID jobId) {
         return jobId.toString();
+    }
+
+    /**
+     * Makes {@code exchange} an adapter request: {@code body} as the message, no headers (a
+     * transport header would go out to the provider as an HTTP header), the contract's properties.
+     */
+    public static void request(org.apache.camel.Exchange exchange, io.jobgate.provider.Provider provider, String operation,
+                               Object body, java.util.Map<String, Object> properties) {
+        org.apache.camel.Message m = exchange.getMessage();
+        m.removeHeaders("*");
+        m.setBody(body);
+        properties.forEach((key, value) -> {
+            if (value != null) {
+                exchange.setProperty(key, value);
+            }
+        });
+        exchange.setProperty(OPERATION, operation);
+        exchange.setProperty(DEADLINE_MILLIS, provider.callDeadline().toMillis());
+        exchange.setProperty(ADAPTER_REVISION, provider.revision());
     }
 
     // --- Given to the adapter (exchange properties) ----------------------------------------------

@@ -60,15 +60,16 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
     /** Reads the outcome properties an adapter set, falling back on the reply's status and headers. */
     public static AdapterResult of(Exchange call) {
         Integer replied = call.getMessage().getHeader(Exchange.HTTP_RESPONSE_CODE, Integer.class);
-        if (call.getException() != null && replied != null) {
+        Throwable failure = call.getException();
+        if (failure != null && replied != null) {
             // A reply arrived and the adapter failed on it: unreadable, whatever the exception says.
-            Throwable root = rootOf(call.getException());
+            Throwable root = rootOf(failure);
             return new AdapterResult(null, ErrorCategory.UNPARSEABLE_RESPONSE, replied, null, null, null, null, null, null,
                     null, truncate("adapter could not read the reply: " + root.getClass().getSimpleName(), 500),
                     excerpt(call), null, null, false);
         }
-        if (call.getException() != null) {
-            return ofException(call.getException());
+        if (failure != null) {
+            return ofException(failure);
         }
         Integer status = Optional.ofNullable(call.getProperty(AdapterContract.HTTP_STATUS, Integer.class))
                 .orElse(call.getMessage().getHeader(Exchange.HTTP_RESPONSE_CODE, Integer.class));

@@ -8,16 +8,23 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.job.JobStatus;
+import io.jobgate.job.JobTransitions;
+import io.jobgate.job.JobTransitions.Change;
+import io.jobgate.job.JobTransitions.Event;
+import io.jobgate.job.JobTransitions.Guard;
 import io.jobgate.provider.Provider;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * The worker's state writes. Lock order, shared with the relay and the finalizer: outbox rows,
+ * The worker's side of the job state machine: which dispatch may start an attempt, and the
+ * lease, caps and provider gate of a start in one transaction; every status change is a
+ * {@link JobTransitions} event. Lock order, shared with the relay and the finalizer: outbox rows,
  * then the job row, then the provider gate, then tenant and window counters. Every write after the
  * lease is conditional on the lease token, so a worker whose lease the sweeper ended changes nothing.
  */
@@ -25,37 +32,29 @@ public final class JobLeases {
 
     private final JdbcTemplate jdbc;
     private final TransactionTemplate transactions;
+    private final JobTransitions transitions;
     private final JobFinalizer finalizer;
     private final Clock clock;
 
-    public JobLeases(JdbcTemplate jdbc, TransactionTemplate transactions, JobFinalizer finalizer, Clock clock) {
+    public JobLeases(JdbcTemplate jdbc, TransactionTemplate transactions, JobTransitions transitions, JobFinalizer finalizer) {
         this.jdbc = jdbc;
         this.transactions = transactions;
+        this.transitions = transitions;
         this.finalizer = finalizer;
-        this.clock = clock;
+        this.clock = transitions.clock();
     }
 
-    private static final String LEASE_COLUMNS = """
-            j.job_id, j.lease_token, j.tenant_id, j.preset_id, j.preset_version, j.kind, j.aspect_class,
-            j.provider, j.inputs::text AS inputs, j.source_key, j.source_sha256, j.correlation_id,
+    /** The lease columns as the LEASE transition returns them (job row aliased j). */
+    private static final String LEASE_RETURNING = """
+            j.job_id, j.preset_id, j.preset_version, j.kind, j.aspect_class, j.provider, j.inputs::text AS inputs,
+            j.source_key, j.source_sha256, j.correlation_id,
             (SELECT u.media_type FROM uploads u WHERE u.upload_id = j.upload_id) AS source_media_type,
-            j.attempts, j.max_attempts, j.expires_at, j.unparseable_streak
-            """;
-
-    /**
-     * Only a dispatched, unleased, waiting job may start an attempt, and only for its newest dispatch
-     * event (an older, duplicated message must not start an attempt before its time).
-     */
-    private static final String MAY_START = """
-            j.finalized_at IS NULL AND j.lease_token IS NULL AND j.status IN ('queued', 'retry_wait')
-            AND j.dispatched_at IS NOT NULL
-            AND ? = (SELECT max(o.event_id) FROM outbox o WHERE o.job_id = j.job_id AND o.event_type = 'dispatch')
-            """;
+            j.max_attempts, j.expires_at, j.unparseable_streak""";
 
     /** The stored request of a job the dispatch event {@code eventId} may start, read without a lock. */
     public Optional<Lease> peek(UUID jobId, long eventId) {
-        return jdbc.query("SELECT " + LEASE_COLUMNS + " FROM jobs j WHERE j.job_id = ? AND " + MAY_START,
-                JobLeases::lease, jobId, eventId).stream().findFirst();
+        return transitions.peek(jobId, Event.LEASE, Guard.dispatchEvent(eventId),
+                "j.tenant_id, j.attempts, j.lease_token, " + LEASE_RETURNING).map(JobLeases::lease);
     }
 
     /** Does {@code leaseToken} still hold the job? (Asked before a worker promotes an output.) */
@@ -118,18 +117,8 @@ public final class JobLeases {
     public GatePass start(UUID jobId, long eventId, String worker, Duration leaseFor, Provider provider,
                           Duration fullDelay, Verdict verdict, Duration deferDelay) {
         return transactions.execute(tx -> {
-            // The job's unpublished dispatch events first, then its row: the lock order of the relay,
-            // finalize and requeue (which this transaction may call: snooze, caps).
-            Optional<Lease> taken = jdbc.query("""
-                    WITH waiting_events AS (
-                        SELECT event_id FROM outbox
-                         WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL FOR UPDATE)
-                    UPDATE jobs j SET status = 'running', lease_token = ?, lease_owner = ?,
-                                      lease_expires_at = now() + make_interval(secs => ?), updated_at = now()
-                     WHERE (SELECT count(*) FROM waiting_events) >= 0 AND j.job_id = ? AND\s""" + MAY_START
-                    + " RETURNING " + LEASE_COLUMNS,
-                    JobLeases::lease, jobId, UUID.randomUUID(), worker, leaseFor.toMillis() / 1000.0, jobId, eventId)
-                    .stream().findFirst();
+            Optional<Lease> taken = transitions.apply(jobId, Event.LEASE, Guard.dispatchEvent(eventId),
+                    Change.lease(worker, leaseFor), LEASE_RETURNING).map(m -> lease(m.row()));
             if (taken.isEmpty()) {
                 return new NotLeased(whyNoLease(jobId, eventId));
             }
@@ -138,12 +127,10 @@ public final class JobLeases {
             if (verdict != null && !verdict.retry()) {
                 return end(lease, verdict.category(), verdict.message());
             }
-            if (lease.attempts() >= lease.maxAttempts()) {
-                return end(lease, ErrorCategory.EXHAUSTED, "no attempts left: " + lease.attempts() + " of "
-                        + lease.maxAttempts() + " used");
-            }
-            if (!now.isBefore(lease.expiresAt())) {
-                return end(lease, ErrorCategory.EXPIRED, "lifetime ended at " + lease.expiresAt());
+            Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(lease.attempts(), lease.maxAttempts(),
+                    lease.expiresAt(), now, "none left to start");
+            if (capped.isPresent()) {
+                return end(lease, capped.get().category(), capped.get().message());
             }
             Instant wakeAt = null;
             String reason = null;
@@ -171,22 +158,19 @@ public final class JobLeases {
                 }
             }
             if (wakeAt != null) {
-                if (wakeAt.isAfter(lease.expiresAt())) {
-                    return end(lease, ErrorCategory.EXPIRED, reason + ", beyond the job's lifetime");
+                Optional<AttemptCaps.Ending> late = AttemptCaps.nextAttempt(lease.attempts(), lease.maxAttempts(),
+                        lease.expiresAt(), wakeAt, reason);
+                if (late.isPresent()) {
+                    return end(lease, late.get().category(), late.get().message());
                 }
                 requeue(lease.jobId(), lease.token(), wakeAt, lease.unparseableStreak(),
                         verdict == null ? null : verdict.category().wire());
                 return new Snoozed(wakeAt, reason);
             }
-            int attempt = jdbc.queryForObject("""
-                    WITH counted AS (
-                        UPDATE jobs SET status = 'submitting', attempts = attempts + 1, adapter_revision = ?, updated_at = now()
-                         WHERE job_id = ? AND lease_token = ? RETURNING job_id, attempts)
-                    INSERT INTO attempts (job_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)
-                    SELECT job_id, attempts, ?, ?, ?, ?, ? FROM counted
-                    RETURNING attempt""",
-                    Integer.class, provider.revision(), lease.jobId(), lease.token(), lease.token(), worker, provider.name(),
-                    provider.revision(), Timestamp.from(now));
+            int attempt = transitions.apply(jobId, Event.SUBMIT, Guard.lease(lease.token()),
+                            Change.attempt(worker, provider.name(), provider.revision()))
+                    .map(m -> ((Number) m.row().get("opened_attempt")).intValue())
+                    .orElseThrow(() -> new IllegalStateException("lease of job " + jobId + " lost within its own transaction"));
             return new Submitting(lease, attempt);
         });
     }
@@ -203,7 +187,8 @@ public final class JobLeases {
      * @return false if the lease was lost (nothing changed)
      */
     public boolean requeue(UUID jobId, UUID leaseToken, Instant at, int unparseableStreak, String lastCategory) {
-        return requeueWhere(jobId, leaseToken, null, at, unparseableStreak, lastCategory);
+        return transitions.apply(jobId, Event.RETRY, Guard.lease(leaseToken),
+                Change.retryAt(at, unparseableStreak, lastCategory)).isPresent();
     }
 
     /**
@@ -211,36 +196,8 @@ public final class JobLeases {
      * (reconciliation: the provider confirmed it never got the request, so a resubmit is safe).
      */
     public boolean requeueUnleased(UUID jobId, String fromStatus, Instant at, String lastCategory) {
-        return requeueWhere(jobId, null, fromStatus, at, 0, lastCategory);
-    }
-
-    private boolean requeueWhere(UUID jobId, UUID token, String fromStatus, Instant at, int unparseableStreak, String lastCategory) {
-        Boolean done = transactions.execute(tx -> {
-            // Only while the lease is ours (checked, not locked: the job row lock comes second in the lock order).
-            jdbc.update("""
-                    DELETE FROM outbox o USING jobs j
-                     WHERE o.job_id = ? AND o.event_type = 'dispatch' AND o.published_at IS NULL
-                       AND j.job_id = o.job_id AND j.lease_token IS NOT DISTINCT FROM ?::uuid
-                       AND (?::text IS NULL OR j.status = ?::text)""", jobId, token, fromStatus, fromStatus);
-            Optional<Map<String, Object>> row = jdbc.queryForList("""
-                    UPDATE jobs j SET status = 'retry_wait', lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL,
-                                      dispatched_at = NULL, next_attempt_at = ?, unparseable_streak = ?, updated_at = now(),
-                                      next_check_at = NULL, provider_task = NULL
-                      FROM (SELECT job_id, dispatched_at FROM jobs WHERE job_id = ? FOR UPDATE) old
-                     WHERE j.job_id = old.job_id AND j.lease_token IS NOT DISTINCT FROM ?::uuid AND j.finalized_at IS NULL
-                       AND (?::text IS NULL OR j.status = ?::text)
-                    RETURNING j.tenant_id, j.attempts, old.dispatched_at IS NOT NULL AS held_slot""",
-                    Timestamp.from(at), unparseableStreak, jobId, token, fromStatus, fromStatus).stream().findFirst();
-            if (row.isEmpty()) {
-                return false;
-            }
-            String tenant = releaseSlot(row.get());
-            jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES (?, ?, 'dispatch', ?)",
-                    jobId, tenant, Timestamp.from(at));
-            statusEvent(jobId, tenant, "retry_wait", ((Number) row.get().get("attempts")).intValue(), lastCategory);
-            return true;
-        });
-        return Boolean.TRUE.equals(done);
+        return transitions.apply(jobId, Event.RESUBMIT, Guard.from(Set.of(JobStatus.fromWire(fromStatus).orElseThrow())),
+                Change.retryAt(at, 0, lastCategory)).isPresent();
     }
 
     /**
@@ -248,24 +205,8 @@ public final class JobLeases {
      * asking the provider (reconciliation), never by blind resubmission. Lease and slot are released.
      */
     public boolean parkUnknown(UUID jobId, UUID leaseToken, String providerRequestId, Instant firstCheck) {
-        Boolean done = transactions.execute(tx -> {
-            Optional<Map<String, Object>> row = jdbc.queryForList("""
-                    UPDATE jobs j SET status = 'submission_unknown', lease_token = NULL, lease_owner = NULL,
-                                      lease_expires_at = NULL, dispatched_at = NULL, next_check_at = ?, checks = 0,
-                                      provider_request_id = coalesce(?, j.provider_request_id), updated_at = now()
-                      FROM (SELECT job_id, dispatched_at FROM jobs WHERE job_id = ? FOR UPDATE) old
-                     WHERE j.job_id = old.job_id AND j.lease_token = ? AND j.finalized_at IS NULL
-                    RETURNING j.tenant_id, j.attempts, old.dispatched_at IS NOT NULL AS held_slot""",
-                    Timestamp.from(firstCheck), providerRequestId, jobId, leaseToken).stream().findFirst();
-            if (row.isEmpty()) {
-                return false;
-            }
-            String tenant = releaseSlot(row.get());
-            statusEvent(jobId, tenant, "submission_unknown", ((Number) row.get().get("attempts")).intValue(),
-                    ErrorCategory.AMBIGUOUS.wire());
-            return true;
-        });
-        return Boolean.TRUE.equals(done);
+        return transitions.apply(jobId, Event.UNKNOWN, Guard.lease(leaseToken),
+                Change.checkFrom(firstCheck, null, providerRequestId, ErrorCategory.AMBIGUOUS.wire())).isPresent();
     }
 
     /**
@@ -273,30 +214,19 @@ public final class JobLeases {
      * job by it; the poller asks from {@code firstCheck} on); the slot stays held.
      */
     public boolean markPending(UUID jobId, UUID leaseToken, String providerTask, String providerRequestId, Instant firstCheck) {
-        Boolean done = transactions.execute(tx -> {
-            Optional<Map<String, Object>> row = jdbc.queryForList("""
-                    UPDATE jobs SET status = 'provider_pending', lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL,
-                                    provider_task = ?, provider_request_id = coalesce(?, provider_request_id),
-                                    next_check_at = ?, checks = 0, updated_at = now()
-                     WHERE job_id = ? AND lease_token = ? AND finalized_at IS NULL
-                    RETURNING tenant_id, attempts""", providerTask, providerRequestId, Timestamp.from(firstCheck),
-                    jobId, leaseToken).stream().findFirst();
-            row.ifPresent(r -> statusEvent(jobId, (String) r.get("tenant_id"), "provider_pending",
-                    ((Number) r.get("attempts")).intValue(), null));
-            return row.isPresent();
-        });
-        return Boolean.TRUE.equals(done);
+        return transitions.apply(jobId, Event.ACCEPTED, Guard.lease(leaseToken),
+                Change.checkFrom(firstCheck, providerTask, providerRequestId, null)).isPresent();
     }
 
     /** Closes the attempt row with what this worker saw (kept even when the lease was lost meanwhile). */
     public void closeAttempt(UUID jobId, int attempt, UUID token, String outcome, AdapterResult result, long durationMs,
                              Instant nextAttemptAt, Boolean retryAfterUnderstood) {
         jdbc.update("""
-                UPDATE attempts SET ended_at = now(), duration_ms = ?, outcome = ?, http_status = ?, provider_request_id = ?,
+                UPDATE attempts SET ended_at = ?, duration_ms = ?, outcome = ?, http_status = ?, provider_request_id = ?,
                                     error_category = ?, error_message = ?, retry_after = ?, retry_after_understood = ?,
                                     next_attempt_at = ?, response_excerpt = ?, billed_units = ?, billed_unit = ?
                  WHERE job_id = ? AND attempt = ? AND lease_token = ?""",
-                durationMs, outcome, result.httpStatus(), result.providerRequestId(),
+                Timestamp.from(clock.instant()), durationMs, outcome, result.httpStatus(), result.providerRequestId(),
                 result.category() == null ? null : result.category().wire(), result.message(), result.retryAfter(),
                 retryAfterUnderstood,
                 nextAttemptAt == null ? null : Timestamp.from(nextAttemptAt), result.excerpt(), result.billedAmount(),
@@ -313,11 +243,11 @@ public final class JobLeases {
      */
     public int closeGate(String provider, Instant until, String reason) {
         jdbc.update("""
-                INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES (?, ?, ?, now())
+                INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES (?, ?, ?, ?)
                 ON CONFLICT (provider) DO UPDATE
                    SET closed_until = greatest(provider_gates.closed_until, EXCLUDED.closed_until),
-                       closed_reason = EXCLUDED.closed_reason, updated_at = now()""",
-                provider, Timestamp.from(until), reason);
+                       closed_reason = EXCLUDED.closed_reason, updated_at = EXCLUDED.updated_at""",
+                provider, Timestamp.from(until), reason, Timestamp.from(clock.instant()));
         // Outbox rows before job rows, the lock order of the relay and finalize.
         Integer moved = transactions.execute(tx -> jdbc.queryForObject("""
                 WITH moved AS (
@@ -334,34 +264,14 @@ public final class JobLeases {
         return moved == null ? 0 : moved;
     }
 
-    /**
-     * The job left its dispatch slot in the statement that returned {@code row} (dispatched_at cleared):
-     * the running counters follow in the same transaction, so they always equal the jobs holding a slot.
-     *
-     * @return the job's tenant
-     */
-    private String releaseSlot(Map<String, Object> row) {
-        String tenant = (String) row.get("tenant_id");
-        if (Boolean.TRUE.equals(row.get("held_slot"))) {
-            jdbc.update("UPDATE tenant_accounts SET running_jobs = running_jobs - 1 WHERE tenant_id = ?", tenant);
-            jdbc.update("UPDATE dispatch_window SET running = running - 1 WHERE id = 1");
-        }
-        return tenant;
-    }
-
-    private void statusEvent(UUID jobId, String tenant, String status, int attempt, String category) {
-        jdbc.update("""
-                INSERT INTO outbox (job_id, tenant_id, event_type, payload)
-                VALUES (?, ?, 'status', jsonb_build_object('status', ?::text, 'attempt', ?::int, 'error_category', ?::text))""",
-                jobId, tenant, status, attempt, category);
-    }
-
-    private static Lease lease(ResultSet rs, int row) throws SQLException {
-        return new Lease(rs.getObject("job_id", UUID.class), rs.getObject("lease_token", UUID.class),
-                rs.getString("tenant_id"), rs.getString("preset_id"), rs.getInt("preset_version"), rs.getString("kind"),
-                rs.getString("aspect_class"), rs.getString("provider"), rs.getString("inputs"), rs.getString("source_key"),
-                rs.getString("source_sha256"), rs.getString("source_media_type"), rs.getString("correlation_id"), rs.getInt("attempts"),
-                rs.getInt("max_attempts"), instant(rs, "expires_at"), rs.getInt("unparseable_streak"));
+    private static Lease lease(Map<String, Object> r) {
+        Timestamp expires = (Timestamp) r.get("expires_at");
+        return new Lease((UUID) r.get("job_id"), (UUID) r.get("lease_token"), (String) r.get("tenant_id"),
+                (String) r.get("preset_id"), ((Number) r.get("preset_version")).intValue(), (String) r.get("kind"),
+                (String) r.get("aspect_class"), (String) r.get("provider"), (String) r.get("inputs"), (String) r.get("source_key"),
+                (String) r.get("source_sha256"), (String) r.get("source_media_type"), (String) r.get("correlation_id"),
+                ((Number) r.get("attempts")).intValue(), ((Number) r.get("max_attempts")).intValue(),
+                expires == null ? null : expires.toInstant(), ((Number) r.get("unparseable_streak")).intValue());
     }
 
     static Instant instant(ResultSet rs, String column) throws SQLException {

@@ -130,11 +130,26 @@ public final class OutputStore {
      */
     public String store(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs)
             throws OutputUnavailable, Superseded {
-        Storing storing = new Storing(job, result, deadline, stillOurs);
-        Exchange done = producer.send(ROUTE, e -> e.setProperty(STORING, storing));
+        Exchange done = producer.send(ROUTE, e -> begin(e, job, result, deadline, stillOurs));
         if (done.getException() != null) {
             throw done.getException() instanceof RuntimeException r ? r : new IllegalStateException(done.getException());
         }
+        return finish(done);
+    }
+
+    /** Sets up {@code exchange} for {@link #ROUTE} (a route that calls it itself, as the worker's does). */
+    public void begin(Exchange exchange, OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs) {
+        exchange.setProperty(STORING, new Storing(job, result, deadline, stillOurs));
+    }
+
+    /**
+     * What {@link #ROUTE} decided for the output on {@code exchange}.
+     *
+     * @return the result record stored with the job (JSON)
+     */
+    public String finish(Exchange exchange) throws OutputUnavailable, Superseded {
+        Storing storing = exchange.getProperty(STORING, Storing.class);
+        OutputSubject job = storing.job;
         switch (storing.verdict) {
             case "unavailable", "refused" -> throw storing.failure;
             case "superseded" -> throw new Superseded("job " + job.jobId() + " moved on before its output was promoted");

@@ -36,16 +36,16 @@ public final class Sweeper {
     private final java.time.Duration quarantineMaxAge;
 
     public Sweeper(JdbcTemplate jdbc, JobLeases leases, JobFinalizer finalizer, ProviderCatalog providers, Clock clock,
-                   int batch, software.amazon.awssdk.services.s3.S3Client s3, String bucket, java.time.Duration quarantineMaxAge) {
+                   SweeperSettings settings, software.amazon.awssdk.services.s3.S3Client s3, String bucket) {
         this.s3 = s3;
         this.bucket = bucket;
-        this.quarantineMaxAge = quarantineMaxAge;
+        this.quarantineMaxAge = settings.quarantineMaxAge();
         this.jdbc = jdbc;
         this.leases = leases;
         this.finalizer = finalizer;
         this.providers = providers;
         this.clock = clock;
-        this.batch = batch;
+        this.batch = settings.batch();
     }
 
     public void sweep(Exchange exchange) {
@@ -58,8 +58,8 @@ public final class Sweeper {
     public int reclaimExpiredLeases() {
         List<Map<String, Object>> rows = jdbc.queryForList("""
                 SELECT job_id, lease_token, lease_owner, status, provider FROM jobs
-                 WHERE lease_token IS NOT NULL AND lease_expires_at < now()
-                 ORDER BY lease_expires_at LIMIT ?""", batch);
+                 WHERE lease_token IS NOT NULL AND lease_expires_at < ?
+                 ORDER BY lease_expires_at LIMIT ?""", java.sql.Timestamp.from(clock.instant()), batch);
         int done = 0;
         for (Map<String, Object> row : rows) {
             UUID jobId = (UUID) row.get("job_id");
@@ -68,9 +68,9 @@ public final class Sweeper {
             boolean sent = "submitting".equals(status);
             boolean resubmitSafe = providers.find((String) row.get("provider")).map(Provider::idempotentSubmit).orElse(false);
             jdbc.update("""
-                    UPDATE attempts SET ended_at = now(), outcome = 'lease_expired', error_category = ?, error_message = ?
+                    UPDATE attempts SET ended_at = ?, outcome = 'lease_expired', error_category = ?, error_message = ?
                      WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",
-                    ErrorCategory.AMBIGUOUS.wire(), "lease of " + row.get("lease_owner") + " expired during the call", jobId, token);
+                    java.sql.Timestamp.from(clock.instant()), ErrorCategory.AMBIGUOUS.wire(), "lease of " + row.get("lease_owner") + " expired during the call", jobId, token);
             boolean changed = !sent || resubmitSafe
                     ? leases.requeue(jobId, token, clock.instant(), 0, sent ? ErrorCategory.AMBIGUOUS.wire() : null)
                     : leases.parkUnknown(jobId, token, null, clock.instant());
@@ -118,9 +118,8 @@ public final class Sweeper {
     public int expireOverdue() {
         List<UUID> overdue = jdbc.queryForList("""
                 SELECT job_id FROM jobs
-                 WHERE finalized_at IS NULL AND expires_at < now() AND lease_token IS NULL
-                   AND status IN ('queued', 'retry_wait', 'submission_unknown', 'provider_pending')
-                 ORDER BY expires_at LIMIT ?""", UUID.class, batch);
+                 WHERE finalized_at IS NULL AND expires_at < ? AND lease_token IS NULL
+                 ORDER BY expires_at LIMIT ?""", UUID.class, java.sql.Timestamp.from(clock.instant()), batch);
         int done = 0;
         for (UUID jobId : overdue) {
             if (finalizer.finalizeJob(jobId, JobFinalizer.Outcome.failed(ErrorCategory.EXPIRED.wire(),

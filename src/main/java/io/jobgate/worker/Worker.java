@@ -33,24 +33,42 @@ import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 /**
  * Rules of the worker route (routes/worker.camel.yaml), one step per method: may this message start
  * an attempt, re-validate the stored request, take the lease and pass the caps and provider gate (one
- * transaction), call the adapter within its deadline, record the outcome. State travels between steps
- * as exchange properties; every write after the lease is conditional on its token.
+ * transaction), the adapter's request, classify its answer, record the outcome. The route calls the
+ * adapter and stores the output itself. State travels between steps as one typed record per step;
+ * every write after the lease is conditional on its token.
  */
 public final class Worker {
 
     private static final Logger LOG = LoggerFactory.getLogger(Worker.class);
 
-    /** Exchange properties of the worker route (not seen by adapters: they get a fresh exchange). */
-    public static final String ELIGIBLE = "jobgateWorker_eligible";
-    static final String JOB = "jobgateWorker_job";
-    static final String EVENT = "jobgateWorker_event";
-    static final String VERDICT = "jobgateWorker_verdict";
-    static final String LEASE = "jobgateWorker_lease";
-    public static final String SUBMITTING = "jobgateWorker_submitting";
-    static final String CALL = "jobgateWorker_call";
-    static final String ATTEMPT = "jobgateWorker_attempt";
-    static final String RESULT = "jobgateWorker_result";
-    static final String DURATION = "jobgateWorker_durationMs";
+    /**
+     * The route's typed state, one record per step, each under its own exchange property (the
+     * route's filters test them): a dispatch that may start ({@link Loaded}), its re-validated
+     * request ({@link Prepared}), the started attempt ({@link Started}), what the adapter answered
+     * ({@link Called}). Adapters never see them as anything but opaque properties.
+     */
+    public static final String LOADED = "jobgateLoaded";
+    public static final String PREPARED = "jobgatePrepared";
+    public static final String STARTED = "jobgateStarted";
+    public static final String CALLED = "jobgateCalled";
+    /** The started attempt's provider name, for the route's {@code toD} to its adapter. */
+    public static final String PROVIDER = "jobgateProvider";
+
+    /** A dispatch message that may start an attempt of {@code job}. */
+    public record Loaded(Lease job, long eventId) {
+    }
+
+    /** The re-validated request: the adapter's envelope and call properties, or a verdict against it. */
+    public record Prepared(Lease job, long eventId, JobLeases.Verdict verdict, String envelope, Map<String, Object> call) {
+    }
+
+    /** The attempt started under {@code lease}: the adapter is called next. */
+    public record Started(Lease lease, int attempt, Provider provider, long startedNanos) {
+    }
+
+    /** What the adapter answered, in how long. */
+    public record Called(Started started, AdapterResult result, long durationMs) {
+    }
 
     private final JobLeases leases;
     private final JobFinalizer finalizer;
@@ -63,7 +81,6 @@ public final class Worker {
     private final String workerName;
     private final Duration leaseMargin;
     private final Duration gateFullDelay;
-    private final AdapterCaller adapters;
     private final String publicBaseUrl;
     private final Duration firstCheck;
     private final AtomicLong acknowledgedWithoutCall = new AtomicLong();
@@ -76,12 +93,11 @@ public final class Worker {
         void at(String step);
     }
 
-    public Worker(AdapterCaller adapters, String publicBaseUrl, JobLeases leases, JobFinalizer finalizer, PresetCatalog presets,
+    public Worker(WorkerSettings settings, JobLeases leases, JobFinalizer finalizer, PresetCatalog presets,
                   ProviderCatalog providers, S3Client s3, String bucket, OutputStore outputs, Clock clock,
-                  Duration leaseMargin, Duration gateFullDelay, Backoff backoff, Duration firstCheck) {
-        this.adapters = adapters;
+                  Backoff backoff, Duration firstCheck) {
         this.firstCheck = firstCheck;
-        this.publicBaseUrl = publicBaseUrl;
+        this.publicBaseUrl = settings.publicBaseUrl();
         this.leases = leases;
         this.finalizer = finalizer;
         this.presets = presets;
@@ -90,8 +106,8 @@ public final class Worker {
         this.bucket = bucket;
         this.outputs = outputs;
         this.clock = clock;
-        this.leaseMargin = leaseMargin;
-        this.gateFullDelay = gateFullDelay;
+        this.leaseMargin = settings.leaseMargin();
+        this.gateFullDelay = settings.gateFullDelay();
         this.backoff = backoff;
         this.workerName = hostName() + "/" + UUID.randomUUID().toString().substring(0, 8);
     }
@@ -121,14 +137,12 @@ public final class Worker {
     public void load(Exchange exchange) {
         UUID jobId = UUID.fromString(exchange.getMessage().getHeader(OutboxRelay.JOB_ID, String.class));
         long eventId = exchange.getMessage().getHeader(OutboxRelay.EVENT_ID, Long.class);
-        exchange.setProperty(EVENT, eventId);
         Optional<Lease> job = leases.peek(jobId, eventId);
-        exchange.setProperty(ELIGIBLE, job.isPresent());
         if (job.isEmpty()) {
             acknowledgeWithoutCall(jobId, leases.whyNoLease(jobId, eventId));
             return;
         }
-        exchange.setProperty(JOB, job.get());
+        exchange.setProperty(LOADED, new Loaded(job.get(), eventId));
     }
 
     /**
@@ -136,15 +150,16 @@ public final class Worker {
      * digest); builds the adapter's envelope. Done before the lease, so that taking the lease, the
      * caps and the provider gate are one transaction.
      */
-    public void prepare(Exchange exchange) {
-        Lease job = exchange.getProperty(JOB, Lease.class);
+    public void revalidate(Exchange exchange) {
+        Loaded loaded = exchange.getProperty(LOADED, Loaded.class);
+        Lease job = loaded.job();
         Preset preset;
         Preset.AspectSize size;
         try {
             preset = presets.resolve(job.presetId(), job.presetVersion());
             size = PresetCatalog.aspect(preset, job.aspectClass());
         } catch (ApiProblem problem) {
-            verdict(exchange, ErrorCategory.INVALID_REQUEST, "stored request no longer validates: " + problem.getMessage(), false);
+            verdict(exchange, loaded, ErrorCategory.INVALID_REQUEST, "stored request no longer validates: " + problem.getMessage(), false);
             return;
         }
         byte[] source = null;
@@ -152,19 +167,19 @@ public final class Worker {
             try {
                 source = s3.getObjectAsBytes(GetObjectRequest.builder().bucket(bucket).key(job.sourceKey()).build()).asByteArray();
             } catch (NoSuchKeyException e) {
-                verdict(exchange, ErrorCategory.INVALID_REQUEST, "source upload " + job.sourceSha256() + " is missing", false);
+                verdict(exchange, loaded, ErrorCategory.INVALID_REQUEST, "source upload " + job.sourceSha256() + " is missing", false);
                 return;
             } catch (SdkException e) {
-                verdict(exchange, ErrorCategory.TRANSIENT, "object storage unavailable: " + e.getClass().getSimpleName(), true);
+                verdict(exchange, loaded, ErrorCategory.TRANSIENT, "object storage unavailable: " + e.getClass().getSimpleName(), true);
                 return;
             }
             if (!Digests.sha256Hex(source).equals(job.sourceSha256())) {
-                verdict(exchange, ErrorCategory.INVALID_REQUEST, "source upload does not match its digest " + job.sourceSha256(), false);
+                verdict(exchange, loaded, ErrorCategory.INVALID_REQUEST, "source upload does not match its digest " + job.sourceSha256(), false);
                 return;
             }
         }
         if (providers.find(job.provider()).isEmpty()) {
-            verdict(exchange, ErrorCategory.TRANSIENT, "no settings for provider " + job.provider(), true);
+            verdict(exchange, loaded, ErrorCategory.TRANSIENT, "no settings for provider " + job.provider(), true);
             return;
         }
         JsonNode inputs = Json.parseObject(job.inputsJson().getBytes(java.nio.charset.StandardCharsets.UTF_8));
@@ -204,25 +219,21 @@ public final class Worker {
             call.put(AdapterContract.SOURCE_MEDIA_TYPE, job.sourceMediaType());
             call.put(AdapterContract.SOURCE_FILE_NAME, "source" + MediaTypes.extension(job.sourceMediaType()));
         }
-        call.put("envelope", Json.write(envelope));
-        exchange.setProperty(CALL, call);
+        exchange.setProperty(PREPARED, new Prepared(job, loaded.eventId(), null, Json.write(envelope), call));
     }
 
     /** Step 3: lease, caps and provider gate in one transaction (see {@link JobLeases#start}). */
     public void start(Exchange exchange) {
-        Lease job = exchange.getProperty(JOB, Lease.class);
-        exchange.setProperty(SUBMITTING, false);
+        Prepared prepared = exchange.getProperty(PREPARED, Prepared.class);
+        Lease job = prepared.job();
         Provider provider = providers.find(job.provider()).orElse(null);
         Duration deadline = provider == null ? Duration.ofMinutes(2) : provider.callDeadline();
-        JobLeases.Verdict verdict = exchange.getProperty(VERDICT, JobLeases.Verdict.class);
-        JobLeases.GatePass pass = leases.start(job.jobId(), exchange.getProperty(EVENT, Long.class), workerName,
-                deadline.plus(leaseMargin), provider, jittered(gateFullDelay), verdict,
+        JobLeases.GatePass pass = leases.start(job.jobId(), prepared.eventId(), workerName,
+                deadline.plus(leaseMargin), provider, jittered(gateFullDelay), prepared.verdict(),
                 backoff.delay(Math.max(1, job.attempts())));
         if (pass instanceof JobLeases.Submitting submitting) {
-            exchange.setProperty(LEASE, submitting.lease());
-            exchange.setProperty(ATTEMPT, submitting.attempt());
-            exchange.setProperty(SUBMITTING, true);
             faults.at("submitting");
+            exchange.setProperty(STARTED, new Started(submitting.lease(), submitting.attempt(), provider, System.nanoTime()));
         } else if (pass instanceof JobLeases.NotLeased lost) {
             acknowledgeWithoutCall(job.jobId(), lost.reason());
         } else {
@@ -230,8 +241,9 @@ public final class Worker {
         }
     }
 
-    private void verdict(Exchange exchange, ErrorCategory category, String message, boolean retry) {
-        exchange.setProperty(VERDICT, new JobLeases.Verdict(category, message, retry));
+    private void verdict(Exchange exchange, Loaded loaded, ErrorCategory category, String message, boolean retry) {
+        exchange.setProperty(PREPARED, new Prepared(loaded.job(), loaded.eventId(),
+                new JobLeases.Verdict(category, message, retry), null, null));
     }
 
     private void acknowledgeWithoutCall(UUID jobId, String why) {
@@ -239,47 +251,60 @@ public final class Worker {
         acknowledgedWithoutCall.incrementAndGet();
     }
 
-    /** Step 4: the adapter route, on a fresh exchange, within the provider's call deadline. */
-    @SuppressWarnings("unchecked")
-    public void callAdapter(Exchange exchange) {
-        Lease lease = exchange.getProperty(LEASE, Lease.class);
-        Provider provider = providers.find(lease.provider()).orElseThrow();
-        Map<String, Object> call = new LinkedHashMap<>(exchange.getProperty(CALL, Map.class));
-        Object envelope = call.remove("envelope");
-        call.put(AdapterContract.ATTEMPT, exchange.getProperty(ATTEMPT, Integer.class));
-        call.put(AdapterContract.WEBHOOK_URL, webhookUrl(provider));
-        long started = System.nanoTime();
-        AdapterResult result = adapters.call(provider, AdapterContract.SUBMIT, envelope, call);
+    /**
+     * Step 4: the adapter's request, on this exchange: the envelope as the body, no headers (a
+     * transport header would go out to the provider as an HTTP header), the contract's properties.
+     * The route then calls {@code direct:provider-<name>}.
+     */
+    public void adapterRequest(Exchange exchange) {
+        Started started = exchange.getProperty(STARTED, Started.class);
+        Prepared prepared = exchange.getProperty(PREPARED, Prepared.class);
+        Map<String, Object> call = new LinkedHashMap<>(prepared.call());
+        call.put(AdapterContract.ATTEMPT, started.attempt());
+        call.put(AdapterContract.WEBHOOK_URL, webhookUrl(started.provider()));
+        AdapterContract.request(exchange, started.provider(), AdapterContract.SUBMIT, prepared.envelope(), call);
+        exchange.setProperty(PROVIDER, started.provider().name());
+    }
+
+    /** Step 5: what the adapter answered ({@link AdapterAnswer}; an exception it threw included). */
+    public void classify(Exchange exchange) {
+        Started started = exchange.getProperty(STARTED, Started.class);
+        AdapterResult result = exchange.getProperty(AdapterAnswer.ANSWER, AdapterResult.class);
         if (result.absent()) {
             result = result.failedAs(ErrorCategory.UNPARSEABLE_RESPONSE, "adapter answered 'absent' to a submit");
         }
-        exchange.setProperty(RESULT, result);
-        exchange.setProperty(DURATION, (System.nanoTime() - started) / 1_000_000);
+        Called called = new Called(started, result, (System.nanoTime() - started.startedNanos()) / 1_000_000);
+        exchange.setProperty(CALLED, called);
         faults.at("called");
+        if (result.succeeded()) {
+            // The output goes through direct:store-output next, promoted only while this lease holds.
+            Lease lease = started.lease();
+            outputs.begin(exchange, new OutputSubject(lease.jobId(), lease.tenantId(), started.attempt(), lease.presetId(),
+                    lease.presetVersion(), lease.aspectClass(), lease.inputsJson(), lease.sourceSha256(),
+                    started.provider().name(), started.provider().revision()), result, started.provider().callDeadline(),
+                    () -> leases.holds(lease.jobId(), lease.token()));
+        }
     }
 
     private String webhookUrl(Provider provider) {
         return publicBaseUrl + "/v1/providers/" + provider.name() + "/webhook";
     }
 
-    /** Step 5: the outcome, recorded under the lease; one log line per attempt. */
+    /** Step 6: the outcome, recorded under the lease; one log line per attempt. */
     public void record(Exchange exchange) {
-        Lease lease = exchange.getProperty(LEASE, Lease.class);
-        Provider provider = providers.find(lease.provider()).orElseThrow();
-        AdapterResult result = exchange.getProperty(RESULT, AdapterResult.class);
-        int attempt = exchange.getProperty(ATTEMPT, Integer.class);
-        long durationMs = exchange.getProperty(DURATION, Long.class);
+        Called called = exchange.getProperty(CALLED, Called.class);
+        Lease lease = called.started().lease();
+        Provider provider = called.started().provider();
+        AdapterResult result = called.result();
+        int attempt = called.started().attempt();
+        long durationMs = called.durationMs();
         String outcome;
         String next;
         Instant nextAt = null;
         Boolean retryAfterUnderstood = null;
         if (result.succeeded()) {
             try {
-                OutputSubject subject = new OutputSubject(lease.jobId(), lease.tenantId(), attempt, lease.presetId(),
-                        lease.presetVersion(), lease.aspectClass(), lease.inputsJson(), lease.sourceSha256(), provider.name(),
-                        provider.revision());
-                String record = outputs.store(subject, result, provider.callDeadline(),
-                        () -> leases.holds(lease.jobId(), lease.token()));
+                String record = outputs.finish(exchange);
                 boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record));
                 outcome = mine ? "succeeded" : "lease_lost";
                 next = mine ? "succeeded" : "none";
@@ -356,13 +381,10 @@ public final class Worker {
                     LOG.warn("job {} attempt {}: provider {} sent a Retry-After that cannot be read; waiting its rate-limit backoff of {} s",
                             lease.jobId(), attempt, provider.name(), provider.rateLimitBackoff().toSeconds());
                 }
-                if (attempt >= lease.maxAttempts()) {
-                    return ended(lease, ErrorCategory.EXHAUSTED, attempt + " of " + lease.maxAttempts()
-                            + " attempts used; last: " + category.wire() + " (" + result.message() + ")").with(understood);
-                }
-                if (at.isAfter(lease.expiresAt())) {
-                    return ended(lease, ErrorCategory.EXPIRED, "next attempt at " + at + " would pass the job's lifetime ("
-                            + lease.expiresAt() + "); last: " + category.wire()).with(understood);
+                Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(attempt, lease.maxAttempts(), lease.expiresAt(),
+                        at, category.wire() + " (" + result.message() + ")");
+                if (capped.isPresent()) {
+                    return ended(lease, capped.get().category(), capped.get().message()).with(understood);
                 }
                 boolean mine = leases.requeue(lease.jobId(), lease.token(), at, streak, category.wire());
                 return new Decision(mine ? "retry_wait" : "lease_lost", mine ? "retry_wait" : "none", mine ? at : null, understood);

@@ -57,6 +57,40 @@ class AdmissionApiTest {
         return "test-" + UUID.randomUUID();
     }
 
+    /**
+     * A replayed key whose job a worker is moving at that moment: the admission waits on the job's
+     * row while the worker's transaction waits on the tenant row admission holds. PostgreSQL aborts
+     * the admission (it waited first); it runs again and answers the replay, instead of a 500.
+     */
+    @Test
+    void aReplayCaughtInALockCycleWithTheJobsOwnTransitionIsAnsweredNotFailed() throws Exception {
+        String key = key();
+        Response first = api.postJob(ACME, key, invoice("Cycle AG"));
+        assertThat(first.status()).isEqualTo(202);
+        String id = first.json().path("job_id").asText();
+        try (java.sql.Connection worker = io.jobgate.support.TestDatabase.connect();
+             java.sql.Statement st = worker.createStatement()) {
+            worker.setAutoCommit(false);
+            int pid;
+            try (java.sql.ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
+                rs.next();
+                pid = rs.getInt(1);
+            }
+            st.execute("UPDATE jobs SET updated_at = now() WHERE job_id = '" + id + "'"); // as a transition does
+            Future<Response> replay = Executors.newSingleThreadExecutor().submit(() -> api.postJob(ACME, key, invoice("Cycle AG")));
+            await().atMost(Duration.ofSeconds(10)).until(() -> Db.count(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pg_blocking_pids(pid) @> ARRAY[?::int]", pid) == 1);
+            // Then the tenant row (a released slot): the cycle closes; PostgreSQL aborts the admission.
+            st.execute("UPDATE tenant_accounts SET running_jobs = running_jobs WHERE tenant_id = 'acme'");
+            worker.commit();
+
+            Response answered = replay.get(20, java.util.concurrent.TimeUnit.SECONDS);
+            assertThat(answered.status()).as(answered.text()).isEqualTo(202);
+            assertThat(answered.header("Idempotent-Replayed")).isEqualTo("true");
+            assertThat(answered.json().path("job_id").asText()).isEqualTo(id);
+        }
+    }
+
     @Test
     void acceptsAJobWritingJobOutboxEventAndDebitWithItsLimits() {
         Response r = api.postJob(ACME, key(), invoice("Acme GmbH"));

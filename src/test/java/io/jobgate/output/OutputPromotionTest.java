@@ -65,8 +65,7 @@ class OutputPromotionTest {
 
     @BeforeAll
     void boot() throws Exception {
-        fake = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1"));
-        fake.start();
+        fake = io.jobgate.support.FakeProvider.start();
         api = new ApiClient(GatewayTestSupport.prepare(Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.worker.lease-margin-seconds", "1",

@@ -66,16 +66,9 @@ class ReconciliationTest {
 
     @BeforeAll
     void boot() throws Exception {
-        fake = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1"));
-        fake.start();
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
-                "jobgate.worker.enabled", "true",
-                "jobgate.worker.backoff-base-ms", "100",
-                "jobgate.reconcile.enabled", "true",
-                "jobgate.reconcile.period-ms", "100",
-                "jobgate.reconcile.first-check-ms", "200",
-                "jobgate.reconcile.check-cap-ms", "400",
-                "jobgate.provider.fakeasync.base-url", fake.baseUrl())));
+        fake = io.jobgate.support.FakeProvider.start();
+        api = new ApiClient(GatewayTestSupport.prepare(GatewayTestSupport.with(GatewayTestSupport.RECONCILING,
+                Map.of("jobgate.provider.fakeasync.base-url", fake.baseUrl()))));
     }
 
     @AfterEach

@@ -20,6 +20,22 @@ public final class GatewayTestSupport {
     public static final String ROUTES = "file:routes/*.camel.yaml,file:routes/providers/*.camel.yaml,"
             + "file:src/test/resources/adapters/*.camel.yaml";
 
+    /** Workers and a fast poller: jobs waiting on a provider are asked about within a fraction of a second. */
+    public static final Map<String, String> RECONCILING = Map.of(
+            "jobgate.worker.enabled", "true",
+            "jobgate.worker.backoff-base-ms", "100",
+            "jobgate.reconcile.enabled", "true",
+            "jobgate.reconcile.period-ms", "100",
+            "jobgate.reconcile.first-check-ms", "200",
+            "jobgate.reconcile.check-cap-ms", "400");
+
+    /** {@code base} with {@code extra} on top. */
+    public static Map<String, String> with(Map<String, String> base, Map<String, String> extra) {
+        Map<String, String> all = new LinkedHashMap<>(base);
+        all.putAll(extra);
+        return all;
+    }
+
     /** What the previous test class set: cleared first, so no class inherits another's settings. */
     private static final java.util.Set<String> SET_BEFORE = new java.util.HashSet<>();
 
@@ -61,6 +77,26 @@ public final class GatewayTestSupport {
         props.forEach(System::setProperty);
         SET_BEFORE.addAll(props.keySet());
         return port;
+    }
+
+    /**
+     * Binds {@code clock} as the gateway's clock before the gateway wires itself (from a test
+     * class's {@code @Configure} method), so a test moves time by moving it.
+     */
+    public static void useClock(org.apache.camel.main.MainConfigurationProperties configuration, java.time.Clock clock) {
+        ClockConfiguration.clock = clock;
+        // Explicit configurations run before the ones found by scanning the main class (JobgateConfiguration).
+        configuration.addConfiguration(ClockConfiguration.class);
+    }
+
+    /** Binds the clock a test class chose (Camel instantiates configurations by class). */
+    public static final class ClockConfiguration implements org.apache.camel.CamelConfiguration {
+        static volatile java.time.Clock clock;
+
+        @Override
+        public void configure(org.apache.camel.CamelContext context) {
+            context.getRegistry().bind("clock", clock);
+        }
     }
 
     public static int freePort() throws IOException {

@@ -54,8 +54,7 @@ class OpenAiAdapterTest {
 
     @BeforeAll
     void boot() throws Exception {
-        openai = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1"));
-        openai.start();
+        openai = io.jobgate.support.FakeProvider.start();
         api = new ApiClient(GatewayTestSupport.prepare(Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.worker.backoff-base-ms", "100",
@@ -150,7 +149,10 @@ class OpenAiAdapterTest {
 
         assertThat(job(id)).containsEntry("status", "succeeded").containsEntry("attempts", 2);
         var calls = openai.findAll(postRequestedFor(urlEqualTo(PATH)).withRequestBody(containing(tag)));
-        assertThat(calls.get(1).getLoggedDate().getTime() - calls.get(0).getLoggedDate().getTime()).isGreaterThanOrEqualTo(1000);
+        java.time.Instant due = ((java.sql.Timestamp) io.jobgate.support.Db.single(
+                "SELECT next_attempt_at FROM attempts WHERE job_id = ? AND attempt = 1", id).get("next_attempt_at")).toInstant();
+        assertThat(due).as("Retry-After: 1 from the 429").isAfterOrEqualTo(calls.get(0).getLoggedDate().toInstant().plusSeconds(1));
+        assertThat(calls.get(1).getLoggedDate().toInstant()).isAfterOrEqualTo(due.truncatedTo(java.time.temporal.ChronoUnit.MILLIS));
     }
 
     @Test

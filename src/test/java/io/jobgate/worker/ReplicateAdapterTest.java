@@ -52,18 +52,11 @@ class ReplicateAdapterTest {
 
     @BeforeAll
     void boot() throws Exception {
-        replicate = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1"));
-        replicate.start();
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
-                "jobgate.worker.enabled", "true",
-                "jobgate.worker.backoff-base-ms", "100",
-                "jobgate.reconcile.enabled", "true",
-                "jobgate.reconcile.period-ms", "100",
-                "jobgate.reconcile.first-check-ms", "200",
-                "jobgate.reconcile.check-cap-ms", "400",
+        replicate = io.jobgate.support.FakeProvider.start();
+        api = new ApiClient(GatewayTestSupport.prepare(GatewayTestSupport.with(GatewayTestSupport.RECONCILING, Map.of(
                 "jobgate.provider.replicate.base-url", replicate.baseUrl() + "/v1",
                 "jobgate.provider.replicate.api-token", "r8_test_token",
-                "jobgate.provider.replicate.webhook-secret", SECRET)));
+                "jobgate.provider.replicate.webhook-secret", SECRET))));
     }
 
     @AfterAll

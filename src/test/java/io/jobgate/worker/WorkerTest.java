@@ -77,15 +77,19 @@ class WorkerTest {
     JobLeases leases;
     @BeanInject
     CamelContext context;
-    @BeanInject
-    java.time.Clock clock;
+    /** The gateway's clock: tests that need time to pass move it. */
+    final io.jobgate.support.MovableClock clock = new io.jobgate.support.MovableClock();
+
+    @org.apache.camel.test.main.junit5.Configure
+    protected void useMovableClock(org.apache.camel.main.MainConfigurationProperties configuration) {
+        GatewayTestSupport.useClock(configuration, clock);
+    }
     @BeanInject
     software.amazon.awssdk.services.s3.S3Client s3;
 
     @BeforeAll
     void boot() throws Exception {
-        fake = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1"));
-        fake.start();
+        fake = io.jobgate.support.FakeProvider.start();
         dropInRoutes = Files.createTempDirectory("jobgate-adapters");
         dropInProviders = Files.createTempDirectory("jobgate-providers");
         api = new ApiClient(GatewayTestSupport.prepare(Map.ofEntries(
@@ -108,8 +112,15 @@ class WorkerTest {
         worker.useBackoff(new Backoff(Duration.ofMillis(200), Duration.ofSeconds(5), bound -> bound - 1));
     }
 
+    /** When the attempt's outcome said the next one was due. */
+    Instant due(UUID id, int attempt) {
+        return ((java.sql.Timestamp) Db.single("SELECT next_attempt_at FROM attempts WHERE job_id = ? AND attempt = ?", id, attempt)
+                .get("next_attempt_at")).toInstant();
+    }
+
     @BeforeEach
     void resetFaults() {
+        clock.reset();
         worker.injectFaults(step -> { });
         deterministicBackoff();
     }
@@ -228,12 +239,13 @@ class WorkerTest {
         assertThat((String) failed.get("error_message")).contains("4 of 4 attempts").contains("transient");
         List<LoggedRequest> calls = requests(tag);
         assertThat(calls).hasSize(4);
-        long previousGap = 0;
+        // Recorded due times against the provider's request log (no wall-clock gaps): each retry was
+        // due at least its backoff ceiling (200, 400, 800 ms) after the call it follows, and did not
+        // reach the provider before it was due.
         for (int i = 1; i < calls.size(); i++) {
-            long gap = calls.get(i).getLoggedDate().getTime() - calls.get(i - 1).getLoggedDate().getTime();
-            long ceiling = 200L << (i - 1);
-            assertThat(gap).as("gap before call %d", i + 1).isGreaterThanOrEqualTo(ceiling).isGreaterThan(previousGap);
-            previousGap = gap;
+            Instant due = due(id, i);
+            assertThat(due).as("retry %d due", i).isAfterOrEqualTo(calls.get(i - 1).getLoggedDate().toInstant().plusMillis(200L << (i - 1)));
+            assertThat(calls.get(i).getLoggedDate().toInstant()).as("call %d", i + 1).isAfterOrEqualTo(due.truncatedTo(ChronoUnit.MILLIS));
         }
         assertThat(attempts(id)).extracting(a -> a.get("outcome"))
                 .containsExactly("retry_wait", "retry_wait", "retry_wait", "failed");
@@ -399,8 +411,8 @@ class WorkerTest {
 
         List<LoggedRequest> calls = requests(tag);
         assertThat(calls).hasSize(2);
-        assertThat(calls.get(1).getLoggedDate().getTime() - calls.get(0).getLoggedDate().getTime())
-                .isGreaterThanOrEqualTo(200);
+        assertThat(due(id, 1)).isAfterOrEqualTo(calls.get(0).getLoggedDate().toInstant().plusMillis(200));
+        assertThat(calls.get(1).getLoggedDate().toInstant()).isAfterOrEqualTo(due(id, 1).truncatedTo(ChronoUnit.MILLIS));
         assertThat(attempts(id).get(0)).containsEntry("error_category", "rate_limited").containsEntry("retry_after", null);
     }
 
@@ -464,11 +476,12 @@ class WorkerTest {
         UUID staleToken = (UUID) job(id).get("lease_token");
 
         // The first worker stalls; its lease runs out and the sweeper hands the job to a new attempt.
-        Db.execute("UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE job_id = '" + id + "'");
+        clock.advance(Duration.ofSeconds(10));
         await().atMost(Duration.ofSeconds(5)).until(() -> !staleToken.equals(job(id).get("lease_token")));
         assertThat(finalizer.finalizeJob(id, staleToken, JobFinalizer.Outcome.failed("transient", "stale")))
                 .as("a stale token finalizes nothing").isFalse();
         Jobs.awaitStatus(id, "succeeded");
+        clock.reset(); // only now: the new attempt's due time and lease were taken on the moved clock
 
         await().atMost(Duration.ofSeconds(5)).until(() -> "lease_lost".equals(attempts(id).get(0).get("outcome")));
         assertThat(attempts(id)).extracting(a -> a.get("outcome")).containsExactly("lease_lost", "succeeded");
@@ -506,8 +519,9 @@ class WorkerTest {
         worker.useBackoff(new Backoff(Duration.ofSeconds(60), Duration.ofSeconds(60), bound -> bound - 1));
         UUID id = submit(tag, "fakeimg");
         await().atMost(Duration.ofSeconds(10)).until(() -> "retry_wait".equals(Jobs.status(id)));
-        Db.execute("UPDATE jobs SET expires_at = now() - interval '1 second' WHERE job_id = '" + id + "'");
+        clock.advance(Duration.ofHours(1));
         Jobs.awaitStatus(id, "failed");
+        clock.reset();
 
         assertThat(job(id).get("error_category")).isEqualTo("expired");
         assertThat(requests(tag)).hasSize(1);

@@ -1,0 +1,390 @@
+package io.jobgate.job;
+
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.stream.Collectors;
+
+import org.springframework.jdbc.core.namedparam.MapSqlParameterSource;
+import org.springframework.jdbc.core.namedparam.NamedParameterJdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+import static io.jobgate.job.JobStatus.CANCELLED;
+import static io.jobgate.job.JobStatus.FAILED;
+import static io.jobgate.job.JobStatus.PROVIDER_PENDING;
+import static io.jobgate.job.JobStatus.QUEUED;
+import static io.jobgate.job.JobStatus.RETRY_WAIT;
+import static io.jobgate.job.JobStatus.RUNNING;
+import static io.jobgate.job.JobStatus.SUBMISSION_UNKNOWN;
+import static io.jobgate.job.JobStatus.SUBMITTING;
+import static io.jobgate.job.JobStatus.SUCCEEDED;
+
+/**
+ * Every change of a job's status, in one table: an {@link Event} leaves one of its "from" states
+ * for its "to" state and has its {@link Effect}s, all in one transaction. Nothing else writes
+ * {@code jobs.status}; the database refuses any other pair (table {@code job_status_transitions},
+ * written from {@link #pairs()} by migration V6 and compared with it by a test).
+ *
+ * <p>Lock order, shared with the relay and admission: the job's outbox rows, then its row, then the
+ * gateway, tenant and window counters. Time is this class's clock, passed into SQL.
+ */
+public final class JobTransitions {
+
+    /** What a transition does beside changing the status. */
+    public enum Effect {
+        /** A fresh lease token, owner and expiry. */
+        TAKE_LEASE,
+        /** The lease ends (token, owner, expiry cleared). */
+        END_LEASE,
+        /** The job's unpublished dispatch events are dropped (a newer one, or none, replaces them). */
+        DROP_DISPATCH,
+        /** The job leaves its dispatch slot: the tenant's and the window's running counts go down. */
+        RELEASE_SLOT,
+        /** A new dispatch event, due at the next attempt. */
+        DISPATCH_AT,
+        /** One more attempt counted, its attempt row opened. */
+        OPEN_ATTEMPT,
+        /** The provider is asked about the task from the given instant on (poller). */
+        SCHEDULE_CHECK,
+        /** Terminal: {@code finalized_at} set once, the admission reservations released. */
+        FINALIZE,
+        /** The tenant's share of the cost given back, at most once per job. */
+        REFUND,
+        /** Followers learn the new status (a status outbox event). */
+        STATUS_EVENT
+    }
+
+    private static final Set<JobStatus> OPEN = EnumSet.complementOf(EnumSet.of(SUCCEEDED, FAILED, CANCELLED));
+
+    /** The table. Read it as "EVENT: from… → to, with effects". */
+    public enum Event {
+        /** A worker takes a dispatched job for an attempt. */
+        LEASE(RUNNING, EnumSet.of(QUEUED, RETRY_WAIT), Effect.TAKE_LEASE),
+        /** Caps and provider gate passed: the call starts. */
+        SUBMIT(SUBMITTING, EnumSet.of(RUNNING), Effect.OPEN_ATTEMPT),
+        /** A leased job waits for a later attempt: gate closed or full, a retryable outcome, a reclaimed lease. */
+        RETRY(RETRY_WAIT, EnumSet.of(RUNNING, SUBMITTING), Effect.END_LEASE, Effect.DROP_DISPATCH, Effect.RELEASE_SLOT,
+                Effect.DISPATCH_AT, Effect.STATUS_EVENT),
+        /** The provider never got the request, or its task failed retryably: a new attempt is safe. */
+        RESUBMIT(RETRY_WAIT, EnumSet.of(PROVIDER_PENDING, SUBMISSION_UNKNOWN), Effect.DROP_DISPATCH, Effect.RELEASE_SLOT,
+                Effect.DISPATCH_AT, Effect.STATUS_EVENT),
+        /** The request may or may not have reached the provider: reconciliation asks it. */
+        UNKNOWN(SUBMISSION_UNKNOWN, EnumSet.of(SUBMITTING), Effect.END_LEASE, Effect.RELEASE_SLOT, Effect.SCHEDULE_CHECK,
+                Effect.STATUS_EVENT),
+        /** The provider accepted the task; the slot stays held until it ends. */
+        ACCEPTED(PROVIDER_PENDING, EnumSet.of(SUBMITTING), Effect.END_LEASE, Effect.SCHEDULE_CHECK, Effect.STATUS_EVENT),
+        /** Reconciliation found the task of a submission that was unknown. */
+        TASK_FOUND(PROVIDER_PENDING, EnumSet.of(SUBMISSION_UNKNOWN), Effect.SCHEDULE_CHECK, Effect.STATUS_EVENT),
+        /** A checked output was promoted. */
+        SUCCEED(SUCCEEDED, EnumSet.of(SUBMITTING, PROVIDER_PENDING, SUBMISSION_UNKNOWN), Effect.DROP_DISPATCH,
+                Effect.END_LEASE, Effect.RELEASE_SLOT, Effect.FINALIZE, Effect.STATUS_EVENT),
+        /** Any open job may fail (caps, terminal errors, lifetime, dead letter, operator). */
+        FAIL(FAILED, OPEN, Effect.DROP_DISPATCH, Effect.END_LEASE, Effect.RELEASE_SLOT, Effect.FINALIZE, Effect.REFUND,
+                Effect.STATUS_EVENT),
+        /** Any open job may be cancelled by its tenant. */
+        CANCEL(CANCELLED, OPEN, Effect.DROP_DISPATCH, Effect.END_LEASE, Effect.RELEASE_SLOT, Effect.FINALIZE, Effect.REFUND,
+                Effect.STATUS_EVENT);
+
+        private final JobStatus to;
+        private final Set<JobStatus> from;
+        private final Set<Effect> effects;
+
+        Event(JobStatus to, Set<JobStatus> from, Effect... effects) {
+            this.to = to;
+            this.from = Set.copyOf(from);
+            this.effects = effects.length == 0 ? Set.of() : Set.copyOf(EnumSet.copyOf(Arrays.asList(effects)));
+        }
+
+        public JobStatus to() {
+            return to;
+        }
+
+        public Set<JobStatus> from() {
+            return from;
+        }
+
+        public Set<Effect> effects() {
+            return effects;
+        }
+
+        public boolean has(Effect effect) {
+            return effects.contains(effect);
+        }
+
+        public static Event ending(JobStatus terminal) {
+            return switch (terminal) {
+                case SUCCEEDED -> SUCCEED;
+                case FAILED -> FAIL;
+                case CANCELLED -> CANCEL;
+                default -> throw new IllegalArgumentException(terminal + " is not terminal");
+            };
+        }
+    }
+
+    /** Every allowed (from, to) pair: what the database's {@code job_status_transitions} holds. */
+    public static Set<List<JobStatus>> pairs() {
+        return Arrays.stream(Event.values()).flatMap(e -> e.from().stream().map(f -> List.of(f, e.to())))
+                .collect(Collectors.toUnmodifiableSet());
+    }
+
+    /** The events that may leave {@code status}. */
+    public static Set<Event> exits(JobStatus status) {
+        return Arrays.stream(Event.values()).filter(e -> e.from().contains(status))
+                .collect(Collectors.toCollection(() -> EnumSet.noneOf(Event.class)));
+    }
+
+    /**
+     * Who may make the transition: the holder of a lease token, the dispatch event a worker got (for
+     * {@link Event#LEASE}), or anyone, optionally narrowed to some of the event's "from" states.
+     */
+    public record Guard(UUID leaseToken, Long dispatchEvent, Set<JobStatus> onlyFrom) {
+        public static Guard anyone() {
+            return new Guard(null, null, null);
+        }
+
+        public static Guard lease(UUID token) {
+            return new Guard(token, null, null);
+        }
+
+        public static Guard dispatchEvent(long eventId) {
+            return new Guard(null, eventId, null);
+        }
+
+        public static Guard from(Set<JobStatus> statuses) {
+            return new Guard(null, null, Set.copyOf(statuses));
+        }
+    }
+
+    /**
+     * What the transition writes besides the status (each event reads the fields its effects need).
+     *
+     * @param leaseOwner     TAKE_LEASE: the worker's name
+     * @param leaseFor       TAKE_LEASE: how long the lease lasts
+     * @param at             DISPATCH_AT: the next attempt's due time; SCHEDULE_CHECK: the first check
+     * @param unparseable    DISPATCH_AT: unparseable replies in a row so far
+     * @param providerTask   SCHEDULE_CHECK: the provider's task reference, when known
+     * @param providerRequestId SCHEDULE_CHECK: the provider's request id, when known
+     * @param adapter        OPEN_ATTEMPT: the adapter (provider) name
+     * @param revision       OPEN_ATTEMPT: the adapter revision recorded on the attempt
+     * @param category       the error category (the job's on FINALIZE; the status event's otherwise)
+     * @param message        FINALIZE: the error message
+     * @param resultJson     FINALIZE: the result record of a success
+     * @param refundPercent  REFUND: the share of the cost given back
+     */
+    public record Change(String leaseOwner, Duration leaseFor, Instant at, int unparseable, String providerTask,
+                         String providerRequestId, String adapter, String revision, String category, String message,
+                         String resultJson, int refundPercent) {
+        public static Change none() {
+            return new Change(null, null, null, 0, null, null, null, null, null, null, null, 0);
+        }
+
+        public static Change lease(String owner, Duration leaseFor) {
+            return new Change(owner, leaseFor, null, 0, null, null, null, null, null, null, null, 0);
+        }
+
+        public static Change attempt(String worker, String adapter, String revision) {
+            return new Change(worker, null, null, 0, null, null, adapter, revision, null, null, null, 0);
+        }
+
+        public static Change retryAt(Instant at, int unparseable, String lastCategory) {
+            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0);
+        }
+
+        public static Change checkFrom(Instant firstCheck, String providerTask, String providerRequestId, String category) {
+            return new Change(null, null, firstCheck, 0, providerTask, providerRequestId, null, null, category, null, null, 0);
+        }
+
+        public static Change ending(String category, String message, String resultJson, int refundPercent) {
+            return new Change(null, null, null, 0, null, null, null, null, category, message, resultJson, refundPercent);
+        }
+    }
+
+    /** The job's row after the transition (its tenant, attempts; the opened attempt's number; extra columns asked for). */
+    public record Moved(String tenantId, int attempts, Map<String, Object> row) {
+    }
+
+    private final NamedParameterJdbcTemplate jdbc;
+    private final TransactionTemplate transactions;
+    private final Clock clock;
+
+    public JobTransitions(NamedParameterJdbcTemplate jdbc, TransactionTemplate transactions, Clock clock) {
+        this.jdbc = jdbc;
+        this.transactions = transactions;
+        this.clock = clock;
+    }
+
+    public Clock clock() {
+        return clock;
+    }
+
+    public Optional<Moved> apply(UUID jobId, Event event, Guard guard, Change change) {
+        return apply(jobId, event, guard, change, null);
+    }
+
+    /**
+     * Makes the transition if the job is in one of the event's "from" states (narrowed by the guard)
+     * and the guard holds; otherwise changes nothing.
+     *
+     * @param returning extra columns of the updated row (aliased {@code j}) to return, or null
+     * @return the moved row, empty when the transition did not apply
+     */
+    public Optional<Moved> apply(UUID jobId, Event event, Guard guard, Change change, String returning) {
+        Set<JobStatus> from = guard.onlyFrom() == null ? event.from()
+                : guard.onlyFrom().stream().filter(event.from()::contains).collect(Collectors.toSet());
+        if (from.isEmpty()) {
+            return Optional.empty();
+        }
+        Instant now = clock.instant();
+        MapSqlParameterSource p = new MapSqlParameterSource()
+                .addValue("job", jobId)
+                .addValue("to", event.to().wire())
+                .addValue("from", from.stream().map(JobStatus::wire).sorted().collect(Collectors.joining(",")))
+                .addValue("now", Timestamp.from(now))
+                .addValue("token", guard.leaseToken())
+                .addValue("event", guard.dispatchEvent());
+        String guards = guardSql(guard);
+        return transactions.execute(tx -> {
+            if (event.has(Effect.TAKE_LEASE)) {
+                // The job's waiting dispatch events first, then its row: the relay's and finalize's order.
+                jdbc.query("SELECT event_id FROM outbox WHERE job_id = :job AND event_type = 'dispatch' "
+                        + "AND published_at IS NULL FOR UPDATE", p, rs -> { });
+            } else if (event.has(Effect.DROP_DISPATCH)) {
+                // Only while the transition applies (checked, not locked: the job row comes second).
+                jdbc.update("""
+                        DELETE FROM outbox o USING jobs j
+                         WHERE o.job_id = :job AND o.event_type = 'dispatch' AND o.published_at IS NULL
+                           AND j.job_id = o.job_id AND j.status = ANY (string_to_array(:from, ','))""" + guards, p);
+            }
+            String update = "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event, change, p, now)
+                    + " FROM (SELECT job_id, dispatched_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
+                    + " WHERE j.job_id = old.job_id AND j.finalized_at IS NULL AND j.status = ANY (string_to_array(:from, ','))" + guards
+                    + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token,"
+                    + " old.dispatched_at IS NOT NULL AS held_slot" + (returning == null ? "" : ", " + returning);
+            String sql = update;
+            if (event.has(Effect.OPEN_ATTEMPT)) {
+                p.addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter())
+                        .addValue("revision", change.revision());
+                sql = "WITH moved AS (" + update + "), opened AS ("
+                        + " INSERT INTO attempts (job_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)"
+                        + " SELECT :job, m.attempts, m.lease_token, :worker, :adapter, :revision, :now FROM moved m"
+                        + " RETURNING attempt) SELECT m.*, (SELECT attempt FROM opened) AS opened_attempt FROM moved m";
+            }
+            List<Map<String, Object>> rows = jdbc.queryForList(sql, p);
+            if (rows.isEmpty()) {
+                return Optional.<Moved>empty();
+            }
+            Map<String, Object> row = new LinkedHashMap<>(rows.get(0));
+            String tenant = (String) row.get("tenant_id");
+            int attempts = ((Number) row.get("attempts")).intValue();
+            boolean heldSlot = Boolean.TRUE.equals(row.get("held_slot"));
+            p.addValue("tenant", tenant).addValue("attempts", attempts);
+            if (event.has(Effect.FINALIZE)) {
+                p.addValue("bytes", ((Number) row.get("source_bytes")).longValue()).addValue("slot", heldSlot ? 1 : 0);
+                jdbc.update("UPDATE gateway_capacity SET in_flight = in_flight - 1 WHERE id = 1", p);
+                jdbc.update("UPDATE tenant_accounts SET open_jobs = open_jobs - 1, queued_bytes = queued_bytes - :bytes, "
+                        + "running_jobs = running_jobs - :slot WHERE tenant_id = :tenant", p);
+                if (heldSlot) {
+                    jdbc.update("UPDATE dispatch_window SET running = running - 1 WHERE id = 1", p);
+                }
+            } else if (event.has(Effect.RELEASE_SLOT) && heldSlot) {
+                jdbc.update("UPDATE tenant_accounts SET running_jobs = running_jobs - 1 WHERE tenant_id = :tenant", p);
+                jdbc.update("UPDATE dispatch_window SET running = running - 1 WHERE id = 1", p);
+            }
+            if (event.has(Effect.REFUND) && change.refundPercent() > 0) {
+                long cost = ((Number) row.get("cost_micros")).longValue();
+                long refund = Math.multiplyExact(cost, (long) change.refundPercent()) / 100;
+                if (refund > 0) {
+                    // The debit's metered units go back in the same share.
+                    p.addValue("refund", refund).addValue("cost", cost).addValue("reference", change.category());
+                    jdbc.update("""
+                            INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at, units, unit)
+                            SELECT :tenant, :job, 'refund', :refund, :reference, :now, -d.units * :refund / :cost, d.unit
+                              FROM ledger d WHERE d.job_id = :job AND d.entry_type = 'debit'
+                            ON CONFLICT (job_id, entry_type) WHERE entry_type IN ('debit', 'refund') DO NOTHING""", p);
+                }
+            }
+            if (event.has(Effect.DISPATCH_AT)) {
+                jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, available_at, created_at) "
+                        + "VALUES (:job, :tenant, 'dispatch', :at, :now)", p);
+            }
+            if (event.has(Effect.STATUS_EVENT)) {
+                p.addValue("category", change.category());
+                jdbc.update("""
+                        INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, created_at)
+                        VALUES (:job, :tenant, 'status', jsonb_build_object('status', CAST(:to AS text),
+                                'attempt', CAST(:attempts AS int), 'error_category', CAST(:category AS text)), :now, :now)""", p);
+            }
+            return Optional.of(new Moved(tenant, attempts, row));
+        });
+    }
+
+    /**
+     * The job's {@code columns} (row aliased {@code j}) if the transition would apply now; read
+     * without a lock (a worker's first look at a dispatch message).
+     */
+    public Optional<Map<String, Object>> peek(UUID jobId, Event event, Guard guard, String columns) {
+        MapSqlParameterSource p = new MapSqlParameterSource().addValue("job", jobId)
+                .addValue("from", event.from().stream().map(JobStatus::wire).sorted().collect(Collectors.joining(",")))
+                .addValue("token", guard.leaseToken()).addValue("event", guard.dispatchEvent());
+        return jdbc.queryForList("SELECT " + columns + " FROM jobs j WHERE j.job_id = :job AND j.finalized_at IS NULL"
+                + " AND j.status = ANY (string_to_array(:from, ','))" + guardSql(guard), p).stream().findFirst();
+    }
+
+    private static String guardSql(Guard guard) {
+        StringBuilder sql = new StringBuilder();
+        if (guard.leaseToken() != null) {
+            sql.append(" AND j.lease_token = :token");
+        }
+        if (guard.dispatchEvent() != null) {
+            // Only a dispatched, unleased job, and only for its newest dispatch event: an older,
+            // duplicated message must not start an attempt before its time.
+            sql.append(" AND j.lease_token IS NULL AND j.dispatched_at IS NOT NULL AND :event = "
+                    + "(SELECT max(o.event_id) FROM outbox o WHERE o.job_id = j.job_id AND o.event_type = 'dispatch')");
+        }
+        return sql.toString();
+    }
+
+    private static String setSql(Event event, Change change, MapSqlParameterSource p, Instant now) {
+        StringBuilder set = new StringBuilder();
+        if (event.has(Effect.TAKE_LEASE)) {
+            set.append(", lease_token = :newToken, lease_owner = :owner, lease_expires_at = :leaseUntil");
+            p.addValue("newToken", UUID.randomUUID()).addValue("owner", change.leaseOwner())
+                    .addValue("leaseUntil", Timestamp.from(now.plus(change.leaseFor())));
+        }
+        if (event.has(Effect.END_LEASE)) {
+            set.append(", lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL");
+        }
+        if (event.has(Effect.RELEASE_SLOT)) {
+            set.append(", dispatched_at = NULL");
+        }
+        if (event.has(Effect.DISPATCH_AT)) {
+            set.append(", next_attempt_at = :at, unparseable_streak = :unparseable, next_check_at = NULL, provider_task = NULL");
+            p.addValue("at", Timestamp.from(change.at())).addValue("unparseable", change.unparseable());
+        }
+        if (event.has(Effect.SCHEDULE_CHECK)) {
+            set.append(", next_check_at = :at, checks = 0, provider_task = coalesce(:task, j.provider_task),"
+                    + " provider_request_id = coalesce(:requestId, j.provider_request_id)");
+            p.addValue("at", Timestamp.from(change.at())).addValue("task", change.providerTask())
+                    .addValue("requestId", change.providerRequestId());
+        }
+        if (event.has(Effect.OPEN_ATTEMPT)) {
+            set.append(", attempts = j.attempts + 1, adapter_revision = :revision");
+        }
+        if (event.has(Effect.FINALIZE)) {
+            set.append(", finalized_at = :now, error_category = :errorCategory, error_message = :errorMessage,"
+                    + " next_attempt_at = NULL, result = coalesce(CAST(:result AS jsonb), j.result)");
+            p.addValue("errorCategory", change.category()).addValue("errorMessage", change.message())
+                    .addValue("result", change.resultJson());
+        }
+        return set.toString();
+    }
+}

@@ -1,0 +1,33 @@
+package io.jobgate.worker;
+
+import java.time.Duration;
+
+import io.jobgate.infra.Settings;
+
+/**
+ * The worker's settings ({@code jobgate.worker.*}, defaults in config/application.properties).
+ *
+ * @param leaseMargin   a lease lasts the provider's call deadline plus this
+ * @param gateFullDelay about how long a job waits at a provider's full gate (jittered)
+ * @param backoffBase   first retry's backoff ceiling (capped exponential, full jitter)
+ * @param backoffCap    the backoff's cap
+ * @param maxOutputBytes the largest output a provider may return
+ * @param publicBaseUrl how providers reach this gateway (webhook URLs), without a trailing slash
+ */
+public record WorkerSettings(Duration leaseMargin, Duration gateFullDelay, Duration backoffBase, Duration backoffCap,
+                             long maxOutputBytes, String publicBaseUrl) {
+
+    public static WorkerSettings from(Settings s) {
+        return new WorkerSettings(
+                s.seconds("jobgate.worker.lease-margin-seconds", 1, 3600),
+                s.millis("jobgate.worker.gate-full-delay-ms", 10, 60_000),
+                s.millis("jobgate.worker.backoff-base-ms", 1, 3_600_000),
+                s.millis("jobgate.worker.backoff-cap-ms", 1, 86_400_000),
+                s.longValue("jobgate.worker.max-output-bytes", 1, 1L << 31),
+                s.required("jobgate.public-base-url").replaceAll("/+$", ""));
+    }
+
+    public Backoff backoff() {
+        return Backoff.withRandomJitter(backoffBase, backoffCap);
+    }
+}

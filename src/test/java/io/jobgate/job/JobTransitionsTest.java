@@ -1,0 +1,307 @@
+package io.jobgate.job;
+
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.stream.Stream;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.jobgate.infra.Database;
+import io.jobgate.infra.RetryingTransactions;
+import io.jobgate.job.JobTransitions.Change;
+import io.jobgate.job.JobTransitions.Effect;
+import io.jobgate.job.JobTransitions.Event;
+import io.jobgate.job.JobTransitions.Guard;
+import io.jobgate.support.TestDatabase;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.namedparam.NamedParameterJdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The job state machine walked against PostgreSQL: every (status, event) pair, the allowed ones
+ * with each of their effects and the refused ones changing nothing; every (status, status) pair
+ * written by hand, which the database refuses unless the table allows it.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class JobTransitionsTest {
+
+    static final String TENANT = "walk";
+    static final Instant NOW = Instant.now().truncatedTo(ChronoUnit.MICROS);
+
+    HikariDataSource pool;
+    JdbcTemplate jdbc;
+    JobTransitions transitions;
+
+    @BeforeAll
+    void migrate() throws Exception {
+        pool = Database.pool(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 4);
+        Database.migrate(pool);
+        TestDatabase.reset();
+        jdbc = new JdbcTemplate(pool);
+        // A fixed clock: every time the transitions write is this one, so the test can compare them exactly.
+        transitions = new JobTransitions(new NamedParameterJdbcTemplate(jdbc), new RetryingTransactions(pool, 3),
+                Clock.fixed(NOW, ZoneOffset.UTC));
+        jdbc.update("""
+                INSERT INTO tenants (tenant_id, display_name, api_key_sha256, max_open_jobs, max_running_jobs, max_queued_bytes)
+                VALUES (?, 'State walk', 'walk-key-digest', 1000, 1000, 1000000) ON CONFLICT DO NOTHING""", TENANT);
+        jdbc.update("INSERT INTO tenant_accounts (tenant_id) VALUES (?) ON CONFLICT DO NOTHING", TENANT);
+    }
+
+    @AfterAll
+    void close() {
+        pool.close();
+    }
+
+    static Stream<Arguments> everyStatusAndEvent() {
+        return Arrays.stream(JobStatus.values()).flatMap(s -> Arrays.stream(Event.values()).map(e -> Arguments.of(s, e)));
+    }
+
+    /** A job as it really is in {@code status}: lease, slot, a published and a waiting dispatch event, a debit. */
+    record Fixture(UUID jobId, UUID leaseToken, long newestDispatch, boolean holdsSlot) {
+    }
+
+    Fixture jobIn(JobStatus status) {
+        UUID id = UUID.randomUUID();
+        boolean leased = status == JobStatus.RUNNING || status == JobStatus.SUBMITTING;
+        boolean slot = Set.of(JobStatus.QUEUED, JobStatus.RETRY_WAIT, JobStatus.RUNNING, JobStatus.SUBMITTING,
+                JobStatus.PROVIDER_PENDING).contains(status);
+        UUID token = leased ? UUID.randomUUID() : null;
+        jdbc.execute((java.sql.Connection c) -> {
+            try (var st = c.createStatement()) {
+                st.execute("SET session_replication_role = replica"); // set the stage past the triggers
+            }
+            try (var ps = c.prepareStatement("""
+                    INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
+                                      kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds,
+                                      expires_at, attempts, lease_token, lease_owner, lease_expires_at, dispatched_at, finalized_at)
+                    VALUES (?, ?, ?, 'x', ?, 'invoice-clean', 1, 'image', 'square', 'fakeimg', '{}', 1000, 4, 1800,
+                            now() + interval '1 hour', 1, ?, ?, ?, ?, ?)""")) {
+                ps.setObject(1, id);
+                ps.setString(2, TENANT);
+                ps.setString(3, "walk-" + id);
+                ps.setString(4, status.wire());
+                ps.setObject(5, token);
+                ps.setString(6, leased ? "walker" : null);
+                ps.setTimestamp(7, leased ? Timestamp.from(NOW.plusSeconds(60)) : null);
+                ps.setTimestamp(8, slot ? Timestamp.from(NOW) : null);
+                ps.setTimestamp(9, status.terminal() ? Timestamp.from(NOW) : null);
+                ps.executeUpdate();
+            } finally {
+                try (var st = c.createStatement()) {
+                    st.execute("SET session_replication_role = DEFAULT");
+                }
+            }
+            return null;
+        });
+        jdbc.update("INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros) VALUES (?, ?, 'debit', -1000)", TENANT, id);
+        jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, published_at) VALUES (?, ?, 'dispatch', now())", id, TENANT);
+        jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES (?, ?, 'dispatch', now() + interval '1 hour')",
+                id, TENANT);
+        long newest = jdbc.queryForObject("SELECT max(event_id) FROM outbox WHERE job_id = ?", Long.class, id);
+        if (!status.terminal()) {
+            jdbc.update("UPDATE tenant_accounts SET open_jobs = open_jobs + 1, running_jobs = running_jobs + ? WHERE tenant_id = ?",
+                    slot ? 1 : 0, TENANT);
+            jdbc.update("UPDATE gateway_capacity SET in_flight = in_flight + 1");
+            jdbc.update("UPDATE dispatch_window SET running = running + ?", slot ? 1 : 0);
+        }
+        return new Fixture(id, token, newest, slot);
+    }
+
+    /** What a job and its counters look like, to compare before and after. */
+    record Snapshot(Map<String, Object> job, List<Map<String, Object>> outbox, List<Map<String, Object>> ledger,
+                    List<Map<String, Object>> attempts, Map<String, Object> counters) {
+    }
+
+    Snapshot snapshot(UUID id) {
+        return new Snapshot(
+                jdbc.queryForMap("SELECT status, lease_token, dispatched_at, attempts, finalized_at, next_attempt_at, "
+                        + "next_check_at, provider_task, error_category, result::text AS result FROM jobs WHERE job_id = ?", id),
+                jdbc.queryForList("SELECT event_id, event_type, available_at, published_at, payload->>'status' AS status "
+                        + "FROM outbox WHERE job_id = ? ORDER BY event_id", id),
+                jdbc.queryForList("SELECT entry_type, amount_micros FROM ledger WHERE job_id = ? ORDER BY entry_id", id),
+                jdbc.queryForList("SELECT attempt, lease_token, adapter FROM attempts WHERE job_id = ? ORDER BY attempt", id),
+                jdbc.queryForMap("SELECT a.open_jobs, a.running_jobs, (SELECT in_flight FROM gateway_capacity) AS in_flight, "
+                        + "(SELECT running FROM dispatch_window) AS window_running FROM tenant_accounts a WHERE tenant_id = ?", TENANT));
+    }
+
+    static Change change(Event event) {
+        return switch (event) {
+            case LEASE -> Change.lease("walker-2", Duration.ofSeconds(30));
+            case SUBMIT -> Change.attempt("walker", "fakeimg", "fake-r1");
+            case RETRY, RESUBMIT -> Change.retryAt(NOW.plusSeconds(60), 0, "transient");
+            case UNKNOWN -> Change.checkFrom(NOW.plusSeconds(2), null, "req-1", "ambiguous");
+            case ACCEPTED, TASK_FOUND -> Change.checkFrom(NOW.plusSeconds(2), "task-" + UUID.randomUUID(), null, null);
+            case SUCCEED -> Change.ending(null, null, "{\"ok\": true}", 0);
+            case FAIL -> Change.ending("transient", "walked into failure", null, 100);
+            case CANCEL -> Change.ending("cancelled", "walked into cancel", null, 100);
+        };
+    }
+
+    @ParameterizedTest(name = "{0} + {1}")
+    @MethodSource("everyStatusAndEvent")
+    void eachEventLeavesOnlyItsFromStatesWithItsEffects(JobStatus status, Event event) {
+        Fixture job = jobIn(status);
+        Snapshot before = snapshot(job.jobId());
+        boolean allowed = event.from().contains(status);
+        // Allowed: the guard the real caller uses. Refused: the most permissive guard, so the status alone refuses.
+        Guard guard = event == Event.LEASE ? Guard.dispatchEvent(job.newestDispatch())
+                : allowed && job.leaseToken() != null ? Guard.lease(job.leaseToken()) : Guard.anyone();
+
+        Optional<JobTransitions.Moved> moved = transitions.apply(job.jobId(), event, guard, change(event));
+        Snapshot after = snapshot(job.jobId());
+
+        if (!allowed) {
+            assertThat(moved).isEmpty();
+            assertThat(after).isEqualTo(before);
+            return;
+        }
+        assertThat(moved).isPresent();
+        assertThat(after.job().get("status")).isEqualTo(event.to().wire());
+        Set<Effect> effects = event.effects();
+        int slotDelta = effects.contains(Effect.RELEASE_SLOT) && job.holdsSlot() ? -1 : 0;
+        int openDelta = effects.contains(Effect.FINALIZE) ? -1 : 0;
+        assertThat(after.counters()).isEqualTo(Map.of(
+                "open_jobs", (int) before.counters().get("open_jobs") + openDelta,
+                "running_jobs", (int) before.counters().get("running_jobs") + slotDelta,
+                "in_flight", (int) before.counters().get("in_flight") + openDelta,
+                "window_running", (int) before.counters().get("window_running") + slotDelta));
+        assertThat(after.job().get("dispatched_at") == null)
+                .isEqualTo(effects.contains(Effect.RELEASE_SLOT) || before.job().get("dispatched_at") == null);
+
+        if (effects.contains(Effect.TAKE_LEASE)) {
+            assertThat(after.job().get("lease_token")).isNotNull().isNotEqualTo(before.job().get("lease_token"));
+        } else if (effects.contains(Effect.END_LEASE)) {
+            assertThat(after.job().get("lease_token")).isNull();
+        } else {
+            assertThat(after.job().get("lease_token")).isEqualTo(before.job().get("lease_token"));
+        }
+
+        List<Map<String, Object>> waiting = after.outbox().stream()
+                .filter(o -> "dispatch".equals(o.get("event_type")) && o.get("published_at") == null).toList();
+        if (effects.contains(Effect.DISPATCH_AT)) {
+            assertThat(waiting).singleElement().satisfies(o ->
+                    assertThat(((Timestamp) o.get("available_at")).toInstant()).isEqualTo(NOW.plusSeconds(60)));
+            assertThat(after.job().get("next_attempt_at")).isEqualTo(Timestamp.from(NOW.plusSeconds(60)));
+        } else if (effects.contains(Effect.DROP_DISPATCH)) {
+            assertThat(waiting).isEmpty();
+        } else {
+            assertThat(waiting).hasSize(1).first().extracting(o -> o.get("event_id")).isEqualTo(job.newestDispatch());
+        }
+
+        List<Object> statusEvents = after.outbox().stream().filter(o -> "status".equals(o.get("event_type")))
+                .map(o -> o.get("status")).toList();
+        assertThat(statusEvents).isEqualTo(effects.contains(Effect.STATUS_EVENT) ? List.of(event.to().wire()) : List.of());
+
+        if (effects.contains(Effect.OPEN_ATTEMPT)) {
+            assertThat(after.job().get("attempts")).isEqualTo((int) before.job().get("attempts") + 1);
+            assertThat(after.attempts()).singleElement().satisfies(a -> {
+                assertThat(a.get("attempt")).isEqualTo((int) before.job().get("attempts") + 1);
+                assertThat(a.get("lease_token")).isEqualTo(job.leaseToken());
+            });
+        } else {
+            assertThat(after.job().get("attempts")).isEqualTo(before.job().get("attempts"));
+            assertThat(after.attempts()).isEmpty();
+        }
+
+        if (effects.contains(Effect.SCHEDULE_CHECK)) {
+            assertThat(after.job().get("next_check_at")).isEqualTo(Timestamp.from(NOW.plusSeconds(2)));
+        }
+        assertThat(after.job().get("finalized_at")).isEqualTo(effects.contains(Effect.FINALIZE) ? Timestamp.from(NOW) : null);
+        List<Object> refunds = after.ledger().stream().filter(l -> "refund".equals(l.get("entry_type")))
+                .map(l -> l.get("amount_micros")).toList();
+        assertThat(refunds).isEqualTo(effects.contains(Effect.REFUND) ? List.of(1000L) : List.of());
+        if (event == Event.SUCCEED) {
+            assertThat((String) after.job().get("result")).contains("\"ok\"");
+        }
+    }
+
+    @Test
+    void aSecondEndingChangesNothingAndRefundsNothing() {
+        Fixture job = jobIn(JobStatus.PROVIDER_PENDING);
+        assertThat(transitions.apply(job.jobId(), Event.FAIL, Guard.anyone(), change(Event.FAIL))).isPresent();
+        Snapshot ended = snapshot(job.jobId());
+        assertThat(transitions.apply(job.jobId(), Event.CANCEL, Guard.anyone(), change(Event.CANCEL))).isEmpty();
+        assertThat(transitions.apply(job.jobId(), Event.FAIL, Guard.anyone(), change(Event.FAIL))).isEmpty();
+        assertThat(snapshot(job.jobId())).isEqualTo(ended);
+    }
+
+    @Test
+    void aStaleLeaseTokenMovesNothing() {
+        Fixture job = jobIn(JobStatus.SUBMITTING);
+        Snapshot before = snapshot(job.jobId());
+        for (Event event : JobTransitions.exits(JobStatus.SUBMITTING)) {
+            assertThat(transitions.apply(job.jobId(), event, Guard.lease(UUID.randomUUID()), change(event))).as(event.name()).isEmpty();
+        }
+        assertThat(snapshot(job.jobId())).isEqualTo(before);
+    }
+
+    @Test
+    void theDatabaseHoldsTheSameTableAsTheCode() {
+        Set<List<String>> inDatabase = new HashSet<>(jdbc.query("SELECT event, from_status, to_status FROM job_status_transitions",
+                (rs, i) -> List.of(rs.getString(1), rs.getString(2), rs.getString(3))));
+        Set<List<String>> inCode = new HashSet<>();
+        for (Event e : Event.values()) {
+            e.from().forEach(f -> inCode.add(List.of(e.name().toLowerCase(), f.wire(), e.to().wire())));
+        }
+        assertThat(inDatabase).isEqualTo(inCode);
+    }
+
+    static Stream<Arguments> everyPairOfStatuses() {
+        return Arrays.stream(JobStatus.values()).flatMap(from -> Arrays.stream(JobStatus.values())
+                .filter(to -> to != from).map(to -> Arguments.of(from, to)));
+    }
+
+    /** Whoever writes the row (an operator's psql, a future statement): only the table's pairs pass. */
+    @ParameterizedTest(name = "{0} -> {1}")
+    @MethodSource("everyPairOfStatuses")
+    void theDatabaseRefusesEveryOtherStatusChange(JobStatus from, JobStatus to) {
+        UUID id = jobIn(from).jobId();
+        String sql = "UPDATE jobs SET status = '" + to.wire() + "'"
+                + (to.terminal() ? ", finalized_at = now(), lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL" : "")
+                + " WHERE job_id = '" + id + "'";
+        if (JobTransitions.pairs().contains(List.of(from, to))) {
+            jdbc.update(sql);
+            assertThat(jdbc.queryForObject("SELECT status FROM jobs WHERE job_id = ?", String.class, id)).isEqualTo(to.wire());
+        } else {
+            assertThatThrownBy(() -> jdbc.update(sql)).hasMessageMatching("(?s).*(may not go from|is final).*");
+            assertThat(jdbc.queryForObject("SELECT status FROM jobs WHERE job_id = ?", String.class, id)).isEqualTo(from.wire());
+        }
+    }
+
+    @Test
+    void theReadmeStateTableIsThisTable() throws Exception {
+        String readme = java.nio.file.Files.readString(java.nio.file.Path.of("README.md"));
+        String table = readme.substring(readme.indexOf("<!-- state-table:start -->") + "<!-- state-table:start -->".length(),
+                readme.indexOf("<!-- state-table:end -->")).strip();
+        StringBuilder expected = new StringBuilder("| event | from | to | effects |\n| --- | --- | --- | --- |");
+        for (Event e : Event.values()) {
+            expected.append("\n| `").append(e.name().toLowerCase()).append("` | ")
+                    .append(e.from().stream().map(JobStatus::wire).sorted().map(w -> "`" + w + "`")
+                            .collect(java.util.stream.Collectors.joining(", ")))
+                    .append(" | `").append(e.to().wire()).append("` | ")
+                    .append(java.util.EnumSet.copyOf(e.effects()).stream().map(f -> f.name().toLowerCase().replace('_', ' '))
+                            .collect(java.util.stream.Collectors.joining(", ")))
+                    .append(" |");
+        }
+        assertThat(table).isEqualTo(expected.toString());
+    }
+}
