@@ -31,6 +31,9 @@ public final class EmbeddedPostgresServer {
         // zonky unpacks its binaries into this folder; keep them beside the data, not in /tmp.
         System.setProperty("ot.epg.working-dir", workDir.toString());
         long started = System.nanoTime();
+        // A server left running by a gateway that died (SIGKILL, OOM killer) would make this start
+        // wait for a server that can never start on the same directory: stop it first.
+        OrphanedPostmaster.stopIfOrphaned(dataDir, Duration.ofSeconds(15));
         EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                 .setDataDirectory(dataDir)
                 .setCleanDataDirectory(false)
