@@ -176,18 +176,24 @@ final class OrphanedPostmaster {
         }
     }
 
+    /**
+     * Polled: a process that is not our child gives no exit notification (ProcessHandle.onExit
+     * polls too, from 300 ms up), and one its parent has not reaped yet still looks alive.
+     */
     private static boolean exited(ProcessHandle process, Duration wait) {
-        try {
-            process.onExit().get(wait.toMillis(), TimeUnit.MILLISECONDS);
-            return true;
-        } catch (java.util.concurrent.TimeoutException stillRunning) {
-            return zombie(process.pid()); // ended, but its parent (init) has not reaped it
-        } catch (java.util.concurrent.ExecutionException e) {
-            return !process.isAlive();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while stopping the orphaned PostgreSQL", e);
+        long deadline = System.nanoTime() + wait.toNanos();
+        while (process.isAlive() && !zombie(process.pid())) {
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while stopping the orphaned PostgreSQL", e);
+            }
         }
+        return true;
     }
 
     private static boolean zombie(long pid) {
