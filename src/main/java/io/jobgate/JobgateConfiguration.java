@@ -222,7 +222,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         String password = settings.string("jobgate.db.password", "");
         if (url == null) {
             EmbeddedPostgresServer postgres = EmbeddedPostgresServer.start(dataDir.resolve("postgres"),
-                    settings.intValue("jobgate.db.embedded-port", 0, 0, 65535));
+                    settings.intValue("jobgate.db.embedded-port", 0, 0, 65535),
+                    EmbeddedPostgresServer.Durability.of(settings.string("jobgate.db.embedded-durability", "durable")));
             context.addService(ManagedResource.stoppedBy("embedded-postgres", postgres::stop), true, true);
             url = postgres.jdbcUrl();
             user = "postgres";
