@@ -13,6 +13,7 @@ import io.jobgate.api.ProblemResponder;
 import io.jobgate.api.TenantAuth;
 import io.jobgate.api.UploadsApi;
 import io.jobgate.infra.BackgroundStart;
+import io.jobgate.infra.BrokerLogins;
 import io.jobgate.infra.Database;
 import io.jobgate.infra.EmbeddedBroker;
 import io.jobgate.infra.EmbeddedPostgresServer;
@@ -84,14 +85,29 @@ public class JobgateConfiguration implements CamelConfiguration {
         Files.createDirectories(dataDir);
         LOG.info("jobgate data directory {}, config directory {}", dataDir, configDir);
 
+        // Read first: the embedded broker logs in the tenants' JMS producers.
+        TenantDirectory tenants = TenantDirectory.load(Arrays.stream(settings.string("jobgate.tenants.files",
+                configDir.resolve("tenants.yaml").toString()).split(",")).map(String::trim).map(Path::of).toList());
+        // The gateway's broker user. For the embedded broker, whose only other users are the
+        // producers, its password is made per start unless an operator sets one.
+        boolean brokerEmbedded = settings.optional("jobgate.broker.url").isEmpty();
+        String brokerUser = settings.optional("jobgate.broker.user").orElse(brokerEmbedded ? "jobgate" : null);
+        String brokerPassword = settings.optional("jobgate.broker.password")
+                .orElse(brokerEmbedded ? java.util.UUID.randomUUID().toString() : null);
+        BrokerLogins brokerLogins = !brokerEmbedded ? null : new BrokerLogins(brokerUser, brokerPassword,
+                tenants.brokerProducers().stream().filter(p -> p.passwordSha256() != null).collect(
+                        java.util.stream.Collectors.toMap(TenantDirectory.BrokerProducer::user,
+                                TenantDirectory.BrokerProducer::passwordSha256)));
+
         // The embedded parts start side by side; PostgreSQL and Flyway on this thread meanwhile.
         // (Settings are read here, on the configuring thread.)
         Path brokerXml = settings.path("jobgate.broker.config", "artemis/broker.xml");
         String brokerHost = settings.string("jobgate.broker.embedded-host", "127.0.0.1");
         int brokerPort = settings.intValue("jobgate.broker.embedded-port", 61616, 0, 65535);
         int s3Port = settings.intValue("jobgate.s3.embedded-port", 0, 0, 65535);
-        BackgroundStart<EmbeddedBroker> embeddedBroker = settings.optional("jobgate.broker.url").isPresent() ? null
-                : BackgroundStart.of("artemis", () -> EmbeddedBroker.start(brokerXml, dataDir.resolve("artemis"), brokerHost, brokerPort));
+        BackgroundStart<EmbeddedBroker> embeddedBroker = !brokerEmbedded ? null
+                : BackgroundStart.of("artemis", () -> EmbeddedBroker.start(brokerXml, dataDir.resolve("artemis"), brokerHost,
+                        brokerPort, brokerLogins));
         BackgroundStart<EmbeddedS3Server> embeddedS3 = settings.optional("jobgate.s3.endpoint").isPresent() ? null
                 : BackgroundStart.of("s3", () -> EmbeddedS3Server.start(dataDir.resolve("objects"), s3Port));
         ProviderSimulator.Config simulatorConfig = settings.bool("jobgate.simulator.enabled", false) ? simulatorConfig(settings) : null;
@@ -100,7 +116,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         HikariDataSource dataSource;
         try {
             dataSource = database(context, settings, dataDir);
-            registry.bind("jmsConnectionFactory", broker(context, settings, embeddedBroker));
+            registry.bind("jmsConnectionFactory", broker(context, settings, embeddedBroker, brokerUser, brokerPassword));
             registry.bind("s3Client", objectStorage(context, settings, embeddedS3));
             if (simulatorStart != null) {
                 ProviderSimulator simulator = simulatorStart.await();
@@ -127,8 +143,6 @@ public class JobgateConfiguration implements CamelConfiguration {
         TransactionTemplate transactions = new RetryingTransactions(dataSource, 3);
         S3Client s3 = registry.lookupByNameAndType("s3Client", S3Client.class);
 
-        TenantDirectory tenants = TenantDirectory.load(Arrays.stream(settings.string("jobgate.tenants.files",
-                configDir.resolve("tenants.yaml").toString()).split(",")).map(String::trim).map(Path::of).toList());
         tenants.syncTo(jdbc);
         PresetCatalog presets = PresetCatalog.load(configDir.resolve("presets"));
         presets.verifyImmutable(jdbc);
@@ -242,7 +256,7 @@ public class JobgateConfiguration implements CamelConfiguration {
     }
 
     private static CachingConnectionFactory broker(CamelContext context, Settings settings,
-            BackgroundStart<EmbeddedBroker> embedded) throws Exception {
+            BackgroundStart<EmbeddedBroker> embedded, String user, String password) throws Exception {
         String url = settings.optional("jobgate.broker.url").orElse(null);
         if (url == null) {
             EmbeddedBroker broker = embedded.await();
@@ -253,8 +267,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         // No client-side buffering: a worker busy with a long provider call must not sit on
         // dispatch messages an idle worker could take.
         artemis.setConsumerWindowSize(0);
-        settings.optional("jobgate.broker.user").ifPresent(artemis::setUser);
-        settings.optional("jobgate.broker.password").ifPresent(artemis::setPassword);
+        if (user != null) {
+            artemis.setUser(user);
+            artemis.setPassword(password);
+        }
         // One shared connection, sessions and producers cached: a relay round sends many messages.
         CachingConnectionFactory caching = new CachingConnectionFactory(artemis);
         caching.setSessionCacheSize(20);
