@@ -38,9 +38,12 @@ public final class App {
         }
     }
 
-    /** The gateway's Camel Main: it scans this package for the CamelConfiguration that wires the parts. */
+    /** The gateway's Camel Main, with the CamelConfiguration that wires the parts. */
     public static Main gateway() throws IOException {
-        Main main = new Main(App.class);
+        Main main = new Main(App.class, JobgateConfiguration.class);
+        // Named above instead of found by scanning this package, which walks every entry of the
+        // shaded jar (~1.2 s of each start).
+        main.configure().setBasePackageScanEnabled(false);
         main.setPropertyPlaceholderLocations(SETTINGS);
         overrideFromEnvironment(main);
         return main;

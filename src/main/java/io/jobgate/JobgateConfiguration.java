@@ -12,6 +12,8 @@ import io.jobgate.api.JobsApi;
 import io.jobgate.api.ProblemResponder;
 import io.jobgate.api.TenantAuth;
 import io.jobgate.api.UploadsApi;
+import io.jobgate.infra.BackgroundStart;
+import io.jobgate.infra.BrokerLogins;
 import io.jobgate.infra.Database;
 import io.jobgate.infra.EmbeddedBroker;
 import io.jobgate.infra.EmbeddedPostgresServer;
@@ -90,24 +92,63 @@ public class JobgateConfiguration implements CamelConfiguration {
         Files.createDirectories(dataDir);
         LOG.info("jobgate data directory {}, config directory {}", dataDir, configDir);
 
-        HikariDataSource dataSource = database(context, settings, dataDir);
+        // Read first: the embedded broker logs in the tenants' JMS producers.
+        TenantDirectory tenants = TenantDirectory.load(Arrays.stream(settings.required("jobgate.tenants.files").split(",")).map(String::trim).map(Path::of).toList());
+        // The gateway's broker user. For the embedded broker, whose only other users are the
+        // producers, its password is made per start unless an operator sets one.
+        boolean brokerEmbedded = settings.optional("jobgate.broker.url").isEmpty();
+        String brokerUser = settings.optional("jobgate.broker.user").orElse(brokerEmbedded ? "jobgate" : null);
+        String brokerPassword = settings.optional("jobgate.broker.password")
+                .orElse(brokerEmbedded ? java.util.UUID.randomUUID().toString() : null);
+        BrokerLogins brokerLogins = !brokerEmbedded ? null : new BrokerLogins(brokerUser, brokerPassword,
+                tenants.brokerProducers().stream().filter(p -> p.passwordSha256() != null).collect(
+                        java.util.stream.Collectors.toMap(TenantDirectory.BrokerProducer::user,
+                                TenantDirectory.BrokerProducer::passwordSha256)));
+
+        // The embedded parts start side by side; PostgreSQL and Flyway on this thread meanwhile.
+        // (Settings are read here, on the configuring thread.)
+        Path brokerXml = settings.path("jobgate.broker.config");
+        String brokerHost = settings.required("jobgate.broker.embedded-host");
+        int brokerPort = settings.intValue("jobgate.broker.embedded-port", 0, 65535);
+        int s3Port = settings.intValue("jobgate.s3.embedded-port", 0, 65535);
+        BackgroundStart<EmbeddedBroker> embeddedBroker = !brokerEmbedded ? null
+                : BackgroundStart.of("artemis", () -> EmbeddedBroker.start(brokerXml, dataDir.resolve("artemis"), brokerHost,
+                        brokerPort, brokerLogins));
+        BackgroundStart<EmbeddedS3Server> embeddedS3 = settings.optional("jobgate.s3.endpoint").isPresent() ? null
+                : BackgroundStart.of("s3", () -> EmbeddedS3Server.start(dataDir.resolve("objects"), s3Port));
+        ProviderSimulator.Config simulatorConfig = settings.bool("jobgate.simulator.enabled") ? simulatorConfig(settings) : null;
+        BackgroundStart<ProviderSimulator> simulatorStart = simulatorConfig == null ? null
+                : BackgroundStart.of("simulator", () -> ProviderSimulator.start(simulatorConfig));
+        HikariDataSource dataSource;
+        try {
+            dataSource = database(context, settings, dataDir);
+            registry.bind("jmsConnectionFactory", broker(context, settings, embeddedBroker, brokerUser, brokerPassword));
+            registry.bind("s3Client", objectStorage(context, settings, embeddedS3));
+            if (simulatorStart != null) {
+                ProviderSimulator simulator = simulatorStart.await();
+                context.addService(ManagedResource.stoppedBy("provider-simulator", simulator::close), true, true);
+                // Port 0 picks a free port; the simulator adapter's base URL follows the real one.
+                context.getPropertiesComponent().addOverrideProperty("jobgate.simulator.url", "http://127.0.0.1:" + simulator.port());
+            }
+        } catch (Exception e) {
+            if (embeddedBroker != null) {
+                embeddedBroker.stopIfUnclaimed(EmbeddedBroker::stop);
+            }
+            if (embeddedS3 != null) {
+                embeddedS3.stopIfUnclaimed(EmbeddedS3Server::stop);
+            }
+            if (simulatorStart != null) {
+                simulatorStart.stopIfUnclaimed(ProviderSimulator::close);
+            }
+            throw e;
+        }
         registry.bind("dataSource", dataSource);
         registry.bind("databaseHealthCheck", new DatabaseHealthCheck(dataSource));
         JdbcTemplate jdbc = new JdbcTemplate(dataSource);
         // Deadlocks and serialization failures run the transaction again instead of losing an outcome.
         TransactionTemplate transactions = new RetryingTransactions(dataSource, 3);
+        S3Client s3 = registry.lookupByNameAndType("s3Client", S3Client.class);
 
-        registry.bind("jmsConnectionFactory", broker(context, settings, dataDir));
-        S3Client s3 = objectStorage(context, settings, dataDir);
-        registry.bind("s3Client", s3);
-
-        if (settings.bool("jobgate.simulator.enabled")) {
-            ProviderSimulator simulator = ProviderSimulator.start(simulatorConfig(settings));
-            context.addService(ManagedResource.stoppedBy("provider-simulator", simulator::close), true, true);
-            // Port 0 picks a free port; the simulator adapter's base URL follows the real one.
-            context.getPropertiesComponent().addOverrideProperty("jobgate.simulator.url", "http://127.0.0.1:" + simulator.port());
-        }
-        TenantDirectory tenants = TenantDirectory.load(Arrays.stream(settings.required("jobgate.tenants.files").split(",")).map(String::trim).map(Path::of).toList());
         tenants.syncTo(jdbc);
         PresetCatalog presets = PresetCatalog.load(configDir.resolve("presets"));
         presets.verifyImmutable(jdbc);
@@ -194,7 +235,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         String password = settings.optional("jobgate.db.password").orElse("");
         if (url == null) {
             EmbeddedPostgresServer postgres = EmbeddedPostgresServer.start(dataDir.resolve("postgres"),
-                    settings.intValue("jobgate.db.embedded-port", 0, 65535));
+                    settings.intValue("jobgate.db.embedded-port", 0, 65535),
+                    EmbeddedPostgresServer.Durability.of(settings.required("jobgate.db.embedded-durability")));
             context.addService(ManagedResource.stoppedBy("embedded-postgres", postgres::stop), true, true);
             url = postgres.jdbcUrl();
             user = "postgres";
@@ -212,12 +254,11 @@ public class JobgateConfiguration implements CamelConfiguration {
         return pool;
     }
 
-    private static CachingConnectionFactory broker(CamelContext context, Settings settings, Path dataDir) throws Exception {
+    private static CachingConnectionFactory broker(CamelContext context, Settings settings,
+            BackgroundStart<EmbeddedBroker> embedded, String user, String password) throws Exception {
         String url = settings.optional("jobgate.broker.url").orElse(null);
         if (url == null) {
-            EmbeddedBroker broker = EmbeddedBroker.start(settings.path("jobgate.broker.config"),
-                    dataDir.resolve("artemis"), settings.required("jobgate.broker.embedded-host"),
-                    settings.intValue("jobgate.broker.embedded-port", 0, 65535));
+            EmbeddedBroker broker = embedded.await();
             context.addService(ManagedResource.stoppedBy("embedded-artemis", broker::stop), true, true);
             url = broker.clientUrl();
         }
@@ -225,8 +266,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         // No client-side buffering: a worker busy with a long provider call must not sit on
         // dispatch messages an idle worker could take.
         artemis.setConsumerWindowSize(0);
-        settings.optional("jobgate.broker.user").ifPresent(artemis::setUser);
-        settings.optional("jobgate.broker.password").ifPresent(artemis::setPassword);
+        if (user != null) {
+            artemis.setUser(user);
+            artemis.setPassword(password);
+        }
         // One shared connection, sessions and producers cached: a relay round sends many messages.
         CachingConnectionFactory caching = new CachingConnectionFactory(artemis);
         caching.setSessionCacheSize(20);
@@ -239,13 +282,13 @@ public class JobgateConfiguration implements CamelConfiguration {
         return caching;
     }
 
-    private static S3Client objectStorage(CamelContext context, Settings settings, Path dataDir) throws Exception {
+    private static S3Client objectStorage(CamelContext context, Settings settings,
+            BackgroundStart<EmbeddedS3Server> embedded) throws Exception {
         String endpoint = settings.optional("jobgate.s3.endpoint").orElse(null);
         String accessKey = settings.optional("jobgate.s3.access-key").orElse(null);
         String secretKey = settings.optional("jobgate.s3.secret-key").orElse(null);
         if (endpoint == null) {
-            EmbeddedS3Server server = EmbeddedS3Server.start(dataDir.resolve("objects"),
-                    settings.intValue("jobgate.s3.embedded-port", 0, 65535));
+            EmbeddedS3Server server = embedded.await();
             context.addService(ManagedResource.stoppedBy("embedded-s3", server::stop), true, true);
             endpoint = server.endpoint();
             accessKey = server.accessKey();

@@ -1,21 +1,30 @@
 package io.jobgate;
 
 import java.nio.file.Files;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 
+import javax.sql.DataSource;
+
+import io.jobgate.infra.EmbeddedPostgresServer;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.Samples;
 import org.apache.camel.main.Main;
 import org.junit.jupiter.api.Test;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The default run: every part embedded (PostgreSQL binaries, Artemis from broker.xml, S3Proxy) in
- * one data directory. A restart on the same directory keeps jobs and stored uploads.
+ * one data directory. A restart on the same directory keeps jobs and stored uploads, and the
+ * embedded PostgreSQL writes durably unless told it holds throwaway data.
  */
 class EmbeddedDefaultsTest {
 
@@ -37,6 +46,11 @@ class EmbeddedDefaultsTest {
         String uploadId;
         try {
             assertThat(api.get(null, "/observe/health").status()).isEqualTo(200);
+            // A 202 is a promise only if the commit reached the disk: the embedded server's defaults.
+            DataSource db = first.getCamelContext().getRegistry().lookupByNameAndType("dataSource", DataSource.class);
+            assertThat(show(db, "fsync")).isEqualTo("on");
+            assertThat(show(db, "synchronous_commit")).isEqualTo("on");
+            assertThat(show(db, "full_page_writes")).isEqualTo("on");
             uploadId = api.upload("dev-acme-key", "audio/wav", Samples.wav(800)).json().path("upload_id").asText();
             ApiClient.Response job = api.postJob("dev-acme-key", "restart-1",
                     "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + uploadId + "\"}");
@@ -62,6 +76,29 @@ class EmbeddedDefaultsTest {
             assertThat(api.upload("dev-acme-key", "audio/wav", Samples.wav(800)).status()).isEqualTo(200);
         } finally {
             second.stop();
+        }
+    }
+
+    @Test
+    void throwawayDurabilityIsForDemosOnlyAndSaysSo() throws Exception {
+        EmbeddedPostgresServer pg = EmbeddedPostgresServer.start(Files.createTempDirectory("jobgate-throwaway"), 0,
+                EmbeddedPostgresServer.Durability.of("throwaway"));
+        try {
+            DataSource db = new DriverManagerDataSource(pg.jdbcUrl());
+            assertThat(show(db, "fsync")).isEqualTo("off");
+            assertThat(show(db, "synchronous_commit")).isEqualTo("off");
+        } finally {
+            pg.stop();
+        }
+        assertThatThrownBy(() -> EmbeddedPostgresServer.Durability.of("fast"))
+                .hasMessageContaining("jobgate.db.embedded-durability");
+    }
+
+    private static String show(DataSource db, String setting) throws Exception {
+        try (Connection c = db.getConnection(); Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SHOW " + setting)) {
+            rs.next();
+            return rs.getString(1);
         }
     }
 

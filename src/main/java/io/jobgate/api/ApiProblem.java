@@ -37,7 +37,13 @@ public final class ApiProblem extends RuntimeException {
     }
 
     /** Adds a member to the problem document (e.g. the offending {@code field}). */
+    /** RFC 9457's own members and ours: an extension member must not shadow them. */
+    private static final java.util.Set<String> RESERVED = java.util.Set.of("type", "title", "status", "detail", "instance", "code");
+
     public ApiProblem with(String name, Object value) {
+        if (RESERVED.contains(name)) {
+            throw new IllegalArgumentException("'" + name + "' is a problem document's own member");
+        }
         members.put(name, value);
         return this;
     }

@@ -6,15 +6,19 @@ import io.jobgate.job.AdmissionService;
 import io.jobgate.job.JobView;
 import io.jobgate.tenant.Tenant;
 import io.jobgate.tenant.TenantDirectory;
+import jakarta.jms.JMSException;
 import org.apache.camel.Exchange;
 import org.apache.camel.Message;
+import org.apache.camel.component.jms.JmsMessage;
 
 /**
  * The JMS door for legacy producers (queue {@code jobs.intake}): the same admission service and
- * idempotency as HTTP. The tenant and idempotency key travel as message properties; the broker's
- * own authentication decides who may send. With {@code JMSReplyTo} set, the job (or the problem)
- * is the reply, correlated by {@code JMSCorrelationID}. A refused or malformed request is kept on
- * {@code jobs.intake.DLQ} with the reason in properties: nothing is lost silently.
+ * idempotency as HTTP. The tenant is the one the sending broker user is mapped to (tenants file,
+ * {@code jms_producers}), read from the user the broker authenticated and stamped on the message
+ * ({@code populate-validated-user}); a {@code JobgateTenant} property may only repeat it. With
+ * {@code JMSReplyTo} set, the job (or the problem) is the reply, correlated by
+ * {@code JMSCorrelationID}. A refused or malformed request is kept on {@code jobs.intake.DLQ}
+ * with the reason in properties: nothing is lost silently.
  */
 public final class JmsIntake {
 
@@ -27,6 +31,10 @@ public final class JmsIntake {
     public static final String PROBLEM_DETAIL = "JobgateProblemDetail";
     public static final String JOB_ID = "JobgateJobId";
     public static final String REPLAYED = "JobgateIdempotentReplayed";
+    /** On a refused message: the broker user that sent it (the DLQ copy is stamped with the gateway's). */
+    public static final String SENDER = "JobgateSender";
+    /** The JMS name of the user the broker authenticated (Artemis: _AMQ_VALIDATED_USER). */
+    static final String VALIDATED_USER = "JMSXUserID";
 
     private final TenantDirectory tenants;
     private final AdmissionService admission;
@@ -38,12 +46,19 @@ public final class JmsIntake {
 
     public void admit(Exchange exchange) {
         Message m = exchange.getMessage();
-        String tenantId = m.getHeader(TENANT, String.class);
-        if (tenantId == null || tenantId.isBlank()) {
-            throw ApiProblem.of(400, "missing_tenant", "Set the message property " + TENANT + " to the tenant id.");
+        String sender = validatedUser(exchange);
+        if (sender == null) {
+            // Only a broker without login or without populate-validated-user sends these.
+            throw ApiProblem.of(401, "unauthenticated_sender", "The broker did not say who sent this message; "
+                    + "the intake takes no tenant from the message itself.");
         }
-        Tenant tenant = tenants.byId(tenantId)
-                .orElseThrow(() -> ApiProblem.unauthorized("Unknown tenant '" + tenantId + "'."));
+        Tenant tenant = tenants.byBrokerUser(sender).orElseThrow(() -> ApiProblem.of(403, "not_a_producer",
+                "Broker user '" + sender + "' submits for no tenant (jms_producers in the tenants file)."));
+        String claimed = m.getHeader(TENANT, String.class);
+        if (claimed != null && !claimed.isBlank() && !claimed.equals(tenant.id())) {
+            throw ApiProblem.of(403, "tenant_mismatch", "The message claims tenant '" + claimed + "', but broker user '"
+                    + sender + "' submits for tenant '" + tenant.id() + "' only.");
+        }
         String key = m.getHeader(IDEMPOTENCY_KEY, String.class);
         if (key == null || key.isBlank()) {
             throw ApiProblem.of(400, "missing_idempotency_key", "Set the message property " + IDEMPOTENCY_KEY
@@ -65,6 +80,23 @@ public final class JmsIntake {
         m.setHeader(STATUS, problem.status());
         m.setHeader(PROBLEM_CODE, problem.code());
         m.setHeader(PROBLEM_DETAIL, problem.getMessage());
+        String sender = validatedUser(exchange);
+        if (sender != null) {
+            m.setHeader(SENDER, sender);
+        }
+    }
+
+    /** Read from the JMS message itself: the broker overwrote whatever the sender set there. */
+    private static String validatedUser(Exchange exchange) {
+        if (exchange.getMessage() instanceof JmsMessage jms && jms.getJmsMessage() != null) {
+            try {
+                String user = jms.getJmsMessage().getStringProperty(VALIDATED_USER);
+                return user == null || user.isBlank() ? null : user;
+            } catch (JMSException e) {
+                return null;
+            }
+        }
+        return null;
     }
 
     /** The reply to a refused request (sent only when the producer set JMSReplyTo). */

@@ -49,7 +49,7 @@ public final class JobsApi {
         Job job = find(exchange);
         if (job.status() != JobStatus.SUCCEEDED) {
             throw ApiProblem.of(409, "not_ready", "Job " + job.id() + " is " + job.status().wire()
-                    + "; its output is readable once it succeeded.").with("status", job.status().wire());
+                    + "; its output is readable once it succeeded.").with("job_status", job.status().wire());
         }
         com.fasterxml.jackson.databind.JsonNode result = Json.parseObject(jobs.result(job.id()).orElseThrow()
                 .getBytes(java.nio.charset.StandardCharsets.UTF_8));
@@ -130,7 +130,7 @@ public final class JobsApi {
         }
         if (job.status() != JobStatus.CANCELLED) {
             throw ApiProblem.of(409, "not_cancellable", "Job " + job.id() + " is already " + job.status().wire() + ".")
-                    .with("status", job.status().wire());
+                    .with("job_status", job.status().wire());
         }
         HttpReply.json(exchange, 200, JobView.of(job), Map.of());
     }

@@ -159,8 +159,13 @@ final class RelayBench {
         if (artemisHome == null || !new File(artemisHome, "bin/artemis").canExecute() || brokerPort <= 0) {
             return null;
         }
+        // The gateway's own broker user: the embedded broker requires a login.
+        var gatewayFactory = (org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory) ((CachingConnectionFactory)
+                context.getRegistry().lookupByNameAndType("jmsConnectionFactory", ConnectionFactory.class))
+                .getTargetConnectionFactory();
         List<String> cmd = new ArrayList<>(Arrays.asList(artemisHome + "/bin/artemis", "perf", "client",
-                "--url", "tcp://127.0.0.1:" + brokerPort, "--persistent", "--message-size", "1024",
+                "--url", "tcp://127.0.0.1:" + brokerPort, "--user", gatewayFactory.getUser(),
+                "--password", gatewayFactory.getPassword(), "--persistent", "--message-size", "1024",
                 "--duration", Integer.toString(PERF_SECONDS),
                 "--warmup", "2", "--max-pending", Integer.toString(maxPending), "queue://jobgate.bench.perf"));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();

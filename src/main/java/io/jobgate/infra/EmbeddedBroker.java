@@ -25,7 +25,8 @@ public final class EmbeddedBroker {
     /**
      * @param tcpPort port of the loopback TCP acceptor for legacy producers, or 0 for in-VM only
      */
-    public static EmbeddedBroker start(Path brokerXml, Path dataDir, String tcpHost, int tcpPort) throws Exception {
+    public static EmbeddedBroker start(Path brokerXml, Path dataDir, String tcpHost, int tcpPort, BrokerLogins logins)
+            throws Exception {
         FileConfiguration configuration = new FileConfiguration();
         FileDeploymentManager deployment = new FileDeploymentManager(brokerXml.toUri().toString());
         deployment.addDeployable(configuration);
@@ -36,8 +37,9 @@ public final class EmbeddedBroker {
         configuration.setPagingDirectory(dataDir.resolve("paging").toString());
         configuration.setLargeMessagesDirectory(dataDir.resolve("large-messages").toString());
         configuration.setNodeManagerLockDirectory(dataDir.toString());
-        // In process only the gateway connects (in-VM); the TCP acceptor listens on loopback.
-        configuration.setSecurityEnabled(false);
+        // Login required as on a standalone broker (broker.xml's security settings apply): the
+        // gateway connects in-VM with its service user, legacy producers over loopback TCP with theirs.
+        configuration.setSecurityEnabled(true);
         configuration.getAcceptorConfigurations().clear();
         configuration.addAcceptorConfiguration("in-vm", "vm://0");
         if (tcpPort > 0) {
@@ -45,6 +47,7 @@ public final class EmbeddedBroker {
         }
         EmbeddedActiveMQ broker = new EmbeddedActiveMQ();
         broker.setConfiguration(configuration);
+        broker.setSecurityManager(logins);
         long started = System.nanoTime();
         broker.start();
         LOG.info("Embedded Artemis from {} with data in {}{} ({} ms)", brokerXml, dataDir,

@@ -23,7 +23,24 @@ public final class EmbeddedPostgresServer {
         this.postgres = postgres;
     }
 
-    public static EmbeddedPostgresServer start(Path baseDir, int port) throws IOException {
+    /** How the embedded server writes: {@code jobgate.db.embedded-durability}. */
+    public enum Durability {
+        /** fsync, synchronous commit and full-page writes on: a 202 survives a power cut. */
+        DURABLE,
+        /** zonky's test settings (no fsync, asynchronous commit): for demos whose data may be lost. */
+        THROWAWAY;
+
+        public static Durability of(String setting) {
+            try {
+                return valueOf(setting.trim().toUpperCase(java.util.Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("jobgate.db.embedded-durability must be durable or throwaway, not '"
+                        + setting + "'");
+            }
+        }
+    }
+
+    public static EmbeddedPostgresServer start(Path baseDir, int port, Durability durability) throws IOException {
         Path dataDir = baseDir.resolve("pgdata");
         Path workDir = baseDir.resolve("pgbin");
         Files.createDirectories(dataDir);
@@ -31,6 +48,9 @@ public final class EmbeddedPostgresServer {
         // zonky unpacks its binaries into this folder; keep them beside the data, not in /tmp.
         System.setProperty("ot.epg.working-dir", workDir.toString());
         long started = System.nanoTime();
+        // A server left running by a gateway that died (SIGKILL, OOM killer) would make this start
+        // wait for a server that can never start on the same directory: stop it first.
+        OrphanedPostmaster.stopIfOrphaned(dataDir, Duration.ofSeconds(15));
         EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                 .setDataDirectory(dataDir)
                 .setCleanDataDirectory(false)
@@ -38,11 +58,18 @@ public final class EmbeddedPostgresServer {
                 .setRegisterShutdownHook(false) // the Camel context stops it after the routes
                 .setPGStartupWait(Duration.ofSeconds(60))
                 .setServerConfig("max_connections", "200");
+        // zonky always passes -F (fsync off) and sets synchronous_commit=off, settings for tests;
+        // a -c given after -F wins, so the durable default turns all three back on.
+        String on = durability == Durability.DURABLE ? "on" : "off";
+        builder.setServerConfig("fsync", on)
+                .setServerConfig("synchronous_commit", on)
+                .setServerConfig("full_page_writes", on);
         if (port > 0) {
             builder.setPort(port);
         }
         EmbeddedPostgres postgres = builder.start();
-        LOG.info("Embedded PostgreSQL on port {} with data in {} ({} ms)", postgres.getPort(), dataDir,
+        LOG.info("Embedded PostgreSQL ({}) on port {} with data in {} ({} ms)",
+                durability.name().toLowerCase(java.util.Locale.ROOT), postgres.getPort(), dataDir,
                 (System.nanoTime() - started) / 1_000_000);
         return new EmbeddedPostgresServer(postgres);
     }

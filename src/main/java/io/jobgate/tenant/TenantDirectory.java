@@ -16,16 +16,26 @@ import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
  * The tenants from the tenants files, mirrored into the database at start (limits, hashed keys,
- * credit grants once per reference), and the bearer-key check of both doors.
+ * credit grants once per reference), the bearer-key check of the HTTP door, and the broker users
+ * of the JMS door ({@code jms_producers}), each submitting for exactly one tenant.
  */
 public final class TenantDirectory {
 
     private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
 
+    /**
+     * A broker user that submits to {@code jobs.intake} for one tenant. The password digest is
+     * what the embedded broker checks; a standalone broker checks its own user store (it may be
+     * null then).
+     */
+    public record BrokerProducer(String user, String passwordSha256, String tenantId) {
+    }
+
     private final Map<String, Tenant> byKeyDigest;
     private final Map<String, Tenant> byId;
+    private final Map<String, BrokerProducer> producersByUser;
 
-    public TenantDirectory(List<Tenant> tenants) {
+    public TenantDirectory(List<Tenant> tenants, List<BrokerProducer> producers) {
         Map<String, Tenant> keys = new LinkedHashMap<>();
         Map<String, Tenant> ids = new LinkedHashMap<>();
         for (Tenant tenant : tenants) {
@@ -38,20 +48,49 @@ public final class TenantDirectory {
         }
         this.byKeyDigest = Map.copyOf(keys);
         this.byId = Map.copyOf(ids);
+        Map<String, BrokerProducer> users = new LinkedHashMap<>();
+        for (BrokerProducer producer : producers) {
+            BrokerProducer other = users.put(producer.user(), producer);
+            if (other != null) {
+                // One broker user, one tenant: the tenant of a message is its sender's.
+                throw new IllegalStateException("JMS producer user '" + producer.user() + "' is configured for tenants "
+                        + other.tenantId() + " and " + producer.tenantId() + "; a user submits for one tenant only");
+            }
+        }
+        this.producersByUser = Map.copyOf(users);
     }
 
     public static TenantDirectory load(List<Path> files) throws IOException {
         List<Tenant> tenants = new java.util.ArrayList<>();
+        List<BrokerProducer> producers = new java.util.ArrayList<>();
         for (Path file : files) {
             JsonNode root = YAML.readTree(file.toFile());
             for (JsonNode node : root.path("tenants")) {
-                tenants.add(parse(node, file));
+                Tenant tenant = parse(node, file);
+                tenants.add(tenant);
+                for (JsonNode producer : node.path("jms_producers")) {
+                    producers.add(parseProducer(producer, tenant.id(), file));
+                }
             }
         }
         if (tenants.isEmpty()) {
             throw new IllegalStateException("no tenants configured in " + files);
         }
-        return new TenantDirectory(tenants);
+        return new TenantDirectory(tenants, producers);
+    }
+
+    private static BrokerProducer parseProducer(JsonNode node, String tenantId, Path file) {
+        String user = node.path("user").asText("");
+        if (!user.matches("[A-Za-z0-9][A-Za-z0-9._-]{0,99}")) {
+            throw new IllegalStateException("tenant " + tenantId + " in " + file
+                    + ": a jms_producers entry needs a user of letters, digits, dots, dashes and underscores");
+        }
+        String digest = node.path("password_sha256").asText("").toLowerCase();
+        if (!digest.isEmpty() && !digest.matches("[0-9a-f]{64}")) {
+            throw new IllegalStateException("tenant " + tenantId + " in " + file + ": password_sha256 of JMS producer "
+                    + user + " must be 64 hex digits");
+        }
+        return new BrokerProducer(user, digest.isEmpty() ? null : digest, tenantId);
     }
 
     private static Tenant parse(JsonNode node, Path file) {
@@ -117,5 +156,14 @@ public final class TenantDirectory {
 
     public Optional<Tenant> byId(String id) {
         return Optional.ofNullable(byId.get(id));
+    }
+
+    /** The tenant a broker user submits for, if it is a configured JMS producer. */
+    public Optional<Tenant> byBrokerUser(String user) {
+        return Optional.ofNullable(user == null ? null : producersByUser.get(user)).map(p -> byId.get(p.tenantId()));
+    }
+
+    public List<BrokerProducer> brokerProducers() {
+        return List.copyOf(producersByUser.values());
     }
 }

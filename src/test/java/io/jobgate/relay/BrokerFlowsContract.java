@@ -10,24 +10,29 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.Jms;
+import jakarta.jms.Connection;
 import jakarta.jms.ConnectionFactory;
 import jakarta.jms.Destination;
+import jakarta.jms.JMSSecurityException;
 import jakarta.jms.Message;
 import jakarta.jms.MessageConsumer;
 import jakarta.jms.MessageProducer;
 import jakarta.jms.Session;
 import jakarta.jms.TextMessage;
+import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
 import org.apache.camel.BeanInject;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 /**
  * What the gateway relies on from Artemis, run against the embedded broker and a standalone one:
- * dispatch woken by the commit, redelivery then dead letter, the JMS intake door, status events.
+ * dispatch woken by the commit, redelivery then dead letter, the JMS intake door (login required,
+ * the tenant taken from the authenticated producer), status events.
  */
 abstract class BrokerFlowsContract {
 
@@ -38,6 +43,24 @@ abstract class BrokerFlowsContract {
 
     @BeanInject("jmsConnectionFactory")
     ConnectionFactory connectionFactory;
+
+    /** A legacy producer of tenant globex (config/tenants.yaml; .ci/run creates it on the standalone broker). */
+    static final String PRODUCER = "globex-legacy";
+    static final String PRODUCER_PASSWORD = "dev-globex-jms";
+
+    /** Where legacy producers connect: the broker's TCP acceptor. */
+    abstract String producerUrl();
+
+    private ActiveMQConnectionFactory producers;
+
+    Connection producer(String user, String password) throws Exception {
+        if (producers == null) {
+            producers = new ActiveMQConnectionFactory(producerUrl());
+        }
+        Connection c = producers.createConnection(user, password);
+        c.start();
+        return c;
+    }
 
     @BeforeEach
     void connect() throws Exception {
@@ -50,6 +73,9 @@ abstract class BrokerFlowsContract {
     void close() throws Exception {
         if (jms != null) {
             jms.close();
+        }
+        if (producers != null) {
+            producers.close();
         }
     }
 
@@ -127,20 +153,22 @@ abstract class BrokerFlowsContract {
     }
 
     @Test
-    void aLegacyProducerSubmitsOverJmsAndGetsTheJobAsTheCorrelatedReply() throws Exception {
+    void aLegacyProducerSubmitsOverJmsAndGetsTheJobOfItsOwnTenantAsTheCorrelatedReply() throws Exception {
         String key = "jms-" + UUID.randomUUID();
-        try (Session s = jms.connection().createSession(false, Session.AUTO_ACKNOWLEDGE)) {
+        try (Connection c = producer(PRODUCER, PRODUCER_PASSWORD);
+                Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE)) {
             Destination replies = s.createTemporaryQueue();
             MessageConsumer replyConsumer = s.createConsumer(replies);
             MessageProducer producer = s.createProducer(s.createQueue("jobs.intake"));
 
-            producer.send(intake(s, key, "corr-1", replies));
+            producer.send(intake(s, key, "corr-1", replies, "globex"));
             TextMessage first = (TextMessage) replyConsumer.receive(10_000);
-            producer.send(intake(s, key, "corr-2", replies)); // a redelivered or resent message
+            producer.send(intake(s, key, "corr-2", replies, null)); // resent; the tenant comes from the login
             TextMessage second = (TextMessage) replyConsumer.receive(10_000);
 
             assertThat(first).isNotNull();
             assertThat(first.getJMSCorrelationID()).isEqualTo("corr-1");
+            assertThat(first.getIntProperty("JobgateHttpStatus")).isEqualTo(202);
             JsonNode job = JSON.readTree(first.getText());
             assertThat(job.path("status").asText()).isEqualTo("queued");
             assertThat(job.path("tenant_id").asText()).isEqualTo("globex");
@@ -153,18 +181,69 @@ abstract class BrokerFlowsContract {
     }
 
     @Test
+    void aWrongPasswordOrAnUnknownUserIsRefusedAtConnect() {
+        assertThatThrownBy(() -> producer(PRODUCER, "not-the-password")).isInstanceOf(JMSSecurityException.class);
+        assertThatThrownBy(() -> producer("nobody", PRODUCER_PASSWORD)).isInstanceOf(JMSSecurityException.class);
+    }
+
+    @Test
+    void aMessageClaimingAnotherTenantIsRefusedToTheIntakeDeadLetterQueueWithTheReason() throws Exception {
+        String key = "claim-" + UUID.randomUUID();
+        try (Connection c = producer(PRODUCER, PRODUCER_PASSWORD);
+                Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE)) {
+            Destination replies = s.createTemporaryQueue();
+            MessageConsumer replyConsumer = s.createConsumer(replies);
+            TextMessage claim = intake(s, key, "corr-claim", replies, "acme");
+            // A forged stamp changes nothing: the broker overwrites it with the user it authenticated.
+            claim.setStringProperty("JMSXUserID", "acme-legacy");
+            s.createProducer(s.createQueue("jobs.intake")).send(claim);
+
+            TextMessage reply = (TextMessage) replyConsumer.receive(10_000);
+            assertThat(reply).isNotNull();
+            assertThat(JSON.readTree(reply.getText()).path("code").asText()).isEqualTo("tenant_mismatch");
+        }
+        await().atMost(Duration.ofSeconds(10)).until(() ->
+                jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + key + "'").size() == 1);
+        Message kept = jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + key + "'").get(0);
+        assertThat(kept.getStringProperty("JobgateProblemCode")).isEqualTo("tenant_mismatch");
+        assertThat(kept.getIntProperty("JobgateHttpStatus")).isEqualTo(403);
+        assertThat(kept.getStringProperty("JobgateProblemDetail")).contains("'acme'", "'globex'");
+        assertThat(kept.getStringProperty("JobgateSender")).isEqualTo(PRODUCER);
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = ?", key)).isZero();
+    }
+
+    @Test
+    void aProducerMaySendJobRequestsAndNothingElse() throws Exception {
+        try (Connection c = producer(PRODUCER, PRODUCER_PASSWORD);
+                Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE)) {
+            // Not other tenants' requests, not the dispatch queue, not the status events.
+            assertThatThrownBy(() -> s.createConsumer(s.createQueue("jobs.intake")))
+                    .isInstanceOf(JMSSecurityException.class);
+            assertThatThrownBy(() -> s.createConsumer(s.createQueue("jobs.dispatch")))
+                    .isInstanceOf(JMSSecurityException.class);
+            assertThatThrownBy(() -> s.createConsumer(s.createTopic("jobs.events")))
+                    .isInstanceOf(JMSSecurityException.class);
+            assertThatThrownBy(() -> s.createProducer(s.createQueue("jobs.dispatch")).send(s.createTextMessage("{}")))
+                    .isInstanceOf(JMSSecurityException.class);
+        }
+    }
+
+    @Test
     void aMalformedOrRefusedIntakeMessageIsKeptOnTheIntakeDeadLetterQueueWithItsReason() throws Exception {
         String key = "bad-" + UUID.randomUUID();
-        String noTenant = "orphan-" + UUID.randomUUID();
-        try (Session s = jms.connection().createSession(false, Session.AUTO_ACKNOWLEDGE)) {
-            MessageProducer producer = s.createProducer(s.createQueue("jobs.intake"));
+        String notAProducer = "service-" + UUID.randomUUID();
+        try (Connection c = producer(PRODUCER, PRODUCER_PASSWORD);
+                Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE)) {
             TextMessage broken = s.createTextMessage("{\"preset_id\": ");
-            broken.setStringProperty("JobgateTenant", "globex");
             broken.setStringProperty("JobgateIdempotencyKey", key);
-            producer.send(broken);
+            s.createProducer(s.createQueue("jobs.intake")).send(broken);
+        }
+        // The gateway's own user may use the queue but submits for no tenant.
+        try (Session s = jms.connection().createSession(false, Session.AUTO_ACKNOWLEDGE)) {
             TextMessage orphan = s.createTextMessage("{}");
-            orphan.setStringProperty("JobgateIdempotencyKey", noTenant);
-            producer.send(orphan);
+            orphan.setStringProperty("JobgateTenant", "globex");
+            orphan.setStringProperty("JobgateIdempotencyKey", notAProducer);
+            s.createProducer(s.createQueue("jobs.intake")).send(orphan);
         }
 
         await().atMost(Duration.ofSeconds(10)).until(() ->
@@ -174,10 +253,10 @@ abstract class BrokerFlowsContract {
         assertThat(kept.getIntProperty("JobgateHttpStatus")).isEqualTo(400);
         assertThat(((TextMessage) kept).getText()).isEqualTo("{\"preset_id\": ");
         await().atMost(Duration.ofSeconds(10)).until(() ->
-                jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + noTenant + "'").size() == 1);
-        assertThat(jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + noTenant + "'").get(0)
-                .getStringProperty("JobgateProblemCode")).isEqualTo("missing_tenant");
-        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key IN (?, ?)", key, noTenant)).isZero();
+                jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + notAProducer + "'").size() == 1);
+        assertThat(jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + notAProducer + "'").get(0)
+                .getStringProperty("JobgateProblemCode")).isEqualTo("not_a_producer");
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key IN (?, ?)", key, notAProducer)).isZero();
     }
 
     @Test
@@ -201,11 +280,14 @@ abstract class BrokerFlowsContract {
         }
     }
 
-    private static TextMessage intake(Session s, String key, String correlation, Destination replyTo) throws Exception {
+    private static TextMessage intake(Session s, String key, String correlation, Destination replyTo, String tenant)
+            throws Exception {
         TextMessage m = s.createTextMessage("""
                 {"preset_id": "invoice-clean", "aspect_class": "portrait",
                  "inputs": {"supplier_name": "Legacy GmbH", "invoice_id": "L-1", "currency": "EUR", "line_items": []}}""");
-        m.setStringProperty("JobgateTenant", "globex");
+        if (tenant != null) {
+            m.setStringProperty("JobgateTenant", tenant);
+        }
         m.setStringProperty("JobgateIdempotencyKey", key);
         m.setJMSCorrelationID(correlation);
         m.setJMSReplyTo(replyTo);

@@ -18,4 +18,9 @@ class EmbeddedBrokerFlowsTest extends BrokerFlowsContract {
     void boot() throws Exception {
         api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.broker.url", "")));
     }
+
+    @Override
+    String producerUrl() {
+        return "tcp://127.0.0.1:" + System.getProperty("jobgate.broker.embedded-port");
+    }
 }

@@ -37,6 +37,11 @@ class StandaloneBrokerFlowsTest extends BrokerFlowsContract {
                 "jobgate.broker.password", env("JOBGATE_TEST_BROKER_PASSWORD"))));
     }
 
+    @Override
+    String producerUrl() {
+        return URL;
+    }
+
     private static String env(String name) {
         String v = System.getenv(name);
         return v == null ? "" : v;

@@ -1,0 +1,75 @@
+package io.jobgate.infra;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.activemq.artemis.core.security.CheckType;
+import org.apache.activemq.artemis.core.security.Role;
+import org.apache.activemq.artemis.spi.core.protocol.RemotingConnection;
+import org.apache.activemq.artemis.spi.core.security.ActiveMQSecurityManager4;
+
+/**
+ * Who may log in to the embedded broker, and with which role of {@code artemis/broker.xml}'s
+ * security settings: the gateway itself (one service user, role {@value #SERVICE_ROLE}, as the
+ * admin user of a standalone broker made by {@code artemis create}) and the tenants' JMS
+ * producers (role {@value #PRODUCER_ROLE}). Passwords are kept only as SHA-256 digests. The
+ * broker stamps the user name returned here on the messages it receives (only the returning
+ * variants of the interface give it one; with plain booleans it stamps nothing).
+ */
+public final class BrokerLogins implements ActiveMQSecurityManager4 {
+
+    public static final String SERVICE_ROLE = "amq";
+    public static final String PRODUCER_ROLE = "producer";
+
+    private record Login(byte[] passwordSha256, String role) {
+    }
+
+    private final Map<String, Login> logins = new LinkedHashMap<>();
+
+    /**
+     * @param producerPasswordDigests user → hex SHA-256 of its password
+     */
+    public BrokerLogins(String serviceUser, String servicePassword, Map<String, String> producerPasswordDigests) {
+        logins.put(serviceUser, new Login(sha256(servicePassword), SERVICE_ROLE));
+        producerPasswordDigests.forEach((user, digest) -> {
+            if (logins.containsKey(user)) {
+                throw new IllegalStateException("JMS producer user '" + user + "' is the gateway's own broker user");
+            }
+            logins.put(user, new Login(HexFormat.of().parseHex(digest), PRODUCER_ROLE));
+        });
+    }
+
+    @Override
+    public boolean validateUser(String user, String password) {
+        Login login = user == null ? null : logins.get(user);
+        return login != null && password != null && MessageDigest.isEqual(login.passwordSha256(), sha256(password));
+    }
+
+    @Override
+    public boolean validateUserAndRole(String user, String password, Set<Role> roles, CheckType checkType) {
+        if (!validateUser(user, password)) {
+            return false;
+        }
+        String role = logins.get(user).role();
+        return roles.stream().anyMatch(r -> r.getName().equals(role) && checkType.hasRole(r));
+    }
+
+    @Override
+    public String validateUser(String user, String password, RemotingConnection connection, String securityDomain) {
+        return validateUser(user, password) ? user : null;
+    }
+
+    @Override
+    public String validateUserAndRole(String user, String password, Set<Role> roles, CheckType checkType,
+            String address, RemotingConnection connection, String securityDomain) {
+        return validateUserAndRole(user, password, roles, checkType) ? user : null;
+    }
+
+    private static byte[] sha256(String text) {
+        return HexFormat.of().parseHex(Digests.sha256Hex(text.getBytes(StandardCharsets.UTF_8)));
+    }
+}

@@ -1,0 +1,122 @@
+package io.jobgate;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.GatewayTestSupport;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * A crash for real: the packaged gateway on embedded defaults is killed with SIGKILL (as the OOM
+ * killer or a container runtime would), which leaves its PostgreSQL running on the data directory
+ * and Artemis's lock file behind; the next start on the same directory must come up and keep
+ * every job.
+ */
+class CrashRestartIT {
+
+    @Test
+    void aGatewayKilledWithSigkillStartsAgainOnItsDataDirectoryWithEveryJob() throws Exception {
+        Path dataDir = Files.createTempDirectory("jobgate-crash");
+        int port = GatewayTestSupport.freePort();
+        ApiClient api = new ApiClient(port);
+        Path pidFile = dataDir.resolve("postgres/pgdata/postmaster.pid");
+
+        try {
+            crashAndRestart(dataDir, port, api, pidFile);
+        } finally {
+            killLeftover(pidFile); // whatever happened, leave no server behind
+        }
+        assertThat(pidFile).as("the second gateway stopped its PostgreSQL").doesNotExist();
+    }
+
+    private static void crashAndRestart(Path dataDir, int port, ApiClient api, Path pidFile) throws Exception {
+        Process first = start(dataDir, port, dataDir.resolve("first.log"));
+        List<String> jobs = new ArrayList<>();
+        long orphan;
+        try {
+            awaitHealthy(first, api, dataDir.resolve("first.log"), Duration.ofSeconds(120));
+            for (int i = 1; i <= 3; i++) {
+                ApiClient.Response job = api.postJob(i % 2 == 0 ? "dev-globex-key" : "dev-acme-key", "crash-" + i, """
+                        {"preset_id": "invoice-clean", "aspect_class": "portrait",
+                         "inputs": {"supplier_name": "Crash AG", "invoice_id": "C-1", "currency": "EUR", "line_items": []}}""");
+                assertThat(job.status()).as(job.text()).isEqualTo(202);
+                jobs.add(job.json().path("job_id").asText());
+            }
+            orphan = Long.parseLong(Files.readAllLines(pidFile).get(0).trim());
+        } finally {
+            first.destroyForcibly(); // SIGKILL: no shutdown hook runs, nothing is stopped
+            assertThat(first.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        }
+        // What production is left with: the postmaster outlived the JVM (own session), its pid file
+        // and Artemis's lock file are still in the data directory.
+        assertThat(ProcessHandle.of(orphan).filter(ProcessHandle::isAlive)).as("orphaned postmaster").isPresent();
+        assertThat(pidFile).exists();
+        assertThat(dataDir.resolve("artemis/server.lock")).exists();
+
+        Path secondLog = dataDir.resolve("second.log");
+        long restarted = System.nanoTime();
+        Process second = start(dataDir, port, secondLog);
+        try {
+            // Well below zonky's 60 s start-up wait, which is how the unfixed gateway fails here.
+            awaitHealthy(second, api, secondLog, Duration.ofSeconds(45));
+            long readyMillis = (System.nanoTime() - restarted) / 1_000_000;
+            System.out.println("restart after SIGKILL: process start to /observe/health 200 in " + readyMillis + " ms");
+
+            for (int i = 0; i < jobs.size(); i++) {
+                String key = i % 2 == 1 ? "dev-globex-key" : "dev-acme-key";
+                ApiClient.Response kept = api.get(key, "/v1/jobs/" + jobs.get(i));
+                assertThat(kept.status()).as(kept.text()).isEqualTo(200);
+                assertThat(kept.json().path("idempotency_key").asText()).isEqualTo("crash-" + (i + 1));
+            }
+            assertThat(ProcessHandle.of(orphan).filter(ProcessHandle::isAlive)).as("the orphan was stopped").isEmpty();
+            assertThat(Files.readString(secondLog)).contains("Stopped the orphaned PostgreSQL (pid " + orphan + ")")
+                    .doesNotContain("did not stop with a fast shutdown");
+        } finally {
+            second.destroy();
+            assertThat(second.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    private static Process start(Path dataDir, int port, Path log) throws Exception {
+        ProcessBuilder pb = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-jar", "target/jobgate.jar")
+                .redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().put("CAMEL_SERVER_PORT", Integer.toString(port));
+        pb.environment().put("JOBGATE_DATA_DIR", dataDir.toString());
+        pb.environment().put("JOBGATE_BROKER_EMBEDDED_PORT", "0");
+        pb.environment().put("JOBGATE_SIMULATOR_PORT", "0");
+        pb.environment().remove("JOBGATE_DB_URL");
+        return pb.start();
+    }
+
+    private static void awaitHealthy(Process gateway, ApiClient api, Path log, Duration atMost) {
+        await().atMost(atMost).pollInterval(Duration.ofMillis(50)).until(() -> {
+            assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log)).isTrue();
+            try {
+                return api.get(null, "/observe/health").status() == 200;
+            } catch (AssertionError notYet) {
+                return false;
+            }
+        });
+    }
+
+    private static void killLeftover(Path pidFile) throws Exception {
+        if (!Files.exists(pidFile)) {
+            return;
+        }
+        Optional<ProcessHandle> left = ProcessHandle.of(Long.parseLong(Files.readAllLines(pidFile).get(0).trim()))
+                .filter(p -> p.info().command().orElse("").endsWith("/postgres"));
+        left.ifPresent(p -> {
+            p.descendants().forEach(ProcessHandle::destroyForcibly);
+            p.destroyForcibly();
+        });
+    }
+}

@@ -1,0 +1,190 @@
+package io.jobgate.api;
+
+import java.net.http.HttpRequest;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+import io.jobgate.App;
+import io.jobgate.job.JobFinalizer;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.ApiClient.Response;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Samples;
+import org.apache.camel.BeanInject;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import static java.util.Map.entry;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The README's error table, row by row: each code it lists is produced by a request, with the
+ * status the table gives and a problem document; and every code the table lists has a request here.
+ */
+@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class ErrorTableTest {
+
+    static final String ACME = "dev-acme-key";
+    static final int UPLOAD_CAP = 64 * 1024;
+
+    ApiClient api;
+
+    @BeanInject
+    JobFinalizer finalizer;
+
+    @BeforeAll
+    void boot() throws Exception {
+        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.uploads.max-bytes", Integer.toString(UPLOAD_CAP))));
+    }
+
+    static String invoice(String supplier) {
+        return """
+                {"preset_id": "invoice-clean", "aspect_class": "portrait",
+                 "inputs": {"supplier_name": "%s", "invoice_id": "E-1", "currency": "EUR", "line_items": []}}"""
+                .formatted(supplier);
+    }
+
+    static String key() {
+        return "errors-" + UUID.randomUUID();
+    }
+
+    Response post(String apiKey, String path, String contentType, String body, Map<String, String> headers) {
+        HttpRequest.Builder b = api.request(path, apiKey).header("Content-Type", contentType)
+                .POST(HttpRequest.BodyPublishers.ofString(body));
+        headers.forEach(b::header);
+        return api.send(b.build());
+    }
+
+    /** Posts until the gateway stops saying 202 (the tenant's limit is reached), at most a few times. */
+    Response untilRefused(String apiKey, Supplier<String> body) {
+        Response r = null;
+        for (int i = 0; i < 5 && (r == null || r.status() == 202); i++) {
+            r = api.postJob(apiKey, key(), body.get());
+        }
+        return r;
+    }
+
+    /** One request per code of the README's table. */
+    Map<String, Supplier<Response>> requests() {
+        return Map.ofEntries(
+                entry("malformed_json", () -> api.postJob(ACME, key(), "{\"preset_id\": ")),
+                entry("missing_idempotency_key", () -> post(ACME, "/v1/jobs", "application/json", invoice("A"), Map.of())),
+                entry("invalid_idempotency_key", () -> api.postJob(ACME, "k".repeat(256), invoice("A"))),
+                entry("invalid_correlation_id", () -> post(ACME, "/v1/jobs", "application/json", invoice("A"),
+                        Map.of("Idempotency-Key", key(), "X-Correlation-Id", "x".repeat(300)))),
+                entry("invalid_parameter", () -> api.get(ACME, "/v1/jobs?limit=many")),
+                entry("empty_upload", () -> api.upload(ACME, "image/png", new byte[0])),
+                entry("unauthorized", () -> api.get(null, "/v1/jobs")),
+                entry("budget_exhausted", () -> untilRefused("test-broke-key", () -> invoice("Broke"))),
+                entry("job_not_found", () -> api.get(ACME, "/v1/jobs/" + UUID.randomUUID())),
+                entry("not_cancellable", () -> {
+                    String id = api.postJob(ACME, key(), invoice("Done")).json().path("job_id").asText();
+                    finalizer.finalizeJob(UUID.fromString(id), JobFinalizer.Outcome.failed("transient", "failed for the test"));
+                    return api.post(ACME, "/v1/jobs/" + id + "/cancel");
+                }),
+                entry("not_ready", () -> {
+                    String id = api.postJob(ACME, key(), invoice("Waiting")).json().path("job_id").asText();
+                    return api.get(ACME, "/v1/jobs/" + id + "/output");
+                }),
+                entry("upload_too_large", () -> {
+                    byte[] big = new byte[UPLOAD_CAP + 1];
+                    System.arraycopy(Samples.png(2, 2), 0, big, 0, 8);
+                    return api.upload(ACME, "image/png", big);
+                }),
+                entry("request_too_large", () -> api.postJob(ACME, key(), invoice("x".repeat(70 * 1024)))),
+                entry("unsupported_media_type", () -> api.upload(ACME, "text/plain", "hello".getBytes())),
+                entry("media_type_mismatch", () -> api.upload(ACME, "audio/wav", Samples.png(10, 11))),
+                entry("invalid_request", () -> api.postJob(ACME, key(), "{\"aspect_class\": \"square\"}")),
+                entry("unknown_preset", () -> api.postJob(ACME, key(), "{\"preset_id\": \"no-such-preset\"}")),
+                entry("invalid_aspect_class", () -> api.postJob(ACME, key(), invoice("A").replace("portrait", "panorama"))),
+                entry("invalid_input", () -> api.postJob(ACME, key(), invoice("S".repeat(200)))),
+                entry("unknown_upload", () -> api.postJob(ACME, key(),
+                        "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + UUID.randomUUID() + "\"}")),
+                entry("unknown_provider", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"nobody\", "))),
+                entry("idempotency_key_reused", () -> {
+                    String key = key();
+                    api.postJob(ACME, key, invoice("First"));
+                    return api.postJob(ACME, key, invoice("Second"));
+                }),
+                entry("tenant_concurrency", () -> untilRefused("test-tiny-key", () -> invoice("Tiny"))),
+                entry("global_capacity", () -> {
+                    Db.execute("UPDATE gateway_capacity SET in_flight = in_flight + 100000");
+                    try {
+                        return api.postJob(ACME, key(), invoice("Full"));
+                    } finally {
+                        Db.execute("UPDATE gateway_capacity SET in_flight = in_flight - 100000");
+                    }
+                }),
+                entry("queued_bytes", () -> {
+                    String upload = api.upload("test-lowbytes-key", "audio/wav", Samples.wav(100)).json().path("upload_id").asText();
+                    return untilRefused("test-lowbytes-key", () -> "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + upload + "\"}");
+                }),
+                entry("internal_error", () -> {
+                    try (Db.Fault fault = Db.failInsertsFor("outbox", "boom-")) {
+                        return api.postJob(ACME, "boom-" + UUID.randomUUID(), invoice("Boom"));
+                    }
+                }),
+                entry("unknown_webhook", () -> post(null, "/v1/providers/nobody/webhook", "application/json", "{}", Map.of())));
+    }
+
+    /** The table: each code with the status its row gives. */
+    static List<Arguments> table() throws Exception {
+        String readme = Files.readString(Path.of("README.md"));
+        String section = readme.substring(readme.indexOf("### Errors"));
+        section = section.substring(0, section.indexOf("\n#", 5));
+        List<Arguments> rows = new ArrayList<>();
+        Pattern row = Pattern.compile("^\\| (\\d{3}) \\| (.*?) \\|", Pattern.MULTILINE);
+        Matcher m = row.matcher(section);
+        while (m.find()) {
+            Matcher code = Pattern.compile("`([a-z_]+)`").matcher(m.group(2));
+            while (code.find()) {
+                rows.add(Arguments.of(Integer.parseInt(m.group(1)), code.group(1)));
+            }
+        }
+        return rows;
+    }
+
+    static Stream<Arguments> everyRow() throws Exception {
+        return table().stream();
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("everyRow")
+    void eachCodeOfTheTableIsAProblemWithItsStatus(int status, String code) {
+        Supplier<Response> request = requests().get(code);
+        assertThat(request).as("a request that produces " + code).isNotNull();
+
+        Response r = request.get();
+
+        assertThat(r.status()).as(r.text()).isEqualTo(status);
+        assertThat(r.contentType()).isEqualTo("application/problem+json");
+        assertThat(r.code()).isEqualTo(code);
+        assertThat(r.json().path("status").asInt()).isEqualTo(status);
+        assertThat(r.json().path("type").asText()).isEqualTo("urn:jobgate:problem:" + code);
+        assertThat(r.json().path("detail").asText()).isNotBlank();
+    }
+
+    @Test
+    void everyCodeWithARequestHereIsInTheTable() throws Exception {
+        Set<String> documented = new TreeSet<>();
+        table().forEach(a -> documented.add((String) a.get()[1]));
+        assertThat(documented).containsAll(new TreeSet<>(requests().keySet()));
+    }
+}
