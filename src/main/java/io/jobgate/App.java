@@ -1,24 +1,15 @@
 package io.jobgate;
 
-import java.io.IOException;
-import java.io.Reader;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.Properties;
 
 import io.jobgate.bench.Bench;
-import io.jobgate.infra.Settings;
-import org.apache.camel.main.Main;
 
 /**
  * One binary, several commands: {@code run} (default) starts the gateway, {@code bench} measures it,
  * {@code simulator} runs the bundled provider on its own, {@code demo} drives a running gateway.
+ * The commands depend on the gateway ({@link Gateway}), never the other way round.
  */
 public final class App {
-
-    /** Settings file of the gateway; every entry can be overridden by environment variable. */
-    public static final String SETTINGS = "file:config/application.properties";
 
     private App() {
     }
@@ -27,69 +18,13 @@ public final class App {
         String command = args.length == 0 || args[0].startsWith("-") ? "run" : args[0];
         String[] rest = args.length == 0 || args[0].startsWith("-") ? args : Arrays.copyOfRange(args, 1, args.length);
         switch (command) {
-            case "run" -> gateway().run(rest);
+            case "run" -> Gateway.gateway().run(rest);
             case "bench" -> Bench.main(rest);
             case "simulator" -> io.jobgate.simulator.SimulatorCommand.main(rest);
             case "demo" -> io.jobgate.demo.Demo.main(rest);
             default -> {
                 System.err.println("usage: java -jar jobgate.jar [run|bench|simulator|demo] [options]");
                 System.exit(2);
-            }
-        }
-    }
-
-    /** The gateway's Camel Main, with the CamelConfiguration that wires the parts. */
-    public static Main gateway() throws IOException {
-        Main main = new Main(App.class, JobgateConfiguration.class);
-        // Named above instead of found by scanning this package, which walks every entry of the
-        // shaded jar (~1.2 s of each start).
-        main.configure().setBasePackageScanEnabled(false);
-        main.setPropertyPlaceholderLocations(SETTINGS);
-        overrideFromEnvironment(main);
-        return main;
-    }
-
-    /** Starts the gateway on a background thread and returns once its Camel context runs (bench, tests). */
-    public static Main startInBackground(java.time.Duration timeout) throws Exception {
-        Main main = gateway();
-        Thread runner = new Thread(() -> {
-            try {
-                main.run();
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        }, "jobgate-main");
-        runner.setDaemon(true);
-        runner.start();
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (main.getCamelContext() == null || !main.getCamelContext().isStarted()) {
-            if (System.nanoTime() > deadline || !runner.isAlive()) {
-                throw new IllegalStateException("the gateway did not start within " + timeout);
-            }
-            Thread.sleep(50); // start-up poll of a background thread; nothing to wait on instead
-        }
-        return main;
-    }
-
-    /**
-     * Camel Main reads {@code CAMEL_*} variables for components only; the server, management and
-     * REST settings of the file are overridden here by the variable named after each entry
-     * ({@code camel.server.port} ← {@code CAMEL_SERVER_PORT}). {@code jobgate.*} entries are
-     * resolved by Camel's properties component, which already prefers the environment.
-     */
-    static void overrideFromEnvironment(Main main) throws IOException {
-        Path file = Path.of(SETTINGS.substring("file:".length()));
-        if (!Files.isReadable(file)) {
-            return;
-        }
-        Properties settings = new Properties();
-        try (Reader reader = Files.newBufferedReader(file)) {
-            settings.load(reader);
-        }
-        for (String key : settings.stringPropertyNames()) {
-            String value = System.getenv(Settings.environmentName(key));
-            if (key.startsWith("camel.") && value != null) {
-                main.addOverrideProperty(key, value);
             }
         }
     }

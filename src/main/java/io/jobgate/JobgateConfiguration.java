@@ -13,6 +13,7 @@ import io.jobgate.api.ProblemResponder;
 import io.jobgate.api.TenantAuth;
 import io.jobgate.api.UploadsApi;
 import io.jobgate.infra.BackgroundStart;
+import io.jobgate.infra.SidePart;
 import io.jobgate.infra.BrokerLogins;
 import io.jobgate.infra.Database;
 import io.jobgate.infra.EmbeddedBroker;
@@ -22,9 +23,9 @@ import io.jobgate.infra.ManagedResource;
 import io.jobgate.infra.ObjectStorage;
 import io.jobgate.infra.RetryingTransactions;
 import io.jobgate.infra.Settings;
-import io.jobgate.job.AdmissionLimits;
-import io.jobgate.job.AdmissionService;
-import io.jobgate.job.AdmissionWriter;
+import io.jobgate.admission.AdmissionLimits;
+import io.jobgate.admission.AdmissionService;
+import io.jobgate.admission.AdmissionWriter;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.job.JobTransitions;
 import io.jobgate.reconcile.ReconcileSettings;
@@ -40,16 +41,15 @@ import io.jobgate.relay.DeadLetters;
 import io.jobgate.relay.OutboxRelay;
 import io.jobgate.relay.RelayNotifications;
 import io.jobgate.relay.RelayWakeup;
-import io.jobgate.simulator.ProviderSimulator;
 import io.jobgate.tenant.TenantDirectory;
 import io.jobgate.upload.UploadStore;
 import io.jobgate.api.AdminApi;
 import io.jobgate.api.WebhooksApi;
 import io.jobgate.reconcile.Reconciler;
-import io.jobgate.worker.AdapterCaller;
-import io.jobgate.worker.Backoff;
+import io.jobgate.adapter.AdapterCaller;
+import io.jobgate.adapter.Backoff;
 import io.jobgate.worker.JobLeases;
-import io.jobgate.worker.OutputStore;
+import io.jobgate.output.OutputStore;
 import io.jobgate.worker.Sweeper;
 import io.jobgate.worker.Worker;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
@@ -116,19 +116,23 @@ public class JobgateConfiguration implements CamelConfiguration {
                         brokerPort, brokerLogins));
         BackgroundStart<EmbeddedS3Server> embeddedS3 = settings.optional("jobgate.s3.endpoint").isPresent() ? null
                 : BackgroundStart.of("s3", () -> EmbeddedS3Server.start(dataDir.resolve("objects"), s3Port));
-        ProviderSimulator.Config simulatorConfig = settings.bool("jobgate.simulator.enabled") ? simulatorConfig(settings) : null;
-        BackgroundStart<ProviderSimulator> simulatorStart = simulatorConfig == null ? null
-                : BackgroundStart.of("simulator", () -> ProviderSimulator.start(simulatorConfig));
+        // Side parts found on the class path (the bundled provider simulator): named by none of this code.
+        java.util.Map<SidePart, BackgroundStart<SidePart.Running>> sideParts = new java.util.LinkedHashMap<>();
+        for (SidePart part : java.util.ServiceLoader.load(SidePart.class)) {
+            BackgroundStart<SidePart.Running> started = part.start(settings);
+            if (started != null) {
+                sideParts.put(part, started);
+            }
+        }
         HikariDataSource dataSource;
         try {
             dataSource = database(context, settings, dataDir);
             registry.bind("jmsConnectionFactory", broker(context, settings, embeddedBroker, brokerUser, brokerPassword));
             registry.bind("s3Client", objectStorage(context, settings, embeddedS3));
-            if (simulatorStart != null) {
-                ProviderSimulator simulator = simulatorStart.await();
-                context.addService(ManagedResource.stoppedBy("provider-simulator", simulator::close), true, true);
-                // Port 0 picks a free port; the simulator adapter's base URL follows the real one.
-                context.getPropertiesComponent().addOverrideProperty("jobgate.simulator.url", "http://127.0.0.1:" + simulator.port());
+            for (var side : sideParts.entrySet()) {
+                SidePart.Running running = side.getValue().await();
+                context.addService(ManagedResource.stoppedBy(side.getKey().name(), running::close), true, true);
+                running.overrides().forEach(context.getPropertiesComponent()::addOverrideProperty);
             }
         } catch (Exception e) {
             if (embeddedBroker != null) {
@@ -137,9 +141,7 @@ public class JobgateConfiguration implements CamelConfiguration {
             if (embeddedS3 != null) {
                 embeddedS3.stopIfUnclaimed(EmbeddedS3Server::stop);
             }
-            if (simulatorStart != null) {
-                simulatorStart.stopIfUnclaimed(ProviderSimulator::close);
-            }
+            sideParts.values().forEach(started -> started.stopIfUnclaimed(SidePart.Running::close));
             throw e;
         }
         registry.bind("dataSource", dataSource);
@@ -183,7 +185,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("tenantDirectory", tenants);
         registry.bind("presetCatalog", presets);
         registry.bind("providerCatalog", providers);
-        registry.bind("multipartForm", new io.jobgate.provider.MultipartForm());
+        registry.bind("multipartForm", new io.jobgate.adapter.MultipartForm());
         registry.bind("admissionWriter", writer);
         registry.bind("admissionService", admission);
         registry.bind("jobFinalizer", finalizer);
@@ -203,13 +205,12 @@ public class JobgateConfiguration implements CamelConfiguration {
         OutputStore outputs = new OutputStore(context.createProducerTemplate(), bucket, workerSettings.maxOutputBytes(), presets);
         Backoff backoff = workerSettings.backoff();
         registry.bind("jobLeases", leases);
-        registry.bind("adapterAnswer", new io.jobgate.worker.AdapterAnswer());
+        registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer());
         registry.bind("outputStore", outputs);
         AdapterCaller adapters = new AdapterCaller(context);
         ReconcileSettings reconcile = ReconcileSettings.from(settings);
-        Backoff checks = reconcile.checks();
-        Reconciler reconciler = new Reconciler(jdbc, transitions, leases, finalizer, providers, presets, adapters, outputs, clock, checks,
-                backoff, reconcile.batch());
+        Reconciler reconciler = new Reconciler(jdbc, transitions, finalizer, providers, presets, adapters, outputs, reconcile,
+                backoff);
         registry.bind("reconciler", reconciler);
         registry.bind("worker", new Worker(workerSettings, leases, finalizer, presets, providers, s3, bucket, outputs,
                 clock, backoff, reconciler.firstCheck()));
@@ -218,15 +219,6 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("usageApi", new io.jobgate.api.UsageApi(jdbc, clock));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs));
         registry.bind("sweeper", new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket));
-    }
-
-    /** Settings of the bundled provider simulator ({@code jobgate.simulator.*}). */
-    public static ProviderSimulator.Config simulatorConfig(Settings settings) {
-        return new ProviderSimulator.Config(settings.intValue("jobgate.simulator.port", 0, 65535),
-                settings.millis("jobgate.simulator.processing-ms", 0, 600_000),
-                settings.millis("jobgate.simulator.slow-ms", 0, 600_000),
-                settings.required("jobgate.simulator.webhook-secret"),
-                ProviderSimulator.rates(settings.optional("jobgate.simulator.faults").orElse("")));
     }
 
     private static HikariDataSource database(CamelContext context, Settings settings, Path dataDir) throws Exception {

@@ -94,6 +94,13 @@ class EmbeddedDefaultsTest {
                 .hasMessageContaining("jobgate.db.embedded-durability");
     }
 
+    /** The settings this class set as system properties: the next class must not inherit them. */
+    @org.junit.jupiter.api.AfterAll
+    static void clearSettings() {
+        java.util.List.of("camel.server.port", "jobgate.data-dir", "jobgate.db.url", "jobgate.broker.url", "jobgate.s3.endpoint",
+                "jobgate.broker.embedded-port", "jobgate.tenants.files").forEach(System::clearProperty);
+    }
+
     private static String show(DataSource db, String setting) throws Exception {
         try (Connection c = db.getConnection(); Statement s = c.createStatement();
                 ResultSet rs = s.executeQuery("SHOW " + setting)) {
@@ -103,6 +110,6 @@ class EmbeddedDefaultsTest {
     }
 
     private static Main start() throws Exception {
-        return App.startInBackground(Duration.ofSeconds(90));
+        return Gateway.startInBackground(Duration.ofSeconds(90));
     }
 }

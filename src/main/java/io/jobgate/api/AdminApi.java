@@ -1,14 +1,14 @@
 package io.jobgate.api;
 
+import io.jobgate.common.ApiProblem;
 import java.security.MessageDigest;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
 
-import io.jobgate.infra.Digests;
+import io.jobgate.common.Digests;
 import io.jobgate.job.JobStore;
-import io.jobgate.job.JobView;
 import io.jobgate.reconcile.Reconciler;
 import io.jobgate.reconcile.WaitingJob;
 import org.apache.camel.Exchange;

@@ -1,5 +1,6 @@
 package io.jobgate.api;
 
+import io.jobgate.common.Json;
 import java.util.Map;
 
 import org.apache.camel.Exchange;

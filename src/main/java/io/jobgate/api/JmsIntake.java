@@ -1,9 +1,10 @@
 package io.jobgate.api;
 
+import io.jobgate.common.ApiProblem;
+import io.jobgate.common.Json;
 import java.util.Map;
 
-import io.jobgate.job.AdmissionService;
-import io.jobgate.job.JobView;
+import io.jobgate.admission.AdmissionService;
 import io.jobgate.tenant.Tenant;
 import io.jobgate.tenant.TenantDirectory;
 import jakarta.jms.JMSException;

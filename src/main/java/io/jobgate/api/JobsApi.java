@@ -1,16 +1,17 @@
 package io.jobgate.api;
 
+import io.jobgate.common.ApiProblem;
+import io.jobgate.common.Json;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-import io.jobgate.job.AdmissionService;
+import io.jobgate.admission.AdmissionService;
 import io.jobgate.job.Job;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.job.JobStatus;
 import io.jobgate.job.JobStore;
-import io.jobgate.job.JobView;
 import io.jobgate.tenant.Tenant;
 import org.apache.camel.Exchange;
 

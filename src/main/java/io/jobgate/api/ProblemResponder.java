@@ -1,5 +1,7 @@
 package io.jobgate.api;
 
+import io.jobgate.common.ApiProblem;
+import io.jobgate.common.Json;
 import java.util.LinkedHashMap;
 import java.util.Map;
 

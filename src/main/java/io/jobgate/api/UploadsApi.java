@@ -1,10 +1,11 @@
 package io.jobgate.api;
 
+import io.jobgate.common.ApiProblem;
 import java.time.Clock;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
-import io.jobgate.infra.Digests;
+import io.jobgate.common.Digests;
 import io.jobgate.job.JobIds;
 import io.jobgate.tenant.Tenant;
 import io.jobgate.upload.AudioDuration;

@@ -1,5 +1,6 @@
 package io.jobgate.api;
 
+import io.jobgate.common.ApiProblem;
 import java.math.BigDecimal;
 import java.sql.Timestamp;
 import java.time.Clock;

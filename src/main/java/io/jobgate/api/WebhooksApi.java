@@ -1,5 +1,6 @@
 package io.jobgate.api;
 
+import io.jobgate.common.ApiProblem;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
@@ -12,9 +13,9 @@ import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.reconcile.Reconciler;
 import io.jobgate.reconcile.WaitingJob;
 import io.jobgate.reconcile.WebhookSignature;
-import io.jobgate.worker.AdapterCaller;
-import io.jobgate.worker.AdapterContract;
-import io.jobgate.worker.AdapterResult;
+import io.jobgate.adapter.AdapterCaller;
+import io.jobgate.adapter.AdapterContract;
+import io.jobgate.adapter.AdapterResult;
 import org.apache.camel.Exchange;
 import org.springframework.jdbc.core.JdbcTemplate;
 

@@ -9,8 +9,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import io.jobgate.App;
-import io.jobgate.infra.Digests;
+import io.jobgate.Gateway;
+import io.jobgate.common.Digests;
 import org.apache.camel.main.Main;
 
 /**
@@ -71,7 +71,7 @@ public final class Bench {
                 ? new WorkerBench(dataDir.resolve("providers")) : null;
         settings.forEach(System::setProperty);
 
-        Main gateway = App.startInBackground(Duration.ofSeconds(120));
+        Main gateway = Gateway.startInBackground(Duration.ofSeconds(120));
         try {
             javax.sql.DataSource ds = gateway.getCamelContext().getRegistry().lookupByNameAndType("dataSource",
                     javax.sql.DataSource.class);

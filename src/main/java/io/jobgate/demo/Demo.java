@@ -14,7 +14,7 @@ import java.util.TreeMap;
 import java.util.UUID;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.api.Json;
+import io.jobgate.common.Json;
 
 /**
  * {@code java -jar jobgate.jar demo [--url http://localhost:8080] [--jobs 10]}: submits a mixed batch

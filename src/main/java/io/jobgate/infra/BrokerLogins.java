@@ -1,5 +1,6 @@
 package io.jobgate.infra;
 
+import io.jobgate.common.Digests;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.HexFormat;

@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.api.Json;
+import io.jobgate.common.Json;
 
 /**
  * The evaluation manifest stored beside a promoted output: what was asked (preset, aspect class,

@@ -10,7 +10,7 @@ import javax.imageio.ImageIO;
 import javax.imageio.ImageReader;
 import javax.imageio.stream.ImageInputStream;
 
-import io.jobgate.api.Json;
+import io.jobgate.common.Json;
 import io.jobgate.preset.Preset;
 import io.jobgate.upload.MediaTypes;
 

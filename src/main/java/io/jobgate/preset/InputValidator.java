@@ -5,7 +5,7 @@ import java.util.Iterator;
 import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.api.ApiProblem;
+import io.jobgate.common.ApiProblem;
 
 /**
  * Checks a job's {@code inputs} against its preset: no unknown field, the declared type, every

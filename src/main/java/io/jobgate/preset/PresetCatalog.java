@@ -18,8 +18,8 @@ import java.util.stream.Stream;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
-import io.jobgate.api.ApiProblem;
-import io.jobgate.infra.Digests;
+import io.jobgate.common.ApiProblem;
+import io.jobgate.common.Digests;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**

@@ -16,7 +16,7 @@ import java.util.TreeMap;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
-import io.jobgate.api.ApiProblem;
+import io.jobgate.common.ApiProblem;
 import io.jobgate.infra.Settings;
 import io.jobgate.preset.Preset;
 

@@ -3,7 +3,7 @@ package io.jobgate.reconcile;
 import java.time.Duration;
 
 import io.jobgate.infra.Settings;
-import io.jobgate.worker.Backoff;
+import io.jobgate.adapter.Backoff;
 
 /**
  * The poller's settings ({@code jobgate.reconcile.*}).

@@ -22,14 +22,13 @@ import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
-import io.jobgate.worker.AdapterCaller;
-import io.jobgate.worker.AdapterContract;
-import io.jobgate.worker.AdapterResult;
-import io.jobgate.worker.AttemptCaps;
-import io.jobgate.worker.Backoff;
-import io.jobgate.worker.ErrorCategory;
-import io.jobgate.worker.JobLeases;
-import io.jobgate.worker.OutputStore;
+import io.jobgate.adapter.AdapterCaller;
+import io.jobgate.adapter.AdapterContract;
+import io.jobgate.adapter.AdapterResult;
+import io.jobgate.job.AttemptCaps;
+import io.jobgate.adapter.Backoff;
+import io.jobgate.job.ErrorCategory;
+import io.jobgate.output.OutputStore;
 import org.apache.camel.Exchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -49,7 +48,6 @@ public final class Reconciler {
 
     private final JdbcTemplate jdbc;
     private final JobTransitions transitions;
-    private final JobLeases leases;
     private final JobFinalizer finalizer;
     private final ProviderCatalog providers;
     private final PresetCatalog presets;
@@ -60,21 +58,20 @@ public final class Reconciler {
     private final Backoff retryBackoff;
     private final int batch;
 
-    public Reconciler(JdbcTemplate jdbc, JobTransitions transitions, JobLeases leases, JobFinalizer finalizer, ProviderCatalog providers,
-                      PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, Clock clock, Backoff checkBackoff,
-                      Backoff retryBackoff, int batch) {
+    public Reconciler(JdbcTemplate jdbc, JobTransitions transitions, JobFinalizer finalizer, ProviderCatalog providers,
+                      PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, ReconcileSettings settings,
+                      Backoff retryBackoff) {
         this.jdbc = jdbc;
         this.transitions = transitions;
-        this.leases = leases;
         this.finalizer = finalizer;
         this.providers = providers;
         this.presets = presets;
         this.adapters = adapters;
         this.outputs = outputs;
-        this.clock = clock;
-        this.checkBackoff = checkBackoff;
+        this.clock = transitions.clock();
+        this.checkBackoff = settings.checks();
         this.retryBackoff = retryBackoff;
-        this.batch = batch;
+        this.batch = settings.batch();
     }
 
     /** What applying evidence did. */
@@ -220,7 +217,9 @@ public final class Reconciler {
                     capped.get().category().wire(), capped.get().message()));
             return new Applied(won, capped.get().category().wire() + ": " + why);
         }
-        boolean moved = leases.requeueUnleased(job.jobId(), job.status(), at, ErrorCategory.AMBIGUOUS.wire());
+        boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.RESUBMIT,
+                JobTransitions.Guard.from(java.util.Set.of(JobStatus.fromWire(job.status()).orElseThrow())),
+                JobTransitions.Change.retryAt(at, 0, ErrorCategory.AMBIGUOUS.wire())).isPresent();
         return new Applied(moved, "retry_wait: " + why);
     }
 

@@ -7,7 +7,7 @@ import java.util.StringJoiner;
 import java.util.UUID;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.api.Json;
+import io.jobgate.common.Json;
 import jakarta.jms.Connection;
 import jakarta.jms.ConnectionFactory;
 import jakarta.jms.Destination;

@@ -25,7 +25,7 @@ import java.util.concurrent.TimeUnit;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import io.jobgate.api.Json;
+import io.jobgate.common.Json;
 import io.jobgate.reconcile.WebhookSignature;
 import io.jobgate.upload.MediaTypes;
 import org.slf4j.Logger;

@@ -6,7 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import io.jobgate.api.Json;
+import io.jobgate.common.Json;
 
 /** A simple, deterministic transcript for an audio source: speaker turns over its duration. */
 final class Transcripts {

@@ -1,5 +1,6 @@
 package io.jobgate.worker;
 
+import io.jobgate.adapter.AdapterResult;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

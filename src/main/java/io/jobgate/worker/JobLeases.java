@@ -1,5 +1,8 @@
 package io.jobgate.worker;
 
+import io.jobgate.adapter.AdapterResult;
+import io.jobgate.job.AttemptCaps;
+import io.jobgate.job.ErrorCategory;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
@@ -189,15 +192,6 @@ public final class JobLeases {
     public boolean requeue(UUID jobId, UUID leaseToken, Instant at, int unparseableStreak, String lastCategory) {
         return transitions.apply(jobId, Event.RETRY, Guard.lease(leaseToken),
                 Change.retryAt(at, unparseableStreak, lastCategory)).isPresent();
-    }
-
-    /**
-     * Back to {@code retry_wait} for a job no worker holds, only while it is in {@code fromStatus}
-     * (reconciliation: the provider confirmed it never got the request, so a resubmit is safe).
-     */
-    public boolean requeueUnleased(UUID jobId, String fromStatus, Instant at, String lastCategory) {
-        return transitions.apply(jobId, Event.RESUBMIT, Guard.from(Set.of(JobStatus.fromWire(fromStatus).orElseThrow())),
-                Change.retryAt(at, 0, lastCategory)).isPresent();
     }
 
     /**

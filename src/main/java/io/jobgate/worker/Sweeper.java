@@ -1,5 +1,6 @@
 package io.jobgate.worker;
 
+import io.jobgate.job.ErrorCategory;
 import java.time.Clock;
 import java.util.List;
 import java.util.Map;

@@ -1,5 +1,13 @@
 package io.jobgate.worker;
 
+import io.jobgate.adapter.AdapterAnswer;
+import io.jobgate.adapter.AdapterContract;
+import io.jobgate.adapter.AdapterResult;
+import io.jobgate.adapter.Backoff;
+import io.jobgate.adapter.RateLimitWait;
+import io.jobgate.job.AttemptCaps;
+import io.jobgate.job.ErrorCategory;
+import io.jobgate.output.OutputStore;
 import java.net.InetAddress;
 import java.time.Clock;
 import java.time.Duration;
@@ -11,9 +19,9 @@ import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.api.ApiProblem;
-import io.jobgate.api.Json;
-import io.jobgate.infra.Digests;
+import io.jobgate.common.ApiProblem;
+import io.jobgate.common.Json;
+import io.jobgate.common.Digests;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.output.OutputSubject;
 import io.jobgate.preset.Preset;

@@ -1,5 +1,6 @@
 package io.jobgate.worker;
 
+import io.jobgate.adapter.Backoff;
 import java.time.Duration;
 
 import io.jobgate.infra.Settings;

@@ -13,7 +13,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.App;
+import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.ApiClient.Response;
 import io.jobgate.support.Db;
@@ -28,7 +28,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /** The admission API over real HTTP against the real gateway configuration and PostgreSQL. */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class AdmissionApiTest {
 
@@ -38,7 +38,7 @@ class AdmissionApiTest {
     ApiClient api;
 
     @org.apache.camel.BeanInject
-    io.jobgate.job.AdmissionWriter writer;
+    io.jobgate.admission.AdmissionWriter writer;
 
     @BeforeAll
     void boot() throws Exception {

@@ -14,7 +14,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
-import io.jobgate.App;
+import io.jobgate.Gateway;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.ApiClient.Response;
@@ -37,7 +37,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The README's error table, row by row: each code it lists is produced by a request, with the
  * status the table gives and a problem document; and every code the table lists has a request here.
  */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ErrorTableTest {
 

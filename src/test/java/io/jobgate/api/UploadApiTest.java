@@ -2,8 +2,8 @@ package io.jobgate.api;
 
 import java.util.Map;
 
-import io.jobgate.App;
-import io.jobgate.infra.Digests;
+import io.jobgate.Gateway;
+import io.jobgate.common.Digests;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.ApiClient.Response;
 import io.jobgate.support.Db;
@@ -30,7 +30,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * S3Proxy the test starts itself and names in {@code jobgate.s3.endpoint}: the gateway treats it as
  * an external S3 (or MinIO), and the test reads the objects back with its own S3 client.
  */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class UploadApiTest {
 

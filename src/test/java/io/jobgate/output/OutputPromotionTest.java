@@ -9,9 +9,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
-import io.jobgate.App;
-import io.jobgate.api.Json;
-import io.jobgate.infra.Digests;
+import io.jobgate.Gateway;
+import io.jobgate.common.Json;
+import io.jobgate.common.Digests;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
@@ -43,7 +43,7 @@ import static org.awaitility.Awaitility.await;
  * magic bytes and pixel size, promotion with the evaluation manifest, the output endpoint, and
  * recovery from a crash between quarantine and promotion.
  */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class OutputPromotionTest {
 

@@ -16,7 +16,7 @@ import java.util.concurrent.Future;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.stubbing.Scenario;
-import io.jobgate.App;
+import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
@@ -48,7 +48,7 @@ import static org.awaitility.Awaitility.await;
  * signed webhooks or by polling, submission_unknown reconciled by lookup, the one finalize under
  * races, operator repair, and the money that follows.
  */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ReconciliationTest {
 
@@ -389,7 +389,7 @@ class ReconciliationTest {
         });
         org.apache.camel.main.Main restarted;
         try {
-            restarted = App.startInBackground(Duration.ofSeconds(60));
+            restarted = Gateway.startInBackground(Duration.ofSeconds(60));
         } finally {
             previous.forEach((k, v) -> {
                 if (v == null) {

@@ -2,7 +2,7 @@ package io.jobgate.relay;
 
 import java.util.Map;
 
-import io.jobgate.App;
+import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.GatewayTestSupport;
 import org.apache.camel.test.main.junit5.CamelMainTest;
@@ -10,7 +10,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.TestInstance;
 
 /** The broker contract on the embedded Artemis configured from artemis/broker.xml. */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class EmbeddedBrokerFlowsTest extends BrokerFlowsContract {
 

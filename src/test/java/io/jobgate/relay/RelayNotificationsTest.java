@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
 
-import io.jobgate.App;
+import io.jobgate.Gateway;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
 import org.apache.camel.BeanInject;
@@ -21,7 +21,7 @@ import static org.awaitility.Awaitility.await;
  * notification admission sends) wakes this instance's relay at once; its poll is set to a minute
  * here, so only the notification can explain a dispatch within seconds.
  */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class RelayNotificationsTest {
 

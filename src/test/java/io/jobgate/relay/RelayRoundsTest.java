@@ -13,7 +13,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import io.jobgate.App;
+import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
@@ -39,7 +39,7 @@ import static org.awaitility.Awaitility.await;
  * real PostgreSQL and the embedded Artemis: fairness, running limits, two relays, a crash between
  * publish and mark.
  */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class RelayRoundsTest {
 

@@ -2,7 +2,7 @@ package io.jobgate.relay;
 
 import java.util.Map;
 
-import io.jobgate.App;
+import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.GatewayTestSupport;
 import org.apache.camel.test.main.junit5.CamelMainTest;
@@ -15,7 +15,7 @@ import org.junit.jupiter.api.TestInstance;
  * broker.xml): {@code JOBGATE_TEST_BROKER_URL}, {@code _USER}, {@code _PASSWORD}. With
  * {@code JOBGATE_TEST_REQUIRE_STANDALONE_BROKER=true} a missing broker fails instead of skipping.
  */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class StandaloneBrokerFlowsTest extends BrokerFlowsContract {
 

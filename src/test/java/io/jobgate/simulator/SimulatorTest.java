@@ -10,8 +10,8 @@ import java.util.UUID;
 import javax.imageio.ImageIO;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.App;
-import io.jobgate.api.Json;
+import io.jobgate.Gateway;
+import io.jobgate.common.Json;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
@@ -30,7 +30,7 @@ import static org.awaitility.Awaitility.await;
  * and transcripts come back through the simulator adapter, and each fault knob drives its error
  * class through the real worker, gate, reconciliation and output checks.
  */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class SimulatorTest {
 

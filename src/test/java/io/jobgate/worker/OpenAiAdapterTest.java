@@ -8,9 +8,9 @@ import java.util.UUID;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.verification.LoggedRequest;
-import io.jobgate.App;
-import io.jobgate.api.Json;
-import io.jobgate.infra.Digests;
+import io.jobgate.Gateway;
+import io.jobgate.common.Json;
+import io.jobgate.common.Digests;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;
@@ -39,7 +39,7 @@ import static org.awaitility.Awaitility.await;
  * bodies, sizes, base64 reply, multipart upload, verbose JSON with billed seconds, error bodies and
  * rate-limit headers. The base URL and key come in as the environment would set them.
  */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class OpenAiAdapterTest {
 

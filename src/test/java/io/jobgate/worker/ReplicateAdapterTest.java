@@ -10,8 +10,8 @@ import java.util.UUID;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.stubbing.Scenario;
-import io.jobgate.App;
-import io.jobgate.api.Json;
+import io.jobgate.Gateway;
+import io.jobgate.common.Json;
 import io.jobgate.reconcile.WebhookSignature;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
@@ -39,7 +39,7 @@ import static org.awaitility.Awaitility.await;
  * webhook door and poller, against WireMock stubs shaped by Replicate's API reference: the
  * official-model create call, prediction objects, RFC 7807 errors and Standard Webhooks signatures.
  */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ReplicateAdapterTest {
 

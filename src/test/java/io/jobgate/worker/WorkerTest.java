@@ -1,5 +1,7 @@
 package io.jobgate.worker;
 
+import io.jobgate.adapter.Backoff;
+import io.jobgate.job.ErrorCategory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -16,7 +18,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.stubbing.Scenario;
 import com.github.tomakehurst.wiremock.verification.LoggedRequest;
-import io.jobgate.App;
+import io.jobgate.Gateway;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.relay.OutboxRelay;
@@ -53,7 +55,7 @@ import static org.awaitility.Awaitility.await;
  * stale leases and drop-in adapters. Each test tags its requests with a unique supplier name, which
  * the rendered prompt carries, so stubs and the fake's request log are per test.
  */
-@CamelMainTest(mainClass = App.class, propertyPlaceholderLocations = App.SETTINGS)
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class WorkerTest {
 

@@ -1,0 +1,23 @@
+package io.jobgate.adapter;
+
+import org.apache.camel.AggregationStrategy;
+import org.apache.camel.Exchange;
+
+/**
+ * The worker route's {@code enrich} of its adapter: the adapter runs on a copy of the worker's
+ * exchange (so whatever it does to routing — a {@code stop}, an exception — stays its own), and
+ * only its answer, as one {@link AdapterResult}, comes back to the worker's exchange.
+ */
+public final class AdapterAnswer implements AggregationStrategy {
+
+    /** The worker's exchange property holding the answer. */
+    public static final String ANSWER = "jobgateAnswer";
+
+    @Override
+    public Exchange aggregate(Exchange worker, Exchange adapter) {
+        worker.setProperty(ANSWER, adapter == null
+                ? AdapterResult.ofException(new IllegalStateException("the adapter route gave no answer"))
+                : AdapterResult.of(adapter));
+        return worker;
+    }
+}

@@ -1,0 +1,111 @@
+package io.jobgate.adapter;
+
+/**
+ * The stable contract between the worker and a provider adapter route ({@code direct:provider-<name>},
+ * one YAML file per provider in routes/providers). Documented in the README; keep it stable.
+ *
+ * <p>The adapter gets a fresh message ({@link #request}): the body is the portable envelope (JSON
+ * text), no headers, and the fields below are exchange properties. Properties, unlike headers, are never sent
+ * to the provider by camel-http. The adapter answers by setting the outcome properties; an adapter
+ * that sets no outcome is classified by the provider's HTTP status ({@code CamelHttpResponseCode}),
+ * and {@code Retry-After} and a request id header ({@code x-request-id}, {@code request-id}) are
+ * read from the reply's headers when the adapter names none.
+ */
+public final class AdapterContract {
+
+    private AdapterContract() {
+    }
+
+    /**
+     * The key a job's submits carry and a lookup asks by: the job id, the same for every attempt, so
+     * a provider that deduplicates sees one request, and a lost submit reply can be found again.
+     */
+    public static String idempotencyKey(java.util.UUID jobId) {
+        return jobId.toString();
+    }
+
+    /**
+     * Makes {@code exchange} an adapter request: {@code body} as the message, no headers (a
+     * transport header would go out to the provider as an HTTP header), the contract's properties.
+     */
+    public static void request(org.apache.camel.Exchange exchange, io.jobgate.provider.Provider provider, String operation,
+                               Object body, java.util.Map<String, Object> properties) {
+        org.apache.camel.Message m = exchange.getMessage();
+        m.removeHeaders("*");
+        m.setBody(body);
+        properties.forEach((key, value) -> {
+            if (value != null) {
+                exchange.setProperty(key, value);
+            }
+        });
+        exchange.setProperty(OPERATION, operation);
+        exchange.setProperty(DEADLINE_MILLIS, provider.callDeadline().toMillis());
+        exchange.setProperty(ADAPTER_REVISION, provider.revision());
+    }
+
+    // --- Given to the adapter (exchange properties) ----------------------------------------------
+    /**
+     * What to do: {@code submit} (body: the envelope), {@code lookup} (ask for the task by
+     * {@code JobgateProviderTask} or, without one, by {@code JobgateIdempotencyKey}), or
+     * {@code webhook} (body: the raw webhook payload, signature already verified). An adapter serves
+     * lookup and webhook only when its settings list them in {@code operations}.
+     */
+    public static final String OPERATION = "JobgateOperation";
+    public static final String SUBMIT = "submit";
+    public static final String LOOKUP = "lookup";
+    public static final String WEBHOOK = "webhook";
+    public static final String JOB_ID = "JobgateJobId";
+    public static final String ATTEMPT = "JobgateAttempt";
+    /** Stable for every attempt of one job ({@link #idempotencyKey}): send it as the provider's idempotency key. */
+    public static final String IDEMPOTENCY_KEY = "JobgateIdempotencyKey";
+    public static final String PRESET_ID = "JobgatePresetId";
+    public static final String PRESET_VERSION = "JobgatePresetVersion";
+    /** {@code image} or {@code transcription}. */
+    public static final String KIND = "JobgateKind";
+    public static final String ASPECT_CLASS = "JobgateAspectClass";
+    public static final String WIDTH = "JobgateWidth";
+    public static final String HEIGHT = "JobgateHeight";
+    /** The rendered prompt, raw (for form fields) and as a quoted JSON string literal (for JSON bodies). */
+    public static final String PROMPT = "JobgatePrompt";
+    public static final String PROMPT_JSON = "JobgatePromptJson";
+    /** The source upload's bytes (byte[]), its media type and a file name with a matching extension. */
+    public static final String SOURCE = "JobgateSource";
+    public static final String SOURCE_MEDIA_TYPE = "JobgateSourceMediaType";
+    public static final String SOURCE_FILE_NAME = "JobgateSourceFileName";
+    /** Milliseconds the call may take; configure the HTTP endpoint's timeouts from the same setting. */
+    public static final String DEADLINE_MILLIS = "JobgateDeadlineMillis";
+    public static final String ADAPTER_REVISION = "JobgateAdapterRevision";
+    /**
+     * The tenant's correlation id of the job (X-Correlation-Id), if any. Adapters of real providers
+     * keep it to themselves; the simulator reads fault knobs from it ({@code sim-fault-<knob>-…}).
+     */
+    public static final String CORRELATION_ID = "JobgateCorrelationId";
+    /** Where the provider should send its webhook for this job (async providers). */
+    public static final String WEBHOOK_URL = "JobgateWebhookUrl";
+
+    // --- Set by the adapter (exchange properties) ------------------------------------------------
+    /** {@code succeeded}, {@code pending}, or an error category such as {@code declined}. */
+    public static final String OUTCOME = "JobgateOutcome";
+    public static final String HTTP_STATUS = "JobgateHttpStatus";
+    /** The provider's Retry-After value as sent (delta-seconds or an HTTP-date). */
+    public static final String RETRY_AFTER = "JobgateRetryAfter";
+    public static final String PROVIDER_REQUEST_ID = "JobgateProviderRequestId";
+    /** The provider's task reference: set with {@code pending}, given to lookups, found in webhooks. */
+    public static final String PROVIDER_TASK = "JobgateProviderTask";
+    /** With outcome {@code succeeded}, one of: a URL to fetch, base64 bytes, or text (transcripts). */
+    public static final String OUTPUT_URL = "JobgateOutputUrl";
+    public static final String OUTPUT_BASE64 = "JobgateOutputBase64";
+    public static final String OUTPUT_TEXT = "JobgateOutputText";
+    /** The output's media type; when unset, the preset's expected media type. */
+    public static final String OUTPUT_MEDIA_TYPE = "JobgateOutputMediaType";
+    /** A short, operator-facing reason for an error outcome (never user text). */
+    public static final String ERROR_MESSAGE = "JobgateErrorMessage";
+    /** What the provider billed for this call, when it says: a number and its unit (e.g. 37.5 and {@code audio_seconds}). */
+    public static final String BILLED_UNITS = "JobgateBilledUnits";
+    public static final String BILLED_UNIT = "JobgateBilledUnit";
+
+    public static final String SUCCEEDED = "succeeded";
+    public static final String PENDING = "pending";
+    /** Lookup only: the provider confirms it never received the request (a resubmit is safe). */
+    public static final String ABSENT = "absent";
+}

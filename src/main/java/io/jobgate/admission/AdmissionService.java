@@ -1,0 +1,122 @@
+package io.jobgate.admission;
+
+import io.jobgate.job.Job;
+import io.jobgate.job.JobIds;
+import io.jobgate.job.JobStatus;
+import io.jobgate.job.JobStore;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.Optional;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.jobgate.common.ApiProblem;
+import io.jobgate.common.Json;
+import io.jobgate.preset.InputValidator;
+import io.jobgate.preset.Preset;
+import io.jobgate.preset.PresetCatalog;
+import io.jobgate.provider.Pricing;
+import io.jobgate.provider.Provider;
+import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.tenant.Tenant;
+import io.jobgate.upload.Upload;
+import io.jobgate.upload.UploadStore;
+
+/**
+ * The one admission service behind both doors (HTTP and JMS). It validates a request against its
+ * preset and prices it; the {@link AdmissionWriter} then writes the job, its outbox event and its
+ * ledger debit in one transaction together with the capacity reservations. The unique (tenant,
+ * idempotency key) constraint decides between concurrent requests with one key; the loser loads
+ * the winner.
+ */
+public final class AdmissionService {
+
+    private final Clock clock;
+    private final PresetCatalog presets;
+    private final ProviderCatalog providers;
+    private final UploadStore uploads;
+    private final JobStore jobs;
+    private final AdmissionWriter writer;
+    private final AdmissionLimits limits;
+
+    public AdmissionService(Clock clock, PresetCatalog presets, ProviderCatalog providers, UploadStore uploads,
+                            JobStore jobs, AdmissionWriter writer, AdmissionLimits limits) {
+        this.clock = clock;
+        this.presets = presets;
+        this.providers = providers;
+        this.uploads = uploads;
+        this.jobs = jobs;
+        this.writer = writer;
+        this.limits = limits;
+    }
+
+    public record Admission(Job job, boolean replayed) {
+    }
+
+    public Admission admit(Tenant tenant, String idempotencyKey, String correlationId, JsonNode body) {
+        IdempotencyKeys.check(idempotencyKey);
+        String fingerprint = JobRequest.fingerprint(body);
+        AdmissionWriter.Candidate candidate;
+        try {
+            candidate = candidate(tenant, idempotencyKey, correlationId, JobRequest.parse(body, fingerprint));
+        } catch (ApiProblem refused) {
+            // A key already used wins over today's verdict on the request: replay or reuse.
+            Optional<Job> existing = jobs.findByKey(tenant.id(), idempotencyKey);
+            if (existing.isPresent()) {
+                return replay(existing.get(), fingerprint);
+            }
+            throw refused;
+        }
+        if (writer.admit(candidate) == AdmissionWriter.Result.ADMITTED) {
+            return new Admission(candidate.job(), false);
+        }
+        Job winner = jobs.findByKey(tenant.id(), idempotencyKey)
+                .orElseThrow(() -> new IllegalStateException("idempotency key taken without a job"));
+        return replay(winner, fingerprint);
+    }
+
+    private AdmissionWriter.Candidate candidate(Tenant tenant, String idempotencyKey, String correlationId,
+                                                JobRequest request) {
+        Preset preset = presets.resolve(request.presetId(), request.presetVersion());
+        PresetCatalog.aspect(preset, request.aspectClass());
+        InputValidator.validate(preset, request.inputs());
+        Provider provider = providers.choose(request.provider(), preset);
+        Upload source = source(tenant, preset, request);
+        long cost = Pricing.costMicros(preset, provider, source);
+        Instant now = clock.instant().truncatedTo(ChronoUnit.MICROS); // what PostgreSQL stores
+        Job job = new Job(JobIds.next(clock), tenant.id(), idempotencyKey, request.fingerprint(), JobStatus.QUEUED,
+                preset.id(), preset.version(), preset.kind(), request.aspectClass(), provider.name(),
+                source == null ? null : source.id(), source == null ? null : source.sha256(),
+                source == null ? 0 : source.bytes(), correlationId, cost, limits.maxAttempts(),
+                limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null);
+        return new AdmissionWriter.Candidate(job, Json.write(request.inputs()), source == null ? null : source.objectKey(),
+                Pricing.metered(preset, source));
+    }
+
+    private Admission replay(Job existing, String fingerprint) {
+        if (!existing.requestSha256().equals(fingerprint)) {
+            throw ApiProblem.of(422, "idempotency_key_reused", "This Idempotency-Key was used for a different request "
+                    + "(job " + existing.id() + "); use a new key for a new request.").with("job_id", existing.id().toString());
+        }
+        return new Admission(existing, true);
+    }
+
+    private Upload source(Tenant tenant, Preset preset, JobRequest request) {
+        if (request.uploadId() == null) {
+            if (preset.sourceRequired()) {
+                throw ApiProblem.invalidInput("upload_id", "Preset '" + preset.id() + "' needs a source upload ("
+                        + String.join(", ", preset.sourceMediaTypes()) + "); send its upload_id.");
+            }
+            return null;
+        }
+        Upload upload = uploads.find(tenant.id(), request.uploadId())
+                .orElseThrow(() -> ApiProblem.of(422, "unknown_upload", "No upload '" + request.uploadId() + "'.")
+                        .with("field", "upload_id"));
+        if (!preset.sourceMediaTypes().contains(upload.mediaType())) {
+            throw ApiProblem.invalidInput("upload_id", "Preset '" + preset.id() + "' takes "
+                    + (preset.takesSource() ? String.join(", ", preset.sourceMediaTypes()) : "no source upload")
+                    + "; the upload is " + upload.mediaType() + ".");
+        }
+        return upload;
+    }
+}

@@ -1,0 +1,401 @@
+package io.jobgate.admission;
+
+import io.jobgate.job.Job;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import javax.sql.DataSource;
+
+import io.jobgate.common.ApiProblem;
+import io.jobgate.relay.RelayNotifications;
+import org.apache.camel.support.service.ServiceSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Group commit for admissions. Requests that arrive while a transaction is running wait in a
+ * queue; the writer takes all of them into the next transaction: lock the gateway row, then the
+ * tenants' account rows (always in that order, as the finalizer does), decide each request against
+ * the limits in arrival order, and write every admitted job with its outbox event and ledger debit
+ * in one statement and one commit. Either a job is written whole with its event and debit, or not
+ * at all. If a batch fails, its requests are retried one by one so one bad request fails alone.
+ */
+public final class AdmissionWriter extends ServiceSupport {
+
+    private static final Logger LOG = LoggerFactory.getLogger(AdmissionWriter.class);
+
+    static final int MAX_BATCH = 256;
+    private static final long WAIT_SECONDS = 30;
+
+    private static final String LOCK_GATEWAY = "SELECT in_flight FROM gateway_capacity WHERE id = 1 FOR UPDATE";
+
+    private static final String LOCK_TENANTS = """
+            SELECT a.tenant_id, a.open_jobs, a.queued_bytes, a.balance_micros, t.max_open_jobs, t.max_queued_bytes,
+                   a.running_jobs < t.max_running_jobs AS can_run
+              FROM tenant_accounts a JOIN tenants t ON t.tenant_id = a.tenant_id
+             WHERE a.tenant_id = ANY (?) ORDER BY a.tenant_id FOR UPDATE OF a""";
+
+    /**
+     * One statement for the whole batch: insert the jobs (a key already taken inserts nothing),
+     * then for exactly the inserted ones the outbox events (dispatch — due when the provider's gate
+     * reopens if a 429 closed it —, and the "queued" status event for followers), the ledger debits
+     * (whose trigger derives the balance) and the reservations; and, if any job was inserted, one
+     * notification for the relays of other instances (delivered at commit).
+     */
+    private static final String WRITE = """
+            WITH input AS (
+                SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
+                                     ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
+                                     ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+                    AS i(job_id, tenant_id, idempotency_key, request_sha256, preset_id, preset_version, kind,
+                         aspect_class, provider, inputs, upload_id, source_key, source_sha256, source_bytes,
+                         correlation_id, cost_micros, max_attempts, max_lifetime_seconds, expires_at, created_at,
+                         usage_units, usage_unit)),
+            new_jobs AS (
+                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
+                                  kind, aspect_class, provider, inputs, upload_id, source_key, source_sha256, source_bytes,
+                                  correlation_id, cost_micros, max_attempts, max_lifetime_seconds, expires_at,
+                                  created_at, updated_at)
+                SELECT job_id::uuid, tenant_id, idempotency_key, request_sha256, 'queued', preset_id, preset_version::int,
+                       kind, aspect_class, provider, inputs::jsonb, upload_id::uuid, source_key, source_sha256,
+                       source_bytes::bigint, correlation_id, cost_micros::bigint, max_attempts::int,
+                       max_lifetime_seconds::int, expires_at::timestamptz, created_at::timestamptz, created_at::timestamptz
+                  FROM input
+                ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+                RETURNING job_id, tenant_id, source_bytes, cost_micros, created_at),
+            events AS (
+                INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, created_at)
+                SELECT j.job_id, j.tenant_id, e.event_type, e.payload,
+                       CASE WHEN e.event_type = 'dispatch' THEN greatest(j.created_at, g.closed_until) ELSE j.created_at END,
+                       j.created_at
+                  FROM new_jobs j JOIN input i ON i.job_id::uuid = j.job_id
+                  LEFT JOIN provider_gates g ON g.provider = i.provider
+                 CROSS JOIN (VALUES ('dispatch', NULL::jsonb), ('status', '{"status": "queued", "attempt": 0}'::jsonb))
+                       AS e(event_type, payload)),
+            debits AS (
+                INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, created_at, units, unit)
+                SELECT n.tenant_id, n.job_id, 'debit', -n.cost_micros, n.created_at, i.usage_units::numeric, i.usage_unit
+                  FROM new_jobs n JOIN input i ON i.job_id::uuid = n.job_id),
+            per_tenant AS (
+                SELECT tenant_id, count(*) AS jobs, sum(source_bytes) AS bytes FROM new_jobs GROUP BY tenant_id),
+            reserved AS (
+                UPDATE tenant_accounts a SET open_jobs = a.open_jobs + p.jobs, queued_bytes = a.queued_bytes + p.bytes
+                  FROM per_tenant p WHERE a.tenant_id = p.tenant_id),
+            window_taken AS (
+                UPDATE gateway_capacity SET in_flight = in_flight + (SELECT count(*) FROM new_jobs) WHERE id = 1)
+            SELECT job_id, (SELECT pg_notify(?, ?)) FROM new_jobs""";
+
+    private final DataSource dataSource;
+    private final AdmissionLimits limits;
+    private final String instanceId;
+    private final BlockingQueue<Pending> queue = new LinkedBlockingQueue<>();
+    private volatile Thread writer;
+    private volatile Runnable afterCommit = () -> { };
+    /** Set while deciding a batch (writer thread only): an admitted job's tenant can run one more. */
+    private boolean dispatchable;
+    private final java.util.concurrent.atomic.AtomicLong splitBatches = new java.util.concurrent.atomic.AtomicLong();
+
+    public AdmissionWriter(DataSource dataSource, AdmissionLimits limits, String instanceId) {
+        this.dataSource = dataSource;
+        this.limits = limits;
+        this.instanceId = instanceId;
+    }
+
+    /** A job ready to be written, with what the row needs beyond the {@link Job} itself. */
+    public record Candidate(Job job, String inputsJson, String sourceKey, io.jobgate.provider.Pricing.Usage usage) {
+    }
+
+    public enum Result {
+        /** Written with its outbox event and debit. */
+        ADMITTED,
+        /** The tenant's key was already taken (by another request, perhaps in this very batch). */
+        KEY_TAKEN
+    }
+
+    private record Pending(Candidate candidate, CompletableFuture<Result> done) {
+    }
+
+    /** Queues the candidate for the next group commit and waits for its outcome. */
+    public Result admit(Candidate candidate) {
+        if (writer == null) {
+            throw new IllegalStateException("admission writer is not running");
+        }
+        Pending pending = new Pending(candidate, new CompletableFuture<>());
+        queue.add(pending);
+        try {
+            return pending.done().get(WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException re) {
+                throw re;
+            }
+            throw new IllegalStateException("admission failed", e.getCause());
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("admission did not commit within " + WAIT_SECONDS + " s", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while admitting", e);
+        }
+    }
+
+    /** Called after a commit that admitted a job whose tenant may run another now (wakes the relay). */
+    public void afterCommit(Runnable callback) {
+        this.afterCommit = callback;
+    }
+
+    /** Requests waiting for the next group commit. */
+    public int queueDepth() {
+        return queue.size();
+    }
+
+    /** Batches that failed and were written again request by request. */
+    public long batchesSplit() {
+        return splitBatches.get();
+    }
+
+    @Override
+    protected void doStart() {
+        Thread t = new Thread(this::run, "jobgate-admission-writer");
+        t.setDaemon(true);
+        writer = t;
+        t.start();
+    }
+
+    @Override
+    protected void doStop() throws Exception {
+        Thread t = writer;
+        writer = null;
+        if (t != null) {
+            t.interrupt();
+            t.join(TimeUnit.SECONDS.toMillis(10));
+        }
+        Pending p;
+        while ((p = queue.poll()) != null) {
+            p.done().completeExceptionally(ApiProblem.of(503, "shutting_down", "The gateway is stopping; retry with the "
+                    + "same Idempotency-Key.").withHeader("Retry-After", "1"));
+        }
+    }
+
+    private void run() {
+        List<Pending> batch = new ArrayList<>();
+        while (writer == Thread.currentThread()) {
+            try {
+                batch.add(queue.take());
+            } catch (InterruptedException e) {
+                return;
+            }
+            queue.drainTo(batch, MAX_BATCH - 1);
+            try {
+                write(batch);
+            } catch (Exception batchFailure) {
+                if (batch.size() == 1) {
+                    batch.get(0).done().completeExceptionally(batchFailure);
+                } else {
+                    splitBatches.incrementAndGet();
+                    LOG.warn("Admission batch of {} failed ({}); writing its requests one by one", batch.size(),
+                            batchFailure.toString());
+                    for (Pending p : batch) {
+                        try {
+                            write(List.of(p));
+                        } catch (Exception alone) {
+                            p.done().completeExceptionally(alone);
+                        }
+                    }
+                }
+            }
+            batch.clear();
+        }
+    }
+
+    /**
+     * Writes the batch in one transaction, run again (up to three runs) when PostgreSQL aborts it
+     * for a deadlock or a serialization failure: a replayed key inserted while a worker moves that
+     * very job waits on the job's row, whose transaction may wait on this one's tenant row. The
+     * transaction was rolled back whole and nobody was answered yet, so running it again is safe.
+     */
+    private void write(List<Pending> batch) throws SQLException {
+        for (int run = 1; ; run++) {
+            try {
+                writeOnce(batch);
+                return;
+            } catch (SQLException e) {
+                boolean lockCycle = "40P01".equals(e.getSQLState()) || "40001".equals(e.getSQLState());
+                if (!lockCycle || run >= 3) {
+                    throw e;
+                }
+                LOG.warn("admission transaction rolled back by PostgreSQL ({}), running it again ({} of 3)", e.getSQLState(), run + 1);
+            }
+        }
+    }
+
+    private void writeOnce(List<Pending> batch) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try {
+                Map<Pending, Object> outcomes = decideAndWrite(c, batch);
+                c.commit();
+                if (dispatchable) {
+                    afterCommit.run(); // a tenant below its running limit got a job: dispatch it now
+                }
+                outcomes.forEach((p, outcome) -> {
+                    if (outcome instanceof Result r) {
+                        p.done().complete(r);
+                    } else {
+                        p.done().completeExceptionally((ApiProblem) outcome);
+                    }
+                });
+            } catch (SQLException | RuntimeException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(true);
+            }
+        }
+    }
+
+    /** Decides every request of the batch under the locks, writes the admitted ones. */
+    private Map<Pending, Object> decideAndWrite(Connection c, List<Pending> batch) throws SQLException {
+        dispatchable = false;
+        long inFlight;
+        try (PreparedStatement ps = c.prepareStatement(LOCK_GATEWAY); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            inFlight = rs.getLong(1);
+        }
+        Map<String, Account> accounts = new HashMap<>();
+        Set<String> tenantIds = new HashSet<>();
+        batch.forEach(p -> tenantIds.add(p.candidate().job().tenantId()));
+        try (PreparedStatement ps = c.prepareStatement(LOCK_TENANTS)) {
+            ps.setArray(1, c.createArrayOf("text", tenantIds.toArray()));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    accounts.put(rs.getString(1), new Account(rs.getLong(2), rs.getLong(3), rs.getLong(4), rs.getLong(5),
+                            rs.getLong(6), rs.getBoolean(7)));
+                }
+            }
+        }
+        Map<Pending, Object> outcomes = new java.util.IdentityHashMap<>();
+        List<Pending> toWrite = new ArrayList<>();
+        Set<String> keysInBatch = new HashSet<>();
+        for (Pending p : batch) {
+            Job job = p.candidate().job();
+            if (!keysInBatch.add(job.tenantId() + '\u0000' + job.idempotencyKey())) {
+                outcomes.put(p, Result.KEY_TAKEN); // an earlier request of this batch has the key
+                continue;
+            }
+            Account a = accounts.get(job.tenantId());
+            ApiProblem refusal = a == null ? ApiProblem.unauthorized("Unknown tenant.") : a.refusal(job, inFlight, limits);
+            if (refusal != null) {
+                outcomes.put(p, refusal);
+                continue;
+            }
+            a.reserve(job);
+            inFlight++;
+            toWrite.add(p);
+        }
+        Set<UUID> inserted = insert(c, toWrite);
+        for (Pending p : toWrite) {
+            boolean admitted = inserted.contains(p.candidate().job().id());
+            outcomes.put(p, admitted ? Result.ADMITTED : Result.KEY_TAKEN);
+            dispatchable |= admitted && accounts.get(p.candidate().job().tenantId()).canRun;
+        }
+        return outcomes;
+    }
+
+    private Set<UUID> insert(Connection c, List<Pending> toWrite) throws SQLException {
+        Set<UUID> inserted = new HashSet<>();
+        if (toWrite.isEmpty()) {
+            return inserted;
+        }
+        int n = toWrite.size();
+        String[][] cols = new String[22][n];
+        for (int i = 0; i < n; i++) {
+            Candidate cand = toWrite.get(i).candidate();
+            Job j = cand.job();
+            String[] row = {j.id().toString(), j.tenantId(), j.idempotencyKey(), j.requestSha256(), j.presetId(),
+                Integer.toString(j.presetVersion()), j.kind(), j.aspectClass(), j.provider(), cand.inputsJson(),
+                j.uploadId() == null ? null : j.uploadId().toString(), cand.sourceKey(), j.sourceSha256(),
+                Long.toString(j.sourceBytes()), j.correlationId(), Long.toString(j.costMicros()),
+                Integer.toString(j.maxAttempts()), Integer.toString(j.maxLifetimeSeconds()), j.expiresAt().toString(),
+                j.createdAt().toString(), Long.toString(cand.usage().units()), cand.usage().unit()};
+            for (int col = 0; col < row.length; col++) {
+                cols[col][i] = row[col];
+            }
+        }
+        try (PreparedStatement ps = c.prepareStatement(WRITE)) {
+            for (int col = 0; col < cols.length; col++) {
+                Array array = c.createArrayOf("text", cols[col]);
+                ps.setArray(col + 1, array);
+            }
+            // Relays of other instances wake on commit (one notification per batch that admitted a job).
+            ps.setString(cols.length + 1, RelayNotifications.CHANNEL);
+            ps.setString(cols.length + 2, instanceId);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    inserted.add(rs.getObject(1, UUID.class));
+                }
+            }
+        }
+        return inserted;
+    }
+
+    /** A tenant's locked account row, with the reservations of this batch applied as it is decided. */
+    private static final class Account {
+        long openJobs;
+        long queuedBytes;
+        long balance;
+        final long maxOpenJobs;
+        final long maxQueuedBytes;
+        final boolean canRun;
+
+        Account(long openJobs, long queuedBytes, long balance, long maxOpenJobs, long maxQueuedBytes, boolean canRun) {
+            this.canRun = canRun;
+            this.openJobs = openJobs;
+            this.queuedBytes = queuedBytes;
+            this.balance = balance;
+            this.maxOpenJobs = maxOpenJobs;
+            this.maxQueuedBytes = maxQueuedBytes;
+        }
+
+        ApiProblem refusal(Job job, long inFlight, AdmissionLimits limits) {
+            if (openJobs >= maxOpenJobs) {
+                return ApiProblem.tooManyRequests("tenant_concurrency", "Tenant '" + job.tenantId() + "' has " + openJobs
+                        + " open jobs, its limit; retry when some finish.", limits.retryAfterSeconds());
+            }
+            if (inFlight >= limits.maxInFlight()) {
+                return ApiProblem.tooManyRequests("global_capacity", "The gateway has " + limits.maxInFlight()
+                        + " jobs in flight, its limit; retry later.", limits.retryAfterSeconds());
+            }
+            if (queuedBytes + job.sourceBytes() > maxQueuedBytes) {
+                return ApiProblem.tooManyRequests("queued_bytes", "Tenant '" + job.tenantId() + "' has " + queuedBytes
+                        + " bytes of sources queued; this job would pass its limit.", limits.retryAfterSeconds());
+            }
+            if (balance < job.costMicros()) {
+                return ApiProblem.of(402, "budget_exhausted", "The job costs " + job.costMicros()
+                        + " micro-units; the balance is " + balance + ".")
+                        .with("cost_micros", job.costMicros()).with("balance_micros", balance);
+            }
+            return null;
+        }
+
+        void reserve(Job job) {
+            openJobs++;
+            queuedBytes += job.sourceBytes();
+            balance -= job.costMicros();
+        }
+    }
+}

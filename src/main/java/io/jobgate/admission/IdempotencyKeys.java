@@ -1,0 +1,23 @@
+package io.jobgate.admission;
+
+import io.jobgate.common.ApiProblem;
+
+/** The Idempotency-Key rules (draft-ietf-httpapi-idempotency-key-header): required, printable, bounded. */
+final class IdempotencyKeys {
+
+    static final int MAX_LENGTH = 255;
+
+    private IdempotencyKeys() {
+    }
+
+    static void check(String key) {
+        if (key == null || key.isBlank()) {
+            throw ApiProblem.of(400, "missing_idempotency_key",
+                    "Send an Idempotency-Key header (for example a UUID) so a retry never makes a second job.");
+        }
+        if (key.length() > MAX_LENGTH || !key.chars().allMatch(c -> c >= 0x20 && c < 0x7F)) {
+            throw ApiProblem.of(400, "invalid_idempotency_key",
+                    "The Idempotency-Key must be 1 to " + MAX_LENGTH + " printable ASCII characters.");
+        }
+    }
+}

@@ -1,0 +1,88 @@
+package io.jobgate.admission;
+
+import java.util.Iterator;
+import java.util.Set;
+import java.util.UUID;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import io.jobgate.common.ApiProblem;
+import io.jobgate.common.Json;
+import io.jobgate.common.Digests;
+
+/**
+ * A job request as the client sent it (HTTP body or JMS text), with its fingerprint: the digest of
+ * the canonical JSON, which tells an idempotent replay from a reused key.
+ */
+public record JobRequest(String presetId, Integer presetVersion, String aspectClass, String provider, JsonNode inputs,
+                         UUID uploadId, String fingerprint) {
+
+    private static final Set<String> MEMBERS = Set.of("preset_id", "preset_version", "aspect_class", "provider", "inputs",
+            "upload_id");
+
+    /** The digest of the request's canonical JSON: equal for the same request in any member order. */
+    public static String fingerprint(JsonNode body) {
+        return Digests.sha256Hex(Json.canonical(body));
+    }
+
+    public static JobRequest parse(JsonNode body, String fingerprint) {
+        Iterator<String> names = body.fieldNames();
+        while (names.hasNext()) {
+            String name = names.next();
+            if (!MEMBERS.contains(name)) {
+                throw ApiProblem.of(422, "invalid_request", "Unknown member '" + name + "'; a job request has "
+                        + String.join(", ", new java.util.TreeSet<>(MEMBERS)) + ".").with("field", name);
+            }
+        }
+        String presetId = requiredText(body, "preset_id");
+        String aspectClass = optionalText(body, "aspect_class");
+        Integer version = null;
+        JsonNode v = body.get("preset_version");
+        if (v != null && !v.isNull()) {
+            if (!v.isIntegralNumber() || v.asLong() < 1 || v.asLong() > Integer.MAX_VALUE) {
+                throw invalid("preset_version", "'preset_version' must be a positive whole number.");
+            }
+            version = v.asInt();
+        }
+        String provider = optionalText(body, "provider");
+        JsonNode inputs = body.get("inputs");
+        if (inputs == null || inputs.isNull()) {
+            inputs = JsonNodeFactory.instance.objectNode();
+        } else if (!inputs.isObject()) {
+            throw ApiProblem.invalidInput("inputs", "'inputs' must be a JSON object of the preset's fields.");
+        }
+        UUID uploadId = null;
+        String upload = optionalText(body, "upload_id");
+        if (upload != null) {
+            try {
+                uploadId = UUID.fromString(upload);
+            } catch (IllegalArgumentException e) {
+                throw ApiProblem.of(422, "unknown_upload", "No upload '" + upload + "'.").with("field", "upload_id");
+            }
+        }
+        return new JobRequest(presetId, version, aspectClass, provider, inputs, uploadId, fingerprint);
+    }
+
+    private static String requiredText(JsonNode body, String field) {
+        String value = optionalText(body, field);
+        if (value == null) {
+            throw invalid(field, "'" + field + "' is required.");
+        }
+        return value;
+    }
+
+    private static String optionalText(JsonNode body, String field) {
+        JsonNode node = body.get(field);
+        if (node == null || node.isNull()) {
+            return null;
+        }
+        if (!node.isTextual() || node.asText().isBlank() || node.asText().length() > 200) {
+            throw invalid(field, "'" + field + "' must be a non-empty string of at most 200 characters.");
+        }
+        return node.asText();
+    }
+
+    private static ApiProblem invalid(String field, String detail) {
+        return ApiProblem.of(422, "invalid_request", detail).with("field", field);
+    }
+}

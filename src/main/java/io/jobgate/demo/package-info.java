@@ -1,0 +1,6 @@
+/**
+ * The demo command: drives a running gateway over HTTP; nothing of the gateway imports it.
+ *
+ * <p>May use: common.
+ */
+package io.jobgate.demo;

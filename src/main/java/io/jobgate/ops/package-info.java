@@ -1,0 +1,6 @@
+/**
+ * Health checks.
+ *
+ * <p>May use: nothing of jobgate beyond the JDK and Camel.
+ */
+package io.jobgate.ops;

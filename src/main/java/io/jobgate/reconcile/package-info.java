@@ -1,0 +1,6 @@
+/**
+ * Evidence about jobs waiting on a provider (webhooks, the poller, operator repair), applied through the state machine; webhook signatures.
+ *
+ * <p>May use: common, job, adapter, output, provider, preset, infra.
+ */
+package io.jobgate.reconcile;
