@@ -36,7 +36,7 @@ public final class OutputStore {
 
     /** The route that quarantines, checks and promotes (routes/outputs.camel.yaml). */
     public static final String ROUTE = "direct:store-output";
-    /** Exchange property holding the {@link Storing} state between the route's steps. */
+    /** Exchange property holding the {@link Request}; each step's result is a record of its own. */
     static final String STORING = "jobgateOutput";
 
     private final ProducerTemplate producer;
@@ -78,35 +78,23 @@ public final class OutputStore {
         }
     }
 
-    /** Where one output stands on its way through the route; the route branches on {@link #verdict}. */
-    public static final class Storing {
-        final OutputSubject job;
-        final AdapterResult result;
-        final Duration deadline;
-        final BooleanSupplier stillOurs;
-        Preset preset;
-        Preset.AspectSize size;
-        byte[] bytes;
-        String quarantineKey;
-        OutputCheck.Checked checked;
-        String sha256;
-        String outputKey;
-        String manifestKey;
-        /** {@code unavailable}, {@code refused}, {@code superseded} or {@code promote}; null while undecided. */
-        String verdict;
-        OutputUnavailable failure;
-
-        Storing(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs) {
-            this.job = job;
-            this.result = result;
-            this.deadline = deadline;
-            this.stillOurs = stillOurs;
-        }
-
-        public String getVerdict() {
-            return verdict;
-        }
+    /** What the route is asked to store (property {@value #STORING}, set by {@link #begin}). */
+    public record Request(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs) {
     }
+
+    /** Step 1's result: the output's bytes, under their quarantine key. */
+    record Quarantined(Preset preset, Preset.AspectSize size, byte[] bytes, String key) {
+    }
+
+    /** Step 2's result: what the checks found, and where the output is promoted to. */
+    record Checked(OutputCheck.Checked checked, String sha256, String outputKey, String manifestKey) {
+    }
+
+    /** The route branches on this property: null while undecided, then one of the verdicts below. */
+    static final String VERDICT = "jobgateOutputVerdict";
+    static final String QUARANTINED = "jobgateOutputQuarantined";
+    static final String CHECKED = "jobgateOutputChecked";
+    static final String FAILURE = "jobgateOutputFailure";
 
     private volatile java.util.function.Consumer<String> faults = step -> { };
 
@@ -138,7 +126,7 @@ public final class OutputStore {
 
     /** Sets up {@code exchange} for {@link #ROUTE} (a route that calls it itself, as the worker's does). */
     public void begin(Exchange exchange, OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs) {
-        exchange.setProperty(STORING, new Storing(job, result, deadline, stillOurs));
+        exchange.setProperty(STORING, new Request(job, result, deadline, stillOurs));
     }
 
     /**
@@ -147,69 +135,70 @@ public final class OutputStore {
      * @return the result record stored with the job (JSON)
      */
     public String finish(Exchange exchange) throws OutputUnavailable, Superseded {
-        Storing storing = exchange.getProperty(STORING, Storing.class);
-        OutputSubject job = storing.job;
-        switch (storing.verdict) {
-            case "unavailable", "refused" -> throw storing.failure;
-            case "superseded" -> throw new Superseded("job " + job.jobId() + " moved on before its output was promoted");
+        Request request = exchange.getProperty(STORING, Request.class);
+        switch (exchange.getProperty(VERDICT, String.class)) {
+            case "unavailable", "refused" -> throw exchange.getProperty(FAILURE, OutputUnavailable.class);
+            case "superseded" -> throw new Superseded("job " + request.job().jobId() + " moved on before its output was promoted");
             default -> {
-                return record(storing);
+                return record(request, exchange.getProperty(QUARANTINED, Quarantined.class), exchange.getProperty(CHECKED, Checked.class));
             }
         }
     }
 
     /** Step 1: the output's bytes (fetched, decoded or as text), within the byte cap; the quarantine put. */
     public void quarantine(Exchange exchange) {
-        Storing s = exchange.getProperty(STORING, Storing.class);
-        s.preset = presets.resolve(s.job.presetId(), s.job.presetVersion());
-        s.size = PresetCatalog.aspect(s.preset, s.job.aspectClass());
+        Request r = exchange.getProperty(STORING, Request.class);
+        Preset preset = presets.resolve(r.job().presetId(), r.job().presetVersion());
+        byte[] bytes;
         try {
-            s.bytes = bytes(s.result, s.deadline);
+            bytes = bytes(r.result(), r.deadline());
         } catch (OutputUnavailable e) {
-            s.verdict = "unavailable";
-            s.failure = e;
+            decide(exchange, "unavailable", e);
             return;
         }
-        s.quarantineKey = "quarantine/" + s.job.jobId() + "/" + s.job.attempt() + "/output-"
+        String key = "quarantine/" + r.job().jobId() + "/" + r.job().attempt() + "/output-"
                 + UUID.randomUUID().toString().substring(0, 8);
+        exchange.setProperty(QUARANTINED, new Quarantined(preset, PresetCatalog.aspect(preset, r.job().aspectClass()), bytes, key));
         Message m = exchange.getMessage();
-        m.setBody(s.bytes);
-        m.setHeader(AWS2S3Constants.KEY, s.quarantineKey);
+        m.setBody(bytes);
+        m.setHeader(AWS2S3Constants.KEY, key);
         // The sniffed type (the checks come next): a promoted copy keeps it.
-        m.setHeader(AWS2S3Constants.CONTENT_TYPE, MediaTypes.sniff(s.bytes)
-                .orElse(s.preset.outputMediaTypes().isEmpty() ? "application/octet-stream" : s.preset.outputMediaTypes().get(0)));
-        m.setHeader(AWS2S3Constants.CONTENT_LENGTH, (long) s.bytes.length);
+        m.setHeader(AWS2S3Constants.CONTENT_TYPE, MediaTypes.sniff(bytes)
+                .orElse(preset.outputMediaTypes().isEmpty() ? "application/octet-stream" : preset.outputMediaTypes().get(0)));
+        m.setHeader(AWS2S3Constants.CONTENT_LENGTH, (long) bytes.length);
     }
 
     /** Step 2: the checks; then, while the signal may still finish the job, the copy to the readable key. */
     public void check(Exchange exchange) {
         faults.accept("quarantined");
-        Storing s = exchange.getProperty(STORING, Storing.class);
+        Request r = exchange.getProperty(STORING, Request.class);
+        Quarantined q = exchange.getProperty(QUARANTINED, Quarantined.class);
+        OutputCheck.Checked checked;
         try {
-            s.checked = OutputCheck.check(s.bytes, s.preset, s.size);
+            checked = OutputCheck.check(q.bytes(), q.preset(), q.size());
         } catch (OutputCheck.Refused refused) {
-            s.verdict = "refused";
-            s.failure = new OutputUnavailable(ErrorCategory.INVALID_OUTPUT, refused.getMessage() + " (kept at " + s.quarantineKey + ")");
+            decide(exchange, "refused", new OutputUnavailable(ErrorCategory.INVALID_OUTPUT,
+                    refused.getMessage() + " (kept at " + q.key() + ")"));
             return;
         }
-        s.verdict = s.stillOurs.getAsBoolean() ? "promote" : "superseded";
-        s.sha256 = Digests.sha256Hex(s.bytes);
-        String prefix = "outputs/" + s.job.tenantId() + "/" + s.job.jobId() + "/";
-        s.outputKey = prefix + "output" + MediaTypes.extension(s.checked.mediaType());
-        s.manifestKey = prefix + "manifest.json";
+        String prefix = "outputs/" + r.job().tenantId() + "/" + r.job().jobId() + "/";
+        String outputKey = prefix + "output" + MediaTypes.extension(checked.mediaType());
+        exchange.setProperty(CHECKED, new Checked(checked, Digests.sha256Hex(q.bytes()), outputKey, prefix + "manifest.json"));
+        decide(exchange, r.stillOurs().getAsBoolean() ? "promote" : "superseded", null);
         Message m = exchange.getMessage();
-        m.setHeader(AWS2S3Constants.KEY, s.quarantineKey);
+        m.setHeader(AWS2S3Constants.KEY, q.key());
         m.setHeader(AWS2S3Constants.BUCKET_DESTINATION_NAME, bucket);
-        m.setHeader(AWS2S3Constants.DESTINATION_KEY, s.outputKey);
+        m.setHeader(AWS2S3Constants.DESTINATION_KEY, outputKey);
     }
 
     /** Step 3: the evaluation manifest beside the promoted output. */
     public void manifest(Exchange exchange) {
-        Storing s = exchange.getProperty(STORING, Storing.class);
-        byte[] json = Json.write(Manifest.of(s.job, s.checked, s.sha256, s.outputKey)).getBytes(StandardCharsets.UTF_8);
+        Request r = exchange.getProperty(STORING, Request.class);
+        Checked c = exchange.getProperty(CHECKED, Checked.class);
+        byte[] json = Json.write(Manifest.of(r.job(), c.checked(), c.sha256(), c.outputKey())).getBytes(StandardCharsets.UTF_8);
         Message m = exchange.getMessage();
         m.setBody(json);
-        m.setHeader(AWS2S3Constants.KEY, s.manifestKey);
+        m.setHeader(AWS2S3Constants.KEY, c.manifestKey());
         m.setHeader(AWS2S3Constants.CONTENT_TYPE, "application/json");
         m.setHeader(AWS2S3Constants.CONTENT_LENGTH, (long) json.length);
     }
@@ -217,21 +206,28 @@ public final class OutputStore {
     /** Step 4: promoted; the quarantine object is deleted next. */
     public void promoted(Exchange exchange) {
         faults.accept("promoted");
-        exchange.getMessage().setHeader(AWS2S3Constants.KEY, exchange.getProperty(STORING, Storing.class).quarantineKey);
+        exchange.getMessage().setHeader(AWS2S3Constants.KEY, exchange.getProperty(QUARANTINED, Quarantined.class).key());
     }
 
-    private String record(Storing s) {
+    private static void decide(Exchange exchange, String verdict, OutputUnavailable failure) {
+        exchange.setProperty(VERDICT, verdict);
+        if (failure != null) {
+            exchange.setProperty(FAILURE, failure);
+        }
+    }
+
+    private String record(Request r, Quarantined q, Checked c) {
         Map<String, Object> record = new LinkedHashMap<>();
-        record.put("output_key", s.outputKey);
-        record.put("manifest_key", s.manifestKey);
-        record.put("media_type", s.checked.mediaType());
-        record.put("width", s.checked.width());
-        record.put("height", s.checked.height());
-        record.put("bytes", s.bytes.length);
-        record.put("sha256", s.sha256);
-        record.put("adapter", s.job.adapter());
-        record.put("adapter_revision", s.job.revision());
-        record.put("attempt", s.job.attempt());
+        record.put("output_key", c.outputKey());
+        record.put("manifest_key", c.manifestKey());
+        record.put("media_type", c.checked().mediaType());
+        record.put("width", c.checked().width());
+        record.put("height", c.checked().height());
+        record.put("bytes", q.bytes().length);
+        record.put("sha256", c.sha256());
+        record.put("adapter", r.job().adapter());
+        record.put("adapter_revision", r.job().revision());
+        record.put("attempt", r.job().attempt());
         return Json.write(record);
     }
 

@@ -1,0 +1,155 @@
+package io.jobgate.infra;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.UUID;
+
+import com.zaxxer.hikari.HikariDataSource;
+import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
+import org.apache.camel.CamelContext;
+import org.springframework.jms.connection.CachingConnectionFactory;
+import software.amazon.awssdk.services.s3.S3Client;
+
+/**
+ * The parts under the gateway: PostgreSQL (pool, migrations, the relay's pool), Artemis (a cached
+ * JMS connection factory), the S3 API, each embedded unless its URL is set, and the side parts on
+ * the class path. The embedded ones start side by side while PostgreSQL and Flyway start on the
+ * configuring thread; each is a Camel service, stopped after the routes in reverse order.
+ *
+ * @param dataSource      the gateway's pool
+ * @param relayDataSource the relay's pool (claims commit without waiting for the WAL flush)
+ * @param jms             the JMS connection factory
+ * @param s3              the S3 client, its bucket ensured
+ */
+public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSource, CachingConnectionFactory jms, S3Client s3) {
+
+    /**
+     * @param producerPasswordDigests the tenants' JMS producers (user → SHA-256 of the password), for an embedded broker
+     */
+    public static Parts start(CamelContext context, Settings settings, Path dataDir,
+                              Map<String, String> producerPasswordDigests) throws Exception {
+        // The gateway's broker user. For the embedded broker, whose only other users are the
+        // producers, its password is made per start unless an operator sets one.
+        boolean brokerEmbedded = settings.optional("jobgate.broker.url").isEmpty();
+        String brokerUser = settings.optional("jobgate.broker.user").orElse(brokerEmbedded ? "jobgate" : null);
+        String brokerPassword = settings.optional("jobgate.broker.password")
+                .orElse(brokerEmbedded ? UUID.randomUUID().toString() : null);
+        BrokerLogins brokerLogins = !brokerEmbedded ? null
+                : new BrokerLogins(brokerUser, brokerPassword, producerPasswordDigests);
+
+        // The embedded parts start side by side; PostgreSQL and Flyway on this thread meanwhile.
+        // (Settings are read here, on the configuring thread.)
+        Path brokerXml = settings.path("jobgate.broker.config");
+        String brokerHost = settings.required("jobgate.broker.embedded-host");
+        int brokerPort = settings.intValue("jobgate.broker.embedded-port", 0, 65535);
+        int s3Port = settings.intValue("jobgate.s3.embedded-port", 0, 65535);
+        BackgroundStart<EmbeddedBroker> embeddedBroker = !brokerEmbedded ? null
+                : BackgroundStart.of("artemis", () -> EmbeddedBroker.start(brokerXml, dataDir.resolve("artemis"), brokerHost,
+                        brokerPort, brokerLogins));
+        BackgroundStart<EmbeddedS3Server> embeddedS3 = settings.optional("jobgate.s3.endpoint").isPresent() ? null
+                : BackgroundStart.of("s3", () -> EmbeddedS3Server.start(dataDir.resolve("objects"), s3Port));
+        // Side parts found on the class path (the bundled provider simulator): named by none of this code.
+        Map<SidePart, BackgroundStart<SidePart.Running>> sideParts = new LinkedHashMap<>();
+        for (SidePart part : ServiceLoader.load(SidePart.class)) {
+            BackgroundStart<SidePart.Running> started = part.start(settings);
+            if (started != null) {
+                sideParts.put(part, started);
+            }
+        }
+        try {
+            HikariDataSource[] pools = database(context, settings, dataDir);
+            CachingConnectionFactory jms = broker(context, settings, embeddedBroker, brokerUser, brokerPassword);
+            S3Client s3 = objectStorage(context, settings, embeddedS3);
+            for (var side : sideParts.entrySet()) {
+                SidePart.Running running = side.getValue().await();
+                context.addService(ManagedResource.stoppedBy(side.getKey().name(), running::close), true, true);
+                running.overrides().forEach(context.getPropertiesComponent()::addOverrideProperty);
+            }
+            return new Parts(pools[0], pools[1], jms, s3);
+        } catch (Exception e) {
+            if (embeddedBroker != null) {
+                embeddedBroker.stopIfUnclaimed(EmbeddedBroker::stop);
+            }
+            if (embeddedS3 != null) {
+                embeddedS3.stopIfUnclaimed(EmbeddedS3Server::stop);
+            }
+            sideParts.values().forEach(started -> started.stopIfUnclaimed(SidePart.Running::close));
+            throw e;
+        }
+    }
+
+    /** The gateway's pool and the relay's. */
+    private static HikariDataSource[] database(CamelContext context, Settings settings, Path dataDir) throws Exception {
+        String url = settings.optional("jobgate.db.url").orElse(null);
+        String user = settings.required("jobgate.db.user");
+        String password = settings.optional("jobgate.db.password").orElse("");
+        if (url == null) {
+            EmbeddedPostgresServer postgres = EmbeddedPostgresServer.start(dataDir.resolve("postgres"),
+                    settings.intValue("jobgate.db.embedded-port", 0, 65535),
+                    EmbeddedPostgresServer.Durability.of(settings.required("jobgate.db.embedded-durability")));
+            context.addService(ManagedResource.stoppedBy("embedded-postgres", postgres::stop), true, true);
+            url = postgres.jdbcUrl();
+            user = "postgres";
+            password = "";
+        }
+        HikariDataSource pool = Database.pool(url, user, password, settings.intValue("jobgate.db.pool-size", 1, 500));
+        context.addService(ManagedResource.stoppedBy("db-pool", pool::close), true, true);
+        Database.migrate(pool);
+        // The relay's claims and published marks commit without waiting for the WAL flush: one lost in
+        // a database crash only means the event is published again, which consumers already tolerate
+        // (at least once). Everything else commits durably. Saves a flush on the accept -> call path.
+        HikariDataSource relayPool = Database.pool("jobgate-relay-db", url, user, password, 4, "-c synchronous_commit=off");
+        context.addService(ManagedResource.stoppedBy("relay-db-pool", relayPool::close), true, true);
+        return new HikariDataSource[] {pool, relayPool};
+    }
+
+    private static CachingConnectionFactory broker(CamelContext context, Settings settings,
+            BackgroundStart<EmbeddedBroker> embedded, String user, String password) throws Exception {
+        String url = settings.optional("jobgate.broker.url").orElse(null);
+        if (url == null) {
+            EmbeddedBroker broker = embedded.await();
+            context.addService(ManagedResource.stoppedBy("embedded-artemis", broker::stop), true, true);
+            url = broker.clientUrl();
+        }
+        ActiveMQConnectionFactory artemis = new ActiveMQConnectionFactory(url);
+        // No client-side buffering: a worker busy with a long provider call must not sit on
+        // dispatch messages an idle worker could take.
+        artemis.setConsumerWindowSize(0);
+        if (user != null) {
+            artemis.setUser(user);
+            artemis.setPassword(password);
+        }
+        // One shared connection, sessions and producers cached: a relay round sends many messages.
+        CachingConnectionFactory caching = new CachingConnectionFactory(artemis);
+        caching.setSessionCacheSize(20);
+        caching.setCacheConsumers(false);
+        caching.setReconnectOnException(true);
+        context.addService(ManagedResource.stoppedBy("jms-connection-factory", () -> {
+            caching.destroy();
+            artemis.close();
+        }), true, true);
+        return caching;
+    }
+
+    private static S3Client objectStorage(CamelContext context, Settings settings,
+            BackgroundStart<EmbeddedS3Server> embedded) throws Exception {
+        String endpoint = settings.optional("jobgate.s3.endpoint").orElse(null);
+        String accessKey = settings.optional("jobgate.s3.access-key").orElse(null);
+        String secretKey = settings.optional("jobgate.s3.secret-key").orElse(null);
+        if (endpoint == null) {
+            EmbeddedS3Server server = embedded.await();
+            context.addService(ManagedResource.stoppedBy("embedded-s3", server::stop), true, true);
+            endpoint = server.endpoint();
+            accessKey = server.accessKey();
+            secretKey = server.secretKey();
+        } else if (accessKey == null || secretKey == null) {
+            throw new IllegalStateException("jobgate.s3.access-key and jobgate.s3.secret-key are required with jobgate.s3.endpoint");
+        }
+        S3Client s3 = ObjectStorage.client(endpoint, settings.required("jobgate.s3.region"), accessKey, secretKey);
+        context.addService(ManagedResource.stoppedBy("s3-client", s3::close), true, true);
+        ObjectStorage.ensureBucket(s3, settings.required("jobgate.s3.bucket"));
+        return s3;
+    }
+}
