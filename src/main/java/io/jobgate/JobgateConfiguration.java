@@ -13,6 +13,7 @@ import io.jobgate.api.TenantAuth;
 import io.jobgate.api.UploadsApi;
 import io.jobgate.infra.Parts;
 import io.jobgate.infra.RetryingTransactions;
+import io.jobgate.infra.Roles;
 import io.jobgate.infra.Settings;
 import io.jobgate.admission.AdmissionLimits;
 import io.jobgate.admission.AdmissionService;
@@ -67,6 +68,10 @@ public class JobgateConfiguration implements CamelConfiguration {
     @Override
     public void configure(CamelContext context) throws Exception {
         Settings settings = new Settings(context);
+        // What this instance runs, decided first: a wrong role name stops the start before any part starts.
+        Roles roles = Roles.from(settings);
+        roles.placeholders().forEach(context.getPropertiesComponent()::addOverrideProperty);
+        roles.notes().forEach(note -> LOG.warn("{} (an old per-role switch; use {})", note, Roles.SETTING));
         Registry registry = context.getRegistry();
         // The one clock of every decision (due times, leases, lifetimes, checks), passed into SQL:
         // the system's, unless a test bound one of its own before configuration to move time.
@@ -126,7 +131,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         AdmissionLimits limits = AdmissionLimits.from(settings);
         String instanceId = java.util.UUID.randomUUID().toString();
         AdmissionWriter writer = new AdmissionWriter(dataSource, limits, instanceId);
-        RelaySettings relay = RelaySettings.from(settings);
+        RelaySettings relay = RelaySettings.from(settings, roles.runs(Roles.Role.RELAY));
         RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relay.enabled());
         writer.afterCommit(wakeup::wake);
         if (relay.enabled()) {
@@ -157,8 +162,11 @@ public class JobgateConfiguration implements CamelConfiguration {
         Reconciler reconciler = new Reconciler(jdbc, transitions, finalizer, providers, presets, adapters, outputs,
                 ReconcileSettings.from(settings), backoff);
         registry.bind("reconciler", reconciler);
-        registry.bind("worker", new Worker(workerSettings, leases, finalizer, presets, providers, s3, bucket, outputs,
-                clock, backoff, reconciler.firstCheck()));
+        Worker worker = new Worker(workerSettings, leases, finalizer, presets, providers, s3, bucket, outputs,
+                clock, backoff, reconciler.firstCheck());
+        registry.bind("worker", worker);
+        // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.
+        LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");
 
         // --- The doors: HTTP API, webhooks, admin, JMS intake ----------------------------------------
         registry.bind("tenantAuth", new TenantAuth(tenants));

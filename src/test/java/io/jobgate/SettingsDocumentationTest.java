@@ -56,8 +56,24 @@ class SettingsDocumentationTest {
         return rows;
     }
 
+    /** The comma-separated items of a cell; a comma inside `code` or (parentheses) belongs to its item. */
     static List<String> items(String cell) {
-        return List.of(cell.trim().split(",\\s*(?![^()]*\\))"));
+        List<String> items = new ArrayList<>();
+        StringBuilder item = new StringBuilder();
+        boolean code = false;
+        int depth = 0;
+        for (char c : cell.trim().toCharArray()) {
+            code ^= c == '`';
+            depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+            if (c == ',' && !code && depth == 0) {
+                items.add(item.toString().trim());
+                item.setLength(0);
+            } else {
+                item.append(c);
+            }
+        }
+        items.add(item.toString().trim());
+        return items;
     }
 
     @Test

@@ -65,7 +65,7 @@ public final class Bench {
         settings.put("jobgate.tenants.files", "config/tenants.yaml," + tenants);
         settings.put("jobgate.admission.max-in-flight", "10000000");
         // Workers start only for the worker section (the others inspect jobs.dispatch themselves).
-        settings.put("jobgate.worker.enabled", "false");
+        settings.put("jobgate.roles", "api,relay,sweeper,reconciler");
         settings.put("jobgate.providers.dirs", "config/providers," + dataDir.resolve("providers"));
         WorkerBench workerBench = only.equals("all") || only.equals("worker")
                 ? new WorkerBench(dataDir.resolve("providers")) : null;

@@ -1,0 +1,61 @@
+package io.jobgate;
+
+import java.util.List;
+import java.util.Map;
+
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.GatewayTestSupport;
+import org.apache.camel.CamelContext;
+import org.apache.camel.ServiceStatus;
+import org.apache.camel.BeanInject;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * An instance with {@code jobgate.roles = worker}: its workers consume jobs.dispatch, and nothing
+ * else of the gateway runs on it — no job API (the REST routes are not built; /v1 is 404 even with a
+ * valid key), no JMS intake, relay, sweeper or poller — while /observe stays up on the port.
+ */
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class WorkerOnlyInstanceTest {
+
+    @BeanInject
+    CamelContext context;
+    ApiClient api;
+
+    @BeforeAll
+    void boot() throws Exception {
+        // The test support sets the old per-role switches for every class; blank here, so the roles decide alone.
+        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.roles", "worker",
+                "jobgate.relay.enabled", "", "jobgate.worker.enabled", "",
+                "jobgate.sweeper.enabled", "", "jobgate.reconcile.enabled", "")));
+    }
+
+    @Test
+    void theJobApiIsNotServedButHealthIs() {
+        ApiClient.Response list = api.get("dev-acme-key", "/v1/jobs");
+        assertThat(list.status()).as(list.text()).isEqualTo(404);
+        ApiClient.Response post = api.postJob("dev-acme-key", "worker-only-1", """
+                {"preset_id": "invoice-clean", "aspect_class": "portrait",
+                 "inputs": {"supplier_name": "W AG", "invoice_id": "W-1", "currency": "EUR", "line_items": []}}""");
+        assertThat(post.status()).as(post.text()).isEqualTo(404);
+        assertThat(context.getRoutes()).as("no REST route").noneMatch(r -> r.getEndpoint().getEndpointUri().startsWith("platform-http:"));
+
+        ApiClient.Response health = api.get(null, "/observe/health");
+        assertThat(health.status()).as(health.text()).isEqualTo(200);
+    }
+
+    @Test
+    void onlyTheWorkersConsume() {
+        assertThat(context.getRouteController().getRouteStatus("worker")).isEqualTo(ServiceStatus.Started);
+        for (String other : List.of("jms-intake", "outbox-relay", "outbox-relay-poll", "outbox-status-relay",
+                "dispatch-dead-letters", "sweeper", "quarantine-sweeper", "reconciler")) {
+            assertThat(context.getRouteController().getRouteStatus(other)).as(other).isNotEqualTo(ServiceStatus.Started);
+        }
+    }
+}
