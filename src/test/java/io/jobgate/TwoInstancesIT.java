@@ -228,9 +228,11 @@ class TwoInstancesIT {
             Map<String, String> finalBeforeKill = pairs(db, "SELECT job_id, finalized_at::text FROM jobs WHERE finalized_at IS NOT NULL");
             long terminalAtKill = finalBeforeKill.size();
 
-            await("every job terminal").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200)).until(() -> {
+            // On a timeout the last assertion names the jobs still open, their status and lease owner.
+            await("every job terminal").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200)).untilAsserted(() -> {
                 assertThat(gatewayA.isAlive()).as("A exited:\n%s", Files.readString(logA)).isTrue();
-                return scalar(db, "SELECT count(*) FROM jobs WHERE finalized_at IS NULL") == 0;
+                assertThat(strings(db, "SELECT job_id || ' ' || status || ' ' || coalesce(lease_owner, '-') FROM jobs"
+                        + " WHERE finalized_at IS NULL")).as("open jobs").isEmpty();
             });
             long seconds = (System.nanoTime() - started) / 1_000_000_000;
             System.out.printf("two instances: %d jobs, %d terminal when B was killed holding %d lease(s), all terminal %d s after the first submit%n",
