@@ -161,6 +161,8 @@ public class JobgateConfiguration implements CamelConfiguration {
                 clock, backoff, reconciler.firstCheck()));
 
         // --- The doors: HTTP API, webhooks, admin, JMS intake ----------------------------------------
+        // Where no route answers (starting, stopping, unknown paths): problem documents, never a bare 404.
+        io.jobgate.api.HttpEdges.install(context);
         registry.bind("tenantAuth", new TenantAuth(tenants));
         registry.bind("problemResponder", new ProblemResponder());
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));
