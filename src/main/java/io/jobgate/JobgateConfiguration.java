@@ -169,6 +169,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");
 
         // --- The doors: HTTP API, webhooks, admin, JMS intake ----------------------------------------
+        // Where no route answers (starting, stopping, unknown paths): problem documents, never a bare 404.
+        io.jobgate.api.HttpEdges.install(context);
         registry.bind("tenantAuth", new TenantAuth(tenants));
         registry.bind("problemResponder", new ProblemResponder());
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
@@ -63,8 +64,29 @@ class EmbeddedDefaultsTest {
         assertThat(dataDir.resolve("artemis/journal")).isDirectory();
         assertThat(dataDir.resolve("objects/jobgate")).isDirectory();
 
+        // Clients keep asking for the job while the gateway starts again: the port is closed, or the
+        // answer is a JSON document (503 starting, or the job) — never a 404, never HTML.
+        java.util.List<String> answers = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        java.util.concurrent.atomic.AtomicBoolean asking = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Thread client = new Thread(() -> {
+            while (asking.get()) {
+                try {
+                    ApiClient.Response r = api.get("dev-acme-key", "/v1/jobs/" + jobId);
+                    answers.add(r.status() + " " + r.contentType());
+                } catch (AssertionError portClosed) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(2_000_000); // a client's pause before it retries
+                }
+            }
+        }, "asking-while-starting");
+        client.start();
         Main second = start();
         try {
+            await().atMost(Duration.ofSeconds(10)).until(() -> answers.stream().anyMatch(a -> a.startsWith("200")));
+            asking.set(false);
+            client.join();
+            assertThat(answers).isNotEmpty().allSatisfy(a -> assertThat(a).matches("(200 application/json.*|503 application/problem\\+json)"))
+                    .as("the port opens before the routes exist: those requests were told to retry")
+                    .anyMatch(a -> a.startsWith("503"));
             ApiClient.Response kept = api.get("dev-acme-key", "/v1/jobs/" + jobId);
             assertThat(kept.status()).isEqualTo(200);
             assertThat(kept.json().path("source").path("upload_id").asText()).isEqualTo(uploadId);

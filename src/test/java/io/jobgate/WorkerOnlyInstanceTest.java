@@ -38,8 +38,10 @@ class WorkerOnlyInstanceTest {
 
     @Test
     void theJobApiIsNotServedButHealthIs() {
+        // 404 not_found, not 503 "retry in a moment": no retry will find the job API on this instance.
         ApiClient.Response list = api.get("dev-acme-key", "/v1/jobs");
         assertThat(list.status()).as(list.text()).isEqualTo(404);
+        assertThat(list.code()).isEqualTo("not_found");
         ApiClient.Response post = api.postJob("dev-acme-key", "worker-only-1", """
                 {"preset_id": "invoice-clean", "aspect_class": "portrait",
                  "inputs": {"supplier_name": "W AG", "invoice_id": "W-1", "currency": "EUR", "line_items": []}}""");

@@ -371,7 +371,7 @@ public final class JobTransitions {
             p.addValue("at", Timestamp.from(change.at())).addValue("unparseable", change.unparseable());
         }
         if (event.has(Effect.SCHEDULE_CHECK)) {
-            set.append(", next_check_at = :at, checks = 0, provider_task = coalesce(:task, j.provider_task),"
+            set.append(", next_check_at = :at, checks = 0, check_claimed_by = NULL, provider_task = coalesce(:task, j.provider_task),"
                     + " provider_request_id = coalesce(:requestId, j.provider_request_id)");
             p.addValue("at", Timestamp.from(change.at())).addValue("task", change.providerTask())
                     .addValue("requestId", change.providerRequestId());

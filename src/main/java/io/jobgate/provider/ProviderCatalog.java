@@ -90,6 +90,11 @@ public final class ProviderCatalog {
         return new Scan(Map.copyOf(providers), Map.copyOf(entries));
     }
 
+    /** Every provider of the last scan. */
+    public java.util.List<Provider> all() {
+        return java.util.List.copyOf(scan.providers().values());
+    }
+
     /** The provider of that name; an unknown name re-reads the directories (at most once a second). */
     public Optional<Provider> find(String name) {
         Provider provider = scan.providers().get(name);

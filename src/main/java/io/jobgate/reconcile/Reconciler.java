@@ -57,6 +57,12 @@ public final class Reconciler {
     private final Backoff checkBackoff;
     private final Backoff retryBackoff;
     private final int batch;
+    /** Names this poller on its claims (host and a per-start suffix). */
+    private final String owner = hostName() + "/reconciler-" + UUID.randomUUID().toString().substring(0, 8);
+    /** Beyond the lookup's deadline: the answer's own write. */
+    static final Duration CLAIM_MARGIN = Duration.ofSeconds(10);
+    /** A provider whose settings are gone is asked again after this (its check only says so). */
+    static final Duration UNKNOWN_PROVIDER_CLAIM = Duration.ofSeconds(60);
 
     public Reconciler(JdbcTemplate jdbc, JobTransitions transitions, JobFinalizer finalizer, ProviderCatalog providers,
                       PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, ReconcileSettings settings,
@@ -84,14 +90,7 @@ public final class Reconciler {
 
     /** Route step: asks the providers about jobs whose next check is due (claimed, so no two pollers ask at once). */
     public void checkDue(Exchange exchange) {
-        List<WaitingJob> due = jdbc.query("""
-                UPDATE jobs SET next_check_at = ?, checks = checks + 1
-                 WHERE job_id IN (SELECT job_id FROM jobs
-                                   WHERE status = ANY (string_to_array(?, ',')) AND finalized_at IS NULL
-                                     AND next_check_at <= ?
-                                   ORDER BY next_check_at LIMIT ? FOR UPDATE SKIP LOCKED)
-                RETURNING""" + " " + COLUMNS, Reconciler::waiting, Timestamp.from(clock.instant().plus(Duration.ofMinutes(5))),
-                WAITING_SQL, Timestamp.from(clock.instant()), batch);
+        List<WaitingJob> due = claimDue();
         int changed = 0;
         for (WaitingJob job : due) {
             try {
@@ -104,6 +103,30 @@ public final class Reconciler {
         }
         exchange.getMessage().setHeader("checked", due.size());
         exchange.getMessage().setHeader("changed", changed);
+    }
+
+    /**
+     * Claims the due checks: a short lease, not a postponement. Each claim names this poller and
+     * lasts the lookup's own deadline (the provider's call deadline) plus a margin, so the claims of
+     * a poller that died between claim and answer are taken over within seconds.
+     */
+    public List<WaitingJob> claimDue() {
+        Instant now = clock.instant();
+        List<Provider> known = providers.all();
+        return jdbc.query("""
+                UPDATE jobs j
+                   SET next_check_at = CAST(? AS timestamptz) + make_interval(secs => coalesce(
+                           (SELECT d.seconds FROM unnest(?::text[], ?::float8[]) AS d(provider, seconds) WHERE d.provider = j.provider),
+                           ?)),
+                       check_claimed_by = ?, checks = j.checks + 1
+                  FROM (SELECT job_id FROM jobs
+                         WHERE status = ANY (string_to_array(?, ',')) AND finalized_at IS NULL AND next_check_at <= ?
+                         ORDER BY next_check_at LIMIT ? FOR UPDATE SKIP LOCKED) due
+                 WHERE j.job_id = due.job_id
+                RETURNING""" + " " + COLUMNS.replace("job_id,", "j.job_id,"), Reconciler::waiting,
+                Timestamp.from(now), known.stream().map(Provider::name).toArray(String[]::new),
+                known.stream().map(p -> p.callDeadline().plus(CLAIM_MARGIN).toMillis() / 1000.0).toArray(Double[]::new),
+                (double) UNKNOWN_PROVIDER_CLAIM.toSeconds(), owner, WAITING_SQL, Timestamp.from(now), batch);
     }
 
     public Optional<WaitingJob> find(UUID jobId) {
@@ -224,7 +247,7 @@ public final class Reconciler {
     }
 
     private Applied schedule(WaitingJob job, String why) {
-        jdbc.update("UPDATE jobs SET next_check_at = ? WHERE job_id = ? AND status = ? AND finalized_at IS NULL",
+        jdbc.update("UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL WHERE job_id = ? AND status = ? AND finalized_at IS NULL",
                 Timestamp.from(nextCheck(job.checks())), job.jobId(), job.status());
         return new Applied(false, why);
     }
@@ -254,5 +277,13 @@ public final class Reconciler {
                 rs.getInt("max_attempts"), expires.toInstant(), rs.getInt("checks"), rs.getString("preset_id"),
                 rs.getInt("preset_version"), rs.getString("kind"), rs.getString("tenant_id"), rs.getString("aspect_class"),
                 rs.getString("inputs"), rs.getString("source_sha256"), rs.getString("adapter_revision"));
+    }
+
+    private static String hostName() {
+        try {
+            return java.net.InetAddress.getLocalHost().getHostName();
+        } catch (java.net.UnknownHostException e) {
+            return "gateway";
+        }
     }
 }

@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.UUID;
 
 import io.jobgate.job.JobFinalizer;
+import io.jobgate.job.JobStatus;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import org.apache.camel.Exchange;
@@ -35,12 +36,16 @@ public final class Sweeper {
     private final software.amazon.awssdk.services.s3.S3Client s3;
     private final String bucket;
     private final java.time.Duration quarantineMaxAge;
+    private final java.time.Duration horizon;
+    private static final String AT_PROVIDER = JobStatus.AT_PROVIDER.stream().map(JobStatus::wire).sorted()
+            .collect(java.util.stream.Collectors.joining(","));
 
     public Sweeper(JdbcTemplate jdbc, JobLeases leases, JobFinalizer finalizer, ProviderCatalog providers, Clock clock,
                    SweeperSettings settings, software.amazon.awssdk.services.s3.S3Client s3, String bucket) {
         this.s3 = s3;
         this.bucket = bucket;
         this.quarantineMaxAge = settings.quarantineMaxAge();
+        this.horizon = settings.horizon();
         this.jdbc = jdbc;
         this.leases = leases;
         this.finalizer = finalizer;
@@ -116,16 +121,39 @@ public final class Sweeper {
         }
     }
 
+    /**
+     * The lifetime cap stops new attempts, never evidence. A job not at a provider (queued, waiting
+     * for a retry) fails as {@code expired} once its lifetime ends. A job at the provider
+     * ({@code provider_pending}, {@code submission_unknown}) may still be finished and billed by the
+     * provider: it keeps waiting for the answer (a late success succeeds and is paid, a late failure
+     * fails with its refund) until the reconciliation horizon after its lifetime; only then, with
+     * no answer, it fails as {@code expired}, refunded, its unreconciled attempt kept for billing review.
+     */
     public int expireOverdue() {
-        List<UUID> overdue = jdbc.queryForList("""
-                SELECT job_id FROM jobs
+        java.time.Instant now = clock.instant();
+        List<Map<String, Object>> overdue = jdbc.queryForList("""
+                SELECT job_id, status, attempts FROM jobs
                  WHERE finalized_at IS NULL AND expires_at < ? AND lease_token IS NULL
-                 ORDER BY expires_at LIMIT ?""", UUID.class, java.sql.Timestamp.from(clock.instant()), batch);
+                   AND (status <> ALL (string_to_array(?, ',')) OR expires_at < ?)
+                 ORDER BY expires_at LIMIT ?""", java.sql.Timestamp.from(now), AT_PROVIDER,
+                java.sql.Timestamp.from(now.minus(horizon)), batch);
         int done = 0;
-        for (UUID jobId : overdue) {
-            if (finalizer.finalizeJob(jobId, JobFinalizer.Outcome.failed(ErrorCategory.EXPIRED.wire(),
-                    "lifetime ended before the job could finish"))) {
+        for (Map<String, Object> row : overdue) {
+            UUID jobId = (UUID) row.get("job_id");
+            boolean atProvider = JobStatus.AT_PROVIDER.contains(JobStatus.fromWire((String) row.get("status")).orElseThrow());
+            String message = atProvider
+                    ? "no answer from the provider by the reconciliation horizon (" + horizon.toHours() + " h after the lifetime); "
+                            + "attempt " + row.get("attempts") + " kept unreconciled for billing review"
+                    : "lifetime ended before the job could finish";
+            // Only from the kind of state it was found in: a job that moved on meanwhile is judged next sweep.
+            java.util.Set<JobStatus> from = atProvider ? JobStatus.AT_PROVIDER
+                    : java.util.EnumSet.complementOf(java.util.EnumSet.copyOf(JobStatus.AT_PROVIDER));
+            if (finalizer.finalizeJob(jobId, null, from, JobFinalizer.Outcome.failed(ErrorCategory.EXPIRED.wire(), message))) {
                 done++;
+                if (atProvider) {
+                    LOG.warn("job {} failed as expired at the reconciliation horizon: attempt {} unreconciled, review its billing",
+                            jobId, row.get("attempts"));
+                }
             }
         }
         return done;

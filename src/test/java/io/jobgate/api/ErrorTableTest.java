@@ -48,6 +48,8 @@ class ErrorTableTest {
 
     @BeanInject
     JobFinalizer finalizer;
+    @BeanInject
+    org.apache.camel.CamelContext context;
 
     @BeforeAll
     void boot() throws Exception {
@@ -141,7 +143,23 @@ class ErrorTableTest {
                         return api.postJob(ACME, "boom-" + UUID.randomUUID(), invoice("Boom"));
                     }
                 }),
-                entry("unknown_webhook", () -> post(null, "/v1/providers/nobody/webhook", "application/json", "{}", Map.of())));
+                entry("unknown_webhook", () -> post(null, "/v1/providers/nobody/webhook", "application/json", "{}", Map.of())),
+                entry("not_found", () -> api.get(ACME, "/v1/no-such-resource")),
+                entry("method_not_allowed", () -> api.send(api.request("/v1/usage", ACME).DELETE().build())),
+                entry("not_available", () -> {
+                    try {
+                        context.getRouteController().stopRoute("get-usage");
+                        return api.get(ACME, "/v1/usage");
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    } finally {
+                        try {
+                            context.getRouteController().startRoute("get-usage");
+                        } catch (Exception e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }
+                }));
     }
 
     /** The table: each code with the status its row gives. */

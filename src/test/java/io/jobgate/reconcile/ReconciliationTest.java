@@ -63,6 +63,18 @@ class ReconciliationTest {
 
     @BeanInject
     CamelContext context;
+    @BeanInject
+    io.jobgate.worker.Sweeper sweeper;
+    @BeanInject
+    Reconciler reconciler;
+
+    /** The gateway's clock: the lifetime tests move it past a job's lifetime and horizon. */
+    final io.jobgate.support.MovableClock clock = new io.jobgate.support.MovableClock();
+
+    @org.apache.camel.test.main.junit5.Configure
+    protected void useMovableClock(org.apache.camel.main.MainConfigurationProperties configuration) {
+        GatewayTestSupport.useClock(configuration, clock);
+    }
 
     @BeforeAll
     void boot() throws Exception {
@@ -74,7 +86,87 @@ class ReconciliationTest {
     @AfterEach
     void pollerOn() throws Exception {
         context.getRouteController().resumeRoute("reconciler");
+        clock.reset();
     }
+
+    /**
+     * A poller that claimed a due check and died before the answer (here: claims, never checks)
+     * holds the job only for the lookup's deadline plus a margin: the live poller takes over
+     * within seconds, not after minutes.
+     */
+    @Test
+    void aClaimOfAPollerThatDiedIsTakenOverWithinSeconds() throws Exception {
+        String tag = Jobs.tag();
+        UUID id = pendingJob(tag);
+        context.getRouteController().suspendRoute("reconciler");
+        lookupAnswers(tag, "succeeded");
+        clock.advance(Duration.ofSeconds(1)); // its next check (at most 400 ms ahead) is due
+        assertThat(reconciler.claimDue()).extracting(WaitingJob::jobId).contains(id); // ... and the poller dies
+
+        Map<String, Object> claim = Db.single("SELECT next_check_at, check_claimed_by FROM jobs WHERE job_id = ?", id);
+        assertThat(claim.get("check_claimed_by").toString()).contains("/reconciler-");
+        // fakeasync's call deadline is 1.5 s; the claim lasts that plus a 10 s margin, never minutes
+        assertThat(((java.sql.Timestamp) claim.get("next_check_at")).toInstant())
+                .isBefore(clock.instant().plusSeconds(12));
+        context.getRouteController().resumeRoute("reconciler");
+        assertThat(Jobs.status(id)).as("held by the dead poller's claim").isEqualTo("provider_pending");
+
+        clock.advance(Duration.ofSeconds(12));
+        Jobs.awaitStatus(id, "succeeded");
+    }
+
+    // --- The lifetime stops new attempts, never evidence -----------------------------------------
+
+    @Test
+    void aJobAtTheProviderOutlivesItsLifetimeAndALateSuccessIsBilled() {
+        String tag = Jobs.tag();
+        UUID id = pendingJob(tag);
+        clock.advance(Duration.ofMinutes(31)); // past the 30-minute lifetime
+
+        sweeper.expireOverdue();
+        assertThat(Jobs.status(id)).as("still waiting on the provider").isEqualTo("provider_pending");
+        assertThat(api.get(ACME, "/v1/jobs/" + id).json().path("error").isNull()).isTrue();
+
+        lookupAnswers(tag, "succeeded");
+        Jobs.awaitStatus(id, "succeeded");
+        assertThat(refunds(id)).as("the provider's late work is paid for").isZero();
+        assertThat(submits(tag)).isEqualTo(1);
+    }
+
+    @Test
+    void aLateFailureAtTheProviderFailsWithItsRefund() {
+        String tag = Jobs.tag();
+        UUID id = pendingJob(tag);
+        clock.advance(Duration.ofMinutes(31));
+        sweeper.expireOverdue();
+
+        lookupAnswers(tag, "failed");
+        Jobs.awaitStatus(id, "failed");
+        assertThat(job(id).get("error_category")).isEqualTo("declined");
+        assertThat(refunds(id)).isEqualTo(1);
+    }
+
+    @Test
+    void noAnswerByTheHorizonFailsAsExpiredRefundedWithTheAttemptKept() throws Exception {
+        String tag = Jobs.tag();
+        UUID id = pendingJob(tag);
+        context.getRouteController().suspendRoute("reconciler");
+        clock.advance(Duration.ofMinutes(31).plusHours(23));
+        sweeper.expireOverdue();
+        assertThat(Jobs.status(id)).as("within the horizon").isEqualTo("provider_pending");
+
+        clock.advance(Duration.ofHours(2)); // past lifetime + 24 h
+        sweeper.expireOverdue();
+
+        assertThat(Jobs.status(id)).isEqualTo("failed");
+        assertThat(job(id).get("error_category")).isEqualTo("expired");
+        assertThat(Db.single("SELECT error_message FROM jobs WHERE job_id = ?", id).get("error_message").toString())
+                .contains("reconciliation horizon").contains("billing review");
+        assertThat(refunds(id)).isEqualTo(1);
+        assertThat(Db.rows("SELECT outcome FROM attempts WHERE job_id = '" + id + "'"))
+                .as("the unreconciled attempt is kept").singleElement().satisfies(a -> assertThat(a.get("outcome")).isEqualTo("pending"));
+    }
+
 
     @AfterAll
     void stop() {

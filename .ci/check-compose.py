@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Checks compose.yaml for what real use needs (issue 11), on the configuration Compose itself
+resolved: anchors merged, ${VARIABLES} interpolated.
+
+  docker-compose -f compose.yaml config | python3 .ci/check-compose.py
+
+Reads that YAML on standard input (or from the file named as the only argument) and prints one line
+per problem; exits 1 if there is any. Needs PyYAML (Debian's python3-yaml, which docker-compose
+brings).
+"""
+import re
+import sys
+
+import yaml
+
+RESTART = "unless-stopped"
+# Services that keep state, and where it must live: a named volume mounted at that path.
+STATE = {
+    "postgres": "/var/lib/postgresql/data",
+    "artemis": "/var/lib/artemis-instance",
+    "minio": "/data",
+}
+GATEWAY, WORKER = "jobgate", "worker"
+# jobgate.roles per service (README: roles and several instances).
+EXPECTED_ROLES = {
+    GATEWAY: {"JOBGATE_ROLES": "api,relay,sweeper,reconciler"},
+    WORKER: {"JOBGATE_ROLES": "worker"},
+}
+JMS_PORT = 61616
+
+
+def image_problem(image):
+    """None when the image names a fixed tag (or digest); else what is wrong."""
+    if not isinstance(image, str) or not image.strip():
+        return "has no image"
+    if "@sha256:" in image:
+        return None
+    last = image.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return f"image {image} has no tag (means latest)"
+    tag = last.split(":", 1)[1]
+    if tag == "latest" or tag.startswith("latest-") or tag.endswith("-latest"):
+        return f"image {image} is not pinned (tag {tag})"
+    if not re.search(r"\d", tag):
+        return f"image {image} has a moving tag {tag} (no version in it)"
+    return None
+
+
+def environment(service):
+    env = service.get("environment") or {}
+    if isinstance(env, list):  # ["KEY=value", ...]
+        env = dict(item.split("=", 1) if "=" in item else (item, None) for item in env)
+    return {k: ("" if v is None else str(v)) for k, v in env.items()}
+
+
+def published_ports(service):
+    """The container ports published on the host: {target: published} (published may be None)."""
+    found = {}
+    for port in service.get("ports") or []:
+        if isinstance(port, dict):
+            if port.get("published") not in (None, ""):
+                found[int(port["target"])] = str(port["published"])
+            continue
+        text = str(port).split("/", 1)[0]  # [ip:][host:]container[/proto]
+        parts = text.rsplit(":", 2)
+        target = parts[-1]
+        published = parts[-2] if len(parts) >= 2 else None
+        found[int(target)] = published
+    return found
+
+
+def named_volume_targets(service, declared):
+    """Targets of the service's mounts that come from a declared named volume."""
+    targets = {}
+    for volume in service.get("volumes") or []:
+        if isinstance(volume, dict):
+            kind, source, target = volume.get("type", "volume"), volume.get("source"), volume.get("target")
+        else:
+            bits = str(volume).split(":")
+            source, target = (bits[0], bits[1]) if len(bits) >= 2 else (None, bits[0])
+            kind = "volume" if source and not source.startswith(("/", ".", "~", "$")) else "bind"
+        if kind == "volume" and source in declared:
+            targets[target] = source
+    return targets
+
+
+def check(config):
+    problems = []
+    services = config.get("services") or {}
+    if not services:
+        return ["no services"]
+    declared = set((config.get("volumes") or {}).keys())
+    for name in [*STATE, GATEWAY, WORKER]:
+        if name not in services:
+            problems.append(f"service {name} is missing")
+
+    for name, service in sorted(services.items()):
+        where = f"service {name}:"
+        problem = image_problem(service.get("image"))
+        if problem:
+            problems.append(f"{where} {problem}")
+        if service.get("restart") != RESTART:
+            problems.append(f"{where} restart is {service.get('restart')!r}, not {RESTART}")
+        health = service.get("healthcheck")
+        test = (health or {}).get("test")
+        if not health or health.get("disable") or not test or test in ("NONE", ["NONE"]):
+            problems.append(f"{where} no healthcheck")
+        for volume in service.get("volumes") or []:
+            source = volume.get("source") if isinstance(volume, dict) else str(volume).split(":")[0]
+            kind = volume.get("type") if isinstance(volume, dict) else None
+            if kind == "volume" and source and source not in declared:
+                problems.append(f"{where} volume {source} is not declared under volumes")
+
+    if not declared:
+        problems.append("no named volumes declared")
+    for name, path in STATE.items():
+        if name in services and path not in named_volume_targets(services[name], declared):
+            problems.append(f"service {name}: its data ({path}) is not on a named volume")
+
+    gateways = [n for n, s in services.items() if any(k.startswith("JOBGATE_") for k in environment(s))]
+    for name in sorted(set(gateways) | ({GATEWAY, WORKER} & set(services))):
+        env = environment(services[name])
+        where = f"service {name}:"
+        if env.get("JOBGATE_SIMULATOR_ENABLED", "").lower() != "false":
+            problems.append(f"{where} JOBGATE_SIMULATOR_ENABLED is not false")
+        if not env.get("JOBGATE_PUBLIC_BASE_URL", "").strip():
+            problems.append(f"{where} JOBGATE_PUBLIC_BASE_URL is not set")
+        for key, value in EXPECTED_ROLES.get(name, {}).items():
+            if env.get(key, "").lower() != value:
+                problems.append(f"{where} {key} is {env.get(key)!r}, not {value}")
+
+    if "artemis" in services and JMS_PORT not in published_ports(services["artemis"]):
+        problems.append(f"service artemis: the JMS port {JMS_PORT} is not published")
+    if WORKER in services:
+        worker = services[WORKER]
+        if published_ports(worker):
+            problems.append(f"service {WORKER}: publishes host ports, so --scale {WORKER}=3 would clash")
+        if worker.get("container_name"):
+            problems.append(f"service {WORKER}: has a container_name, so it cannot scale")
+    return problems
+
+
+def main():
+    text = open(sys.argv[1]).read() if len(sys.argv) > 1 else sys.stdin.read()
+    config = yaml.safe_load(text) or {}
+    problems = check(config)
+    for problem in problems:
+        print(f"compose.yaml: {problem}")
+    if problems:
+        return 1
+    print(f"compose.yaml: {len(config['services'])} services checked: healthchecks, restart {RESTART}, "
+          f"pinned images, named volumes, simulator off, public base URL, worker roles")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
