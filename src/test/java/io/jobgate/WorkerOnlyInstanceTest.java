@@ -9,6 +9,7 @@ import org.apache.camel.CamelContext;
 import org.apache.camel.ServiceStatus;
 import org.apache.camel.BeanInject;
 import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -34,6 +35,12 @@ class WorkerOnlyInstanceTest {
         api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.roles", "worker",
                 "jobgate.relay.enabled", "", "jobgate.worker.enabled", "",
                 "jobgate.sweeper.enabled", "", "jobgate.reconcile.enabled", "")));
+    }
+
+    /** The roles are this class's alone: a gateway started later in this JVM without prepare() must not inherit them. */
+    @AfterAll
+    void clearRoles() {
+        System.clearProperty("jobgate.roles");
     }
 
     @Test
