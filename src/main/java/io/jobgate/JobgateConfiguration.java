@@ -11,6 +11,7 @@ import io.jobgate.api.JobsApi;
 import io.jobgate.api.ProblemResponder;
 import io.jobgate.api.TenantAuth;
 import io.jobgate.api.UploadsApi;
+import io.jobgate.infra.ManagedResource;
 import io.jobgate.infra.Parts;
 import io.jobgate.infra.RetryingTransactions;
 import io.jobgate.infra.Settings;
@@ -151,14 +152,19 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("outputStore", outputs);
         registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer());
         registry.bind("multipartForm", new io.jobgate.adapter.MultipartForm());
-        registry.bind("sweeper", new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket));
+        Sweeper sweeper = new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket);
+        registry.bind("sweeper", sweeper);
 
         // --- Reconciliation: evidence from the poller, webhooks and operators ------------------------
         Reconciler reconciler = new Reconciler(jdbc, transitions, finalizer, providers, presets, adapters, outputs,
                 ReconcileSettings.from(settings), backoff);
         registry.bind("reconciler", reconciler);
-        registry.bind("worker", new Worker(workerSettings, leases, finalizer, presets, providers, s3, bucket, outputs,
-                clock, backoff, reconciler.firstCheck()));
+        Worker worker = new Worker(workerSettings, leases, finalizer, presets, providers, s3, bucket, outputs,
+                clock, backoff, reconciler.firstCheck());
+        registry.bind("worker", worker);
+        // On a clean stop, after the routes (services stop in reverse order, before the pools): the
+        // leases this worker still holds go back at once instead of running out.
+        context.addService(ManagedResource.stoppedBy("lease-hand-back", () -> sweeper.handBack(worker.name())), true, true);
 
         // --- The doors: HTTP API, webhooks, admin, JMS intake ----------------------------------------
         // Where no route answers (starting, stopping, unknown paths): problem documents, never a bare 404.
