@@ -4,9 +4,15 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.apache.activemq.artemis.api.core.TransportConfiguration;
+import org.apache.activemq.artemis.api.core.RoutingType;
+import org.apache.activemq.artemis.core.config.CoreAddressConfiguration;
+import org.apache.activemq.artemis.core.config.DivertConfiguration;
 import org.apache.activemq.artemis.core.config.FileDeploymentManager;
+import org.apache.activemq.artemis.core.security.Role;
+import org.apache.activemq.artemis.core.server.ComponentConfigurationRoutingType;
 import org.apache.activemq.artemis.core.config.impl.FileConfiguration;
 import org.apache.activemq.artemis.core.remoting.impl.invm.InVMAcceptorFactory;
 import org.apache.activemq.artemis.core.remoting.impl.invm.TransportConstants;
@@ -52,6 +58,7 @@ public final class EmbeddedBroker {
         // gateway connects in-VM with its service user, legacy producers over loopback TCP with theirs.
         configuration.setSecurityEnabled(true);
         List<String> network = networkAcceptors(configuration, tcpHost, tcpPort);
+        tenantEvents(configuration, logins.tenants());
         // broker.xml names ValidatedUserStamp as a broker plugin; that list is read here like any other setting.
         EmbeddedActiveMQ broker = new EmbeddedActiveMQ();
         broker.setConfiguration(configuration);
@@ -93,6 +100,28 @@ public final class EmbeddedBroker {
                 xml.getExtraParams()));
         return List.of(xml.getName() + " on " + tcpHost + ":" + tcpPort + " ("
                 + params.getOrDefault(org.apache.activemq.artemis.core.remoting.impl.netty.TransportConstants.PROTOCOLS_PROP_NAME, "all protocols") + ")");
+    }
+
+    /**
+     * Per tenant with a JMS user, what a standalone broker gets from the README's per-tenant snippet:
+     * the address {@code jobs.events.<tenant>}, fed by a divert that copies that tenant's events from
+     * {@code jobs.events}, readable by the gateway and the role {@code events-<tenant>} only. A
+     * selector on the shared topic would be the consumer's own choice, not a boundary.
+     */
+    static void tenantEvents(FileConfiguration configuration, java.util.Collection<String> tenants) {
+        for (String tenant : tenants) {
+            String address = "jobs.events." + tenant;
+            configuration.addDivertConfiguration(new DivertConfiguration().setName(address).setAddress("jobs.events")
+                    .setForwardingAddress(address).setFilterString("JobgateTenant = '" + tenant + "'").setExclusive(false)
+                    .setRoutingType(ComponentConfigurationRoutingType.MULTICAST));
+            configuration.addAddressConfiguration(new CoreAddressConfiguration().setName(address)
+                    .addRoutingType(RoutingType.MULTICAST));
+            // name, send, consume, create/delete durable queue, create/delete non-durable queue, manage, browse,
+            // create/delete address
+            configuration.putSecurityRoles(address, Set.of(
+                    new Role(BrokerLogins.SERVICE_ROLE, true, true, true, true, true, true, true, true, true, true),
+                    new Role(BrokerLogins.eventsRole(tenant), false, true, true, true, true, true, false, false, false, false)));
+        }
     }
 
     public String clientUrl() {

@@ -333,6 +333,66 @@ abstract class BrokerFlowsContract {
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = ?", key)).isZero();
     }
 
+    // --- Status events for legacy consumers: their tenant's own address, jobs.events.<tenant>. -------
+
+    @Test
+    void activeMq5OpenWireClient_aLegacyConsumerReadsItsOwnTenantsStatusEventsAndNoOtherTenants() throws Exception {
+        readsItsOwnTenantsStatusEvents(Protocol.OPENWIRE);
+    }
+
+    @Test
+    void qpidJmsAmqpClient_aLegacyConsumerReadsItsOwnTenantsStatusEventsAndNoOtherTenants() throws Exception {
+        readsItsOwnTenantsStatusEvents(Protocol.AMQP);
+    }
+
+    @Test
+    void artemisCoreClient_aLegacyConsumerReadsItsOwnTenantsStatusEventsAndNoOtherTenants() throws Exception {
+        readsItsOwnTenantsStatusEvents(Protocol.CORE);
+    }
+
+    private void readsItsOwnTenantsStatusEvents(Protocol protocol) throws Exception {
+        try (Client client = LegacyClients.connect(protocol, producerHostPort(), PRODUCER, PRODUCER_PASSWORD)) {
+            LegacyClients.Subscription events = client.subscribe("jobs.events.globex", "JobgateStatus IN ('queued', 'cancelled')");
+            String acmeJob = post("dev-acme-key");
+            String job = post("dev-globex-key");
+            assertThat(api.post("dev-globex-key", "/v1/jobs/" + job + "/cancel").status()).isEqualTo(200);
+
+            List<JsonNode> mine = new ArrayList<>();
+            LegacyClients.Event e;
+            while (mine.size() < 2 && (e = events.receive(15_000)) != null) {
+                assertThat(e.tenant()).as("only globex's events reach globex's address").isEqualTo("globex");
+                assertThat(e.jobId()).isNotEqualTo(acmeJob);
+                if (job.equals(e.jobId())) {
+                    mine.add(JSON.readTree(e.text()));
+                }
+            }
+            assertThat(mine).extracting(n -> n.path("status").asText()).containsExactly("queued", "cancelled");
+            // The same JSON as on jobs.events.
+            assertThat(mine.get(0).path("job_id").asText()).isEqualTo(job);
+            assertThat(mine.get(0).path("tenant_id").asText()).isEqualTo("globex");
+            assertThat(mine.get(0).has("event_id") && mine.get(0).has("at") && mine.get(0).has("attempt")).isTrue();
+            assertThat(mine.get(1).path("error_category").asText()).isEqualTo("cancelled");
+
+            // Another tenant's address, and the shared topic whatever the selector: refused.
+            assertThatThrownBy(() -> client.subscribe("jobs.events.acme", null)).satisfies(LegacyClientsRefusal::isSecurity);
+            assertThatThrownBy(() -> client.subscribe("jobs.events", "JobgateTenant = 'globex'"))
+                    .satisfies(LegacyClientsRefusal::isSecurity);
+        }
+    }
+
+    /**
+     * A refusal by the broker's security, in the client's own exception type (Artemis answers an
+     * AMQP consumer's refused subscription as an internal error that carries AMQ229213, "does not
+     * have permission").
+     */
+    static final class LegacyClientsRefusal {
+        static void isSecurity(Throwable t) {
+            if (!(t instanceof jakarta.jms.JMSSecurityException) && !(t instanceof javax.jms.JMSSecurityException)) {
+                assertThat(t).isInstanceOf(jakarta.jms.JMSException.class).hasMessageContaining("AMQ229213");
+            }
+        }
+    }
+
     private Message deadLetter(String key) throws Exception {
         await().atMost(Duration.ofSeconds(10)).until(() ->
                 jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + key + "'").size() == 1);
