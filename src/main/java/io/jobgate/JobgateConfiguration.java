@@ -87,7 +87,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         Parts parts = Parts.start(context, settings, dataDir, tenants.brokerProducers().stream()
                 .filter(p -> p.passwordSha256() != null)
                 .collect(java.util.stream.Collectors.toMap(TenantDirectory.BrokerProducer::user,
-                        TenantDirectory.BrokerProducer::passwordSha256)));
+                        TenantDirectory.BrokerProducer::passwordSha256)),
+                tenants.brokerProducers().stream().collect(java.util.stream.Collectors.toMap(
+                        TenantDirectory.BrokerProducer::user, TenantDirectory.BrokerProducer::tenantId)));
         HikariDataSource dataSource = parts.dataSource();
         registry.bind("relayDataSource", parts.relayDataSource());
         registry.bind("jmsConnectionFactory", parts.jms());
