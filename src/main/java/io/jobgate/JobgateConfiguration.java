@@ -114,6 +114,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("presetCatalog", presets);
         registry.bind("providerCatalog", providers);
 
+        // --- Metrics: jobgate's series beside Camel's ---------------------------------------------------
+        io.jobgate.ops.Meters meters = new io.jobgate.ops.Meters(context, jdbc, clock);
+        registry.bind("meters", meters);
+
         // --- A job's life: the state machine and its one finalize ------------------------------------
         JobStore jobs = new JobStore(jdbc);
         JobTransitions transitions = new JobTransitions(
@@ -123,6 +127,11 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.intValue("jobgate.refunds.cancelled-percent", 0, 100));
         registry.bind("jobStore", jobs);
         registry.bind("jobTransitions", transitions);
+        transitions.observe((event, tenant, change) -> {
+            if (event.has(JobTransitions.Effect.FINALIZE)) {
+                meters.jobFinished(tenant, event.to().wire(), change.category());
+            }
+        });
         registry.bind("jobFinalizer", finalizer);
 
         // --- Admission (group commit) and the outbox relay it wakes ----------------------------------
@@ -164,6 +173,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         Worker worker = new Worker(workerSettings, leases, finalizer, presets, providers, s3, bucket, outputs,
                 clock, backoff, reconciler.firstCheck());
         registry.bind("worker", worker);
+        worker.useMeters(meters);
         // On a clean stop, after the routes (services stop in reverse order, before the pools): the
         // leases this worker still holds go back at once instead of running out.
         context.addService(ManagedResource.stoppedBy("lease-hand-back", () -> sweeper.handBack(worker.name())), true, true);
@@ -172,7 +182,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         // Where no route answers (starting, stopping, unknown paths): problem documents, never a bare 404.
         io.jobgate.api.HttpEdges.install(context);
         registry.bind("tenantAuth", new TenantAuth(tenants));
-        registry.bind("problemResponder", new ProblemResponder());
+        registry.bind("problemResponder", new ProblemResponder(meters));
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, settings.longValue("jobgate.uploads.max-bytes", 1, 1L << 31)));
         registry.bind("usageApi", new io.jobgate.api.UsageApi(jdbc, clock));
