@@ -24,7 +24,16 @@ if [ ! -f etc/broker.xml ]; then
     --http-host 0.0.0.0 --relax-jolokia .
 fi
 
-cp /jobgate/broker.xml etc/broker.xml
+# The user-stamp plugin broker.xml names (io.jobgate.infra.ValidatedUserStamp) stamps the logged-in
+# user on AMQP messages too; this image has no compiler to build it (.ci/run compiles it into lib/).
+# Without it, AMQP senders could not be told apart: so without its class here, the plugin is left
+# out and the acceptor takes CORE and OpenWire only (populate-validated-user stamps both).
+if ls lib/jobgate-broker-plugin*.jar >/dev/null 2>&1 || [ -d lib/io/jobgate ]; then
+  cp /jobgate/broker.xml etc/broker.xml
+else
+  sed -e '/<broker-plugins>/,/<\/broker-plugins>/d' -e 's/protocols=CORE,AMQP,OPENWIRE/protocols=CORE,OPENWIRE/' \
+    /jobgate/broker.xml > etc/broker.xml
+fi
 
 users="# Written by compose-entrypoint.sh at each start: edit the producers file or ARTEMIS_PASSWORD instead.
 $ARTEMIS_USER = $ARTEMIS_PASSWORD"

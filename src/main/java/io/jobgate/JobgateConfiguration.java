@@ -11,6 +11,7 @@ import io.jobgate.api.JobsApi;
 import io.jobgate.api.ProblemResponder;
 import io.jobgate.api.TenantAuth;
 import io.jobgate.api.UploadsApi;
+import io.jobgate.infra.ManagedResource;
 import io.jobgate.infra.Parts;
 import io.jobgate.infra.RetryingTransactions;
 import io.jobgate.infra.Roles;
@@ -91,7 +92,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         Parts parts = Parts.start(context, settings, dataDir, tenants.brokerProducers().stream()
                 .filter(p -> p.passwordSha256() != null)
                 .collect(java.util.stream.Collectors.toMap(TenantDirectory.BrokerProducer::user,
-                        TenantDirectory.BrokerProducer::passwordSha256)));
+                        TenantDirectory.BrokerProducer::passwordSha256)),
+                tenants.brokerProducers().stream().collect(java.util.stream.Collectors.toMap(
+                        TenantDirectory.BrokerProducer::user, TenantDirectory.BrokerProducer::tenantId)));
         HikariDataSource dataSource = parts.dataSource();
         registry.bind("relayDataSource", parts.relayDataSource());
         registry.bind("jmsConnectionFactory", parts.jms());
@@ -116,6 +119,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("presetCatalog", presets);
         registry.bind("providerCatalog", providers);
 
+        // --- Metrics: jobgate's series beside Camel's ---------------------------------------------------
+        io.jobgate.ops.Meters meters = new io.jobgate.ops.Meters(context, jdbc, clock);
+        registry.bind("meters", meters);
+
         // --- A job's life: the state machine and its one finalize ------------------------------------
         JobStore jobs = new JobStore(jdbc);
         JobTransitions transitions = new JobTransitions(
@@ -125,6 +132,11 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.intValue("jobgate.refunds.cancelled-percent", 0, 100));
         registry.bind("jobStore", jobs);
         registry.bind("jobTransitions", transitions);
+        transitions.observe((event, tenant, change) -> {
+            if (event.has(JobTransitions.Effect.FINALIZE)) {
+                meters.jobFinished(tenant, event.to().wire(), change.category());
+            }
+        });
         registry.bind("jobFinalizer", finalizer);
 
         // --- Admission (group commit) and the outbox relay it wakes ----------------------------------
@@ -156,7 +168,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("outputStore", outputs);
         registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer());
         registry.bind("multipartForm", new io.jobgate.adapter.MultipartForm());
-        registry.bind("sweeper", new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket));
+        Sweeper sweeper = new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket);
+        registry.bind("sweeper", sweeper);
 
         // --- Reconciliation: evidence from the poller, webhooks and operators ------------------------
         Reconciler reconciler = new Reconciler(jdbc, transitions, finalizer, providers, presets, adapters, outputs,
@@ -167,12 +180,16 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("worker", worker);
         // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.
         LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");
+        worker.useMeters(meters);
+        // On a clean stop, after the routes (services stop in reverse order, before the pools): the
+        // leases this worker still holds go back at once instead of running out.
+        context.addService(ManagedResource.stoppedBy("lease-hand-back", () -> sweeper.handBack(worker.name())), true, true);
 
         // --- The doors: HTTP API, webhooks, admin, JMS intake ----------------------------------------
         // Where no route answers (starting, stopping, unknown paths): problem documents, never a bare 404.
         io.jobgate.api.HttpEdges.install(context);
         registry.bind("tenantAuth", new TenantAuth(tenants));
-        registry.bind("problemResponder", new ProblemResponder());
+        registry.bind("problemResponder", new ProblemResponder(meters));
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, settings.longValue("jobgate.uploads.max-bytes", 1, 1L << 31)));
         registry.bind("usageApi", new io.jobgate.api.UsageApi(jdbc, clock));

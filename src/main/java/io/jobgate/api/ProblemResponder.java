@@ -17,9 +17,19 @@ public final class ProblemResponder {
 
     private static final Logger LOG = LoggerFactory.getLogger(ProblemResponder.class);
 
+    private final io.jobgate.ops.Meters meters;
+
+    public ProblemResponder(io.jobgate.ops.Meters meters) {
+        this.meters = meters;
+    }
+
     public void respond(Exchange exchange) {
         Throwable cause = exchange.getProperty(Exchange.EXCEPTION_CAUGHT, Throwable.class);
         ApiProblem problem = cause instanceof ApiProblem p ? p : unexpected(exchange, cause);
+        if ("create-job".equals(exchange.getFromRouteId())) { // POST /v1/jobs (its REST route, inlined)
+            io.jobgate.tenant.Tenant tenant = exchange.getProperty(TenantAuth.TENANT, io.jobgate.tenant.Tenant.class);
+            meters.admissionRefused(tenant == null ? null : tenant.id(), problem.code());
+        }
         String path = exchange.getIn().getHeader(Exchange.HTTP_PATH, String.class);
         HttpReply.write(exchange, problem.status(), HttpReply.PROBLEM_JSON, Json.write(document(problem, path)),
                 problem.headers());

@@ -17,7 +17,7 @@ import org.apache.activemq.artemis.spi.core.security.ActiveMQSecurityManager4;
  * Who may log in to the embedded broker, and with which role of {@code artemis/broker.xml}'s
  * security settings: the gateway itself (one service user, role {@value #SERVICE_ROLE}, as the
  * admin user of a standalone broker made by {@code artemis create}) and the tenants' JMS
- * producers (role {@value #PRODUCER_ROLE}). Passwords are kept only as SHA-256 digests. The
+ * producers (role {@value #PRODUCER_ROLE}, and {@code events-<tenant>} to read their tenant's events). Passwords are kept only as SHA-256 digests. The
  * broker stamps the user name returned here on the messages it receives (only the returning
  * variants of the interface give it one; with plain booleans it stamps nothing).
  */
@@ -26,22 +26,38 @@ public final class BrokerLogins implements ActiveMQSecurityManager4 {
     public static final String SERVICE_ROLE = "amq";
     public static final String PRODUCER_ROLE = "producer";
 
-    private record Login(byte[] passwordSha256, String role) {
+    /** The role that may read a tenant's own status events ({@code jobs.events.<tenant>}). */
+    public static String eventsRole(String tenantId) {
+        return "events-" + tenantId;
+    }
+
+    private record Login(byte[] passwordSha256, Set<String> roles) {
     }
 
     private final Map<String, Login> logins = new LinkedHashMap<>();
 
     /**
      * @param producerPasswordDigests user → hex SHA-256 of its password
+     * @param producerTenants         user → its tenant (its events role)
      */
-    public BrokerLogins(String serviceUser, String servicePassword, Map<String, String> producerPasswordDigests) {
-        logins.put(serviceUser, new Login(sha256(servicePassword), SERVICE_ROLE));
+    public BrokerLogins(String serviceUser, String servicePassword, Map<String, String> producerPasswordDigests,
+            Map<String, String> producerTenants) {
+        logins.put(serviceUser, new Login(sha256(servicePassword), Set.of(SERVICE_ROLE)));
         producerPasswordDigests.forEach((user, digest) -> {
             if (logins.containsKey(user)) {
                 throw new IllegalStateException("JMS producer user '" + user + "' is the gateway's own broker user");
             }
-            logins.put(user, new Login(HexFormat.of().parseHex(digest), PRODUCER_ROLE));
+            logins.put(user, new Login(HexFormat.of().parseHex(digest),
+                    Set.of(PRODUCER_ROLE, eventsRole(producerTenants.get(user)))));
         });
+        this.tenants = new java.util.TreeSet<>(producerTenants.values());
+    }
+
+    private final Set<String> tenants;
+
+    /** The tenants with a JMS user: each gets its own events address. */
+    public Set<String> tenants() {
+        return tenants;
     }
 
     @Override
@@ -55,8 +71,8 @@ public final class BrokerLogins implements ActiveMQSecurityManager4 {
         if (!validateUser(user, password)) {
             return false;
         }
-        String role = logins.get(user).role();
-        return roles.stream().anyMatch(r -> r.getName().equals(role) && checkType.hasRole(r));
+        Set<String> mine = logins.get(user).roles();
+        return roles.stream().anyMatch(r -> mine.contains(r.getName()) && checkType.hasRole(r));
     }
 
     @Override

@@ -1,16 +1,33 @@
 package io.jobgate.infra;
 
 import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
+import org.apache.activemq.artemis.api.core.TransportConfiguration;
+import org.apache.activemq.artemis.api.core.RoutingType;
+import org.apache.activemq.artemis.core.config.CoreAddressConfiguration;
+import org.apache.activemq.artemis.core.config.DivertConfiguration;
 import org.apache.activemq.artemis.core.config.FileDeploymentManager;
+import org.apache.activemq.artemis.core.security.Role;
+import org.apache.activemq.artemis.core.server.ComponentConfigurationRoutingType;
 import org.apache.activemq.artemis.core.config.impl.FileConfiguration;
+import org.apache.activemq.artemis.core.remoting.impl.invm.InVMAcceptorFactory;
+import org.apache.activemq.artemis.core.remoting.impl.invm.TransportConstants;
+import org.apache.activemq.artemis.core.remoting.impl.netty.NettyAcceptorFactory;
 import org.apache.activemq.artemis.core.server.embedded.EmbeddedActiveMQ;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * ActiveMQ Artemis in process, configured from the same {@code artemis/broker.xml} a standalone
- * broker uses; only the storage folders and the acceptors are set here.
+ * broker uses, acceptor included (its protocols: CORE, AMQP, OPENWIRE, the modules of the last two
+ * on the class path). What differs from a standalone broker is done here and only here, and listed
+ * in the README ("Embedded and standalone broker"): storage under the data directory; the network
+ * acceptor bound to {@code jobgate.broker.embedded-host:-port} (loopback by default, none with port
+ * 0) plus an in-VM acceptor for the gateway; logins from the tenants file ({@link BrokerLogins}).
  */
 public final class EmbeddedBroker {
 
@@ -40,19 +57,71 @@ public final class EmbeddedBroker {
         // Login required as on a standalone broker (broker.xml's security settings apply): the
         // gateway connects in-VM with its service user, legacy producers over loopback TCP with theirs.
         configuration.setSecurityEnabled(true);
-        configuration.getAcceptorConfigurations().clear();
-        configuration.addAcceptorConfiguration("in-vm", "vm://0");
-        if (tcpPort > 0) {
-            configuration.addAcceptorConfiguration("tcp", "tcp://" + tcpHost + ":" + tcpPort);
-        }
+        List<String> network = networkAcceptors(configuration, tcpHost, tcpPort);
+        tenantEvents(configuration, logins.tenants());
+        // broker.xml names ValidatedUserStamp as a broker plugin; that list is read here like any other setting.
         EmbeddedActiveMQ broker = new EmbeddedActiveMQ();
         broker.setConfiguration(configuration);
         broker.setSecurityManager(logins);
         long started = System.nanoTime();
         broker.start();
-        LOG.info("Embedded Artemis from {} with data in {}{} ({} ms)", brokerXml, dataDir,
-                tcpPort > 0 ? ", TCP on " + tcpHost + ":" + tcpPort : "", (System.nanoTime() - started) / 1_000_000);
+        LOG.info("Embedded Artemis from {} with data in {}, in-VM{} ({} ms)", brokerXml, dataDir,
+                network.isEmpty() ? " only" : " and " + String.join(", ", network), (System.nanoTime() - started) / 1_000_000);
         return new EmbeddedBroker(broker);
+    }
+
+    /**
+     * The acceptors: broker.xml's network acceptor as written (its protocols and options), bound to
+     * {@code tcpHost:tcpPort} instead of its own host and port, or left out when the port is 0; and
+     * an in-VM acceptor for the gateway's own connection.
+     *
+     * @return the network acceptors opened, described for the log
+     */
+    static List<String> networkAcceptors(FileConfiguration configuration, String tcpHost, int tcpPort) {
+        List<TransportConfiguration> fromXml = List.copyOf(configuration.getAcceptorConfigurations());
+        List<TransportConfiguration> network = fromXml.stream()
+                .filter(a -> NettyAcceptorFactory.class.getName().equals(a.getFactoryClassName())).toList();
+        // One host and port to bind: a second network acceptor would ask for the same port.
+        if (network.size() != 1) {
+            throw new IllegalStateException("the embedded broker binds broker.xml's one network acceptor to "
+                    + "jobgate.broker.embedded-host/-port, but broker.xml has " + network.size());
+        }
+        configuration.getAcceptorConfigurations().clear();
+        configuration.addAcceptorConfiguration(new TransportConfiguration(InVMAcceptorFactory.class.getName(),
+                Map.of(TransportConstants.SERVER_ID_PROP_NAME, 0), "in-vm"));
+        if (tcpPort == 0) {
+            return List.of();
+        }
+        TransportConfiguration xml = network.get(0);
+        Map<String, Object> params = new HashMap<>(xml.getParams());
+        params.put(org.apache.activemq.artemis.core.remoting.impl.netty.TransportConstants.HOST_PROP_NAME, tcpHost);
+        params.put(org.apache.activemq.artemis.core.remoting.impl.netty.TransportConstants.PORT_PROP_NAME, tcpPort);
+        configuration.addAcceptorConfiguration(new TransportConfiguration(xml.getFactoryClassName(), params, xml.getName(),
+                xml.getExtraParams()));
+        return List.of(xml.getName() + " on " + tcpHost + ":" + tcpPort + " ("
+                + params.getOrDefault(org.apache.activemq.artemis.core.remoting.impl.netty.TransportConstants.PROTOCOLS_PROP_NAME, "all protocols") + ")");
+    }
+
+    /**
+     * Per tenant with a JMS user, what a standalone broker gets from the README's per-tenant snippet:
+     * the address {@code jobs.events.<tenant>}, fed by a divert that copies that tenant's events from
+     * {@code jobs.events}, readable by the gateway and the role {@code events-<tenant>} only. A
+     * selector on the shared topic would be the consumer's own choice, not a boundary.
+     */
+    static void tenantEvents(FileConfiguration configuration, java.util.Collection<String> tenants) {
+        for (String tenant : tenants) {
+            String address = "jobs.events." + tenant;
+            configuration.addDivertConfiguration(new DivertConfiguration().setName(address).setAddress("jobs.events")
+                    .setForwardingAddress(address).setFilterString("JobgateTenant = '" + tenant + "'").setExclusive(false)
+                    .setRoutingType(ComponentConfigurationRoutingType.MULTICAST));
+            configuration.addAddressConfiguration(new CoreAddressConfiguration().setName(address)
+                    .addRoutingType(RoutingType.MULTICAST));
+            // name, send, consume, create/delete durable queue, create/delete non-durable queue, manage, browse,
+            // create/delete address
+            configuration.putSecurityRoles(address, Set.of(
+                    new Role(BrokerLogins.SERVICE_ROLE, true, true, true, true, true, true, true, true, true, true),
+                    new Role(BrokerLogins.eventsRole(tenant), false, true, true, true, true, true, false, false, false, false)));
+        }
     }
 
     public String clientUrl() {

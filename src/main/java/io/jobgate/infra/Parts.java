@@ -27,9 +27,10 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
 
     /**
      * @param producerPasswordDigests the tenants' JMS producers (user → SHA-256 of the password), for an embedded broker
+     * @param producerTenants         the same users → their tenant
      */
     public static Parts start(CamelContext context, Settings settings, Path dataDir,
-                              Map<String, String> producerPasswordDigests) throws Exception {
+                              Map<String, String> producerPasswordDigests, Map<String, String> producerTenants) throws Exception {
         // The gateway's broker user. For the embedded broker, whose only other users are the
         // producers, its password is made per start unless an operator sets one.
         boolean brokerEmbedded = settings.optional("jobgate.broker.url").isEmpty();
@@ -37,7 +38,7 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
         String brokerPassword = settings.optional("jobgate.broker.password")
                 .orElse(brokerEmbedded ? UUID.randomUUID().toString() : null);
         BrokerLogins brokerLogins = !brokerEmbedded ? null
-                : new BrokerLogins(brokerUser, brokerPassword, producerPasswordDigests);
+                : new BrokerLogins(brokerUser, brokerPassword, producerPasswordDigests, producerTenants);
 
         // The embedded parts start side by side; PostgreSQL and Flyway on this thread meanwhile.
         // (Settings are read here, on the configuring thread.)

@@ -212,9 +212,20 @@ public final class JobTransitions {
     public record Moved(String tenantId, int attempts, Map<String, Object> row) {
     }
 
+    /** Told of every transition that was made (after its transaction committed or joined): metrics. */
+    @FunctionalInterface
+    public interface Observer {
+        void moved(Event event, String tenantId, Change change);
+    }
+
     private final NamedParameterJdbcTemplate jdbc;
     private final TransactionTemplate transactions;
     private final Clock clock;
+    private volatile Observer observer = (event, tenant, change) -> { };
+
+    public void observe(Observer observer) {
+        this.observer = observer;
+    }
 
     public JobTransitions(NamedParameterJdbcTemplate jdbc, TransactionTemplate transactions, Clock clock) {
         this.jdbc = jdbc;
@@ -252,7 +263,7 @@ public final class JobTransitions {
                 .addValue("token", guard.leaseToken())
                 .addValue("event", guard.dispatchEvent());
         String guards = guardSql(guard);
-        return transactions.execute(tx -> {
+        Optional<Moved> moved = transactions.execute(tx -> {
             if (event.has(Effect.TAKE_LEASE)) {
                 // The job's waiting dispatch events first, then its row: the relay's and finalize's order.
                 jdbc.query("SELECT event_id FROM outbox WHERE job_id = :job AND event_type = 'dispatch' "
@@ -325,6 +336,8 @@ public final class JobTransitions {
             }
             return Optional.of(new Moved(tenant, attempts, row));
         });
+        moved.ifPresent(m -> observer.moved(event, m.tenantId(), change));
+        return moved;
     }
 
     /**

@@ -129,6 +129,25 @@ public final class Reconciler {
                 (double) UNKNOWN_PROVIDER_CLAIM.toSeconds(), owner, WAITING_SQL, Timestamp.from(now), batch);
     }
 
+    /**
+     * After a start: every job waiting on a provider whose next check lies ahead is made due now
+     * (a claim of a live poller elsewhere is left alone), so evidence missed while down arrives in
+     * seconds; the poller's batches pace the asking.
+     *
+     * @return how many jobs were made due
+     */
+    public int catchUp() {
+        Instant now = clock.instant();
+        int due = jdbc.update("""
+                UPDATE jobs SET next_check_at = ?
+                 WHERE status = ANY (string_to_array(?, ',')) AND finalized_at IS NULL AND next_check_at > ?
+                   AND check_claimed_by IS NULL""", Timestamp.from(now), WAITING_SQL, Timestamp.from(now));
+        if (due > 0) {
+            LOG.info("catch-up on start: {} jobs waiting on providers are asked now", due);
+        }
+        return due;
+    }
+
     public Optional<WaitingJob> find(UUID jobId) {
         return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE job_id = ?", Reconciler::waiting, jobId).stream().findFirst();
     }

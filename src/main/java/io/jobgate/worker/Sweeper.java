@@ -66,6 +66,30 @@ public final class Sweeper {
                 SELECT job_id, lease_token, lease_owner, status, provider FROM jobs
                  WHERE lease_token IS NOT NULL AND lease_expires_at < ?
                  ORDER BY lease_expires_at LIMIT ?""", java.sql.Timestamp.from(clock.instant()), batch);
+        return release(rows, "lease_expired", "expired during the call");
+    }
+
+    /**
+     * A clean stop: the leases {@code owner} still holds (its routes have stopped, their in-flight
+     * exchanges finished or were cut off by the shutdown timeout) are handed back now, by the rule of
+     * an expired lease, so another instance takes the jobs at once instead of after the lease runs out.
+     */
+    public int handBack(String owner) {
+        List<Map<String, Object>> rows = jdbc.queryForList("""
+                SELECT job_id, lease_token, lease_owner, status, provider FROM jobs
+                 WHERE lease_token IS NOT NULL AND lease_owner = ?""", owner);
+        int done = release(rows, "handed_back", "handed back when its worker stopped");
+        if (done > 0) {
+            LOG.info("handed back {} leases of {} on stop", done, owner);
+        }
+        return done;
+    }
+
+    /**
+     * Ends leases nobody will finish: a new attempt, unless the request may have reached a provider
+     * that does not deduplicate resubmissions ({@code submission_unknown}); the open attempt row says why.
+     */
+    private int release(List<Map<String, Object>> rows, String outcome, String why) {
         int done = 0;
         for (Map<String, Object> row : rows) {
             UUID jobId = (UUID) row.get("job_id");
@@ -74,15 +98,16 @@ public final class Sweeper {
             boolean sent = "submitting".equals(status);
             boolean resubmitSafe = providers.find((String) row.get("provider")).map(Provider::idempotentSubmit).orElse(false);
             jdbc.update("""
-                    UPDATE attempts SET ended_at = ?, outcome = 'lease_expired', error_category = ?, error_message = ?
+                    UPDATE attempts SET ended_at = ?, outcome = ?, error_category = ?, error_message = ?
                      WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",
-                    java.sql.Timestamp.from(clock.instant()), ErrorCategory.AMBIGUOUS.wire(), "lease of " + row.get("lease_owner") + " expired during the call", jobId, token);
+                    java.sql.Timestamp.from(clock.instant()), outcome, ErrorCategory.AMBIGUOUS.wire(),
+                    "lease of " + row.get("lease_owner") + " " + why, jobId, token);
             boolean changed = !sent || resubmitSafe
                     ? leases.requeue(jobId, token, clock.instant(), 0, sent ? ErrorCategory.AMBIGUOUS.wire() : null)
                     : leases.parkUnknown(jobId, token, null, clock.instant());
             if (changed) {
                 done++;
-                LOG.warn("lease of {} on job {} expired in {}: {}", row.get("lease_owner"), jobId, status,
+                LOG.warn("lease of {} on job {} {} in {}: {}", row.get("lease_owner"), jobId, why, status,
                         !sent || resubmitSafe ? "new attempt queued" : "submission_unknown (request may have reached the provider)");
             }
         }

@@ -94,6 +94,11 @@ public final class Worker {
     private final AtomicLong acknowledgedWithoutCall = new AtomicLong();
     private volatile Backoff backoff;
     private volatile FaultPoint faults = step -> { };
+    private volatile io.jobgate.ops.Meters meters;
+
+    public void useMeters(io.jobgate.ops.Meters meters) {
+        this.meters = meters;
+    }
 
     /** Test hook: a crash injected at a named step (the process dies there, leaving its lease). */
     @FunctionalInterface
@@ -340,6 +345,11 @@ public final class Worker {
             retryAfterUnderstood = d.retryAfterUnderstood;
         }
         leases.closeAttempt(lease.jobId(), attempt, lease.token(), outcome, result, durationMs, nextAt, retryAfterUnderstood);
+        meters.attempt(provider.name(), lease.tenantId(), result.succeeded() || result.pending() ? outcome
+                : result.category() == null ? outcome : result.category().wire());
+        if (result.category() == ErrorCategory.RATE_LIMITED) {
+            meters.rateLimited(provider.name(), lease.tenantId());
+        }
         AttemptLog.write(new AttemptLog.Line(lease.jobId().toString(), lease.correlationId(), lease.presetId(),
                 lease.presetVersion(), lease.aspectClass(), provider.name(), provider.revision(), attempt, durationMs,
                 result.httpStatus(), outcome, result.category() == null ? null : result.category().wire(), next));

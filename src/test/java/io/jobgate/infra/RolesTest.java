@@ -15,6 +15,20 @@ class RolesTest {
         return Roles.parse(list, key -> Optional.ofNullable(legacy.get(key)));
     }
 
+    /**
+     * The old switches are no longer in the settings file: a route starting by one would fail the
+     * start of a gateway that does not set it (tests do set them, so only the packaged jar would tell).
+     */
+    @Test
+    void routesStartByTheirRoleNeverByAnOldSwitch() throws Exception {
+        try (var files = java.nio.file.Files.list(java.nio.file.Path.of("routes"))) {
+            for (java.nio.file.Path file : files.filter(f -> f.toString().endsWith(".camel.yaml")).toList()) {
+                assertThat(java.nio.file.Files.readString(file)).as(file.toString())
+                        .doesNotContainPattern("\\{\\{jobgate\\.(relay|worker|sweeper|reconcile)\\.enabled");
+            }
+        }
+    }
+
     @Test
     void theShippedDefaultRunsEveryRole() {
         Roles all = parse("api,relay,worker,sweeper,reconciler", Map.of());

@@ -115,6 +115,21 @@ class ReconciliationTest {
         Jobs.awaitStatus(id, "succeeded");
     }
 
+    /** After a (re)start, a job whose next check lies far ahead is asked at once: missed webhooks arrive in seconds. */
+    @Test
+    void onStartEveryJobWaitingOnAProviderIsAskedSoon() throws Exception {
+        String tag = Jobs.tag();
+        UUID id = pendingJob(tag);
+        context.getRouteController().suspendRoute("reconciler");
+        lookupAnswers(tag, "succeeded");
+        // As the interval had grown before the restart: its next check an hour ahead.
+        Db.execute("UPDATE jobs SET next_check_at = now() + interval '1 hour', check_claimed_by = NULL WHERE job_id = '" + id + "'");
+
+        assertThat(reconciler.catchUp()).isGreaterThanOrEqualTo(1);
+        context.getRouteController().resumeRoute("reconciler");
+        Jobs.awaitStatus(id, "succeeded");
+    }
+
     // --- The lifetime stops new attempts, never evidence -----------------------------------------
 
     @Test

@@ -10,6 +10,11 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.Jms;
+import io.jobgate.support.LegacyClients;
+import io.jobgate.support.LegacyClients.Client;
+import io.jobgate.support.LegacyClients.Protocol;
+import io.jobgate.support.LegacyClients.Reply;
+import io.jobgate.support.LegacyClients.Request;
 import jakarta.jms.Connection;
 import jakarta.jms.ConnectionFactory;
 import jakarta.jms.Destination;
@@ -48,14 +53,14 @@ abstract class BrokerFlowsContract {
     static final String PRODUCER = "globex-legacy";
     static final String PRODUCER_PASSWORD = "dev-globex-jms";
 
-    /** Where legacy producers connect: the broker's TCP acceptor. */
-    abstract String producerUrl();
+    /** Where legacy producers connect: host and port of the broker's TCP acceptor (all protocols). */
+    abstract String producerHostPort();
 
     private ActiveMQConnectionFactory producers;
 
     Connection producer(String user, String password) throws Exception {
         if (producers == null) {
-            producers = new ActiveMQConnectionFactory(producerUrl());
+            producers = new ActiveMQConnectionFactory("tcp://" + producerHostPort());
         }
         Connection c = producers.createConnection(user, password);
         c.start();
@@ -153,66 +158,6 @@ abstract class BrokerFlowsContract {
     }
 
     @Test
-    void aLegacyProducerSubmitsOverJmsAndGetsTheJobOfItsOwnTenantAsTheCorrelatedReply() throws Exception {
-        String key = "jms-" + UUID.randomUUID();
-        try (Connection c = producer(PRODUCER, PRODUCER_PASSWORD);
-                Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE)) {
-            Destination replies = s.createTemporaryQueue();
-            MessageConsumer replyConsumer = s.createConsumer(replies);
-            MessageProducer producer = s.createProducer(s.createQueue("jobs.intake"));
-
-            producer.send(intake(s, key, "corr-1", replies, "globex"));
-            TextMessage first = (TextMessage) replyConsumer.receive(10_000);
-            producer.send(intake(s, key, "corr-2", replies, null)); // resent; the tenant comes from the login
-            TextMessage second = (TextMessage) replyConsumer.receive(10_000);
-
-            assertThat(first).isNotNull();
-            assertThat(first.getJMSCorrelationID()).isEqualTo("corr-1");
-            assertThat(first.getIntProperty("JobgateHttpStatus")).isEqualTo(202);
-            JsonNode job = JSON.readTree(first.getText());
-            assertThat(job.path("status").asText()).isEqualTo("queued");
-            assertThat(job.path("tenant_id").asText()).isEqualTo("globex");
-            assertThat(second.getJMSCorrelationID()).isEqualTo("corr-2");
-            assertThat(JSON.readTree(second.getText()).path("job_id").asText()).isEqualTo(job.path("job_id").asText());
-            assertThat(second.getBooleanProperty("JobgateIdempotentReplayed")).isTrue();
-            assertThat(Db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'globex' AND idempotency_key = ?", key))
-                    .isEqualTo(1);
-        }
-    }
-
-    @Test
-    void aWrongPasswordOrAnUnknownUserIsRefusedAtConnect() {
-        assertThatThrownBy(() -> producer(PRODUCER, "not-the-password")).isInstanceOf(JMSSecurityException.class);
-        assertThatThrownBy(() -> producer("nobody", PRODUCER_PASSWORD)).isInstanceOf(JMSSecurityException.class);
-    }
-
-    @Test
-    void aMessageClaimingAnotherTenantIsRefusedToTheIntakeDeadLetterQueueWithTheReason() throws Exception {
-        String key = "claim-" + UUID.randomUUID();
-        try (Connection c = producer(PRODUCER, PRODUCER_PASSWORD);
-                Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE)) {
-            Destination replies = s.createTemporaryQueue();
-            MessageConsumer replyConsumer = s.createConsumer(replies);
-            TextMessage claim = intake(s, key, "corr-claim", replies, "acme");
-            // A forged stamp changes nothing: the broker overwrites it with the user it authenticated.
-            claim.setStringProperty("JMSXUserID", "acme-legacy");
-            s.createProducer(s.createQueue("jobs.intake")).send(claim);
-
-            TextMessage reply = (TextMessage) replyConsumer.receive(10_000);
-            assertThat(reply).isNotNull();
-            assertThat(JSON.readTree(reply.getText()).path("code").asText()).isEqualTo("tenant_mismatch");
-        }
-        await().atMost(Duration.ofSeconds(10)).until(() ->
-                jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + key + "'").size() == 1);
-        Message kept = jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + key + "'").get(0);
-        assertThat(kept.getStringProperty("JobgateProblemCode")).isEqualTo("tenant_mismatch");
-        assertThat(kept.getIntProperty("JobgateHttpStatus")).isEqualTo(403);
-        assertThat(kept.getStringProperty("JobgateProblemDetail")).contains("'acme'", "'globex'");
-        assertThat(kept.getStringProperty("JobgateSender")).isEqualTo(PRODUCER);
-        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = ?", key)).isZero();
-    }
-
-    @Test
     void aProducerMaySendJobRequestsAndNothingElse() throws Exception {
         try (Connection c = producer(PRODUCER, PRODUCER_PASSWORD);
                 Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE)) {
@@ -229,15 +174,8 @@ abstract class BrokerFlowsContract {
     }
 
     @Test
-    void aMalformedOrRefusedIntakeMessageIsKeptOnTheIntakeDeadLetterQueueWithItsReason() throws Exception {
-        String key = "bad-" + UUID.randomUUID();
+    void aMessageFromTheGatewaysOwnUserIsRefusedAsNotAProducer() throws Exception {
         String notAProducer = "service-" + UUID.randomUUID();
-        try (Connection c = producer(PRODUCER, PRODUCER_PASSWORD);
-                Session s = c.createSession(false, Session.AUTO_ACKNOWLEDGE)) {
-            TextMessage broken = s.createTextMessage("{\"preset_id\": ");
-            broken.setStringProperty("JobgateIdempotencyKey", key);
-            s.createProducer(s.createQueue("jobs.intake")).send(broken);
-        }
         // The gateway's own user may use the queue but submits for no tenant.
         try (Session s = jms.connection().createSession(false, Session.AUTO_ACKNOWLEDGE)) {
             TextMessage orphan = s.createTextMessage("{}");
@@ -245,18 +183,220 @@ abstract class BrokerFlowsContract {
             orphan.setStringProperty("JobgateIdempotencyKey", notAProducer);
             s.createProducer(s.createQueue("jobs.intake")).send(orphan);
         }
-
-        await().atMost(Duration.ofSeconds(10)).until(() ->
-                jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + key + "'").size() == 1);
-        Message kept = jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + key + "'").get(0);
-        assertThat(kept.getStringProperty("JobgateProblemCode")).isEqualTo("malformed_json");
-        assertThat(kept.getIntProperty("JobgateHttpStatus")).isEqualTo(400);
-        assertThat(((TextMessage) kept).getText()).isEqualTo("{\"preset_id\": ");
         await().atMost(Duration.ofSeconds(10)).until(() ->
                 jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + notAProducer + "'").size() == 1);
         assertThat(jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + notAProducer + "'").get(0)
                 .getStringProperty("JobgateProblemCode")).isEqualTo("not_a_producer");
-        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key IN (?, ?)", key, notAProducer)).isZero();
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = ?", notAProducer)).isZero();
+    }
+
+    // --- Each protocol with its stock client: Artemis core (jakarta), ActiveMQ 5.x (OpenWire, javax),
+    // Qpid JMS (AMQP 1.0). -----------------------------------------------------------------------
+    // (One @Test per protocol rather than a parameterized test: camel-test-main boots a fresh gateway
+    // for each parameterized container, and the class shares one.)
+
+    @Test
+    void artemisCoreClient_getsTheJobOfItsOwnTenantAsTheCorrelatedReplyAndAResendGetsTheSameJob() throws Exception {
+        getsTheJobOfItsOwnTenantAsTheCorrelatedReplyAndAResendGetsTheSameJob(Protocol.CORE);
+    }
+
+    @Test
+    void activeMq5OpenWireClient_getsTheJobOfItsOwnTenantAsTheCorrelatedReplyAndAResendGetsTheSameJob() throws Exception {
+        getsTheJobOfItsOwnTenantAsTheCorrelatedReplyAndAResendGetsTheSameJob(Protocol.OPENWIRE);
+    }
+
+    @Test
+    void qpidJmsAmqpClient_getsTheJobOfItsOwnTenantAsTheCorrelatedReplyAndAResendGetsTheSameJob() throws Exception {
+        getsTheJobOfItsOwnTenantAsTheCorrelatedReplyAndAResendGetsTheSameJob(Protocol.AMQP);
+    }
+
+    @Test
+    void artemisCoreClient_aMessageClaimingAnotherTenantOrForgingItsUserIsRefusedWithItsReasonAndMakesNoJob() throws Exception {
+        aMessageClaimingAnotherTenantOrForgingItsUserIsRefusedWithItsReasonAndMakesNoJob(Protocol.CORE);
+    }
+
+    @Test
+    void activeMq5OpenWireClient_aMessageClaimingAnotherTenantOrForgingItsUserIsRefusedWithItsReasonAndMakesNoJob() throws Exception {
+        aMessageClaimingAnotherTenantOrForgingItsUserIsRefusedWithItsReasonAndMakesNoJob(Protocol.OPENWIRE);
+    }
+
+    @Test
+    void qpidJmsAmqpClient_aMessageClaimingAnotherTenantOrForgingItsUserIsRefusedWithItsReasonAndMakesNoJob() throws Exception {
+        aMessageClaimingAnotherTenantOrForgingItsUserIsRefusedWithItsReasonAndMakesNoJob(Protocol.AMQP);
+    }
+
+    @Test
+    void artemisCoreClient_aSenderWithoutCredentialsOrWithAWrongOneIsRefusedAtConnect() throws Exception {
+        aSenderWithoutCredentialsOrWithAWrongOneIsRefusedAtConnect(Protocol.CORE);
+    }
+
+    @Test
+    void activeMq5OpenWireClient_aSenderWithoutCredentialsOrWithAWrongOneIsRefusedAtConnect() throws Exception {
+        aSenderWithoutCredentialsOrWithAWrongOneIsRefusedAtConnect(Protocol.OPENWIRE);
+    }
+
+    @Test
+    void qpidJmsAmqpClient_aSenderWithoutCredentialsOrWithAWrongOneIsRefusedAtConnect() throws Exception {
+        aSenderWithoutCredentialsOrWithAWrongOneIsRefusedAtConnect(Protocol.AMQP);
+    }
+
+    @Test
+    void artemisCoreClient_aMalformedRequestIsKeptOnTheIntakeDeadLetterQueueWithItsReason() throws Exception {
+        aMalformedRequestIsKeptOnTheIntakeDeadLetterQueueWithItsReason(Protocol.CORE);
+    }
+
+    @Test
+    void activeMq5OpenWireClient_aMalformedRequestIsKeptOnTheIntakeDeadLetterQueueWithItsReason() throws Exception {
+        aMalformedRequestIsKeptOnTheIntakeDeadLetterQueueWithItsReason(Protocol.OPENWIRE);
+    }
+
+    @Test
+    void qpidJmsAmqpClient_aMalformedRequestIsKeptOnTheIntakeDeadLetterQueueWithItsReason() throws Exception {
+        aMalformedRequestIsKeptOnTheIntakeDeadLetterQueueWithItsReason(Protocol.AMQP);
+    }
+
+
+    static final String REQUEST = """
+            {"preset_id": "invoice-clean", "aspect_class": "portrait",
+             "inputs": {"supplier_name": "Legacy GmbH", "invoice_id": "L-1", "currency": "EUR", "line_items": []}}""";
+
+    private void getsTheJobOfItsOwnTenantAsTheCorrelatedReplyAndAResendGetsTheSameJob(Protocol protocol)
+            throws Exception {
+        String key = protocol + "-" + UUID.randomUUID();
+        try (Client client = LegacyClients.connect(protocol, producerHostPort(), PRODUCER, PRODUCER_PASSWORD)) {
+            Reply first = client.request(Request.of(REQUEST, key, "corr-1-" + key).claiming("globex"), 10_000);
+            // Resent without the claim: the tenant comes from the login.
+            Reply second = client.request(Request.of(REQUEST, key, "corr-2-" + key), 10_000);
+
+            assertThat(first).as("reply over %s", protocol).isNotNull();
+            assertThat(first.correlationId()).isEqualTo("corr-1-" + key);
+            assertThat(first.status()).isEqualTo(202);
+            JsonNode job = JSON.readTree(first.text());
+            assertThat(job.path("status").asText()).isEqualTo("queued");
+            assertThat(job.path("tenant_id").asText()).isEqualTo("globex");
+            assertThat(first.jobId()).isEqualTo(job.path("job_id").asText());
+            assertThat(first.replayed()).isFalse();
+            assertThat(second).isNotNull();
+            assertThat(second.correlationId()).isEqualTo("corr-2-" + key);
+            assertThat(second.status()).isEqualTo(202);
+            assertThat(second.jobId()).isEqualTo(first.jobId());
+            assertThat(second.replayed()).isTrue();
+            assertThat(Db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'globex' AND idempotency_key = ?::text", key))
+                    .isEqualTo(1);
+            assertThat(api.get("dev-globex-key", "/v1/jobs/" + first.jobId()).status()).isEqualTo(200);
+        }
+    }
+
+    private void aMessageClaimingAnotherTenantOrForgingItsUserIsRefusedWithItsReasonAndMakesNoJob(Protocol protocol) throws Exception {
+        String key = "claim-" + protocol + "-" + UUID.randomUUID();
+        try (Client client = LegacyClients.connect(protocol, producerHostPort(), PRODUCER, PRODUCER_PASSWORD)) {
+            // A forged user stamp changes nothing: the broker sets the user it authenticated.
+            Reply reply = client.request(Request.of(REQUEST, key, "corr-claim").claiming("acme").forgingUser("acme-legacy"),
+                    10_000);
+            assertThat(reply).as("reply over %s", protocol).isNotNull();
+            assertThat(reply.status()).isEqualTo(403);
+            assertThat(reply.correlationId()).isEqualTo("corr-claim");
+            assertThat(JSON.readTree(reply.text()).path("code").asText()).isEqualTo("tenant_mismatch");
+        }
+        Message kept = deadLetter(key);
+        assertThat(kept.getStringProperty("JobgateProblemCode")).isEqualTo("tenant_mismatch");
+        assertThat(kept.getIntProperty("JobgateHttpStatus")).isEqualTo(403);
+        assertThat(kept.getStringProperty("JobgateProblemDetail")).contains("'acme'", "'globex'");
+        assertThat(kept.getStringProperty("JobgateSender")).isEqualTo(PRODUCER);
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = ?", key)).isZero();
+    }
+
+    private void aSenderWithoutCredentialsOrWithAWrongOneIsRefusedAtConnect(Protocol protocol) {
+        // No credentials, a wrong password, another tenant's user with this one's password, no such user.
+        assertThatThrownBy(() -> LegacyClients.connect(protocol, producerHostPort(), null, null).close())
+                .isInstanceOf(LegacyClients.Refused.class);
+        assertThatThrownBy(() -> LegacyClients.connect(protocol, producerHostPort(), PRODUCER, "not-the-password").close())
+                .isInstanceOf(LegacyClients.Refused.class);
+        assertThatThrownBy(() -> LegacyClients.connect(protocol, producerHostPort(), "acme-legacy", PRODUCER_PASSWORD).close())
+                .isInstanceOf(LegacyClients.Refused.class);
+        assertThatThrownBy(() -> LegacyClients.connect(protocol, producerHostPort(), "nobody", PRODUCER_PASSWORD).close())
+                .isInstanceOf(LegacyClients.Refused.class);
+    }
+
+    private void aMalformedRequestIsKeptOnTheIntakeDeadLetterQueueWithItsReason(Protocol protocol) throws Exception {
+        String key = "bad-" + protocol + "-" + UUID.randomUUID();
+        try (Client client = LegacyClients.connect(protocol, producerHostPort(), PRODUCER, PRODUCER_PASSWORD)) {
+            Reply reply = client.request(Request.of("{\"preset_id\": ", key, "corr-bad"), 10_000);
+            assertThat(reply).as("reply over %s", protocol).isNotNull();
+            assertThat(reply.status()).isEqualTo(400);
+            assertThat(JSON.readTree(reply.text()).path("code").asText()).isEqualTo("malformed_json");
+        }
+        Message kept = deadLetter(key);
+        assertThat(kept.getStringProperty("JobgateProblemCode")).isEqualTo("malformed_json");
+        assertThat(kept.getIntProperty("JobgateHttpStatus")).isEqualTo(400);
+        assertThat(((TextMessage) kept).getText()).isEqualTo("{\"preset_id\": ");
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = ?", key)).isZero();
+    }
+
+    // --- Status events for legacy consumers: their tenant's own address, jobs.events.<tenant>. -------
+
+    @Test
+    void activeMq5OpenWireClient_aLegacyConsumerReadsItsOwnTenantsStatusEventsAndNoOtherTenants() throws Exception {
+        readsItsOwnTenantsStatusEvents(Protocol.OPENWIRE);
+    }
+
+    @Test
+    void qpidJmsAmqpClient_aLegacyConsumerReadsItsOwnTenantsStatusEventsAndNoOtherTenants() throws Exception {
+        readsItsOwnTenantsStatusEvents(Protocol.AMQP);
+    }
+
+    @Test
+    void artemisCoreClient_aLegacyConsumerReadsItsOwnTenantsStatusEventsAndNoOtherTenants() throws Exception {
+        readsItsOwnTenantsStatusEvents(Protocol.CORE);
+    }
+
+    private void readsItsOwnTenantsStatusEvents(Protocol protocol) throws Exception {
+        try (Client client = LegacyClients.connect(protocol, producerHostPort(), PRODUCER, PRODUCER_PASSWORD)) {
+            LegacyClients.Subscription events = client.subscribe("jobs.events.globex", "JobgateStatus IN ('queued', 'cancelled')");
+            String acmeJob = post("dev-acme-key");
+            String job = post("dev-globex-key");
+            assertThat(api.post("dev-globex-key", "/v1/jobs/" + job + "/cancel").status()).isEqualTo(200);
+
+            List<JsonNode> mine = new ArrayList<>();
+            LegacyClients.Event e;
+            while (mine.size() < 2 && (e = events.receive(15_000)) != null) {
+                assertThat(e.tenant()).as("only globex's events reach globex's address").isEqualTo("globex");
+                assertThat(e.jobId()).isNotEqualTo(acmeJob);
+                if (job.equals(e.jobId())) {
+                    mine.add(JSON.readTree(e.text()));
+                }
+            }
+            assertThat(mine).extracting(n -> n.path("status").asText()).containsExactly("queued", "cancelled");
+            // The same JSON as on jobs.events.
+            assertThat(mine.get(0).path("job_id").asText()).isEqualTo(job);
+            assertThat(mine.get(0).path("tenant_id").asText()).isEqualTo("globex");
+            assertThat(mine.get(0).has("event_id") && mine.get(0).has("at") && mine.get(0).has("attempt")).isTrue();
+            assertThat(mine.get(1).path("error_category").asText()).isEqualTo("cancelled");
+
+            // Another tenant's address, and the shared topic whatever the selector: refused.
+            assertThatThrownBy(() -> client.subscribe("jobs.events.acme", null)).satisfies(LegacyClientsRefusal::isSecurity);
+            assertThatThrownBy(() -> client.subscribe("jobs.events", "JobgateTenant = 'globex'"))
+                    .satisfies(LegacyClientsRefusal::isSecurity);
+        }
+    }
+
+    /**
+     * A refusal by the broker's security, in the client's own exception type (Artemis answers an
+     * AMQP consumer's refused subscription as an internal error that carries AMQ229213, "does not
+     * have permission").
+     */
+    static final class LegacyClientsRefusal {
+        static void isSecurity(Throwable t) {
+            if (!(t instanceof jakarta.jms.JMSSecurityException) && !(t instanceof javax.jms.JMSSecurityException)) {
+                assertThat(t).isInstanceOf(jakarta.jms.JMSException.class).hasMessageContaining("AMQ229213");
+            }
+        }
+    }
+
+    private Message deadLetter(String key) throws Exception {
+        await().atMost(Duration.ofSeconds(10)).until(() ->
+                jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + key + "'").size() == 1);
+        return jms.browse("jobs.intake.DLQ", "JobgateIdempotencyKey = '" + key + "'").get(0);
     }
 
     @Test
@@ -278,19 +418,5 @@ abstract class BrokerFlowsContract {
             assertThat(mine.get(1).path("error_category").asText()).isEqualTo("cancelled");
             assertThat(mine.get(0).path("tenant_id").asText()).isEqualTo("globex");
         }
-    }
-
-    private static TextMessage intake(Session s, String key, String correlation, Destination replyTo, String tenant)
-            throws Exception {
-        TextMessage m = s.createTextMessage("""
-                {"preset_id": "invoice-clean", "aspect_class": "portrait",
-                 "inputs": {"supplier_name": "Legacy GmbH", "invoice_id": "L-1", "currency": "EUR", "line_items": []}}""");
-        if (tenant != null) {
-            m.setStringProperty("JobgateTenant", tenant);
-        }
-        m.setStringProperty("JobgateIdempotencyKey", key);
-        m.setJMSCorrelationID(correlation);
-        m.setJMSReplyTo(replyTo);
-        return m;
     }
 }

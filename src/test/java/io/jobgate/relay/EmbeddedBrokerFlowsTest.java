@@ -20,7 +20,7 @@ class EmbeddedBrokerFlowsTest extends BrokerFlowsContract {
     }
 
     @Override
-    String producerUrl() {
-        return "tcp://127.0.0.1:" + System.getProperty("jobgate.broker.embedded-port");
+    String producerHostPort() {
+        return "127.0.0.1:" + System.getProperty("jobgate.broker.embedded-port");
     }
 }

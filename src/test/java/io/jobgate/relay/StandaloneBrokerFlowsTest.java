@@ -38,8 +38,9 @@ class StandaloneBrokerFlowsTest extends BrokerFlowsContract {
     }
 
     @Override
-    String producerUrl() {
-        return URL;
+    String producerHostPort() {
+        java.net.URI uri = java.net.URI.create(URL);
+        return uri.getHost() + ":" + uri.getPort();
     }
 
     private static String env(String name) {

@@ -491,6 +491,25 @@ class WorkerTest {
         assertThat(job(id).get("error_category")).isNull();
     }
 
+    /** A clean stop hands the leases of its worker back: another attempt starts at once, not after the lease runs out. */
+    @Test
+    void aStoppingWorkerHandsItsLeasesBackForANewAttemptAtOnce() {
+        String tag = Jobs.tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
+                .willSetStateTo("second").willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(1500)));
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("second")
+                .willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID id = submit(tag, "fakeimg");
+        await().atMost(Duration.ofSeconds(10)).until(() -> "submitting".equals(Jobs.status(id)));
+
+        assertThat(sweeper.handBack(worker.name())).isEqualTo(1); // what the stop of this worker does
+        Jobs.awaitStatus(id, "succeeded");
+
+        await().atMost(Duration.ofSeconds(5)).until(() -> attempts(id).size() == 2 && attempts(id).get(1).get("outcome") != null);
+        assertThat(attempts(id)).extracting(a -> a.get("outcome")).containsExactly("handed_back", "succeeded");
+        assertThat((String) job(id).get("result")).contains("\"attempt\": 2");
+    }
+
     @Test
     void twoUnparseableRepliesInARowFailTheJob() {
         String tag = Jobs.tag();
