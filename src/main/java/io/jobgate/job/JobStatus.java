@@ -30,6 +30,14 @@ public enum JobStatus {
     /** Waiting on the provider: its evidence (webhook, poll, operator repair) applies only to these. */
     public static final java.util.Set<JobStatus> AT_PROVIDER = java.util.EnumSet.of(PROVIDER_PENDING, SUBMISSION_UNKNOWN);
 
+    /**
+     * The statuses as one SQL parameter, read by {@code string_to_array(?, ',')} (a text array
+     * bound the same way by every driver path: JdbcTemplate, named parameters, camel-sql).
+     */
+    public static String sqlList(java.util.Collection<JobStatus> statuses) {
+        return statuses.stream().map(JobStatus::wire).sorted().collect(java.util.stream.Collectors.joining(","));
+    }
+
     public boolean terminal() {
         return this == SUCCEEDED || this == FAILED || this == CANCELLED;
     }

@@ -258,7 +258,7 @@ public final class JobTransitions {
         MapSqlParameterSource p = new MapSqlParameterSource()
                 .addValue("job", jobId)
                 .addValue("to", event.to().wire())
-                .addValue("from", from.stream().map(JobStatus::wire).sorted().collect(Collectors.joining(",")))
+                .addValue("from", JobStatus.sqlList(from))
                 .addValue("now", Timestamp.from(now))
                 .addValue("token", guard.leaseToken())
                 .addValue("event", guard.dispatchEvent());
@@ -346,7 +346,7 @@ public final class JobTransitions {
      */
     public Optional<Map<String, Object>> peek(UUID jobId, Event event, Guard guard, String columns) {
         MapSqlParameterSource p = new MapSqlParameterSource().addValue("job", jobId)
-                .addValue("from", event.from().stream().map(JobStatus::wire).sorted().collect(Collectors.joining(",")))
+                .addValue("from", JobStatus.sqlList(event.from()))
                 .addValue("token", guard.leaseToken()).addValue("event", guard.dispatchEvent());
         return jdbc.queryForList("SELECT " + columns + " FROM jobs j WHERE j.job_id = :job AND j.finalized_at IS NULL"
                 + " AND j.status = ANY (string_to_array(:from, ','))" + guardSql(guard), p).stream().findFirst();

@@ -44,7 +44,7 @@ public final class Reconciler {
 
     private static final Logger LOG = LoggerFactory.getLogger(Reconciler.class);
     static final Set<JobStatus> WAITING = JobStatus.AT_PROVIDER;
-    private static final String WAITING_SQL = WAITING.stream().map(JobStatus::wire).sorted().collect(java.util.stream.Collectors.joining(","));
+    private static final String WAITING_SQL = JobStatus.sqlList(WAITING);
 
     private final JdbcTemplate jdbc;
     private final JobTransitions transitions;

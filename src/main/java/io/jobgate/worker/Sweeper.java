@@ -37,8 +37,7 @@ public final class Sweeper {
     private final String bucket;
     private final java.time.Duration quarantineMaxAge;
     private final java.time.Duration horizon;
-    private static final String AT_PROVIDER = JobStatus.AT_PROVIDER.stream().map(JobStatus::wire).sorted()
-            .collect(java.util.stream.Collectors.joining(","));
+    private static final String AT_PROVIDER = JobStatus.sqlList(JobStatus.AT_PROVIDER);
 
     public Sweeper(JdbcTemplate jdbc, JobLeases leases, JobFinalizer finalizer, ProviderCatalog providers, Clock clock,
                    SweeperSettings settings, software.amazon.awssdk.services.s3.S3Client s3, String bucket) {
