@@ -264,20 +264,22 @@ public final class JobTransitions {
                 .addValue("event", guard.dispatchEvent());
         String guards = guardSql(guard);
         Optional<Moved> moved = transactions.execute(tx -> {
-            if (event.has(Effect.TAKE_LEASE)) {
-                // The job's waiting dispatch events first, then its row: the relay's and finalize's order.
-                jdbc.query("SELECT event_id FROM outbox WHERE job_id = :job AND event_type = 'dispatch' "
-                        + "AND published_at IS NULL FOR UPDATE", p, rs -> { });
-            } else if (event.has(Effect.DROP_DISPATCH)) {
+            if (event.has(Effect.DROP_DISPATCH)) {
                 // Only while the transition applies (checked, not locked: the job row comes second).
                 jdbc.update("""
                         DELETE FROM outbox o USING jobs j
                          WHERE o.job_id = :job AND o.event_type = 'dispatch' AND o.published_at IS NULL
                            AND j.job_id = o.job_id AND j.status = ANY (string_to_array(:from, ','))""" + guards, p);
             }
-            String update = "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event, change, p, now)
+            // Taking a lease locks the job's waiting dispatch events first, then its row (the relay's
+            // and finalize's order), in the same statement: one initplan, no extra round trip.
+            boolean lockEvents = event.has(Effect.TAKE_LEASE);
+            String update = (lockEvents ? "WITH waiting_events AS (SELECT event_id FROM outbox WHERE job_id = :job"
+                    + " AND event_type = 'dispatch' AND published_at IS NULL FOR UPDATE) " : "")
+                    + "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event, change, p, now)
                     + " FROM (SELECT job_id, dispatched_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
-                    + " WHERE j.job_id = old.job_id AND j.finalized_at IS NULL AND j.status = ANY (string_to_array(:from, ','))" + guards
+                    + " WHERE j.job_id = old.job_id AND j.finalized_at IS NULL AND j.status = ANY (string_to_array(:from, ','))"
+                    + (lockEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards
                     + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token,"
                     + " old.dispatched_at IS NOT NULL AS held_slot" + (returning == null ? "" : ", " + returning);
             String sql = update;
