@@ -71,7 +71,7 @@ public final class HttpEdges implements org.apache.camel.StartupListener {
                     if (installed && context.getStatus().isStarted()) {
                         rc.next();
                     } else {
-                        answer(rc, unavailable(served ? "shutting_down" : "starting"));
+                        answer(rc, closed());
                     }
                 };
             }
@@ -114,7 +114,7 @@ public final class HttpEdges implements org.apache.camel.StartupListener {
         ServiceStatus status = context.getStatus();
         String path = rc.request().path();
         if (!status.isStarted()) {
-            answer(rc, unavailable(served ? "shutting_down" : "starting"));
+            answer(rc, closed());
             return;
         }
         List<Api> matching = api().stream().filter(a -> a.path().matcher(path).matches()).toList();
@@ -126,6 +126,11 @@ public final class HttpEdges implements org.apache.camel.StartupListener {
         } else {
             answer(rc, unavailable("not_available")); // its route is not running (stopped, suspended)
         }
+    }
+
+    /** While the gateway is not running: starting, or (once it ran) stopping. */
+    private ApiProblem closed() {
+        return unavailable(served ? "shutting_down" : "starting");
     }
 
     private static ApiProblem unavailable(String code) {
