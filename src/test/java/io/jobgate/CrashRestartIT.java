@@ -10,10 +10,10 @@ import java.util.concurrent.TimeUnit;
 
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.PackagedGateway;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * A crash for real: the packaged gateway on embedded defaults is killed with SIGKILL (as the OOM
@@ -39,11 +39,11 @@ class CrashRestartIT {
     }
 
     private static void crashAndRestart(Path dataDir, int port, ApiClient api, Path pidFile) throws Exception {
-        Process first = start(dataDir, port, dataDir.resolve("first.log"));
+        Process first = PackagedGateway.builder(dataDir, port, dataDir.resolve("first.log")).start();
         List<String> jobs = new ArrayList<>();
         long orphan;
         try {
-            awaitHealthy(first, api, dataDir.resolve("first.log"), Duration.ofSeconds(120));
+            PackagedGateway.awaitHealthy(first, api, dataDir.resolve("first.log"), Duration.ofSeconds(120));
             for (int i = 1; i <= 3; i++) {
                 ApiClient.Response job = api.postJob(i % 2 == 0 ? "dev-globex-key" : "dev-acme-key", "crash-" + i, """
                         {"preset_id": "invoice-clean", "aspect_class": "portrait",
@@ -64,10 +64,10 @@ class CrashRestartIT {
 
         Path secondLog = dataDir.resolve("second.log");
         long restarted = System.nanoTime();
-        Process second = start(dataDir, port, secondLog);
+        Process second = PackagedGateway.builder(dataDir, port, secondLog).start();
         try {
             // Well below zonky's 60 s start-up wait, which is how the unfixed gateway fails here.
-            awaitHealthy(second, api, secondLog, Duration.ofSeconds(45));
+            PackagedGateway.awaitHealthy(second, api, secondLog, Duration.ofSeconds(45));
             long readyMillis = (System.nanoTime() - restarted) / 1_000_000;
             System.out.println("restart after SIGKILL: process start to /observe/health 200 in " + readyMillis + " ms");
 
@@ -84,28 +84,6 @@ class CrashRestartIT {
             second.destroy();
             assertThat(second.waitFor(60, TimeUnit.SECONDS)).isTrue();
         }
-    }
-
-    private static Process start(Path dataDir, int port, Path log) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-jar", "target/jobgate.jar")
-                .redirectErrorStream(true).redirectOutput(log.toFile());
-        pb.environment().put("CAMEL_SERVER_PORT", Integer.toString(port));
-        pb.environment().put("JOBGATE_DATA_DIR", dataDir.toString());
-        pb.environment().put("JOBGATE_BROKER_EMBEDDED_PORT", "0");
-        pb.environment().put("JOBGATE_SIMULATOR_PORT", "0");
-        pb.environment().remove("JOBGATE_DB_URL");
-        return pb.start();
-    }
-
-    private static void awaitHealthy(Process gateway, ApiClient api, Path log, Duration atMost) {
-        await().atMost(atMost).pollInterval(Duration.ofMillis(50)).until(() -> {
-            assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log)).isTrue();
-            try {
-                return api.get(null, "/observe/health").status() == 200;
-            } catch (AssertionError notYet) {
-                return false;
-            }
-        });
     }
 
     private static void killLeftover(Path pidFile) throws Exception {

@@ -8,10 +8,10 @@ import java.util.concurrent.TimeUnit;
 
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.PackagedGateway;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 /**
  * The README's run command for real: {@code java -jar target/jobgate.jar} as a process on embedded
@@ -25,26 +25,10 @@ class PackagedJarIT {
         Path dataDir = Files.createTempDirectory("jobgate-jar");
         Path log = dataDir.resolve("gateway.log");
         int port = GatewayTestSupport.freePort();
-        ProcessBuilder pb = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-jar", "target/jobgate.jar")
-                .redirectErrorStream(true).redirectOutput(log.toFile());
-        pb.environment().put("CAMEL_SERVER_PORT", Integer.toString(port));
-        pb.environment().put("JOBGATE_DATA_DIR", dataDir.toString());
-        // In-VM only: a port picked here and bound later could be taken meanwhile (the embedded
-        // PostgreSQL once took it on CI).
-        pb.environment().put("JOBGATE_BROKER_EMBEDDED_PORT", "0");
-        pb.environment().put("JOBGATE_SIMULATOR_PORT", "0");
-        pb.environment().remove("JOBGATE_DB_URL");
-        Process gateway = pb.start();
+        Process gateway = PackagedGateway.builder(dataDir, port, log).start();
         try {
             ApiClient api = new ApiClient(port);
-            await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(250)).until(() -> {
-                assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log)).isTrue();
-                try {
-                    return api.get(null, "/observe/health").status() == 200;
-                } catch (AssertionError notYet) {
-                    return false;
-                }
-            });
+            PackagedGateway.awaitHealthy(gateway, api, log, Duration.ofSeconds(120));
             ApiClient.Response job = api.postJob("dev-acme-key", "jar-1", """
                     {"preset_id": "invoice-scan", "aspect_class": "portrait",
                      "inputs": {"supplier_name": "Jar KG", "invoice_id": "J-1", "currency": "CHF", "line_items": []}}""");

@@ -38,6 +38,7 @@ import io.jobgate.infra.ObjectStorage;
 import io.jobgate.simulator.ProviderSimulator;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.PackagedGateway;
 import jakarta.jms.MessageConsumer;
 import jakarta.jms.Session;
 import org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory;
@@ -196,8 +197,8 @@ class TwoInstancesIT {
         ApiClient apiA = new ApiClient(portA);
         ApiClient apiB = new ApiClient(portB);
         long launched = System.nanoTime();
-        awaitHealthy(gatewayA, apiA, logA);
-        awaitHealthy(gatewayB, apiB, logB);
+        PackagedGateway.awaitHealthy(gatewayA, apiA, logA, Duration.ofSeconds(90));
+        PackagedGateway.awaitHealthy(gatewayB, apiB, logB, Duration.ofSeconds(90));
         System.out.printf("two instances: both healthy %d ms after launch%n", (System.nanoTime() - launched) / 1_000_000);
 
         // B serves no job API (its REST routes were never built); its health endpoint works.
@@ -396,25 +397,7 @@ class TwoInstancesIT {
     /** The packaged gateway as a process, configured by environment only (nothing inherited that picks roles). */
     private static ProcessBuilder gateway(Path dir, Path log, int port) throws Exception {
         Files.createDirectories(dir);
-        ProcessBuilder pb = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-Xmx384m", "-jar", "target/jobgate.jar")
-                .redirectErrorStream(true).redirectOutput(log.toFile());
-        pb.environment().keySet().removeIf(k -> k.startsWith("JOBGATE_") || k.startsWith("CAMEL_"));
-        pb.environment().put("CAMEL_SERVER_PORT", Integer.toString(port));
-        pb.environment().put("JOBGATE_DATA_DIR", dir.resolve("data").toString());
-        pb.environment().put("JOBGATE_BROKER_EMBEDDED_PORT", "0");
-        pb.environment().put("JOBGATE_SIMULATOR_PORT", "0");
-        return pb;
-    }
-
-    private static void awaitHealthy(Process gateway, ApiClient api, Path log) {
-        await().atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(100)).until(() -> {
-            assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log)).isTrue();
-            try {
-                return api.get(null, "/observe/health").status() == 200;
-            } catch (AssertionError notYet) {
-                return false;
-            }
-        });
+        return PackagedGateway.builder(dir.resolve("data"), port, log, "-Xmx384m");
     }
 
     /** The lease owner an instance's workers write into the jobs table, from its start log. */
