@@ -162,6 +162,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         WorkerSettings workerSettings = WorkerSettings.from(settings);
         Backoff backoff = workerSettings.backoff();
         JobLeases leases = new JobLeases(jdbc, transactions, transitions, finalizer);
+        io.jobgate.job.ProviderGates gates = new io.jobgate.job.ProviderGates(jdbc, transactions, clock);
+        registry.bind("providerGates", gates);
         OutputStore outputs = new OutputStore(context.createProducerTemplate(), bucket, workerSettings.maxOutputBytes(), presets);
         AdapterCaller adapters = new AdapterCaller(context);
         registry.bind("jobLeases", leases);
@@ -173,9 +175,9 @@ public class JobgateConfiguration implements CamelConfiguration {
 
         // --- Reconciliation: evidence from the poller, webhooks and operators ------------------------
         Reconciler reconciler = new Reconciler(jdbc, transitions, finalizer, providers, presets, adapters, outputs,
-                ReconcileSettings.from(settings), backoff);
+                gates, ReconcileSettings.from(settings), backoff);
         registry.bind("reconciler", reconciler);
-        Worker worker = new Worker(workerSettings, leases, finalizer, presets, providers, s3, bucket, outputs,
+        Worker worker = new Worker(workerSettings, leases, gates, finalizer, presets, providers, s3, bucket, outputs,
                 clock, backoff, reconciler.firstCheck());
         registry.bind("worker", worker);
         // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.

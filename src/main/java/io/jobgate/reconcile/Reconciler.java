@@ -53,6 +53,7 @@ public final class Reconciler {
     private final PresetCatalog presets;
     private final AdapterCaller adapters;
     private final OutputStore outputs;
+    private final io.jobgate.job.ProviderGates gates;
     private final Clock clock;
     private final Backoff checkBackoff;
     private final Backoff retryBackoff;
@@ -65,8 +66,8 @@ public final class Reconciler {
     static final Duration UNKNOWN_PROVIDER_CLAIM = Duration.ofSeconds(60);
 
     public Reconciler(JdbcTemplate jdbc, JobTransitions transitions, JobFinalizer finalizer, ProviderCatalog providers,
-                      PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, ReconcileSettings settings,
-                      Backoff retryBackoff) {
+                      PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, io.jobgate.job.ProviderGates gates,
+                      ReconcileSettings settings, Backoff retryBackoff) {
         this.jdbc = jdbc;
         this.transitions = transitions;
         this.finalizer = finalizer;
@@ -74,6 +75,7 @@ public final class Reconciler {
         this.presets = presets;
         this.adapters = adapters;
         this.outputs = outputs;
+        this.gates = gates;
         this.clock = transitions.clock();
         this.checkBackoff = settings.checks();
         this.retryBackoff = retryBackoff;
@@ -169,6 +171,11 @@ public final class Reconciler {
             }
             return schedule(job, "adapter " + provider.name() + " has no lookup; waiting for a webhook or the lifetime");
         }
+        Optional<Instant> closed = gates.closedUntil(provider.name());
+        if (closed.isPresent()) {
+            // A lookup is a request like a submit: a provider that said 429 is left alone until it said.
+            return scheduleAt(job, closed.get(), "provider " + provider.name() + " gate closed until " + closed.get());
+        }
         Map<String, Object> properties = new LinkedHashMap<>();
         properties.put(AdapterContract.JOB_ID, job.jobId().toString());
         properties.put(AdapterContract.IDEMPOTENCY_KEY, AdapterContract.idempotencyKey(job.jobId()));
@@ -176,7 +183,26 @@ public final class Reconciler {
         properties.put(AdapterContract.PROVIDER_REQUEST_ID, job.providerRequestId());
         properties.put(AdapterContract.KIND, job.kind());
         properties.put(AdapterContract.OUTPUT_MEDIA_TYPE, expectedMediaType(job));
-        return apply(job, adapters.call(provider, AdapterContract.LOOKUP, null, properties), source);
+        AdapterResult answer = adapters.call(provider, AdapterContract.LOOKUP, null, properties);
+        if (answer.category() == ErrorCategory.RATE_LIMITED && !answer.declared()) {
+            return rateLimited(job, provider, answer);
+        }
+        return apply(job, answer, source);
+    }
+
+    /**
+     * A 429 to a lookup closes the provider's gate like one to a submit (its {@code Retry-After},
+     * else the check back-off, else the provider's rate-limit back-off for an unreadable header),
+     * and the job is asked again at the reopening.
+     */
+    private Applied rateLimited(WaitingJob job, Provider provider, AdapterResult answer) {
+        Instant now = clock.instant();
+        io.jobgate.adapter.RateLimitWait wait = io.jobgate.adapter.RateLimitWait.after(answer.retryAfter(), now,
+                checkBackoff.ceiling(Math.max(1, job.checks())), provider.rateLimitBackoff());
+        gates.close(provider.name(), wait.until(), "HTTP 429 to a lookup of job " + job.jobId());
+        LOG.info("reconcile job={} provider {} answered a lookup with 429 (Retry-After {}): gate closed until {}", job.jobId(),
+                provider.name(), answer.retryAfter(), wait.until());
+        return scheduleAt(job, wait.until(), "rate limited: asked again at " + wait.until());
     }
 
     /** Applies evidence about the job's provider task; only an answer the adapter declared moves the job. */
@@ -266,8 +292,12 @@ public final class Reconciler {
     }
 
     private Applied schedule(WaitingJob job, String why) {
+        return scheduleAt(job, nextCheck(job.checks()), why);
+    }
+
+    private Applied scheduleAt(WaitingJob job, Instant at, String why) {
         jdbc.update("UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL WHERE job_id = ? AND status = ? AND finalized_at IS NULL",
-                Timestamp.from(nextCheck(job.checks())), job.jobId(), job.status());
+                Timestamp.from(at), job.jobId(), job.status());
         return new Applied(false, why);
     }
 

@@ -227,37 +227,6 @@ public final class JobLeases {
                 result.billedUnit(), jobId, attempt, token);
     }
 
-    /**
-     * A 429 closes the provider's gate until {@code until} for every job (never shortens a longer
-     * close). The provider's dispatch events not yet relayed become due at the reopening, so a
-     * backlog waits in the outbox instead of cycling through the broker and the workers only to be
-     * snoozed one by one.
-     *
-     * @return how many waiting dispatch events were moved to the reopening
-     */
-    public int closeGate(String provider, Instant until, String reason) {
-        jdbc.update("""
-                INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT (provider) DO UPDATE
-                   SET closed_until = greatest(provider_gates.closed_until, EXCLUDED.closed_until),
-                       closed_reason = EXCLUDED.closed_reason, updated_at = EXCLUDED.updated_at""",
-                provider, Timestamp.from(until), reason, Timestamp.from(clock.instant()));
-        // Outbox rows before job rows, the lock order of the relay and finalize.
-        Integer moved = transactions.execute(tx -> jdbc.queryForObject("""
-                WITH moved AS (
-                    UPDATE outbox o SET available_at = ?
-                      FROM jobs j
-                     WHERE o.published_at IS NULL AND o.event_type = 'dispatch' AND o.available_at < ?
-                       AND j.job_id = o.job_id AND j.provider = ? AND j.finalized_at IS NULL
-                    RETURNING o.job_id),
-                shown AS (
-                    UPDATE jobs j SET next_attempt_at = ?
-                      FROM moved m WHERE j.job_id = m.job_id AND j.status = 'retry_wait' AND j.next_attempt_at < ?)
-                SELECT count(*) FROM moved""",
-                Integer.class, Timestamp.from(until), Timestamp.from(until), provider, Timestamp.from(until), Timestamp.from(until)));
-        return moved == null ? 0 : moved;
-    }
-
     private static Lease lease(Map<String, Object> r) {
         Timestamp expires = (Timestamp) r.get("expires_at");
         return new Lease((UUID) r.get("job_id"), (UUID) r.get("lease_token"), (String) r.get("tenant_id"),

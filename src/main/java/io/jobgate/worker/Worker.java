@@ -79,6 +79,7 @@ public final class Worker {
     }
 
     private final JobLeases leases;
+    private final io.jobgate.job.ProviderGates gates;
     private final JobFinalizer finalizer;
     private final PresetCatalog presets;
     private final ProviderCatalog providers;
@@ -106,12 +107,13 @@ public final class Worker {
         void at(String step);
     }
 
-    public Worker(WorkerSettings settings, JobLeases leases, JobFinalizer finalizer, PresetCatalog presets,
+    public Worker(WorkerSettings settings, JobLeases leases, io.jobgate.job.ProviderGates gates, JobFinalizer finalizer, PresetCatalog presets,
                   ProviderCatalog providers, S3Client s3, String bucket, OutputStore outputs, Clock clock,
                   Backoff backoff, Duration firstCheck) {
         this.firstCheck = firstCheck;
         this.publicBaseUrl = settings.publicBaseUrl();
         this.leases = leases;
+        this.gates = gates;
         this.finalizer = finalizer;
         this.presets = presets;
         this.providers = providers;
@@ -393,7 +395,7 @@ public final class Worker {
                             provider.rateLimitBackoff());
                     at = wait.until(); // the provider's word is the minimum delay
                     understood = wait.headerUnderstood();
-                    leases.closeGate(provider.name(), at, "HTTP 429 for job " + lease.jobId());
+                    gates.close(provider.name(), at, "HTTP 429 for job " + lease.jobId());
                 }
                 if (Boolean.FALSE.equals(understood)) {
                     LOG.warn("job {} attempt {}: provider {} sent a Retry-After that cannot be read; waiting its rate-limit backoff of {} s",

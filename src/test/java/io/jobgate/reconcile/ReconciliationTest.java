@@ -130,6 +130,49 @@ class ReconciliationTest {
         Jobs.awaitStatus(id, "succeeded");
     }
 
+    /**
+     * A 429 to a lookup closes the provider's gate like one to a submit: until its Retry-After the
+     * poller asks that provider nothing, for any job; then both jobs are asked and finish.
+     */
+    @Test
+    void aRateLimitedLookupClosesTheProvidersGateUntilItsRetryAfter() throws Exception {
+        String tag = Jobs.tag();
+        String other = Jobs.tag();
+        UUID throttled = pendingJob(tag);
+        UUID waiting = pendingJob(other);
+        context.getRouteController().suspendRoute("reconciler");
+        try {
+            fake.stubFor(get(PREDICTIONS + "/p-" + tag).willReturn(aResponse().withStatus(429).withHeader("Retry-After", "120")
+                    .withHeader("Content-Type", "application/json").withBody("{\"detail\": \"Request was throttled.\"}")));
+            lookupAnswers(other, "succeeded");
+
+            Reconciler.Applied first = reconciler.check(reconciler.find(throttled).orElseThrow(), "test");
+            Instant reopening = clock.instant().plusSeconds(120);
+            assertThat(first.changed()).isFalse();
+            assertThat(first.detail()).startsWith("rate limited");
+            Instant closedUntil = ((java.sql.Timestamp) Db.single("SELECT closed_until FROM provider_gates WHERE provider = 'fakeasync'")
+                    .get("closed_until")).toInstant();
+            assertThat(closedUntil).isBetween(reopening.minusSeconds(1), reopening.plusSeconds(1));
+            assertThat(((java.sql.Timestamp) Db.single("SELECT next_check_at FROM jobs WHERE job_id = ?", throttled)
+                    .get("next_check_at")).toInstant()).isEqualTo(closedUntil);
+
+            int asked = fake.findAll(getRequestedFor(urlEqualTo(PREDICTIONS + "/p-" + other))).size();
+            Reconciler.Applied second = reconciler.check(reconciler.find(waiting).orElseThrow(), "test");
+            assertThat(second.detail()).contains("gate closed until");
+            assertThat(fake.findAll(getRequestedFor(urlEqualTo(PREDICTIONS + "/p-" + other)))).as("not asked while closed").hasSize(asked);
+            assertThat(Jobs.status(waiting)).isEqualTo("provider_pending");
+
+            lookupAnswers(tag, "succeeded");
+            clock.advance(Duration.ofSeconds(121));
+            context.getRouteController().resumeRoute("reconciler");
+            Jobs.awaitStatus(waiting, "succeeded");
+            Jobs.awaitStatus(throttled, "succeeded");
+        } finally {
+            // The clock goes back after the test: a gate closed on its time would stay closed for the next.
+            Db.execute("UPDATE provider_gates SET closed_until = '-infinity' WHERE provider = 'fakeasync'");
+        }
+    }
+
     // --- The lifetime stops new attempts, never evidence -----------------------------------------
 
     @Test

@@ -78,6 +78,8 @@ class WorkerTest {
     @BeanInject
     JobLeases leases;
     @BeanInject
+    io.jobgate.job.ProviderGates gates;
+    @BeanInject
     CamelContext context;
     /** The gateway's clock: tests that need time to pass move it. */
     final io.jobgate.support.MovableClock clock = new io.jobgate.support.MovableClock();
@@ -304,7 +306,7 @@ class WorkerTest {
                 """.formatted(tag));
         Instant reopening = clock.instant().plus(Duration.ofHours(2)).truncatedTo(ChronoUnit.MICROS);
 
-        int moved = leases.closeGate("gated-" + tag, reopening, "HTTP 429 in a test");
+        int moved = gates.close("gated-" + tag, reopening, "HTTP 429 in a test");
 
         assertThat(moved).isEqualTo(1);
         assertThat(Db.rows("SELECT j.provider, o.available_at FROM outbox o JOIN jobs j USING (job_id) "

@@ -1,0 +1,65 @@
+package io.jobgate.job;
+
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.Optional;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * The provider gates (table {@code provider_gates}, one row per provider, shared by every instance):
+ * a 429 — from a submit or a lookup alike — closes its provider's gate until its {@code Retry-After};
+ * workers and pollers ask nothing of a closed provider.
+ */
+public final class ProviderGates {
+
+    private final JdbcTemplate jdbc;
+    private final TransactionTemplate transactions;
+    private final Clock clock;
+
+    public ProviderGates(JdbcTemplate jdbc, TransactionTemplate transactions, Clock clock) {
+        this.jdbc = jdbc;
+        this.transactions = transactions;
+        this.clock = clock;
+    }
+
+    /**
+     * Closes the gate of {@code provider} until {@code until} for every job (never shortens a longer
+     * close). The provider's dispatch events not yet relayed become due at the reopening, so a
+     * backlog waits in the outbox instead of cycling through the broker and the workers only to be
+     * snoozed one by one.
+     *
+     * @return how many waiting dispatch events were moved to the reopening
+     */
+    public int close(String provider, Instant until, String reason) {
+        jdbc.update("""
+                INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT (provider) DO UPDATE
+                   SET closed_until = greatest(provider_gates.closed_until, EXCLUDED.closed_until),
+                       closed_reason = EXCLUDED.closed_reason, updated_at = EXCLUDED.updated_at""",
+                provider, Timestamp.from(until), reason, Timestamp.from(clock.instant()));
+        // Outbox rows before job rows, the lock order of the relay and finalize.
+        Integer moved = transactions.execute(tx -> jdbc.queryForObject("""
+                WITH moved AS (
+                    UPDATE outbox o SET available_at = ?
+                      FROM jobs j
+                     WHERE o.published_at IS NULL AND o.event_type = 'dispatch' AND o.available_at < ?
+                       AND j.job_id = o.job_id AND j.provider = ? AND j.finalized_at IS NULL
+                    RETURNING o.job_id),
+                shown AS (
+                    UPDATE jobs j SET next_attempt_at = ?
+                      FROM moved m WHERE j.job_id = m.job_id AND j.status = 'retry_wait' AND j.next_attempt_at < ?)
+                SELECT count(*) FROM moved""",
+                Integer.class, Timestamp.from(until), Timestamp.from(until), provider, Timestamp.from(until), Timestamp.from(until)));
+        return moved == null ? 0 : moved;
+    }
+
+    /** Until when the gate of {@code provider} is closed, if it is closed now. */
+    public Optional<Instant> closedUntil(String provider) {
+        Instant now = clock.instant();
+        return jdbc.query("SELECT closed_until FROM provider_gates WHERE provider = ? AND closed_until > ?",
+                (rs, i) -> rs.getTimestamp(1).toInstant(), provider, Timestamp.from(now)).stream().findFirst();
+    }
+}
