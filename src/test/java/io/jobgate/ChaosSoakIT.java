@@ -1,0 +1,401 @@
+package io.jobgate;
+
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import io.jobgate.chaos.ChaosChecks;
+import io.jobgate.chaos.ChaosLoad;
+import io.jobgate.infra.EmbeddedS3Server;
+import io.jobgate.infra.ObjectStorage;
+import io.jobgate.simulator.ProviderSimulator;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.PackagedGateway;
+import io.jobgate.support.StandaloneBroker;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.services.s3.S3Client;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The chaos soak (issues 11 and 17): the packaged gateway on a real PostgreSQL, a standalone Artemis
+ * of its own, the S3 server and the provider simulator with random faults (429 in its three forms,
+ * 503, slow calls, lost replies, wrong media types and sizes, prose for an image), under a steady
+ * load of several tenants with duplicate submissions. Meanwhile the gateway is killed with SIGKILL
+ * three times, the broker once, and the gateway is stopped once with SIGTERM; each time it is started
+ * again at once. Afterwards every invariant of the design is checked ({@link ChaosChecks}) and the
+ * recovery after each event is measured from the jobs' own finish times. The tables go to
+ * {@code target/chaos/report.txt}; any violation fails the run.
+ *
+ * <p>Size: {@code -Djobgate.chaos.rate} jobs per second (default 10: the short version CI runs),
+ * {@code -Djobgate.chaos.observe-seconds} after each event; {@code mvn -Pchaos verify} runs the full
+ * soak. Needs CI's PostgreSQL ({@code JOBGATE_TEST_JDBC_URL}) and a broker distribution
+ * ({@code JOBGATE_TEST_ARTEMIS_HOME}); skipped without them unless {@code JOBGATE_TEST_REQUIRE_*} is set.
+ */
+class ChaosSoakIT {
+
+    static final String JDBC = System.getenv("JOBGATE_TEST_JDBC_URL");
+    static final String ARTEMIS_HOME = System.getenv("JOBGATE_TEST_ARTEMIS_HOME");
+    static final int RATE = Integer.getInteger("jobgate.chaos.rate", 10);
+    static final Duration OBSERVE = Duration.ofSeconds(Math.max(30, Integer.getInteger("jobgate.chaos.observe-seconds", 30)));
+    static final Duration WINDOW = Duration.ofSeconds(10);
+    /** Issue 17: jobs finish within 10 s of ready, the rate is back to 80% within 30 s. */
+    static final Duration FIRST_FINISH = Duration.ofSeconds(10);
+    static final Duration RECOVER = Duration.ofSeconds(30);
+    static final List<String> TENANTS = List.of("chaos-a", "chaos-b", "chaos-c");
+    /** The simulator's faults, per submit (retries included). */
+    static final String FAULTS = "rate_limit_seconds:0.003,rate_limit_date:0.003,rate_limit_no_header:0.002,server_error:0.02,"
+            + "slow:0.02,lose_reply:0.01,wrong_media_type:0.01,wrong_size:0.005,prose:0.005";
+
+    enum Kind { GATEWAY_SIGKILL, BROKER_SIGKILL, GATEWAY_SIGTERM }
+
+    /** What happened at one event and how the gateway came back. */
+    record Event(String name, Kind kind, Instant at, Instant ready, Duration down, Duration stop) {
+    }
+
+    private Path dir;
+    private Map<String, String> environment;
+    private int port;
+    private Process gateway;
+    private int starts;
+
+    @Test
+    void theGatewayKeepsEveryPromiseThroughKillsAndABrokerRestartUnderFaultyProviders() throws Exception {
+        boolean required = Boolean.parseBoolean(System.getenv("JOBGATE_TEST_REQUIRE_EXTERNAL_DB"))
+                || Boolean.parseBoolean(System.getenv("JOBGATE_TEST_REQUIRE_STANDALONE_BROKER"));
+        boolean present = JDBC != null && !JDBC.isBlank() && ARTEMIS_HOME != null && !ARTEMIS_HOME.isBlank();
+        if (required && !present) {
+            throw new IllegalStateException("JOBGATE_TEST_REQUIRE_* is set but JOBGATE_TEST_JDBC_URL or JOBGATE_TEST_ARTEMIS_HOME is not");
+        }
+        Assumptions.assumeTrue(present, "no external PostgreSQL and broker distribution (JOBGATE_TEST_JDBC_URL, JOBGATE_TEST_ARTEMIS_HOME)");
+
+        dir = Files.createTempDirectory("jobgate-chaos");
+        String database = "jobgate_chaos_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+        String user = env("JOBGATE_TEST_JDBC_USER", "postgres");
+        String password = env("JOBGATE_TEST_JDBC_PASSWORD", "");
+        try (Connection admin = DriverManager.getConnection(JDBC, user, password)) {
+            try (Statement s = admin.createStatement()) {
+                s.execute("CREATE DATABASE " + database);
+            }
+            try {
+                String url = TwoInstancesIT.databaseUrl(JDBC, database);
+                try (StandaloneBroker broker = StandaloneBroker.create(Path.of(ARTEMIS_HOME), dir.resolve("broker"));
+                     Connection db = DriverManager.getConnection(url, user, password)) {
+                    soak(url, user, password, broker, db);
+                }
+            } finally {
+                try (Statement s = admin.createStatement()) {
+                    s.execute("DROP DATABASE IF EXISTS " + database + " WITH (FORCE)");
+                }
+            }
+        }
+    }
+
+    private void soak(String dbUrl, String user, String password, StandaloneBroker broker, Connection db) throws Exception {
+        broker.start();
+        EmbeddedS3Server s3 = EmbeddedS3Server.start(dir.resolve("s3"), 0);
+        Properties shipped = new Properties();
+        try (Reader r = Files.newBufferedReader(Path.of("config/application.properties"))) {
+            shipped.load(r);
+        }
+        Properties simulatorFile = new Properties();
+        try (Reader r = Files.newBufferedReader(Path.of("config/providers/simulator.properties"))) {
+            simulatorFile.load(r);
+        }
+        Duration rateLimitBackoff = Duration.ofSeconds(Long.parseLong(
+                simulatorFile.getProperty("jobgate.provider.simulator.rate-limit-backoff-seconds", "60").trim()));
+        try (ProviderSimulator simulator = ProviderSimulator.start(new ProviderSimulator.Config(0, Duration.ofMillis(300),
+                Duration.ofMillis(5000), shipped.getProperty("jobgate.simulator.webhook-secret").trim(),
+                ProviderSimulator.rates(FAULTS)))) {
+            port = GatewayTestSupport.freePort();
+            environment = new LinkedHashMap<>();
+            environment.put("JOBGATE_DB_URL", dbUrl);
+            environment.put("JOBGATE_DB_USER", user);
+            environment.put("JOBGATE_DB_PASSWORD", password);
+            environment.put("JOBGATE_BROKER_URL", broker.url());
+            environment.put("JOBGATE_BROKER_USER", "jobgate");
+            environment.put("JOBGATE_BROKER_PASSWORD", "jobgate");
+            environment.put("JOBGATE_S3_ENDPOINT", s3.endpoint());
+            environment.put("JOBGATE_S3_ACCESS_KEY", s3.accessKey());
+            environment.put("JOBGATE_S3_SECRET_KEY", s3.secretKey());
+            environment.put("JOBGATE_TENANTS_FILES", tenantsFile().toString());
+            environment.put("JOBGATE_SIMULATOR_ENABLED", "false");
+            environment.put("JOBGATE_SIMULATOR_URL", "http://127.0.0.1:" + simulator.port());
+            environment.put("JOBGATE_PUBLIC_BASE_URL", "http://127.0.0.1:" + port);
+            // Every other setting as shipped: the recovery measured is the one users get.
+
+            ApiClient api = new ApiClient(port);
+            Instant firstReady = startGateway(api);
+            List<Event> events = new ArrayList<>();
+            try (ChaosLoad load = new ChaosLoad(port, TENANTS.stream().map(t -> t + "-key").toList(), RATE)) {
+                load.start();
+                Instant began = Instant.now();
+                awaitFinishedSince(db, began, RATE * 10);
+                events.add(killGateway("SIGKILL 1", api));
+                observe(db, events);
+                events.add(restartBroker(broker));
+                observe(db, events);
+                events.add(killGateway("SIGKILL 2", api));
+                observe(db, events);
+                events.add(killGateway("SIGKILL 3", api));
+                observe(db, events);
+                events.add(stopGateway(api));
+                observe(db, events);
+                load.stopSubmitting();
+                int accepted = load.accepted().size();
+                await("every accepted job terminal").atMost(Duration.ofMinutes(5)).pollInterval(Duration.ofMillis(500))
+                        .untilAsserted(() -> {
+                            assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log())).isTrue();
+                            assertThat(scalar(db, "SELECT count(*) FROM jobs WHERE finalized_at IS NULL")).as("open jobs").isZero();
+                        });
+                Instant drained = Instant.now();
+                load.close();
+
+                List<ChaosChecks.Check> checks;
+                try (S3Client objects = ObjectStorage.client(s3.endpoint(), "us-east-1", s3.accessKey(), s3.secretKey())) {
+                    checks = new ChaosChecks(db, objects, "jobgate", api, rateLimitBackoff).run(load);
+                }
+                String report = report(db, load, events, checks, firstReady, began, drained, accepted);
+                Path file = Path.of("target/chaos/report.txt");
+                Files.createDirectories(file.getParent());
+                Files.writeString(file, report);
+                System.out.println(report);
+
+                assertThat(checks.stream().filter(c -> !c.violations().isEmpty()).map(c -> c.rule() + ": " + c.violations().stream()
+                        .limit(10).toList()).toList()).as("violated invariants").isEmpty();
+                Duration grace = Duration.ofSeconds(Long.parseLong(shipped.getProperty("camel.main.shutdown-timeout").trim()));
+                for (Event e : events) {
+                    if (e.stop() != null) {
+                        assertThat(e.stop()).as("SIGTERM to exit, within the shutdown grace and the JVM's exit")
+                                .isLessThanOrEqualTo(grace.plusSeconds(10));
+                    }
+                    Recovery r = recovery(db, e);
+                    assertThat(r.firstFinish()).as("%s: a job finished within 10 s of ready", e.name()).isNotNull()
+                            .isLessThanOrEqualTo(FIRST_FINISH);
+                    assertThat(r.backAt80()).as("%s: the finishing rate back to 80%% of %.1f/s within %d s", e.name(),
+                            r.before(), RECOVER.toSeconds()).isNotNull();
+                }
+                assertThat(accepted).isPositive();
+            } finally {
+                stopQuietly();
+                s3.stop();
+            }
+        }
+    }
+
+    /** Starts the gateway and waits for its health; answers the moment it was ready. */
+    private Instant startGateway(ApiClient api) throws Exception {
+        starts++;
+        ProcessBuilder pb = PackagedGateway.builder(dir.resolve("data"), port, log(), "-Xmx512m");
+        pb.environment().putAll(environment);
+        gateway = pb.start();
+        PackagedGateway.awaitHealthy(gateway, api, log(), Duration.ofSeconds(90));
+        return Instant.now();
+    }
+
+    private Path log() {
+        return dir.resolve("gateway-" + starts + ".log");
+    }
+
+    private Event killGateway(String name, ApiClient api) throws Exception {
+        Instant at = Instant.now();
+        gateway.destroyForcibly(); // SIGKILL: leases, JMS transactions and connections left as they are
+        assertThat(gateway.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        long started = System.nanoTime();
+        Instant ready = startGateway(api);
+        return new Event(name, Kind.GATEWAY_SIGKILL, at, ready, Duration.ofNanos(System.nanoTime() - started), null);
+    }
+
+    private Event stopGateway(ApiClient api) throws Exception {
+        Instant at = Instant.now();
+        long begun = System.nanoTime();
+        gateway.destroy(); // SIGTERM: new requests get 503, in-flight ones finish, leases are handed back
+        assertThat(gateway.waitFor(60, TimeUnit.SECONDS)).as("the gateway stopped on SIGTERM").isTrue();
+        Duration stop = Duration.ofNanos(System.nanoTime() - begun);
+        long started = System.nanoTime();
+        Instant ready = startGateway(api);
+        return new Event("SIGTERM", Kind.GATEWAY_SIGTERM, at, ready, Duration.ofNanos(System.nanoTime() - started), stop);
+    }
+
+    private Event restartBroker(StandaloneBroker broker) throws Exception {
+        Instant at = Instant.now();
+        broker.kill();
+        Duration down = broker.start();
+        return new Event("broker SIGKILL", Kind.BROKER_SIGKILL, at, Instant.now(), down, null);
+    }
+
+    /**
+     * Lets the run go on for the observation window after the last event, then until the backlog the
+     * event left is worked off and one more window of steady load has passed: the next event's
+     * "before" rate is then the steady one, not a catch-up burst.
+     */
+    private void observe(Connection db, List<Event> events) {
+        Instant until = events.get(events.size() - 1).ready().plus(OBSERVE);
+        await("observation window").atMost(OBSERVE.plusSeconds(30)).pollInterval(Duration.ofMillis(250)).until(() -> {
+            assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log())).isTrue();
+            return !Instant.now().isBefore(until);
+        });
+        await("backlog worked off").atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(250))
+                .until(() -> scalar(db, "SELECT count(*) FROM jobs WHERE finalized_at IS NULL") <= 3L * RATE);
+        Instant steady = Instant.now().plus(WINDOW);
+        await("a window of steady load").atMost(WINDOW.plusSeconds(30)).pollInterval(Duration.ofMillis(250)).until(() -> {
+            assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log())).isTrue();
+            return !Instant.now().isBefore(steady);
+        });
+    }
+
+    private void awaitFinishedSince(Connection db, Instant since, long n) {
+        await("warm-up: " + n + " jobs finished").atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(250))
+                .until(() -> {
+                    try (var q = db.prepareStatement("SELECT count(*) FROM jobs WHERE finalized_at > ?")) {
+                        q.setTimestamp(1, Timestamp.from(since));
+                        try (ResultSet rs = q.executeQuery()) {
+                            rs.next();
+                            return rs.getLong(1) >= n;
+                        }
+                    }
+                });
+    }
+
+    /** How the finishing rate came back after an event, from the jobs' finish times. */
+    record Recovery(double before, Duration firstFinish, Duration backAt80, double best) {
+    }
+
+    private Recovery recovery(Connection db, Event e) throws Exception {
+        long[] finished = finishTimes(db);
+        double before = count(finished, e.at().minus(WINDOW), e.at()) / (double) WINDOW.toSeconds();
+        long first = Arrays.stream(finished).filter(t -> t > e.ready().toEpochMilli()).findFirst().orElse(-1);
+        Duration firstFinish = first < 0 ? null : Duration.ofMillis(first - e.ready().toEpochMilli());
+        Duration backAt80 = null;
+        double best = 0;
+        for (Instant end = e.ready().plus(WINDOW); !end.isAfter(e.ready().plus(RECOVER)); end = end.plusMillis(250)) {
+            double rate = count(finished, end.minus(WINDOW), end) / (double) WINDOW.toSeconds();
+            best = Math.max(best, rate);
+            if (backAt80 == null && rate >= 0.8 * before) {
+                backAt80 = Duration.between(e.ready(), end);
+            }
+        }
+        return new Recovery(before, firstFinish, backAt80, best);
+    }
+
+    private static long[] finishTimes(Connection db) throws Exception {
+        List<Long> times = new ArrayList<>();
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(
+                "SELECT finalized_at FROM jobs WHERE finalized_at IS NOT NULL ORDER BY finalized_at")) {
+            while (rs.next()) {
+                times.add(rs.getTimestamp(1).toInstant().toEpochMilli());
+            }
+        }
+        return times.stream().mapToLong(Long::longValue).toArray();
+    }
+
+    private static long count(long[] sorted, Instant from, Instant to) {
+        return Arrays.stream(sorted).filter(t -> t > from.toEpochMilli() && t <= to.toEpochMilli()).count();
+    }
+
+    private String report(Connection db, ChaosLoad load, List<Event> events, List<ChaosChecks.Check> checks, Instant firstReady,
+                          Instant began, Instant drained, int accepted) throws Exception {
+        StringBuilder out = new StringBuilder();
+        out.append("chaos soak: %d jobs/s submitted by %d tenants for %d s, %d accepted (%d sent twice on purpose), all terminal %d s after the load began%n"
+                .formatted(RATE, TENANTS.size(), Duration.between(began, drained).toSeconds(), accepted, load.duplicatesAnswered(),
+                        Duration.between(began, drained).toSeconds()));
+        out.append("simulator faults per submit: ").append(FAULTS).append('\n');
+        out.append("jobs: ").append(rows(db, "SELECT status || coalesce(' ' || error_category, ''), count(*) FROM jobs GROUP BY 1 ORDER BY 1")).append('\n');
+        out.append("attempts: ").append(rows(db, """
+                SELECT coalesce(outcome, '-') || coalesce(' ' || http_status, '') || CASE WHEN http_status = 429 THEN
+                       CASE WHEN retry_after IS NULL THEN ' (no header)' WHEN retry_after ~ '^[0-9]+$' THEN ' (seconds)' ELSE ' (date)' END
+                       ELSE '' END, count(*) FROM attempts GROUP BY 1 ORDER BY 1""")).append('\n');
+        out.append("client answers: ").append(load.answers()).append(", no answer (port closed, reset, timeout): ")
+                .append(load.noAnswer()).append("\n\n");
+
+        out.append("| event | restart to ready | stop (SIGTERM) | finishing before (jobs/s) | ready to first finish | back to 80% after | best 10 s after (jobs/s) |\n");
+        out.append("|---|---|---|---|---|---|---|\n");
+        for (Event e : events) {
+            Recovery r = recovery(db, e);
+            out.append("| %s | %.1f s | %s | %.1f | %s | %s | %.1f |%n".formatted(e.name(), e.down().toMillis() / 1000.0,
+                    e.stop() == null ? "-" : "%.1f s".formatted(e.stop().toMillis() / 1000.0), r.before(),
+                    r.firstFinish() == null ? "none" : "%.1f s".formatted(r.firstFinish().toMillis() / 1000.0),
+                    r.backAt80() == null ? "not within " + RECOVER.toSeconds() + " s" : "%.1f s".formatted(r.backAt80().toMillis() / 1000.0),
+                    r.best()));
+        }
+        out.append('\n');
+        out.append("| invariant | examined | violations |\n|---|---|---|\n");
+        for (ChaosChecks.Check c : checks) {
+            out.append("| %s | %d | %d |%n".formatted(c.rule(), c.examined(), c.violations().size()));
+        }
+        for (ChaosChecks.Check c : checks) {
+            c.violations().stream().limit(20).forEach(v -> out.append("  ").append(c.rule()).append(": ").append(v).append('\n'));
+        }
+        return out.toString();
+    }
+
+    private static String rows(Connection db, String sql) throws Exception {
+        Map<String, Long> values = new LinkedHashMap<>();
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            while (rs.next()) {
+                values.put(rs.getString(1), rs.getLong(2));
+            }
+        }
+        return values.toString();
+    }
+
+    private Path tenantsFile() throws Exception {
+        StringBuilder yaml = new StringBuilder("tenants:\n");
+        for (String id : TENANTS) {
+            yaml.append("""
+                      - id: %s
+                        display_name: %s
+                        api_key_sha256: %s
+                        max_open_jobs: 100000
+                        max_running_jobs: 8
+                        credit_grants: {initial: 1000000000000}
+                    """.formatted(id, id, HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
+                    .digest((id + "-key").getBytes(StandardCharsets.UTF_8)))));
+        }
+        Path file = dir.resolve("tenants.yaml");
+        Files.writeString(file, yaml);
+        return file;
+    }
+
+    private void stopQuietly() throws Exception {
+        if (gateway != null && gateway.isAlive()) {
+            gateway.destroy();
+            if (!gateway.waitFor(60, TimeUnit.SECONDS)) {
+                gateway.destroyForcibly();
+            }
+        }
+    }
+
+    private static long scalar(Connection db, String sql) throws Exception {
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    private static String env(String name, String defaultValue) {
+        String value = System.getenv(name);
+        return value == null || value.isBlank() ? defaultValue : value;
+    }
+}

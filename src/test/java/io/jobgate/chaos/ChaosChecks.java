@@ -1,0 +1,353 @@
+package io.jobgate.chaos;
+
+import java.security.MessageDigest;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.jobgate.support.ApiClient;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.S3Object;
+
+/**
+ * The invariants of the design, checked on what a chaos run left in PostgreSQL, S3 and the clients'
+ * book: each check names what it examined and every violation it found.
+ */
+public final class ChaosChecks {
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** One row of the table: a rule, how many things it looked at, what broke it. */
+    public record Check(String rule, long examined, List<String> violations) {
+    }
+
+    /** A job as the database ends it. */
+    record Job(String id, String tenant, String status, String category, String finalizedAt, long cost, int attempts,
+               String result, String idempotencyKey) {
+    }
+
+    private final Connection db;
+    private final S3Client s3;
+    private final String bucket;
+    private final ApiClient api;
+    private final Duration rateLimitBackoff;
+    private final List<Check> checks = new ArrayList<>();
+
+    public ChaosChecks(Connection db, S3Client s3, String bucket, ApiClient api, Duration rateLimitBackoff) {
+        this.db = db;
+        this.s3 = s3;
+        this.bucket = bucket;
+        this.api = api;
+        this.rateLimitBackoff = rateLimitBackoff;
+    }
+
+    public List<Check> run(ChaosLoad load) throws Exception {
+        Map<String, Job> jobs = jobs();
+        List<ChaosLoad.Accepted> accepted = load.accepted();
+        acceptedJobsKeptAndTerminal(accepted, jobs);
+        oneFinalEventPerJob(jobs);
+        ledgerPerJob(jobs);
+        ledgerTotals(jobs);
+        outputs(jobs, accepted);
+        attemptsKept(jobs);
+        retryAfterHonoured();
+        gateClosedForEveryJob();
+        readsNeverGoBack(load, jobs);
+        check("clients never got a 404, a non-JSON body or another job for their key", load.answers().values().stream()
+                .mapToLong(Long::longValue).sum(), load.violations());
+        return checks;
+    }
+
+    private Map<String, Job> jobs() throws Exception {
+        Map<String, Job> jobs = new HashMap<>();
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery("""
+                SELECT job_id::text, tenant_id, status, error_category, finalized_at, cost_micros, attempts, result::text,
+                       idempotency_key FROM jobs""")) {
+            while (rs.next()) {
+                Timestamp finalized = rs.getTimestamp(5);
+                jobs.put(rs.getString(1), new Job(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4),
+                        finalized == null ? null : finalized.toInstant().toString(), rs.getLong(6), rs.getInt(7),
+                        rs.getString(8), rs.getString(9)));
+            }
+        }
+        return jobs;
+    }
+
+    private void acceptedJobsKeptAndTerminal(List<ChaosLoad.Accepted> accepted, Map<String, Job> jobs) {
+        List<String> wrong = new ArrayList<>();
+        for (ChaosLoad.Accepted a : accepted) {
+            Job job = jobs.get(a.jobId());
+            if (job == null) {
+                wrong.add("accepted job " + a.jobId() + " (" + a.idempotencyKey() + ") is not in the database");
+            } else if (job.finalizedAt() == null) {
+                wrong.add("job " + job.id() + " ended the run in " + job.status());
+            } else if (!a.idempotencyKey().equals(job.idempotencyKey())) {
+                wrong.add("job " + job.id() + " has key " + job.idempotencyKey() + ", answered for " + a.idempotencyKey());
+            }
+        }
+        Set<String> answered = accepted.stream().map(ChaosLoad.Accepted::jobId).collect(Collectors.toSet());
+        jobs.keySet().stream().filter(id -> !answered.contains(id))
+                .forEach(id -> wrong.add("job " + id + " (" + jobs.get(id).idempotencyKey() + ") exists but no client was given it"));
+        check("every accepted job kept and terminal; no job nobody was given", accepted.size(), wrong);
+    }
+
+    private void oneFinalEventPerJob(Map<String, Job> jobs) throws Exception {
+        Map<String, Long> events = counts("""
+                SELECT job_id::text, count(*) FROM outbox WHERE event_type = 'status'
+                   AND payload->>'status' IN ('succeeded', 'failed', 'cancelled') GROUP BY job_id""");
+        List<String> wrong = new ArrayList<>();
+        jobs.values().forEach(job -> {
+            long n = events.getOrDefault(job.id(), 0L);
+            if (job.finalizedAt() != null && n != 1) {
+                wrong.add("job " + job.id() + " has " + n + " final status events");
+            }
+        });
+        check("exactly one final status event per terminal job", jobs.size(), wrong);
+    }
+
+    private void ledgerPerJob(Map<String, Job> jobs) throws Exception {
+        Map<String, List<long[]>> entries = new HashMap<>();
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(
+                "SELECT job_id::text, entry_type, amount_micros FROM ledger WHERE job_id IS NOT NULL")) {
+            while (rs.next()) {
+                entries.computeIfAbsent(rs.getString(1), k -> new ArrayList<>())
+                        .add(new long[] {rs.getString(2).equals("debit") ? 0 : rs.getString(2).equals("refund") ? 1 : 2, rs.getLong(3)});
+            }
+        }
+        List<String> wrong = new ArrayList<>();
+        for (Job job : jobs.values()) {
+            List<long[]> mine = entries.getOrDefault(job.id(), List.of());
+            List<long[]> debits = mine.stream().filter(e -> e[0] == 0).toList();
+            List<long[]> refunds = mine.stream().filter(e -> e[0] == 1).toList();
+            boolean refundDue = job.status().equals("failed") || job.status().equals("cancelled");
+            if (debits.size() != 1 || debits.get(0)[1] != -job.cost()) {
+                wrong.add("job " + job.id() + ": debits " + debits.stream().map(e -> e[1]).toList() + " for cost " + job.cost());
+            }
+            if (refunds.size() != (refundDue ? 1 : 0) || (refundDue && refunds.get(0)[1] != job.cost())) {
+                wrong.add("job " + job.id() + " " + job.status() + ": refunds " + refunds.stream().map(e -> e[1]).toList());
+            }
+            if (mine.stream().anyMatch(e -> e[0] == 2)) {
+                wrong.add("job " + job.id() + " has ledger entries other than debit and refund");
+            }
+        }
+        check("one debit per job; one refund per failed job, none otherwise", jobs.size(), wrong);
+    }
+
+    private void ledgerTotals(Map<String, Job> jobs) throws Exception {
+        Map<String, Long> balances = counts("SELECT tenant_id, balance_micros FROM tenant_accounts");
+        Map<String, Long> sums = counts("SELECT tenant_id, sum(amount_micros)::bigint FROM ledger GROUP BY tenant_id");
+        Map<String, Long> grants = counts("SELECT tenant_id, sum(amount_micros)::bigint FROM ledger WHERE entry_type = 'grant' GROUP BY tenant_id");
+        Map<String, Long> charged = new TreeMap<>();
+        jobs.values().stream().filter(j -> j.status().equals("succeeded"))
+                .forEach(j -> charged.merge(j.tenant(), j.cost(), Long::sum));
+        List<String> wrong = new ArrayList<>();
+        for (String tenant : balances.keySet()) {
+            long balance = balances.get(tenant);
+            if (balance != sums.getOrDefault(tenant, 0L)) {
+                wrong.add(tenant + ": balance " + balance + " is not the ledger's sum " + sums.get(tenant));
+            }
+            long expected = grants.getOrDefault(tenant, 0L) - charged.getOrDefault(tenant, 0L);
+            if (balance != expected) {
+                wrong.add(tenant + ": balance " + balance + ", grants minus succeeded jobs' costs is " + expected);
+            }
+        }
+        check("ledger totals: balance = ledger sum = grants - costs of succeeded jobs", balances.size(), wrong);
+    }
+
+    private void outputs(Map<String, Job> jobs, List<ChaosLoad.Accepted> accepted) throws Exception {
+        Map<String, List<String>> promoted = new HashMap<>();
+        long objects = 0;
+        for (S3Object o : s3.listObjectsV2Paginator(r -> r.bucket(bucket).prefix("outputs/")).contents()) {
+            objects++;
+            String[] parts = o.key().split("/");
+            promoted.computeIfAbsent(parts.length == 4 ? parts[2] : o.key(), k -> new ArrayList<>()).add(parts[parts.length - 1]);
+        }
+        List<String> wrong = new ArrayList<>();
+        for (Job job : jobs.values()) {
+            List<String> mine = promoted.remove(job.id());
+            List<String> names = mine == null ? List.of() : mine.stream().sorted().toList();
+            if (job.status().equals("succeeded")) {
+                JsonNode record = job.result() == null ? null : JSON.readTree(job.result());
+                String key = record == null ? "" : record.path("output_key").asText();
+                String file = key.substring(key.lastIndexOf('/') + 1);
+                if (!key.startsWith("outputs/" + job.tenant() + "/" + job.id() + "/")
+                        || !names.equals(List.of("manifest.json", file).stream().sorted().toList())) {
+                    wrong.add("succeeded job " + job.id() + ": result " + key + ", promoted " + names);
+                }
+            } else if (!names.isEmpty()) {
+                wrong.add(job.status() + " job " + job.id() + " has promoted objects " + names);
+            }
+        }
+        promoted.forEach((owner, names) -> wrong.add("orphan in the readable area: " + owner + " " + names));
+        check("one promoted output (+ manifest) per succeeded job, none for others, no orphan", objects, wrong);
+
+        // Read back through the API, as a client would: a sample of each kind of end.
+        Map<String, String> apiKeyOf = accepted.stream().collect(Collectors.toMap(ChaosLoad.Accepted::jobId,
+                ChaosLoad.Accepted::apiKey, (a, b) -> a));
+        List<String> unreadable = new ArrayList<>();
+        int read = 0;
+        int succeeded = 0;
+        int other = 0;
+        for (Job job : jobs.values()) {
+            String apiKey = apiKeyOf.get(job.id());
+            if (apiKey == null) {
+                continue;
+            }
+            if (job.status().equals("succeeded") && succeeded++ < 60) {
+                byte[] bytes = api.getBytes(apiKey, "/v1/jobs/" + job.id() + "/output");
+                String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+                if (!sha.equals(JSON.readTree(job.result()).path("sha256").asText())) {
+                    unreadable.add("job " + job.id() + ": the output read has digest " + sha);
+                }
+                read++;
+            } else if (!job.status().equals("succeeded") && other++ < 40) {
+                int status = api.get(apiKey, "/v1/jobs/" + job.id() + "/output").status();
+                if (status != 409) {
+                    unreadable.add(job.status() + " job " + job.id() + ": output answered " + status);
+                }
+                read++;
+            }
+        }
+        check("outputs read through the API: the recorded digest; 409 for jobs that did not succeed", read, unreadable);
+    }
+
+    private void attemptsKept(Map<String, Job> jobs) throws Exception {
+        Map<String, List<Integer>> numbers = new HashMap<>();
+        List<String> wrong = new ArrayList<>();
+        long examined = 0;
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(
+                "SELECT job_id::text, attempt, ended_at IS NULL, outcome FROM attempts ORDER BY job_id, attempt")) {
+            while (rs.next()) {
+                examined++;
+                numbers.computeIfAbsent(rs.getString(1), k -> new ArrayList<>()).add(rs.getInt(2));
+                if (rs.getBoolean(3) || rs.getString(4) == null) {
+                    wrong.add("attempt " + rs.getInt(2) + " of job " + rs.getString(1) + " was never closed");
+                }
+            }
+        }
+        for (Job job : jobs.values()) {
+            List<Integer> mine = numbers.getOrDefault(job.id(), List.of());
+            for (int i = 0; i < mine.size(); i++) {
+                if (mine.get(i) != i + 1) {
+                    wrong.add("job " + job.id() + " attempts " + mine);
+                    break;
+                }
+            }
+            if (mine.size() != job.attempts()) {
+                wrong.add("job " + job.id() + " counts " + job.attempts() + " attempts, " + mine.size() + " kept");
+            }
+        }
+        check("every attempt kept (numbered 1..n, n = the job's count) and closed", examined, wrong);
+    }
+
+    /**
+     * After a 429, the job's next attempt started no sooner than the Retry-After said (seconds after
+     * the answer, or an HTTP date), than the provider's rate-limit back-off when the header could not
+     * be read, and than the due time the attempt recorded (the back-off, when there was no header).
+     */
+    private void retryAfterHonoured() throws Exception {
+        List<String> wrong = new ArrayList<>();
+        long examined = 0;
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery("""
+                SELECT a.job_id::text, a.attempt, a.ended_at, a.retry_after, a.retry_after_understood, a.next_attempt_at,
+                       n.started_at
+                  FROM attempts a JOIN attempts n ON n.job_id = a.job_id AND n.attempt = a.attempt + 1
+                 WHERE a.http_status = 429""")) {
+            while (rs.next()) {
+                examined++;
+                Instant ended = rs.getTimestamp(3).toInstant();
+                String header = rs.getString(4);
+                Object understood = rs.getObject(5);
+                Timestamp recorded = rs.getTimestamp(6);
+                Instant next = rs.getTimestamp(7).toInstant();
+                Instant due = recorded == null ? ended : recorded.toInstant();
+                if (header != null && Boolean.TRUE.equals(understood)) {
+                    Instant said = header.chars().allMatch(Character::isDigit) ? ended.plusSeconds(Long.parseLong(header))
+                            : ZonedDateTime.parse(header, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
+                    // The header's seconds count from the answer; the attempt ends just after it was read.
+                    due = max(due, said.minusMillis(header.chars().allMatch(Character::isDigit) ? 100 : 0));
+                } else if (header != null) {
+                    due = max(due, ended.plus(rateLimitBackoff).minusMillis(100));
+                }
+                if (next.isBefore(due)) {
+                    wrong.add("job " + rs.getString(1) + " attempt " + (rs.getInt(2) + 1) + " at " + next + ", the 429's "
+                            + (header == null ? "back-off" : "Retry-After '" + header + "'") + " said " + due);
+                }
+            }
+        }
+        check("no retry before its Retry-After (the back-off without one, the provider's rate-limit back-off if unreadable)",
+                examined, wrong);
+    }
+
+    /**
+     * A 429 closes the provider's gate for every job until its Retry-After: no attempt of any job
+     * leased after the 429 was recorded starts before then (200 ms either side for leases in flight).
+     */
+    private void gateClosedForEveryJob() throws Exception {
+        List<String> wrong = new ArrayList<>();
+        long examined = 0;
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery("""
+                SELECT a.job_id::text, a.ended_at, a.next_attempt_at, o.job_id::text, o.attempt, o.started_at
+                  FROM attempts a JOIN attempts o ON o.adapter = a.adapter
+                   AND o.started_at > a.ended_at + interval '200 milliseconds'
+                   AND o.started_at < a.next_attempt_at - interval '200 milliseconds'
+                 WHERE a.http_status = 429 AND a.retry_after_understood""")) {
+            while (rs.next()) {
+                wrong.add("job " + rs.getString(4) + " attempt " + rs.getInt(5) + " started at " + rs.getTimestamp(6).toInstant()
+                        + " while a 429 for job " + rs.getString(1) + " closed the gate until " + rs.getTimestamp(3).toInstant());
+            }
+        }
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(
+                "SELECT count(*) FROM attempts WHERE http_status = 429 AND retry_after_understood")) {
+            rs.next();
+            examined = rs.getLong(1);
+        }
+        check("a 429 closes the provider's gate for every job until its Retry-After", examined, wrong);
+    }
+
+    private static Instant max(Instant a, Instant b) {
+        return a.isAfter(b) ? a : b;
+    }
+
+    private void readsNeverGoBack(ChaosLoad load, Map<String, Job> jobs) {
+        List<String> wrong = new ArrayList<>();
+        Map<String, ChaosLoad.Read> reads = load.firstTerminalReads();
+        reads.forEach((id, read) -> {
+            Job job = jobs.get(id);
+            if (job == null || !job.status().equals(read.status()) || !Instant.parse(read.finalizedAt()).toString().equals(job.finalizedAt())) {
+                wrong.add("job " + id + " read as " + read + ", ended " + (job == null ? "missing" : job.status() + " " + job.finalizedAt()));
+            }
+        });
+        check("a terminal state once read never changes", reads.size(), wrong);
+    }
+
+    private Map<String, Long> counts(String sql) throws Exception {
+        Map<String, Long> values = new LinkedHashMap<>();
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            while (rs.next()) {
+                values.put(rs.getString(1), rs.getLong(2));
+            }
+        }
+        return values;
+    }
+
+    private void check(String rule, long examined, List<String> violations) {
+        checks.add(new Check(rule, examined, List.copyOf(violations)));
+    }
+}
