@@ -183,6 +183,12 @@ public class JobgateConfiguration implements CamelConfiguration {
         // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.
         LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");
         worker.useMeters(meters);
+        // Alive while this process lives (a lock PostgreSQL drops with the process): if it dies, the
+        // leases and claims below are taken over at the next sweep instead of when they run out.
+        io.jobgate.infra.InstanceLiveness liveness = io.jobgate.infra.InstanceLiveness.start(dataSource);
+        context.addService(ManagedResource.stoppedBy("instance-liveness", liveness::close), true, true);
+        liveness.register(worker.name());
+        liveness.register(reconciler.owner());
         // On a clean stop, after the routes (services stop in reverse order, before the pools): the
         // leases this worker still holds go back at once instead of running out.
         context.addService(ManagedResource.stoppedBy("lease-hand-back", () -> sweeper.handBack(worker.name())), true, true);

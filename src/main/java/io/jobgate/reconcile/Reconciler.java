@@ -82,6 +82,11 @@ public final class Reconciler {
         this.batch = settings.batch();
     }
 
+    /** The name this poller's claims carry. */
+    public String owner() {
+        return owner;
+    }
+
     /** What applying evidence did. */
     public record Applied(boolean changed, String detail) {
     }

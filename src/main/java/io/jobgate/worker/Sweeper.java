@@ -54,10 +54,41 @@ public final class Sweeper {
     }
 
     public void sweep(Exchange exchange) {
-        int reclaimed = reclaimExpiredLeases();
+        int reclaimed = reclaimLeasesOfGoneInstances() + reclaimExpiredLeases();
         int expired = expireOverdue();
         exchange.getMessage().setHeader("reclaimed", reclaimed);
         exchange.getMessage().setHeader("expired", expired);
+    }
+
+    /**
+     * The leases and poller claims of instances that died (listed, their liveness lock gone: see
+     * infra/InstanceLiveness) are taken over now rather than when they run out; an owner that holds
+     * nothing any more is forgotten.
+     */
+    public int reclaimLeasesOfGoneInstances() {
+        List<String> gone = jdbc.queryForList("SELECT owner FROM gateway_instances_gone", String.class);
+        if (gone.isEmpty()) {
+            return 0;
+        }
+        java.sql.Timestamp now = java.sql.Timestamp.from(clock.instant());
+        String[] owners = gone.toArray(String[]::new);
+        List<Map<String, Object>> rows = jdbc.queryForList("""
+                SELECT job_id, lease_token, lease_owner, status, provider FROM jobs
+                 WHERE lease_token IS NOT NULL AND lease_owner = ANY (?) LIMIT ?""", owners, batch);
+        int released = release(rows, "owner_gone", "ended with its process");
+        int claims = jdbc.update("""
+                UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL
+                 WHERE check_claimed_by = ANY (?) AND finalized_at IS NULL""", now, owners);
+        if (claims > 0) {
+            LOG.warn("{} provider checks claimed by instances that ended ({}) are due now", claims, gone);
+        }
+        jdbc.update("""
+                DELETE FROM gateway_instances g
+                 WHERE g.owner = ANY (?)
+                   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lease_owner = g.owner AND j.lease_token IS NOT NULL)
+                   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.check_claimed_by = g.owner AND j.finalized_at IS NULL)""",
+                (Object) owners);
+        return released;
     }
 
     public int reclaimExpiredLeases() {

@@ -512,6 +512,43 @@ class WorkerTest {
         assertThat((String) job(id).get("result")).contains("\"attempt\": 2");
     }
 
+    /**
+     * The lease of a worker whose process died is taken over at the next sweep, not when it runs out:
+     * the dead instance's liveness lock (a session advisory lock) went with its connection.
+     */
+    @Test
+    void aLeaseOfAnInstanceWhoseProcessDiedIsTakenOverAtTheNextSweep() throws Exception {
+        String tag = Jobs.tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
+                .willSetStateTo("second").willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(1500)));
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("second")
+                .willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID id = submit(tag, "fakeimg");
+        await().atMost(Duration.ofSeconds(10)).until(() -> "submitting".equals(Jobs.status(id)));
+        String dead = "dead-host/" + tag;
+
+        // Another instance's session: its liveness lock and its owner listed, then the job's lease made
+        // its own, lasting an hour.
+        try (java.sql.Connection process = io.jobgate.support.TestDatabase.connect();
+             java.sql.Statement s = process.createStatement()) {
+            s.execute("SELECT pg_advisory_lock(27239, 4242)");
+            s.execute("INSERT INTO gateway_instances (owner, lock_key) VALUES ('" + dead + "', 4242)");
+            Db.execute("UPDATE jobs SET lease_owner = '" + dead + "', lease_expires_at = now() + interval '1 hour' WHERE job_id = '" + id + "'");
+            assertThat(Db.count("SELECT count(*) FROM gateway_instances_gone WHERE owner = ?", dead)).isZero();
+            assertThat(sweeper.reclaimLeasesOfGoneInstances()).as("alive: its leases are its own").isZero();
+            assertThat(Db.single("SELECT lease_owner FROM jobs WHERE job_id = ?", id).get("lease_owner")).isEqualTo(dead);
+        } // ... and the process dies: its session ends, PostgreSQL drops the lock
+
+        Jobs.awaitStatus(id, "succeeded"); // long before the hour: the sweeper took the lease over
+        await().atMost(Duration.ofSeconds(5)).until(() -> attempts(id).size() == 2 && attempts(id).get(0).get("outcome") != null);
+        assertThat((String) attempts(id).get(0).get("outcome")).isIn("owner_gone", "lease_lost");
+        assertThat((String) job(id).get("result")).contains("\"attempt\": 2");
+        assertThat(Db.count("SELECT count(*) FROM gateway_instances WHERE owner = ?", dead)).as("forgotten once it holds nothing").isZero();
+        // This gateway is alive and listed under its worker's name.
+        assertThat(Db.count("SELECT count(*) FROM gateway_instances WHERE owner = ?", worker.name())).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM gateway_instances_gone WHERE owner = ?", worker.name())).isZero();
+    }
+
     @Test
     void twoUnparseableRepliesInARowFailTheJob() {
         String tag = Jobs.tag();
