@@ -113,6 +113,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         ProviderCatalog providers = ProviderCatalog.load(Arrays.stream(settings.required("jobgate.providers.dirs").split(","))
                 .map(String::trim).filter(d -> !d.isEmpty()).map(Path::of).toList(), settings);
         context.getPropertiesComponent().addPropertiesSource(new ProviderSettingsSource(providers));
+        // Every (preset, class, provider that may serve it): a default that cannot stops the start here.
+        providers.verifyFits(presets.all()).forEach(line -> LOG.warn("provider {}", line));
+        providers.watchAdapters(new io.jobgate.adapter.AdapterRoutes(context));
         UploadStore uploads = new UploadStore(jdbc);
         String bucket = settings.required("jobgate.s3.bucket");
         registry.bind("tenantDirectory", tenants);
@@ -168,7 +171,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         AdapterCaller adapters = new AdapterCaller(context);
         registry.bind("jobLeases", leases);
         registry.bind("outputStore", outputs);
-        registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer());
+        registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer(providers));
         registry.bind("multipartForm", new io.jobgate.adapter.MultipartForm());
         Sweeper sweeper = new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket);
         registry.bind("sweeper", sweeper);

@@ -39,7 +39,7 @@ public final class AdapterCaller {
         long deadline = provider.callDeadline().toMillis();
         Future<Exchange> reply = calls.submit(() -> producer.send(provider.adapterUri(), adapter));
         try {
-            return AdapterResult.of(reply.get(deadline + GRACE_MILLIS, TimeUnit.MILLISECONDS));
+            return AdapterResult.of(reply.get(deadline + GRACE_MILLIS, TimeUnit.MILLISECONDS), provider.errors());
         } catch (TimeoutException e) {
             reply.cancel(true);
             return AdapterResult.deadlinePassed(deadline);

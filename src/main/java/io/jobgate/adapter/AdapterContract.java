@@ -39,8 +39,9 @@ public final class AdapterContract {
             }
         });
         exchange.setProperty(OPERATION, operation);
+        exchange.setProperty(PROVIDER, provider.name());
         exchange.setProperty(DEADLINE_MILLIS, provider.callDeadline().toMillis());
-        exchange.setProperty(ADAPTER_REVISION, provider.revision());
+        exchange.setProperty(ADAPTER_REVISION, provider.revision((String) properties.get(KIND)));
     }
 
     // --- Given to the adapter (exchange properties) ----------------------------------------------
@@ -54,6 +55,8 @@ public final class AdapterContract {
     public static final String SUBMIT = "submit";
     public static final String LOOKUP = "lookup";
     public static final String WEBHOOK = "webhook";
+    /** The provider's name: its error table classifies a reply the adapter set no outcome for. */
+    public static final String PROVIDER = "JobgateProvider";
     public static final String JOB_ID = "JobgateJobId";
     public static final String ATTEMPT = "JobgateAttempt";
     /** Stable for every attempt of one job ({@link #idempotencyKey}): send it as the provider's idempotency key. */
@@ -68,6 +71,13 @@ public final class AdapterContract {
     /** The rendered prompt, raw (for form fields) and as a quoted JSON string literal (for JSON bodies). */
     public static final String PROMPT = "JobgatePrompt";
     public static final String PROMPT_JSON = "JobgatePromptJson";
+    /**
+     * Transcription: the audio's language (ISO-639-1) from the job's inputs, and a short vocabulary
+     * hint (whole terms, capped by the preset) for a provider's prompt field; each absent when the
+     * job has none. Never the instruction template.
+     */
+    public static final String LANGUAGE = "JobgateLanguage";
+    public static final String VOCABULARY_HINT = "JobgateVocabularyHint";
     /** The source upload's bytes (byte[]), its media type and a file name with a matching extension. */
     public static final String SOURCE = "JobgateSource";
     public static final String SOURCE_MEDIA_TYPE = "JobgateSourceMediaType";

@@ -1,6 +1,7 @@
 package io.jobgate.adapter;
 
 import io.jobgate.job.ErrorCategory;
+import io.jobgate.provider.ProviderErrors;
 import java.io.IOException;
 import java.io.InputStream;
 import java.math.BigDecimal;
@@ -60,6 +61,14 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
 
     /** Reads the outcome properties an adapter set, falling back on the reply's status and headers. */
     public static AdapterResult of(Exchange call) {
+        return of(call, ProviderErrors.NONE);
+    }
+
+    /**
+     * Reads the outcome properties an adapter set; a reply it set none for is classified by the
+     * provider's error table (status and body code), then by its status alone.
+     */
+    public static AdapterResult of(Exchange call, ProviderErrors errors) {
         Integer replied = call.getMessage().getHeader(Exchange.HTTP_RESPONSE_CODE, Integer.class);
         Throwable failure = call.getException();
         if (failure != null && replied != null) {
@@ -91,6 +100,15 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
             category = status == null ? ErrorCategory.UNPARSEABLE_RESPONSE : ErrorCategory.ofHttpStatus(status);
         }
         String message = call.getProperty(AdapterContract.ERROR_MESSAGE, String.class);
+        String excerpt = category == null ? null : excerpt(call);
+        if (declared == null && status != null && status >= 400) {
+            Optional<ProviderErrors.Verdict> verdict = errors.classify(
+                    call.getProperty(AdapterContract.PROVIDER, "provider", String.class), status, excerpt);
+            if (verdict.isPresent()) {
+                category = verdict.get().category();
+                message = message != null ? message : verdict.get().message();
+            }
+        }
         if (category != null && message == null) {
             message = declared != null && ErrorCategory.fromWire(declared).isEmpty()
                     ? "adapter named an unknown outcome '" + truncate(declared, 40) + "'"
@@ -104,7 +122,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
                 call.getProperty(AdapterContract.OUTPUT_TEXT, String.class),
                 call.getProperty(AdapterContract.OUTPUT_MEDIA_TYPE, String.class),
                 message == null ? null : truncate(message, 500),
-                category == null ? null : excerpt(call), amount, amount == null ? null : unit(call), declared != null);
+                excerpt, amount, amount == null ? null : unit(call), declared != null);
         if (result.succeeded() && result.outputUrl() == null && result.outputBase64() == null && result.outputText() == null) {
             return result.failedAs(ErrorCategory.UNPARSEABLE_RESPONSE, "adapter reported success without an output");
         }

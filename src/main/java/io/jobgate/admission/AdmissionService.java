@@ -80,7 +80,7 @@ public final class AdmissionService {
         Preset preset = presets.resolve(request.presetId(), request.presetVersion());
         PresetCatalog.aspect(preset, request.aspectClass());
         InputValidator.validate(preset, request.inputs());
-        Provider provider = providers.choose(request.provider(), preset);
+        Provider provider = providers.choose(request.provider(), preset, request.aspectClass());
         Upload source = source(tenant, preset, request);
         long cost = Pricing.costMicros(preset, provider, source);
         Instant now = clock.instant().truncatedTo(ChronoUnit.MICROS); // what PostgreSQL stores

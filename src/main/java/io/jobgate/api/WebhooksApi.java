@@ -22,9 +22,11 @@ import org.springframework.jdbc.core.JdbcTemplate;
 /**
  * {@code POST /v1/providers/{provider}/webhook}: verifies the Standard Webhooks signature with the
  * provider's secret ({@code jobgate.provider.<name>.webhook-secret}) and timestamp tolerance,
- * refuses a delivery id seen before, lets the adapter read the payload (operation {@code webhook}),
- * and applies it to the job waiting on that provider task. A bad or replayed signature gets 401
- * and touches no job.
+ * lets the adapter read the payload (operation {@code webhook}), and applies it to the job waiting on
+ * that provider task. A bad signature or a stale timestamp gets 401 and touches no job. A genuine
+ * delivery whose {@code webhook-id} was already processed is acknowledged with 2xx and touches
+ * nothing: a provider resends when it did not see our 2xx, and a 4xx would count as a failed
+ * delivery (Standard Webhooks senders then retry or disable the endpoint).
  */
 public final class WebhooksApi {
 
@@ -65,10 +67,19 @@ public final class WebhooksApi {
         if (invalid.isPresent()) {
             throw ApiProblem.of(401, "invalid_signature", "Webhook signature refused: " + invalid.get() + ".");
         }
-        Integer seen = jdbc.queryForObject("SELECT count(*) FROM webhook_receipts WHERE provider = ? AND webhook_id = ?",
-                Integer.class, name, id);
-        if (seen != null && seen > 0) {
-            throw ApiProblem.of(401, "replayed_webhook", "Webhook " + id + " was already received; a delivery is applied once.");
+        Optional<Map<String, Object>> seen = jdbc.queryForList(
+                "SELECT job_id FROM webhook_receipts WHERE provider = ? AND webhook_id = ?", name, id).stream().findFirst();
+        if (seen.isPresent()) {
+            Object jobId = seen.get().get("job_id");
+            Map<String, Object> reply = new LinkedHashMap<>();
+            reply.put("matched", jobId != null);
+            if (jobId != null) {
+                reply.put("job_id", jobId.toString());
+            }
+            reply.put("changed", false);
+            reply.put("replayed", true);
+            HttpReply.json(exchange, 200, reply, Map.of());
+            return;
         }
         AdapterResult evidence = adapters.call(provider, AdapterContract.WEBHOOK, new String(body, StandardCharsets.UTF_8),
                 Map.of());

@@ -11,12 +11,15 @@ import javax.imageio.ImageReader;
 import javax.imageio.stream.ImageInputStream;
 
 import io.jobgate.common.Json;
+import io.jobgate.preset.AspectClass;
+import io.jobgate.preset.PixelSize;
 import io.jobgate.preset.Preset;
 import io.jobgate.upload.MediaTypes;
 
 /**
  * Is a provider's output what the preset asked for? The media type by magic bytes (never the
- * provider's word), and for images the exact pixel size of the job's aspect class.
+ * provider's word), and for images the exact pixel size the adapter declares for the job's aspect
+ * class (its size table), or, where it declares none, the class's exact ratio and minimum.
  */
 public final class OutputCheck {
 
@@ -34,7 +37,7 @@ public final class OutputCheck {
         }
     }
 
-    public static Checked check(byte[] bytes, Preset preset, Preset.AspectSize size) throws Refused {
+    public static Checked check(byte[] bytes, Preset preset, AspectClass aspect, PixelSize size) throws Refused {
         List<String> expected = preset.outputMediaTypes();
         Optional<String> sniffed = MediaTypes.sniff(bytes);
         if (sniffed.isPresent() && sniffed.get().startsWith("image/")) {
@@ -43,8 +46,11 @@ public final class OutputCheck {
             }
             int[] dims = dimensions(bytes, sniffed.get());
             if (size != null && (dims[0] != size.width() || dims[1] != size.height())) {
-                throw new Refused("output is " + dims[0] + "x" + dims[1] + ", the aspect class needs "
-                        + size.width() + "x" + size.height());
+                throw new Refused("output is " + dims[0] + "x" + dims[1] + ", the adapter renders the aspect class at " + size);
+            }
+            String misfit = size == null && aspect != null ? aspect.misfit(new PixelSize(dims[0], dims[1])) : null;
+            if (misfit != null) {
+                throw new Refused("output " + misfit + " (aspect class " + aspect.ratio() + ")");
             }
             return new Checked(sniffed.get(), dims[0], dims[1]);
         }

@@ -18,6 +18,8 @@ import java.util.function.BooleanSupplier;
 
 import io.jobgate.common.Json;
 import io.jobgate.common.Digests;
+import io.jobgate.preset.AspectClass;
+import io.jobgate.preset.PixelSize;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.upload.MediaTypes;
@@ -83,7 +85,7 @@ public final class OutputStore {
     }
 
     /** Step 1's result: the output's bytes, under their quarantine key. */
-    record Quarantined(Preset preset, Preset.AspectSize size, byte[] bytes, String key) {
+    record Quarantined(Preset preset, AspectClass aspect, PixelSize size, byte[] bytes, String key) {
     }
 
     /** Step 2's result: what the checks found, and where the output is promoted to. */
@@ -107,7 +109,7 @@ public final class OutputStore {
      * Quarantine, check, promote, through {@link #ROUTE}. The output is written under
      * {@code quarantine/<job>/<attempt>/output-<store id>} (its own key per call: a webhook and the
      * poller may store the same task's output at once), checked (media type by magic bytes, pixel
-     * size of the aspect class, byte cap), then, only while {@code stillOurs} holds, copied to
+     * size the adapter renders the aspect class at, byte cap), then, only while {@code stillOurs} holds, copied to
      * {@code outputs/<tenant>/<job>/output.<ext>} with its manifest beside it, and the quarantine
      * object deleted. A refused output stays in quarantine, never readable.
      *
@@ -158,7 +160,7 @@ public final class OutputStore {
         }
         String key = "quarantine/" + r.job().jobId() + "/" + r.job().attempt() + "/output-"
                 + UUID.randomUUID().toString().substring(0, 8);
-        exchange.setProperty(QUARANTINED, new Quarantined(preset, PresetCatalog.aspect(preset, r.job().aspectClass()), bytes, key));
+        exchange.setProperty(QUARANTINED, new Quarantined(preset, PresetCatalog.aspect(preset, r.job().aspectClass()), r.job().size(), bytes, key));
         Message m = exchange.getMessage();
         m.setBody(bytes);
         m.setHeader(AWS2S3Constants.KEY, key);
@@ -175,7 +177,7 @@ public final class OutputStore {
         Quarantined q = exchange.getProperty(QUARANTINED, Quarantined.class);
         OutputCheck.Checked checked;
         try {
-            checked = OutputCheck.check(q.bytes(), q.preset(), q.size());
+            checked = OutputCheck.check(q.bytes(), q.preset(), q.aspect(), q.size());
         } catch (OutputCheck.Refused refused) {
             decide(exchange, "refused", new OutputUnavailable(ErrorCategory.INVALID_OUTPUT,
                     refused.getMessage() + " (kept at " + q.key() + ")"));

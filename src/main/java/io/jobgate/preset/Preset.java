@@ -5,18 +5,17 @@ import java.util.Map;
 
 /**
  * An immutable, versioned server-side template with bounded inputs, the aspect classes it allows
- * (each with one fixed pixel size) and what source upload it takes.
+ * (each an exact ratio, with a minimum size where needed) and what source upload it takes.
  *
  * @param kind            {@code image} or {@code transcription}: selects providers and pricing
  * @param sourceMediaTypes media types a source upload may have; empty when the preset takes none
  * @param outputs          how many outputs one job produces (priced per output)
+ * @param hints            what a provider is told beside the source (transcription), never the template
  */
-public record Preset(String id, int version, String kind, String title, Map<String, AspectSize> aspectClasses,
+public record Preset(String id, int version, String kind, String title, Map<String, AspectClass> aspectClasses,
                      Map<String, InputField> inputs, boolean sourceRequired, List<String> sourceMediaTypes,
-                     List<String> outputMediaTypes, int outputs, PromptTemplate template, String fileSha256) {
-
-    public record AspectSize(int width, int height) {
-    }
+                     List<String> outputMediaTypes, int outputs, PromptTemplate template, ProviderHints hints,
+                     String fileSha256) {
 
     public boolean takesSource() {
         return !sourceMediaTypes.isEmpty();

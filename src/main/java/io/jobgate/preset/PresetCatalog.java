@@ -83,7 +83,7 @@ public final class PresetCatalog {
      * The aspect class of a request: one the preset declares, exactly (never rounded to a near one);
      * absent for presets without aspect classes (transcription).
      */
-    public static Preset.AspectSize aspect(Preset preset, String requested) {
+    public static AspectClass aspect(Preset preset, String requested) {
         if (preset.aspectClasses().isEmpty()) {
             if (requested != null) {
                 throw ApiProblem.of(422, "invalid_aspect_class", "Preset '" + preset.id() + "' is not an image preset "
@@ -91,14 +91,19 @@ public final class PresetCatalog {
             }
             return null;
         }
-        Preset.AspectSize size = requested == null ? null : preset.aspectClasses().get(requested);
-        if (size == null) {
+        AspectClass aspect = requested == null ? null : preset.aspectClasses().get(requested);
+        if (aspect == null) {
             throw ApiProblem.of(422, "invalid_aspect_class", (requested == null ? "An aspect class is required"
                             : "Preset '" + preset.id() + "' v" + preset.version() + " has no aspect class '" + requested + "'")
                             + "; allowed: " + String.join(", ", preset.aspectClasses().keySet()) + ".")
                     .with("field", "aspect_class").with("allowed", preset.aspectClasses().keySet());
         }
-        return size;
+        return aspect;
+    }
+
+    /** Every preset version, for checks across presets (which providers serve which classes). */
+    public List<Preset> all() {
+        return presets.values().stream().flatMap(v -> v.values().stream()).toList();
     }
 
     /** The requested version, or the latest when {@code version} is null. */
@@ -127,17 +132,12 @@ public final class PresetCatalog {
         if (!kind.equals("image") && !kind.equals("transcription")) {
             throw new IllegalStateException(where + ": kind must be image or transcription");
         }
-        Map<String, Preset.AspectSize> aspects = new LinkedHashMap<>();
+        Map<String, AspectClass> aspects = new LinkedHashMap<>();
         root.path("aspect_classes").fields().forEachRemaining(e -> {
             if (!ASPECT_CLASSES.contains(e.getKey())) {
                 throw new IllegalStateException(where + ": unknown aspect class " + e.getKey());
             }
-            int w = e.getValue().path("width").asInt();
-            int h = e.getValue().path("height").asInt();
-            if (w <= 0 || h <= 0) {
-                throw new IllegalStateException(where + ": aspect class " + e.getKey() + " needs width and height");
-            }
-            aspects.put(e.getKey(), new Preset.AspectSize(w, h));
+            aspects.put(e.getKey(), aspectClass(e.getValue(), where + ": aspect class " + e.getKey()));
         });
         if (aspects.isEmpty() && kind.equals("image")) {
             throw new IllegalStateException(where + ": an image preset declares at least one aspect class");
@@ -151,7 +151,50 @@ public final class PresetCatalog {
         }
         return new Preset(id, version, kind, root.path("title").asText(id), Collections.unmodifiableMap(aspects),
                 inputs, source.path("required").asBoolean(false), sourceTypes, strings(root.path("output").path("media_types")),
-                root.path("output").path("count").asInt(1), PromptTemplate.of(template, inputs.keySet()), Digests.sha256Hex(bytes));
+                root.path("output").path("count").asInt(1), PromptTemplate.of(template, inputs.keySet()),
+                hints(root.path("hints"), inputs, where), Digests.sha256Hex(bytes));
+    }
+
+    /**
+     * {@code {ratio: "2:3", min_width: 768, min_height: 1152}}; a version published before classes were
+     * ratios says {@code {width: 1024, height: 1536}}: that ratio, and that size as its minimum, so
+     * its jobs never get less than they were promised.
+     */
+    private static AspectClass aspectClass(JsonNode spec, String where) {
+        try {
+            if (spec.hasNonNull("ratio")) {
+                return AspectClass.ofRatio(spec.get("ratio").asText(), spec.path("min_width").asInt(0),
+                        spec.path("min_height").asInt(0));
+            }
+            int w = spec.path("width").asInt();
+            int h = spec.path("height").asInt();
+            if (w <= 0 || h <= 0) {
+                throw new IllegalArgumentException("needs a ratio (or, before ratios, width and height)");
+            }
+            return new AspectClass(w, h, w, h);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalStateException(where + ": " + e.getMessage());
+        }
+    }
+
+    private static ProviderHints hints(JsonNode spec, Map<String, InputField> inputs, String where) {
+        if (spec.isMissingNode() || spec.isNull()) {
+            return inputs.containsKey("language") ? new ProviderHints("language", null, 0) : ProviderHints.NONE;
+        }
+        String language = spec.hasNonNull("language") ? spec.get("language").asText() : null;
+        JsonNode vocabulary = spec.path("vocabulary");
+        String field = vocabulary.hasNonNull("field") ? vocabulary.get("field").asText() : null;
+        int cap = vocabulary.path("max_chars").asInt(0);
+        for (String name : java.util.Arrays.asList(language, field)) {
+            if (name != null && !inputs.containsKey(name)) {
+                throw new IllegalStateException(where + ": hints name undeclared field '" + name + "'");
+            }
+        }
+        if (field != null && (cap <= 0 || cap > ProviderHints.MAX_VOCABULARY_CHARS)) {
+            throw new IllegalStateException(where + ": hints.vocabulary.max_chars must be between 1 and "
+                    + ProviderHints.MAX_VOCABULARY_CHARS);
+        }
+        return new ProviderHints(language, field, cap);
     }
 
     private static Map<String, InputField> fields(JsonNode node, String where) {

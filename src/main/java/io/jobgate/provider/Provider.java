@@ -4,13 +4,16 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
 
+import io.jobgate.preset.PixelSize;
+
 /**
  * One provider's settings ({@code config/providers/<name>.properties}, each entry overridable by
  * environment variable): the preset kinds it serves, its unit prices in micro-units
  * ({@code price.image-micros}, {@code price.audio-minute-micros}, …) and what the worker needs to
  * call its adapter route {@code direct:provider-<name>}.
  *
- * @param revision         adapter revision recorded with every attempt ({@code revision})
+ * @param revision         adapter revision recorded with every attempt ({@code revision}); an operation
+ *                         of its own says {@code revision.<kind>} ({@link #revision(String)})
  * @param maxConcurrency   requests in flight to this provider across all instances ({@code max-concurrency})
  * @param callDeadline     how long one adapter call may take ({@code call-deadline-ms})
  * @param idempotentSubmit the provider deduplicates a resubmission by our idempotency key
@@ -18,11 +21,29 @@ import java.util.Set;
  * @param rateLimitBackoff how long to leave the provider alone after a 429 whose {@code Retry-After}
  *                         cannot be read ({@code rate-limit-backoff-seconds}): conservative, since
  *                         the provider did ask for a pause and only its length is unknown
+ * @param sizes            the size table: for every aspect class it renders, the exact pixel size it
+ *                         asks for and gets ({@code size.<class> = <width>x<height>})
+ * @param errors           the error table of all its operations ({@link ProviderErrors})
  * @param settings         every entry of the file by its short key, after overrides
  */
 public record Provider(String name, Set<String> kinds, Map<String, Long> prices, String revision,
                        int maxConcurrency, Duration callDeadline, boolean idempotentSubmit,
-                       Duration rateLimitBackoff, Map<String, String> settings) {
+                       Duration rateLimitBackoff, Map<String, PixelSize> sizes, ProviderErrors errors,
+                       Map<String, String> settings) {
+
+    /**
+     * The adapter revision of one operation (a preset kind): {@code revision.<kind>}, else
+     * {@code revision}. Image generation and transcription change on their own, so each records its own.
+     */
+    public String revision(String kind) {
+        String own = kind == null ? null : settings.get("revision." + kind);
+        return own == null || own.isBlank() ? revision : own;
+    }
+
+    /** The exact size it renders for an aspect class, if it renders that class. */
+    public java.util.Optional<PixelSize> size(String aspectClass) {
+        return java.util.Optional.ofNullable(aspectClass == null ? null : sizes.get(aspectClass));
+    }
 
     public long price(String unit) {
         Long price = prices.get(unit);

@@ -18,7 +18,10 @@ import java.util.stream.Stream;
 
 import io.jobgate.common.ApiProblem;
 import io.jobgate.infra.Settings;
+import io.jobgate.preset.AspectClass;
+import io.jobgate.preset.PixelSize;
 import io.jobgate.preset.Preset;
+import io.jobgate.preset.PresetCatalog;
 
 /**
  * Providers from {@code <dir>/<name>.properties} in the provider directories. Each entry is named
@@ -171,9 +174,24 @@ public final class ProviderCatalog {
         long deadlineMs = whole(prefix + "call-deadline-ms", values.getOrDefault("call-deadline-ms", "120000"), 100, 3_600_000);
         int rateLimitBackoff = whole(prefix + "rate-limit-backoff-seconds",
                 values.getOrDefault("rate-limit-backoff-seconds", "60"), 1, 86_400);
+        Map<String, PixelSize> sizes = new TreeMap<>();
+        values.forEach((key, value) -> {
+            if (key.startsWith("size.")) {
+                String aspect = key.substring("size.".length());
+                if (!PresetCatalog.ASPECT_CLASSES.contains(aspect)) {
+                    throw new IllegalStateException(prefix + key + ": no aspect class '" + aspect + "'; classes: "
+                            + PresetCatalog.ASPECT_CLASSES);
+                }
+                try {
+                    sizes.put(aspect, PixelSize.parse(value));
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalStateException(prefix + key + ": " + e.getMessage());
+                }
+            }
+        });
         return new Provider(name, kinds, Map.copyOf(prices), values.getOrDefault("revision", "1"), maxConcurrency,
                 Duration.ofMillis(deadlineMs), Boolean.parseBoolean(values.getOrDefault("idempotent-submit", "false")),
-                Duration.ofSeconds(rateLimitBackoff), Map.copyOf(values));
+                Duration.ofSeconds(rateLimitBackoff), Map.copyOf(sizes), ProviderErrors.parse(prefix, values), Map.copyOf(values));
     }
 
     private static int whole(String key, String value, int min, int max) {
@@ -188,16 +206,114 @@ public final class ProviderCatalog {
         }
     }
 
-    /** The requested provider, or the default for the preset's kind. */
-    public Provider choose(String requested, Preset preset) {
-        String name = requested != null ? requested : defaults.get(preset.kind());
-        Provider provider = name == null ? null : find(name).orElse(null);
-        if (provider == null || !provider.kinds().contains(preset.kind())) {
-            String serving = scan.providers().values().stream().filter(p -> p.kinds().contains(preset.kind()))
-                    .map(Provider::name).collect(Collectors.joining(", "));
-            throw ApiProblem.of(422, "unknown_provider", "No provider '" + name + "' serves " + preset.kind()
-                    + " jobs; available: " + serving + ".").with("field", "provider");
+    /**
+     * Tells the catalog whether a provider's adapter route is loaded and started right now, and
+     * why not ({@code null} when it is): a provider is offered only while its settings are valid
+     * and its route runs.
+     */
+    public void watchAdapters(java.util.function.Function<String, String> whyNotRunning) {
+        this.whyNotRunning = whyNotRunning;
+    }
+
+    private volatile java.util.function.Function<String, String> whyNotRunning = name -> null;
+
+    /** Why {@code provider} cannot serve {@code aspectClass} of {@code preset}, or null when it can. */
+    public static String misfit(Provider provider, Preset preset, String aspectClass) {
+        if (!provider.kinds().contains(preset.kind())) {
+            return "it does not serve " + preset.kind() + " presets";
         }
-        return provider;
+        if (aspectClass == null) {
+            return null;
+        }
+        AspectClass wanted = preset.aspectClasses().get(aspectClass);
+        Optional<PixelSize> size = provider.size(aspectClass);
+        if (size.isEmpty()) {
+            return "its size table declares no " + aspectClass + " (size." + aspectClass + ")";
+        }
+        String misfit = wanted == null ? null : wanted.misfit(size.get());
+        return misfit == null ? null : aspectClass + " of " + preset.id() + " v" + preset.version() + " is "
+                + wanted.ratio() + (wanted.minWidth() > 0 ? " from " + wanted.minWidth() + "x" + wanted.minHeight() : "")
+                + ", and " + misfit;
+    }
+
+    /** The aspect classes of {@code preset} that {@code provider} renders. */
+    public static List<String> renders(Provider provider, Preset preset) {
+        return preset.aspectClasses().keySet().stream().filter(c -> misfit(provider, preset, c) == null).toList();
+    }
+
+    /**
+     * Every (preset, class, provider that may serve it) checked: a default provider that cannot serve a
+     * class of its kind stops the start, naming the pair; what an optional one cannot serve is
+     * returned, one line each (left out for that class: the caller logs it and health shows it).
+     */
+    public List<String> verifyFits(List<Preset> presets) {
+        List<String> leftOut = new java.util.ArrayList<>();
+        for (Preset preset : presets) {
+            for (Provider provider : scan.providers().values()) {
+                if (!provider.kinds().contains(preset.kind())) {
+                    continue;
+                }
+                for (String aspect : preset.aspectClasses().keySet()) {
+                    String misfit = misfit(provider, preset, aspect);
+                    if (misfit == null) {
+                        continue;
+                    }
+                    if (provider.name().equals(defaults.get(preset.kind()))) {
+                        throw new IllegalStateException("default provider for " + preset.kind() + " '" + provider.name()
+                                + "' cannot serve " + preset.id() + " v" + preset.version() + " " + aspect + ": " + misfit);
+                    }
+                    leftOut.add(provider.name() + " left out for " + preset.id() + " v" + preset.version() + " " + aspect
+                            + ": " + misfit);
+                }
+            }
+        }
+        return List.copyOf(leftOut);
+    }
+
+    /**
+     * The provider a job goes to. A named one must serve the preset's kind ({@code unknown_provider}),
+     * run ({@code provider_not_running}: settings valid and its adapter route loaded and started) and
+     * render the job's class ({@code aspect_class_not_rendered}, with the classes it renders). Without a
+     * name: the default for the kind when it can, else the first (by name) that can.
+     */
+    public Provider choose(String requested, Preset preset, String aspectClass) {
+        if (requested != null) {
+            Provider provider = find(requested).filter(p -> p.kinds().contains(preset.kind())).orElse(null);
+            if (provider == null) {
+                throw unknown(requested, preset);
+            }
+            String notRunning = whyNotRunning.apply(provider.name());
+            if (notRunning != null) {
+                throw ApiProblem.of(422, "provider_not_running", "Provider '" + provider.name() + "' takes no jobs now: "
+                        + notRunning + ".").with("field", "provider");
+            }
+            if (misfit(provider, preset, aspectClass) != null && rescan()) {
+                provider = find(requested).orElse(provider); // a fixed settings file may have been dropped in
+            }
+            String misfit = misfit(provider, preset, aspectClass);
+            if (misfit != null) {
+                throw ApiProblem.of(422, "aspect_class_not_rendered", "Provider '" + provider.name() + "' cannot render this job: "
+                                + misfit + "; it renders: " + String.join(", ", renders(provider, preset)) + ".")
+                        .with("field", "provider").with("renders", renders(provider, preset));
+            }
+            return provider;
+        }
+        String preferred = defaults.get(preset.kind());
+        List<Provider> candidates = new java.util.ArrayList<>();
+        find(preferred == null ? "" : preferred).ifPresent(candidates::add);
+        scan.providers().values().stream().filter(p -> !p.name().equals(preferred)).forEach(candidates::add);
+        return candidates.stream()
+                .filter(p -> misfit(p, preset, aspectClass) == null && whyNotRunning.apply(p.name()) == null)
+                .findFirst()
+                .orElseThrow(() -> ApiProblem.of(422, "aspect_class_not_rendered", "No running provider renders "
+                        + (aspectClass == null ? preset.kind() + " jobs" : aspectClass + " of " + preset.id() + " v" + preset.version())
+                        + " now.").with("field", aspectClass == null ? "provider" : "aspect_class"));
+    }
+
+    private ApiProblem unknown(String name, Preset preset) {
+        String serving = scan.providers().values().stream().filter(p -> p.kinds().contains(preset.kind()))
+                .map(Provider::name).collect(Collectors.joining(", "));
+        return ApiProblem.of(422, "unknown_provider", "No provider '" + name + "' serves " + preset.kind()
+                + " jobs; available: " + serving + ".").with("field", "provider");
     }
 }

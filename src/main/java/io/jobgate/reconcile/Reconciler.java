@@ -250,7 +250,8 @@ public final class Reconciler {
         try {
             OutputSubject subject = new OutputSubject(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
                     job.presetVersion(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider.name(),
-                    job.adapterRevision() != null ? job.adapterRevision() : provider.revision());
+                    job.adapterRevision() != null ? job.adapterRevision() : provider.revision(job.kind()),
+                    provider.size(job.aspectClass()).orElse(null));
             record = outputs.store(subject, evidence, provider.callDeadline(), () -> stillWaiting(job.jobId()));
         } catch (OutputStore.Superseded e) {
             return new Applied(false, "already moved on");

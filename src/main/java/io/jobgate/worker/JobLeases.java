@@ -171,7 +171,7 @@ public final class JobLeases {
                 return new Snoozed(wakeAt, reason);
             }
             int attempt = transitions.apply(jobId, Event.SUBMIT, Guard.lease(lease.token()),
-                            Change.attempt(worker, provider.name(), provider.revision()))
+                            Change.attempt(worker, provider.name(), provider.revision(lease.kind())))
                     .map(m -> ((Number) m.row().get("opened_attempt")).intValue())
                     .orElseThrow(() -> new IllegalStateException("lease of job " + jobId + " lost within its own transaction"));
             return new Submitting(lease, attempt);

@@ -24,6 +24,7 @@ import io.jobgate.common.Json;
 import io.jobgate.common.Digests;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.output.OutputSubject;
+import io.jobgate.preset.PixelSize;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.provider.Provider;
@@ -169,10 +170,9 @@ public final class Worker {
         Loaded loaded = exchange.getProperty(LOADED, Loaded.class);
         Lease job = loaded.job();
         Preset preset;
-        Preset.AspectSize size;
         try {
             preset = presets.resolve(job.presetId(), job.presetVersion());
-            size = PresetCatalog.aspect(preset, job.aspectClass());
+            PresetCatalog.aspect(preset, job.aspectClass());
         } catch (ApiProblem problem) {
             verdict(exchange, loaded, ErrorCategory.INVALID_REQUEST, "stored request no longer validates: " + problem.getMessage(), false);
             return;
@@ -193,12 +193,24 @@ public final class Worker {
                 return;
             }
         }
-        if (providers.find(job.provider()).isEmpty()) {
+        Optional<Provider> provider = providers.find(job.provider());
+        if (provider.isEmpty()) {
             verdict(exchange, loaded, ErrorCategory.TRANSIENT, "no settings for provider " + job.provider(), true);
             return;
         }
+        String misfit = ProviderCatalog.misfit(provider.get(), preset, job.aspectClass());
+        if (misfit != null) {
+            // Its settings changed since admission: never ask for a size it does not declare.
+            verdict(exchange, loaded, ErrorCategory.INVALID_REQUEST, "provider " + job.provider() + " no longer renders this job: "
+                    + misfit, false);
+            return;
+        }
+        // The exact size is the adapter's (its size table), never the preset's.
+        PixelSize size = provider.get().size(job.aspectClass()).orElse(null);
         JsonNode inputs = Json.parseObject(job.inputsJson().getBytes(java.nio.charset.StandardCharsets.UTF_8));
         String prompt = preset.template().render(inputs);
+        String language = preset.hints().language(inputs);
+        String vocabulary = preset.hints().vocabulary(inputs);
         Map<String, Object> envelope = new LinkedHashMap<>();
         envelope.put("job_id", job.jobId().toString());
         envelope.put("idempotency_key", AdapterContract.idempotencyKey(job.jobId()));
@@ -211,6 +223,12 @@ public final class Worker {
         envelope.put("output_media_types", preset.outputMediaTypes());
         envelope.put("outputs", preset.outputs());
         envelope.put("prompt", prompt);
+        if (language != null) {
+            envelope.put("language", language);
+        }
+        if (vocabulary != null) {
+            envelope.put("vocabulary_hint", vocabulary);
+        }
         envelope.put("inputs", inputs);
         if (source != null) {
             envelope.put("source", Map.of("sha256", job.sourceSha256(), "media_type", job.sourceMediaType(),
@@ -228,6 +246,8 @@ public final class Worker {
         call.put(AdapterContract.OUTPUT_MEDIA_TYPE, preset.outputMediaTypes().isEmpty() ? null : preset.outputMediaTypes().get(0));
         call.put(AdapterContract.PROMPT, prompt);
         call.put(AdapterContract.PROMPT_JSON, Json.write(prompt));
+        call.put(AdapterContract.LANGUAGE, language);
+        call.put(AdapterContract.VOCABULARY_HINT, vocabulary);
         call.put(AdapterContract.CORRELATION_ID, job.correlationId());
         if (source != null) {
             call.put(AdapterContract.SOURCE, source);
@@ -296,7 +316,8 @@ public final class Worker {
             Lease lease = started.lease();
             outputs.begin(exchange, new OutputSubject(lease.jobId(), lease.tenantId(), started.attempt(), lease.presetId(),
                     lease.presetVersion(), lease.aspectClass(), lease.inputsJson(), lease.sourceSha256(),
-                    started.provider().name(), started.provider().revision()), result, started.provider().callDeadline(),
+                    started.provider().name(), started.provider().revision(lease.kind()),
+                    started.provider().size(lease.aspectClass()).orElse(null)), result, started.provider().callDeadline(),
                     () -> leases.holds(lease.jobId(), lease.token()));
         }
     }
@@ -353,7 +374,7 @@ public final class Worker {
             meters.rateLimited(provider.name(), lease.tenantId());
         }
         AttemptLog.write(new AttemptLog.Line(lease.jobId().toString(), lease.correlationId(), lease.presetId(),
-                lease.presetVersion(), lease.aspectClass(), provider.name(), provider.revision(), attempt, durationMs,
+                lease.presetVersion(), lease.aspectClass(), provider.name(), provider.revision(lease.kind()), attempt, durationMs,
                 result.httpStatus(), outcome, result.category() == null ? null : result.category().wire(), next));
     }
 

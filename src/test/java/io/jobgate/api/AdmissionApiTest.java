@@ -111,7 +111,7 @@ class AdmissionApiTest {
         assertThat(r.header("Idempotent-Replayed")).isNull();
         assertThat(job.path("status").asText()).isEqualTo("queued");
         assertThat(job.path("preset").path("id").asText()).isEqualTo("invoice-clean");
-        assertThat(job.path("preset").path("version").asInt()).isEqualTo(1);
+        assertThat(job.path("preset").path("version").asInt()).as("the latest version").isEqualTo(2);
         assertThat(job.path("provider").asText()).isEqualTo("simulator");
         assertThat(job.path("limits").path("max_attempts").asInt()).isEqualTo(4);
         assertThat(job.path("limits").path("max_lifetime_seconds").asInt()).isEqualTo(1800);

@@ -120,6 +120,8 @@ class ErrorTableTest {
                 entry("unknown_upload", () -> api.postJob(ACME, key(),
                         "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + UUID.randomUUID() + "\"}")),
                 entry("unknown_provider", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"nobody\", "))),
+                entry("provider_not_running", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"noroute\", "))),
+                entry("aspect_class_not_rendered", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"squareonly\", "))),
                 entry("idempotency_key_reused", () -> {
                     String key = key();
                     api.postJob(ACME, key, invoice("First"));

@@ -4,6 +4,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 
+import io.jobgate.preset.AspectClass;
+import io.jobgate.preset.PixelSize;
 import io.jobgate.preset.Preset;
 import io.jobgate.support.Samples;
 import org.junit.jupiter.api.Test;
@@ -15,27 +17,42 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class OutputCheckTest {
 
     static Preset preset(List<String> outputTypes) {
-        return new Preset("p", 1, "image", "t", Map.of(), Map.of(), false, List.of(), outputTypes, 1, null, "x");
+        return new Preset("p", 1, "image", "t", Map.of(), Map.of(), false, List.of(), outputTypes, 1, null, io.jobgate.preset.ProviderHints.NONE, "x");
     }
 
-    static final Preset.AspectSize PORTRAIT = new Preset.AspectSize(1024, 1536);
+    static final AspectClass PORTRAIT_CLASS = AspectClass.ofRatio("2:3", 768, 1152);
+    /** What gpt-image-1 renders portrait at (its size table). */
+    static final PixelSize PORTRAIT = new PixelSize(1024, 1536);
 
     @Test
     void acceptsTheExpectedTypeAtTheExactSize() throws Exception {
-        OutputCheck.Checked png = OutputCheck.check(Samples.png(1024, 1536), preset(List.of("image/png")), PORTRAIT);
+        OutputCheck.Checked png = OutputCheck.check(Samples.png(1024, 1536), preset(List.of("image/png")), PORTRAIT_CLASS, PORTRAIT);
         assertThat(png).isEqualTo(new OutputCheck.Checked("image/png", 1024, 1536));
-        OutputCheck.Checked jpeg = OutputCheck.check(Samples.jpeg(1024, 1536), preset(List.of("image/jpeg")), PORTRAIT);
+        OutputCheck.Checked jpeg = OutputCheck.check(Samples.jpeg(1024, 1536), preset(List.of("image/jpeg")), PORTRAIT_CLASS, PORTRAIT);
         assertThat(jpeg.mediaType()).isEqualTo("image/jpeg");
     }
 
     @Test
     void refusesAnotherTypeOrSizeWhateverTheProviderClaims() {
-        assertThatThrownBy(() -> OutputCheck.check(Samples.jpeg(1024, 1536), preset(List.of("image/png")), PORTRAIT))
+        assertThatThrownBy(() -> OutputCheck.check(Samples.jpeg(1024, 1536), preset(List.of("image/png")), PORTRAIT_CLASS, PORTRAIT))
                 .isInstanceOf(OutputCheck.Refused.class).hasMessageContaining("image/jpeg");
-        assertThatThrownBy(() -> OutputCheck.check(Samples.png(1023, 1536), preset(List.of("image/png")), PORTRAIT))
+        assertThatThrownBy(() -> OutputCheck.check(Samples.png(1023, 1536), preset(List.of("image/png")), PORTRAIT_CLASS, PORTRAIT))
                 .hasMessageContaining("1023x1536");
         assertThatThrownBy(() -> OutputCheck.check("<html>rate limited</html>".getBytes(StandardCharsets.UTF_8),
-                preset(List.of("image/png")), PORTRAIT)).isInstanceOf(OutputCheck.Refused.class);
+                preset(List.of("image/png")), PORTRAIT_CLASS, PORTRAIT)).isInstanceOf(OutputCheck.Refused.class);
+    }
+
+    /** The size is the adapter's: another adapter's exact size of the same class is refused; without a table, ratio and minimum. */
+    @Test
+    void comparesWithTheAdaptersExactSizeElseTheClassesRatioAndMinimum() throws Exception {
+        assertThatThrownBy(() -> OutputCheck.check(Samples.png(1024, 1536), preset(List.of("image/png")), PORTRAIT_CLASS,
+                new PixelSize(960, 1440))).hasMessageContaining("1024x1536").hasMessageContaining("960x1440");
+        assertThat(OutputCheck.check(Samples.png(960, 1440), preset(List.of("image/png")), PORTRAIT_CLASS, null))
+                .isEqualTo(new OutputCheck.Checked("image/png", 960, 1440));
+        assertThatThrownBy(() -> OutputCheck.check(Samples.png(1000, 1440), preset(List.of("image/png")), PORTRAIT_CLASS, null))
+                .hasMessageContaining("2:3");
+        assertThatThrownBy(() -> OutputCheck.check(Samples.png(512, 768), preset(List.of("image/png")), PORTRAIT_CLASS, null))
+                .hasMessageContaining("minimum");
     }
 
     @Test
@@ -51,16 +68,16 @@ class OutputCheckTest {
         webp[25] = (byte) (w >> 8);
         webp[27] = (byte) h;
         webp[28] = (byte) (h >> 8);
-        assertThat(OutputCheck.check(webp, preset(List.of("image/webp")), PORTRAIT))
+        assertThat(OutputCheck.check(webp, preset(List.of("image/webp")), PORTRAIT_CLASS, PORTRAIT))
                 .isEqualTo(new OutputCheck.Checked("image/webp", 1024, 1536));
     }
 
     @Test
     void transcriptsMustBeJsonWhenThePresetSaysSo() throws Exception {
         Preset transcript = preset(List.of("application/json"));
-        assertThat(OutputCheck.check("{\"text\": \"hello\"}".getBytes(StandardCharsets.UTF_8), transcript, null).mediaType())
+        assertThat(OutputCheck.check("{\"text\": \"hello\"}".getBytes(StandardCharsets.UTF_8), transcript, null, null).mediaType())
                 .isEqualTo("application/json");
-        assertThatThrownBy(() -> OutputCheck.check("hello, plain prose".getBytes(StandardCharsets.UTF_8), transcript, null))
+        assertThatThrownBy(() -> OutputCheck.check("hello, plain prose".getBytes(StandardCharsets.UTF_8), transcript, null, null))
                 .hasMessageContaining("JSON");
     }
 }

@@ -144,7 +144,7 @@ class OutputPromotionTest {
         JsonNode manifest = Json.MAPPER.readTree(s3.getObjectAsBytes(b -> b.bucket("jobgate")
                 .key("outputs/acme/" + id + "/manifest.json")).asByteArray());
         assertThat(manifest.path("preset").path("id").asText()).isEqualTo("invoice-clean");
-        assertThat(manifest.path("preset").path("version").asInt()).isEqualTo(1);
+        assertThat(manifest.path("preset").path("version").asInt()).isEqualTo(2);
         assertThat(manifest.path("aspect_class").asText()).isEqualTo("portrait");
         assertThat(manifest.path("adapter").path("name").asText()).isEqualTo("fakeimg");
         assertThat(manifest.path("adapter").path("revision").asText()).isEqualTo("fake-r1");

@@ -291,7 +291,7 @@ class ReconciliationTest {
     }
 
     @Test
-    void anAsyncJobWaitsAsPendingAndASignedWebhookFinishesItOnce() {
+    void anAsyncJobWaitsAsPendingAndASignedWebhookFinishesItOnceAndARedeliveryIsAcknowledged() {
         String tag = Jobs.tag();
         UUID id = pendingJob(tag);
         assertThat(job(id).get("provider_task")).isEqualTo("p-" + tag);
@@ -306,11 +306,35 @@ class ReconciliationTest {
         assertThat((String) job(id).get("result")).contains("image/png");
         Object finishedAt = job(id).get("updated_at");
 
+        // A genuine redelivery (the provider did not see our 2xx): acknowledged, nothing changes.
         ApiClient.Response replay = webhook("msg_" + tag, Instant.now().getEpochSecond(), body, SECRET);
-        assertThat(replay.status()).isEqualTo(401);
-        assertThat(replay.code()).isEqualTo("replayed_webhook");
+        assertThat(replay.status()).as(replay.text()).isEqualTo(200);
+        assertThat(replay.json().path("changed").asBoolean()).isFalse();
+        assertThat(replay.json().path("replayed").asBoolean()).isTrue();
+        assertThat(replay.json().path("job_id").asText()).isEqualTo(id.toString());
+        // Even one that says otherwise under the same webhook-id is not applied again.
+        ApiClient.Response contrary = webhook("msg_" + tag, Instant.now().getEpochSecond(), prediction(tag, "failed"), SECRET);
+        assertThat(contrary.status()).isEqualTo(200);
+        assertThat(contrary.json().path("changed").asBoolean()).isFalse();
+        assertThat(Jobs.status(id)).isEqualTo("succeeded");
         assertThat(job(id).get("updated_at")).isEqualTo(finishedAt);
+        assertThat(refunds(id)).isZero();
+        assertThat(Db.count("SELECT count(*) FROM webhook_receipts WHERE webhook_id = ?", "msg_" + tag)).isEqualTo(1);
         assertThat(submits(tag)).isEqualTo(1);
+
+        // A replay of the same id is still refused when its signature is forged, stale or missing.
+        ApiClient.Response forgedReplay = webhook("msg_" + tag, Instant.now().getEpochSecond(), body,
+                "whsec_" + Base64.getEncoder().encodeToString("not-the-secret-at-all-000".getBytes(StandardCharsets.UTF_8)));
+        assertThat(forgedReplay.status()).isEqualTo(401);
+        assertThat(forgedReplay.code()).isEqualTo("invalid_signature");
+        ApiClient.Response staleReplay = webhook("msg_" + tag, Instant.now().minusSeconds(3600).getEpochSecond(), body, SECRET);
+        assertThat(staleReplay.status()).isEqualTo(401);
+        ApiClient.Response unsignedReplay = api.send(api.request("/v1/providers/fakeasync/webhook", null)
+                .header("Content-Type", "application/json").header("webhook-id", "msg_" + tag)
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build());
+        assertThat(unsignedReplay.status()).isEqualTo(401);
+        assertThat(unsignedReplay.code()).isEqualTo("invalid_signature");
+        assertThat(job(id).get("updated_at")).isEqualTo(finishedAt);
     }
 
     @Test

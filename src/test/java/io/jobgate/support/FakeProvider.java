@@ -10,8 +10,9 @@ public final class FakeProvider {
     private FakeProvider() {
     }
 
-    public static WireMockServer start() {
-        WireMockServer fake = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1"));
+    /** With {@code rules}: transformers that make it enforce the provider's documented rules ({@link GptImageRules}, {@link FluxProRules}). */
+    public static WireMockServer start(com.github.tomakehurst.wiremock.extension.Extension... rules) {
+        WireMockServer fake = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1").extensions(rules));
         fake.start();
         return fake;
     }

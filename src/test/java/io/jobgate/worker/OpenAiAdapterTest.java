@@ -54,7 +54,9 @@ class OpenAiAdapterTest {
 
     @BeforeAll
     void boot() throws Exception {
-        openai = io.jobgate.support.FakeProvider.start();
+        openai = io.jobgate.support.FakeProvider.start(new io.jobgate.support.GptImageRules());
+        // Requests no test stubs for itself meet gpt-image-1's documented rules (sizes, formats).
+        io.jobgate.support.GptImageRules.install(openai);
         api = new ApiClient(GatewayTestSupport.prepare(Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.worker.backoff-base-ms", "100",
@@ -115,7 +117,7 @@ class OpenAiAdapterTest {
         byte[] stored = s3.getObjectAsBytes(b -> b.bucket("jobgate").key(result.path("output_key").asText())).asByteArray();
         assertThat(stored).isEqualTo(png);
         assertThat(Db.single("SELECT provider_request_id, adapter_revision FROM attempts WHERE job_id = ?", id))
-                .containsEntry("provider_request_id", "req_abc123").containsEntry("adapter_revision", "openai-images-1");
+                .containsEntry("provider_request_id", "req_abc123").containsEntry("adapter_revision", "openai-images-2");
     }
 
     @Test
@@ -215,7 +217,8 @@ class OpenAiAdapterTest {
         assertThat(job(id)).as("%s", job(id)).containsEntry("status", "succeeded");
         JsonNode output = Json.MAPPER.readTree(api.getBytes(ACME, "/v1/jobs/" + id + "/output"));
         assertThat(output.path("text").asText()).isEqualTo("Hello, thanks for calling.");
-        var call = openai.findAll(postRequestedFor(urlEqualTo("/v1/audio/transcriptions"))).get(0);
+        var call = openai.findAll(postRequestedFor(urlEqualTo("/v1/audio/transcriptions"))
+                .withRequestBody(com.github.tomakehurst.wiremock.client.WireMock.notContaining("Kubernetes"))).get(0);
         assertThat(call.getHeader("Authorization")).isEqualTo("Bearer sk-test-123");
         assertThat(call.getHeader("Content-Type")).startsWith("multipart/form-data;").contains("boundary=").doesNotContain("ISO-8859-1");
         assertThat(call.getBody()).as("the audio bytes travel in the upload").hasSizeGreaterThan(Samples.wav(2500).length);
@@ -224,5 +227,128 @@ class OpenAiAdapterTest {
         assertThat(attempt).containsEntry("billed_unit", "audio_seconds").containsEntry("provider_request_id", "req_audio_1");
         assertThat(Db.single("SELECT units, unit FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id))
                 .containsEntry("unit", "audio_minutes");
+    }
+
+    UUID submit(String preset, String supplier, String aspect) {
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
+                {"preset_id": "%s", "aspect_class": "%s", "provider": "openai",
+                 "inputs": {"supplier_name": "%s", "invoice_id": "INV-9", "currency": "USD",
+                            "line_items": [{"description": "Paper", "quantity": 2, "unit_price": 3.5}]}}"""
+                .formatted(preset, aspect, supplier));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        return UUID.fromString(r.json().path("job_id").asText());
+    }
+
+    /** gpt-image-1 renders exactly its three sizes, and each preset's media type (invoice-scan: JPEG). */
+    @Test
+    void everyClassOfBothInvoicePresetsSucceedsAtGptImage1sExactSizes() throws Exception {
+        Map<String, int[]> sizes = Map.of("square", new int[] {1024, 1024}, "landscape", new int[] {1536, 1024},
+                "portrait", new int[] {1024, 1536});
+        Map<String, String> types = Map.of("invoice-clean", "image/png", "invoice-scan", "image/jpeg");
+        Map<UUID, String> jobs = new java.util.LinkedHashMap<>();
+        for (String preset : types.keySet()) {
+            for (String aspect : sizes.keySet()) {
+                jobs.put(submit(preset, Jobs.tag(), aspect), preset + " " + aspect);
+            }
+        }
+        for (Map.Entry<UUID, String> e : jobs.entrySet()) {
+            UUID id = e.getKey();
+            String preset = e.getValue().split(" ")[0];
+            int[] size = sizes.get(e.getValue().split(" ")[1]);
+            Jobs.awaitFinal(id);
+            assertThat(job(id)).as(e.getValue() + ": %s", job(id)).containsEntry("status", "succeeded");
+            JsonNode result = Json.MAPPER.readTree((String) job(id).get("result"));
+            assertThat(result.path("media_type").asText()).as(e.getValue()).isEqualTo(types.get(preset));
+            assertThat(new int[] {result.path("width").asInt(), result.path("height").asInt()}).as(e.getValue()).isEqualTo(size);
+            JsonNode manifest = Json.MAPPER.readTree(s3.getObjectAsBytes(b -> b.bucket("jobgate")
+                    .key(result.path("output_key").asText().replaceFirst("output\\.[a-z]+$", "manifest.json"))).asByteArray());
+            assertThat(manifest.path("output").path("width").asInt()).isEqualTo(size[0]);
+            assertThat(manifest.path("output").path("height").asInt()).isEqualTo(size[1]);
+            assertThat(manifest.path("adapter").path("revision").asText()).isEqualTo("openai-images-2");
+        }
+    }
+
+    static final java.util.concurrent.atomic.AtomicInteger UPLOADS = new java.util.concurrent.atomic.AtomicInteger();
+
+    ApiClient.Response transcribe(String glossaryTerm) {
+        // Bytes of their own per job (the same bytes again would be the same upload).
+        ApiClient.Response upload = api.upload(ACME, "audio/wav", Samples.wav(1000 + UPLOADS.incrementAndGet() * 10));
+        assertThat(upload.status()).as(upload.text()).isEqualTo(201);
+        return api.postJob(ACME, "k-" + UUID.randomUUID(), "{\"preset_id\": \"call-transcript\", "
+                + "\"provider\": \"openai\", \"upload_id\": \"" + upload.json().path("upload_id").asText()
+                + "\", \"inputs\": {\"language\": \"de\", \"speakers\": 2, \"glossary\": [{\"term\": \"" + glossaryTerm
+                + "\"}, {\"term\": \"Kubernetes\"}, {\"term\": \"Acme GmbH\"}]}}");
+    }
+
+    /** whisper-1 gets the job's language and the glossary as its vocabulary hint, never the instruction template. */
+    @Test
+    void transcriptionSendsTheLanguageAndAVocabularyHintNotTheTemplate() throws Exception {
+        String tag = Jobs.tag();
+        openai.stubFor(post("/v1/audio/transcriptions").withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
+                        .withBody("{\"task\": \"transcribe\", \"language\": \"german\", \"duration\": 1.5, \"text\": \"Hallo.\", "
+                                + "\"segments\": [], \"usage\": {\"type\": \"duration\", \"seconds\": 2}}")));
+        ApiClient.Response r = transcribe(tag);
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        UUID id = UUID.fromString(r.json().path("job_id").asText());
+        Jobs.awaitFinal(id);
+        assertThat(job(id)).as("%s", job(id)).containsEntry("status", "succeeded");
+
+        LoggedRequest call = openai.findAll(postRequestedFor(urlEqualTo("/v1/audio/transcriptions")).withRequestBody(containing(tag))).get(0);
+        Map<String, String> fields = new java.util.HashMap<>();
+        call.getParts().forEach(part -> {
+            if (!part.getName().equals("file")) {
+                fields.put(part.getName(), part.getBody().asString());
+            }
+        });
+        assertThat(fields).containsEntry("language", "de").containsEntry("prompt", tag + ", Kubernetes, Acme GmbH");
+        assertThat(fields.get("prompt")).hasSizeLessThanOrEqualTo(224).doesNotContain("<input").doesNotContain("Transcribe");
+        assertThat(Db.single("SELECT adapter_revision FROM attempts WHERE job_id = ?", id))
+                .containsEntry("adapter_revision", "openai-transcription-2");
+        assertThat(api.get(ACME, "/v1/jobs/" + id).json().path("adapter_revision").asText()).isEqualTo("openai-transcription-2");
+    }
+
+    /** The same error table as images: a used-up credit is billing, failed at once, never retried as a rate limit. */
+    @Test
+    void anExhaustedQuotaOnTranscriptionFailsAtOnceWithTheBillingReason() {
+        String tag = Jobs.tag();
+        openai.stubFor(post("/v1/audio/transcriptions").withRequestBody(containing(tag)).willReturn(aResponse().withStatus(429)
+                .withHeader("Content-Type", "application/json").withHeader("Retry-After", "1")
+                .withBody("{\"error\": {\"message\": \"You exceeded your current quota, please check your plan and billing details.\", "
+                        + "\"type\": \"insufficient_quota\", \"param\": null, \"code\": \"insufficient_quota\"}}")));
+        ApiClient.Response r = transcribe(tag);
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        UUID id = UUID.fromString(r.json().path("job_id").asText());
+        Jobs.awaitFinal(id);
+
+        assertThat(job(id)).containsEntry("status", "failed").containsEntry("error_category", "auth").containsEntry("attempts", 1);
+        assertThat((String) job(id).get("error_message")).contains("insufficient_quota").contains("billing");
+        assertThat(openai.findAll(postRequestedFor(urlEqualTo("/v1/audio/transcriptions")).withRequestBody(containing(tag)))).hasSize(1);
+    }
+
+    /** A plain rate limit on transcription stays a rate limit (retried after Retry-After), a bad key is auth. */
+    @Test
+    void transcriptionRateLimitsAndBadKeysAreClassifiedLikeImages() {
+        String limited = Jobs.tag();
+        openai.stubFor(post("/v1/audio/transcriptions").withRequestBody(containing(limited)).inScenario(limited)
+                .whenScenarioStateIs(com.github.tomakehurst.wiremock.stubbing.Scenario.STARTED).willSetStateTo("ok")
+                .willReturn(aResponse().withStatus(429).withHeader("Retry-After", "1")
+                        .withBody("{\"error\": {\"message\": \"Rate limit reached for requests\", \"type\": \"requests\", "
+                                + "\"param\": null, \"code\": \"rate_limit_exceeded\"}}")));
+        openai.stubFor(post("/v1/audio/transcriptions").withRequestBody(containing(limited)).inScenario(limited).whenScenarioStateIs("ok")
+                .willReturn(aResponse().withStatus(200).withBody("{\"text\": \"ok\", \"usage\": {\"type\": \"duration\", \"seconds\": 2}}")));
+        String badKey = Jobs.tag();
+        openai.stubFor(post("/v1/audio/transcriptions").withRequestBody(containing(badKey)).willReturn(aResponse().withStatus(401)
+                .withBody("{\"error\": {\"message\": \"Incorrect API key provided\", \"type\": \"invalid_request_error\", "
+                        + "\"param\": null, \"code\": \"invalid_api_key\"}}")));
+        UUID retried = UUID.fromString(transcribe(limited).json().path("job_id").asText());
+        UUID refused = UUID.fromString(transcribe(badKey).json().path("job_id").asText());
+        Jobs.awaitFinal(retried);
+        Jobs.awaitFinal(refused);
+
+        assertThat(job(retried)).containsEntry("status", "succeeded").containsEntry("attempts", 2);
+        assertThat(Db.single("SELECT error_category FROM attempts WHERE job_id = ? AND attempt = 1", retried))
+                .containsEntry("error_category", "rate_limited");
+        assertThat(job(refused)).containsEntry("status", "failed").containsEntry("error_category", "auth").containsEntry("attempts", 1);
     }
 }

@@ -52,7 +52,9 @@ class ReplicateAdapterTest {
 
     @BeforeAll
     void boot() throws Exception {
-        replicate = io.jobgate.support.FakeProvider.start();
+        replicate = io.jobgate.support.FakeProvider.start(new io.jobgate.support.FluxProRules());
+        // Requests no test stubs for itself meet flux-1.1-pro's documented input rules.
+        io.jobgate.support.FluxProRules.install(replicate);
         api = new ApiClient(GatewayTestSupport.prepare(GatewayTestSupport.with(GatewayTestSupport.RECONCILING, Map.of(
                 "jobgate.provider.replicate.base-url", replicate.baseUrl() + "/v1",
                 "jobgate.provider.replicate.api-token", "r8_test_token",
@@ -83,7 +85,7 @@ class ReplicateAdapterTest {
 
     void file(String name) {
         replicate.stubFor(get("/delivery/" + name).willReturn(aResponse().withStatus(200).withHeader("Content-Type", "image/png")
-                .withBody(Samples.png(1024, 1536))));
+                .withBody(Samples.png(960, 1440))));
     }
 
     static Map<String, Object> job(UUID id) {
@@ -104,8 +106,9 @@ class ReplicateAdapterTest {
         var create = replicate.findAll(postRequestedFor(urlEqualTo(CREATE)).withRequestBody(containing(tag))).get(0);
         assertThat(create.getHeader("Authorization")).isEqualTo("Bearer r8_test_token");
         JsonNode body = Json.MAPPER.readTree(create.getBodyAsString());
-        assertThat(body.path("input").path("width").asInt()).isEqualTo(1024);
-        assertThat(body.path("input").path("height").asInt()).isEqualTo(1536);
+        // portrait at flux-1.1-pro's own size (its size table), not gpt-image-1's 1024x1536
+        assertThat(body.path("input").path("width").asInt()).isEqualTo(960);
+        assertThat(body.path("input").path("height").asInt()).isEqualTo(1440);
         assertThat(body.path("input").path("aspect_ratio").asText()).isEqualTo("custom");
         assertThat(body.path("input").path("prompt").asText()).contains(tag);
         assertThat(body.path("webhook").asText()).endsWith("/v1/providers/replicate/webhook");
@@ -155,5 +158,38 @@ class ReplicateAdapterTest {
         assertThat(job(job)).containsEntry("attempts", 2);
         assertThat(Db.single("SELECT error_category FROM attempts WHERE job_id = ? AND attempt = 1", job))
                 .containsEntry("error_category", "rate_limited");
+    }
+
+    /**
+     * flux-1.1-pro takes width and height 256-1440 in multiples of 32: every class of both invoice
+     * presets succeeds at the sizes Replicate's size table declares (today's main asked for 1024x1536).
+     */
+    @Test
+    void everyClassOfBothInvoicePresetsSucceedsAtFluxsExactSizes() throws Exception {
+        Map<String, int[]> sizes = Map.of("square", new int[] {1024, 1024}, "landscape", new int[] {1440, 960},
+                "portrait", new int[] {960, 1440});
+        Map<String, String> types = Map.of("invoice-clean", "image/png", "invoice-scan", "image/jpeg");
+        Map<UUID, String> jobs = new java.util.LinkedHashMap<>();
+        for (String preset : types.keySet()) {
+            for (String aspect : sizes.keySet()) {
+                ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
+                        {"preset_id": "%s", "aspect_class": "%s", "provider": "replicate",
+                         "inputs": {"supplier_name": "%s", "invoice_id": "RP-2", "currency": "EUR",
+                                    "line_items": [{"description": "Render", "quantity": 1, "unit_price": 2}]}}"""
+                        .formatted(preset, aspect, Jobs.tag()));
+                assertThat(r.status()).as(r.text()).isEqualTo(202);
+                jobs.put(UUID.fromString(r.json().path("job_id").asText()), preset + " " + aspect);
+            }
+        }
+        for (Map.Entry<UUID, String> e : jobs.entrySet()) {
+            UUID id = e.getKey();
+            int[] size = sizes.get(e.getValue().split(" ")[1]);
+            Jobs.awaitFinal(id);
+            Map<String, Object> row = Db.single("SELECT status, error_message, result::text AS result FROM jobs WHERE job_id = ?", id);
+            assertThat(row).as(e.getValue() + ": %s", row).containsEntry("status", "succeeded");
+            JsonNode result = Json.MAPPER.readTree((String) row.get("result"));
+            assertThat(result.path("media_type").asText()).as(e.getValue()).isEqualTo(types.get(e.getValue().split(" ")[0]));
+            assertThat(new int[] {result.path("width").asInt(), result.path("height").asInt()}).as(e.getValue()).isEqualTo(size);
+        }
     }
 }

@@ -601,6 +601,7 @@ class WorkerTest {
                 jobgate.provider.dropin.revision = dropin-7
                 jobgate.provider.dropin.call-deadline-ms = 2000
                 jobgate.provider.dropin.price.image-micros = 500
+                jobgate.provider.dropin.size.portrait = 1024x1536
                 """);
         await().atMost(Duration.ofSeconds(5)).until(() -> providers.find("dropin").isPresent());
         Files.writeString(dropInRoutes.resolve("dropin.camel.yaml"), """
@@ -682,7 +683,7 @@ class WorkerTest {
             lines = log.lines();
         }
         assertThat(lines).filteredOn(l -> l.startsWith("jobgate.attempts attempt job=" + ok)).singleElement().asString()
-                .contains("preset=invoice-clean@v1", "aspect=portrait", "adapter=fakeimg", "revision=fake-r1", "attempt=1",
+                .contains("preset=invoice-clean@v2", "aspect=portrait", "adapter=fakeimg", "revision=fake-r1", "attempt=1",
                         "duration_ms=", "outcome=succeeded");
         assertThat(lines).filteredOn(l -> l.startsWith("jobgate.attempts attempt job=" + bad)).singleElement().asString()
                 .contains("http_status=422", "category=terminal_request", "next=failed:terminal_request");
