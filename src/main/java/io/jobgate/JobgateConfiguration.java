@@ -101,6 +101,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("s3Client", parts.s3());
         registry.bind("dataSource", dataSource);
         registry.bind("databaseHealthCheck", new DatabaseHealthCheck(dataSource));
+        registry.bind("brokerHealthCheck", new io.jobgate.ops.BrokerHealthCheck(parts.jms()));
+        registry.bind("objectStorageHealthCheck", new io.jobgate.ops.ObjectStorageHealthCheck(parts.s3(),
+                settings.required("jobgate.s3.bucket")));
         JdbcTemplate jdbc = new JdbcTemplate(dataSource);
         // Deadlocks and serialization failures run the transaction again instead of losing an outcome.
         TransactionTemplate transactions = new RetryingTransactions(dataSource, 3);
@@ -121,6 +124,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("tenantDirectory", tenants);
         registry.bind("presetCatalog", presets);
         registry.bind("providerCatalog", providers);
+        registry.bind("providerGatesHealthCheck", new io.jobgate.ops.ProviderGatesHealthCheck(dataSource,
+                () -> providers.all().stream().map(io.jobgate.provider.Provider::name).toList(), clock));
 
         // --- Metrics: jobgate's series beside Camel's ---------------------------------------------------
         io.jobgate.ops.Meters meters = new io.jobgate.ops.Meters(context, jdbc, clock);
@@ -199,6 +204,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         // --- The doors: HTTP API, webhooks, admin, JMS intake ----------------------------------------
         // Where no route answers (starting, stopping, unknown paths): problem documents, never a bare 404.
         io.jobgate.api.HttpEdges.install(context);
+        // /observe beyond health (metrics, Jolokia): loopback or the admin key.
+        io.jobgate.api.ManagementAccess.install(context, settings.optional("jobgate.admin.api-key-sha256").orElse(null),
+                settings.bool("jobgate.management.allow-loopback"));
         registry.bind("tenantAuth", new TenantAuth(tenants));
         registry.bind("problemResponder", new ProblemResponder(meters));
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));

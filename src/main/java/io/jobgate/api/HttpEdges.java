@@ -43,16 +43,24 @@ public final class HttpEdges implements org.apache.camel.StartupListener {
     public static void install(CamelContext context) throws Exception {
         HttpEdges edges = new HttpEdges(context);
         context.addStartupListener(edges);
+        onServer(context, edges::gate);
+    }
+
+    /**
+     * Runs {@code setUp} on the main HTTP server as soon as it exists, before it listens: now if it
+     * is there, else when Camel adds it.
+     */
+    static void onServer(CamelContext context, java.util.function.Consumer<org.apache.camel.component.platform.http.main.MainHttpServer> setUp) {
         org.apache.camel.component.platform.http.main.MainHttpServer server =
                 context.hasService(org.apache.camel.component.platform.http.main.MainHttpServer.class);
         if (server != null) {
-            edges.gate(server);
+            setUp.accept(server);
         } else {
             context.getLifecycleStrategies().add(new org.apache.camel.support.LifecycleStrategySupport() {
                 @Override
                 public void onServiceAdd(CamelContext ctx, org.apache.camel.Service service, org.apache.camel.Route route) {
                     if (service instanceof org.apache.camel.component.platform.http.main.MainHttpServer added) {
-                        edges.gate(added);
+                        setUp.accept(added);
                     }
                 }
             });
@@ -175,7 +183,7 @@ public final class HttpEdges implements org.apache.camel.StartupListener {
         return setting != null && Boolean.TRUE.equals(org.apache.camel.support.CamelContextHelper.parseBoolean(context, setting));
     }
 
-    private static void answer(RoutingContext rc, ApiProblem problem) {
+    static void answer(RoutingContext rc, ApiProblem problem) {
         var response = rc.response().setStatusCode(problem.status()).putHeader("Content-Type", HttpReply.PROBLEM_JSON);
         problem.headers().forEach(response::putHeader);
         response.end(Json.write(ProblemResponder.document(problem, rc.request().path())));

@@ -11,8 +11,9 @@ import org.apache.camel.health.HealthCheckResultBuilder;
 import org.apache.camel.impl.health.AbstractHealthCheck;
 
 /**
- * Readiness and liveness of the gateway's one source of truth: DOWN when PostgreSQL does not
- * answer, so /observe/health tells a load balancer to stop sending jobs here.
+ * Readiness of the gateway's one source of truth: DOWN when PostgreSQL does not answer, so
+ * /observe/health/ready tells a load balancer to stop sending jobs here. Not a liveness check: a
+ * restart of this process would not bring the database back.
  */
 public final class DatabaseHealthCheck extends AbstractHealthCheck {
 
@@ -21,6 +22,11 @@ public final class DatabaseHealthCheck extends AbstractHealthCheck {
     public DatabaseHealthCheck(DataSource dataSource) {
         super("jobgate", "database");
         this.dataSource = dataSource;
+    }
+
+    @Override
+    public boolean isLiveness() {
+        return false;
     }
 
     @Override

@@ -212,6 +212,11 @@ public final class JobLeases {
                 Change.checkFrom(firstCheck, providerTask, providerRequestId, null)).isPresent();
     }
 
+    /** Runs {@code work} (database writes only: it may run again after a deadlock) in one transaction. */
+    public <T> T inOneTransaction(java.util.function.Supplier<T> work) {
+        return transactions.execute(tx -> work.get());
+    }
+
     /** Closes the attempt row with what this worker saw (kept even when the lease was lost meanwhile). */
     public void closeAttempt(UUID jobId, int attempt, UUID token, String outcome, AdapterResult result, long durationMs,
                              Instant nextAttemptAt, Boolean retryAfterUnderstood) {

@@ -331,43 +331,44 @@ public final class Worker {
         Called called = exchange.getProperty(CALLED, Called.class);
         Lease lease = called.started().lease();
         Provider provider = called.started().provider();
-        AdapterResult result = called.result();
         int attempt = called.started().attempt();
         long durationMs = called.durationMs();
-        String outcome;
-        String next;
-        Instant nextAt = null;
-        Boolean retryAfterUnderstood = null;
-        if (result.succeeded()) {
+        AdapterResult answered = called.result();
+        String promoted = null;
+        boolean superseded = false;
+        if (answered.succeeded()) {
             try {
-                String record = outputs.finish(exchange);
-                boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record));
-                outcome = mine ? "succeeded" : "lease_lost";
-                next = mine ? "succeeded" : "none";
+                promoted = outputs.finish(exchange); // object storage: outside the transaction below
             } catch (OutputStore.Superseded e) {
-                outcome = "lease_lost";
-                next = "none";
+                superseded = true;
             } catch (OutputStore.OutputUnavailable e) {
-                result = result.failedAs(e.category(), e.getMessage());
-                Decision d = decide(lease, result, attempt, provider);
-                outcome = d.outcome;
-                next = d.next;
-                nextAt = d.at;
-                retryAfterUnderstood = d.retryAfterUnderstood;
+                answered = answered.failedAs(e.category(), e.getMessage());
             }
-        } else if (result.pending()) {
-            boolean mine = leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(),
-                    clock.instant().plus(firstCheck));
-            outcome = mine ? "pending" : "lease_lost";
-            next = mine ? "provider_pending" : "none";
-        } else {
-            Decision d = decide(lease, result, attempt, provider);
-            outcome = d.outcome;
-            next = d.next;
-            nextAt = d.at;
-            retryAfterUnderstood = d.retryAfterUnderstood;
         }
-        leases.closeAttempt(lease.jobId(), attempt, lease.token(), outcome, result, durationMs, nextAt, retryAfterUnderstood);
+        AdapterResult result = answered;
+        String record = promoted;
+        boolean lost = superseded;
+        // The job's move and the attempt's close commit together: a process that died between them
+        // would leave an attempt open that nothing closes (the job no longer holds the lease by which
+        // the sweeper closes the attempts of dead workers).
+        Decision d = leases.inOneTransaction(() -> {
+            Decision decided;
+            if (result.succeeded()) {
+                boolean mine = !lost && finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record));
+                decided = new Decision(mine ? "succeeded" : "lease_lost", mine ? "succeeded" : "none", null);
+            } else if (result.pending()) {
+                boolean mine = leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(),
+                        clock.instant().plus(firstCheck));
+                decided = new Decision(mine ? "pending" : "lease_lost", mine ? "provider_pending" : "none", null);
+            } else {
+                decided = decide(lease, result, attempt, provider);
+            }
+            leases.closeAttempt(lease.jobId(), attempt, lease.token(), decided.outcome, result, durationMs, decided.at,
+                    decided.retryAfterUnderstood);
+            return decided;
+        });
+        String outcome = d.outcome;
+        String next = d.next;
         meters.attempt(provider.name(), lease.tenantId(), result.succeeded() || result.pending() ? outcome
                 : result.category() == null ? outcome : result.category().wire());
         if (result.category() == ErrorCategory.RATE_LIMITED) {

@@ -232,12 +232,14 @@ public final class ChaosChecks {
         List<String> wrong = new ArrayList<>();
         long examined = 0;
         try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(
-                "SELECT job_id::text, attempt, ended_at IS NULL, outcome FROM attempts ORDER BY job_id, attempt")) {
+                "SELECT a.job_id::text, a.attempt, a.ended_at IS NULL, a.outcome, j.status, a.worker FROM attempts a"
+                        + " JOIN jobs j USING (job_id) ORDER BY a.job_id, a.attempt")) {
             while (rs.next()) {
                 examined++;
                 numbers.computeIfAbsent(rs.getString(1), k -> new ArrayList<>()).add(rs.getInt(2));
                 if (rs.getBoolean(3) || rs.getString(4) == null) {
-                    wrong.add("attempt " + rs.getInt(2) + " of job " + rs.getString(1) + " was never closed");
+                    wrong.add("attempt " + rs.getInt(2) + " of job " + rs.getString(1) + " (now " + rs.getString(5) + ") by "
+                            + rs.getString(6) + " was never closed");
                 }
             }
         }

@@ -1,0 +1,59 @@
+package io.jobgate.ops;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.util.Collection;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Supplier;
+
+import javax.sql.DataSource;
+
+import org.apache.camel.health.HealthCheckResultBuilder;
+import org.apache.camel.impl.health.AbstractHealthCheck;
+
+/**
+ * Each provider's state, for an operator reading health: its gate open, or closed until when and
+ * why (a 429's Retry-After). Always UP: a provider that asks us to wait is not a reason to take the
+ * gateway out of rotation — its jobs wait in {@code retry_wait} and the rest keep flowing.
+ */
+public final class ProviderGatesHealthCheck extends AbstractHealthCheck {
+
+    private final DataSource dataSource;
+    private final Supplier<Collection<String>> providers;
+    private final Clock clock;
+
+    public ProviderGatesHealthCheck(DataSource dataSource, Supplier<Collection<String>> providers, Clock clock) {
+        super("jobgate", "providers");
+        this.dataSource = dataSource;
+        this.providers = providers;
+        this.clock = clock;
+    }
+
+    @Override
+    public boolean isLiveness() {
+        return false;
+    }
+
+    @Override
+    protected void doCall(HealthCheckResultBuilder builder, Map<String, Object> options) {
+        Map<String, Object> states = new TreeMap<>();
+        providers.get().forEach(p -> states.put(p, "open"));
+        try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(
+                "SELECT provider, closed_until, closed_reason FROM provider_gates WHERE closed_until > ?")) {
+            s.setTimestamp(1, Timestamp.from(clock.instant()));
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    states.put(rs.getString(1), "closed until " + rs.getTimestamp(2).toInstant() + " (" + rs.getString(3) + ")");
+                }
+            }
+        } catch (Exception e) {
+            builder.message("provider gates unreadable: " + e.getMessage());
+        }
+        states.forEach(builder::detail);
+        builder.up();
+    }
+}
