@@ -210,6 +210,57 @@ abstract class BrokerFlowsContract {
         getsTheJobOfItsOwnTenantAsTheCorrelatedReplyAndAResendGetsTheSameJob(Protocol.AMQP);
     }
 
+    /**
+     * The README's Python example (examples/python/send_job.py, Qpid Proton from Debian's
+     * python3-qpid-proton) as a producer runs it: the 202 reply with its correlation id, the job of
+     * its login's tenant; the same key again: the same job, marked replayed; a wrong password: no job.
+     */
+    @Test
+    void pythonProtonAmqpProducer_theReadmeExampleGetsItsJobAndAResendTheSameJob() throws Exception {
+        boolean required = Boolean.parseBoolean(System.getenv("JOBGATE_TEST_REQUIRE_PROTON"));
+        boolean present = new ProcessBuilder(python(), "-c", "import proton").start().waitFor() == 0;
+        if (required && !present) {
+            throw new IllegalStateException("JOBGATE_TEST_REQUIRE_PROTON is set but python3 cannot import proton");
+        }
+        org.junit.jupiter.api.Assumptions.assumeTrue(present, "no Qpid Proton for Python (apt-get install python3-qpid-proton)");
+        String key = "py-" + UUID.randomUUID();
+
+        JsonNode first = sendWithPython(key, PRODUCER_PASSWORD, 0);
+        assertThat(first.path("status").asInt()).as(first.toString()).isEqualTo(202);
+        assertThat(first.path("correlation_id").asText()).isEqualTo("corr-" + key);
+        String job = first.path("job_id").asText();
+        assertThat(first.path("body").path("tenant_id").asText()).isEqualTo("globex");
+        assertThat(api.get("dev-globex-key", "/v1/jobs/" + job).status()).isEqualTo(200);
+
+        JsonNode again = sendWithPython(key, PRODUCER_PASSWORD, 0);
+        assertThat(again.path("job_id").asText()).isEqualTo(job);
+        assertThat(again.path("replayed").asBoolean()).isTrue();
+
+        String refused = "py-" + UUID.randomUUID();
+        sendWithPython(refused, "wrong-password", -1);
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = ?", refused)).as("no job without a login").isZero();
+    }
+
+    private static String python() {
+        return java.nio.file.Files.isExecutable(java.nio.file.Path.of("/usr/bin/python3")) ? "/usr/bin/python3" : "python3";
+    }
+
+    /** Runs the example; answers its JSON line (exit code as asked; -1: any non-zero). */
+    private JsonNode sendWithPython(String key, String password, int exitCode) throws Exception {
+        Process p = new ProcessBuilder(python(), "examples/python/send_job.py", "--url", "amqp://" + producerHostPort(),
+                "--user", PRODUCER, "--password", password, "--key", key, "--correlation-id", "corr-" + key, "--timeout", "20")
+                .redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        if (exitCode >= 0) {
+            assertThat(p.exitValue()).as(out).isEqualTo(exitCode);
+            String last = out.strip().lines().reduce((a, b) -> b).orElse("");
+            return JSON.readTree(last);
+        }
+        assertThat(p.exitValue()).as(out).isNotZero();
+        return null;
+    }
+
     @Test
     void artemisCoreClient_aMessageClaimingAnotherTenantOrForgingItsUserIsRefusedWithItsReasonAndMakesNoJob() throws Exception {
         aMessageClaimingAnotherTenantOrForgingItsUserIsRefusedWithItsReasonAndMakesNoJob(Protocol.CORE);
