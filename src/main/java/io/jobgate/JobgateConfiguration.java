@@ -16,6 +16,7 @@ import io.jobgate.infra.Parts;
 import io.jobgate.infra.RetryingTransactions;
 import io.jobgate.infra.Roles;
 import io.jobgate.infra.Settings;
+import io.jobgate.infra.StartupTimes;
 import io.jobgate.admission.AdmissionLimits;
 import io.jobgate.admission.AdmissionService;
 import io.jobgate.admission.AdmissionWriter;
@@ -68,6 +69,8 @@ public class JobgateConfiguration implements CamelConfiguration {
 
     @Override
     public void configure(CamelContext context) throws Exception {
+        // Where the start's time goes, logged once the gateway is ready.
+        StartupTimes startupTimes = StartupTimes.install(context);
         Settings settings = new Settings(context);
         // What this instance runs, decided first: a wrong role name stops the start before any part starts.
         Roles roles = Roles.from(settings);
@@ -89,7 +92,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         // --- The parts: PostgreSQL, Artemis, S3, side parts (the tenants first: the embedded broker
         // logs in their JMS producers) ----------------------------------------------------------
         TenantDirectory tenants = TenantDirectory.load(Arrays.stream(settings.required("jobgate.tenants.files").split(",")).map(String::trim).map(Path::of).toList());
-        Parts parts = Parts.start(context, settings, dataDir, tenants.brokerProducers().stream()
+        Parts parts = Parts.start(context, settings, dataDir, startupTimes, tenants.brokerProducers().stream()
                 .filter(p -> p.passwordSha256() != null)
                 .collect(java.util.stream.Collectors.toMap(TenantDirectory.BrokerProducer::user,
                         TenantDirectory.BrokerProducer::passwordSha256)),
@@ -216,5 +219,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs));
         registry.bind("jmsIntake", new JmsIntake(tenants, admission));
+        registry.bind("startupTimes", startupTimes);
+        startupTimes.wired();
     }
 }

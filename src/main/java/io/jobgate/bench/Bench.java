@@ -15,10 +15,11 @@ import org.apache.camel.main.Main;
 
 /**
  * {@code java -jar target/jobgate.jar bench [--jdbc-url URL] [--db-user U] [--db-password P]
- * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker] [--artemis-home DIR]}:
+ * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker|restart] [--artemis-home DIR]}:
  * admission jobs/s and latency over real HTTP against PostgreSQL, beside pgbench running the same
  * three inserts in one transaction on the same server; then the relay's events/s beside the
- * broker's own ceiling, and the fairness ratio (see {@link RelayBench}).
+ * broker's own ceiling, and the fairness ratio (see {@link RelayBench}). {@code --only restart
+ * [--restarts 3]} times the packaged gateway's restarts instead ({@link RestartBench}).
  */
 public final class Bench {
 
@@ -34,6 +35,12 @@ public final class Bench {
         }
         Path dataDir = Files.createTempDirectory("jobgate-bench");
         int port = freePort();
+        if (opts.getOrDefault("only", "all").equals("restart")) {
+            // The jar this command runs from, as processes of its own: a restart is a new JVM.
+            Path jar = Path.of(Bench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            new RestartBench(jar, dataDir, port).run(Integer.parseInt(opts.getOrDefault("restarts", "3")));
+            System.exit(0);
+        }
         String apiKey = "bench-" + System.nanoTime();
         String quietKey = "bench-quiet-" + System.nanoTime();
         String only = opts.getOrDefault("only", "all");

@@ -25,6 +25,8 @@ public final class BackgroundStart<T> {
     private final String name;
     private final CompletableFuture<T> started = new CompletableFuture<>();
     private volatile boolean claimed;
+    private final java.util.concurrent.atomic.AtomicBoolean stopped = new java.util.concurrent.atomic.AtomicBoolean();
+    private volatile long millis = -1;
 
     private BackgroundStart(String name) {
         this.name = name;
@@ -33,8 +35,11 @@ public final class BackgroundStart<T> {
     public static <T> BackgroundStart<T> of(String name, Callable<T> start) {
         BackgroundStart<T> part = new BackgroundStart<>(name);
         Thread thread = new Thread(() -> {
+            long begun = System.nanoTime();
             try {
-                part.started.complete(start.call());
+                T value = start.call();
+                part.millis = (System.nanoTime() - begun) / 1_000_000;
+                part.started.complete(value);
             } catch (Throwable e) {
                 part.started.completeExceptionally(e);
             }
@@ -57,16 +62,38 @@ public final class BackgroundStart<T> {
         }
     }
 
+    /** How long the start took, once it succeeded; -1 before or after a failure. */
+    public long millis() {
+        return millis;
+    }
+
+    public String name() {
+        return name;
+    }
+
     /** After a failed start: a part started but not taken over would otherwise keep running. */
     public void stopIfUnclaimed(Stop<T> stop) {
         if (claimed) {
             return;
         }
         claimed = true;
+        stop(stop);
+    }
+
+    /**
+     * Stops the part once its start has ended, if it started; once only, whoever asks (the
+     * gateway's stop, or the clean-up of a failed start).
+     */
+    public void stop(Stop<T> stop) {
+        if (!stopped.compareAndSet(false, true)) {
+            return;
+        }
         try {
             stop.stop(started.get());
+        } catch (ExecutionException didNotStart) {
+            LOG.debug("{} did not start, nothing to stop", name, didNotStart.getCause());
         } catch (Exception e) {
-            LOG.debug("{} did not start or stop cleanly after a failed start", name, e);
+            LOG.warn("{} did not stop cleanly: {}", name, e.toString());
         }
     }
 }

@@ -39,13 +39,22 @@ public final class Database {
         return new HikariDataSource(config);
     }
 
-    /** Applies pending migrations; several instances starting at once serialize on Flyway's lock. */
+    /**
+     * Applies pending migrations; several instances starting at once serialize on Flyway's lock. A
+     * restart with the same migrations on an unchanged history skips Flyway ({@link MigrationStamp}).
+     */
     public static void migrate(DataSource dataSource) {
+        String stamp = MigrationStamp.current(dataSource);
+        if (stamp != null && stamp.equals(MigrationStamp.recorded(dataSource))) {
+            LOG.info("Database schema up to date (the migrations and history Flyway last checked, unchanged)");
+            return;
+        }
         var result = Flyway.configure()
                 .dataSource(dataSource)
-                .locations("classpath:db/migration")
+                .locations("classpath:" + MigrationStamp.LOCATION)
                 .load()
                 .migrate();
+        MigrationStamp.record(dataSource);
         LOG.info("Database schema at version {} ({} migrations applied now)", result.targetSchemaVersion,
                 result.migrationsExecuted);
     }

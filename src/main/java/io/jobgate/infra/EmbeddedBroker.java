@@ -33,6 +33,9 @@ public final class EmbeddedBroker {
 
     private static final Logger LOG = LoggerFactory.getLogger(EmbeddedBroker.class);
 
+    /** The in-VM acceptor's URL (server id 0), known before the broker runs. */
+    public static final String CLIENT_URL = "vm://0";
+
     private final EmbeddedActiveMQ broker;
 
     private EmbeddedBroker(EmbeddedActiveMQ broker) {
@@ -122,10 +125,6 @@ public final class EmbeddedBroker {
                     new Role(BrokerLogins.SERVICE_ROLE, true, true, true, true, true, true, true, true, true, true),
                     new Role(BrokerLogins.eventsRole(tenant), false, true, true, true, true, true, false, false, false, false)));
         }
-    }
-
-    public String clientUrl() {
-        return "vm://0";
     }
 
     public void stop() throws Exception {

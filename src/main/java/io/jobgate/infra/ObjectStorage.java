@@ -1,6 +1,8 @@
 package io.jobgate.infra;
 
 import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
 
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
@@ -13,6 +15,56 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
 public final class ObjectStorage {
 
     private ObjectStorage() {
+    }
+
+    /**
+     * The S3 API ready to use: the embedded server if it runs here (null for an external endpoint),
+     * the client, the bucket ensured.
+     */
+    public record Started(EmbeddedS3Server server, S3Client client) {
+        public void stop() throws Exception {
+            client.close();
+            if (server != null) {
+                server.stop();
+            }
+        }
+    }
+
+    /**
+     * Starts the embedded S3 server unless {@code jobgate.s3.endpoint} is set, then builds the client
+     * and ensures the bucket, on a thread of its own (settings are read here, on the calling thread).
+     */
+    public static BackgroundStart<Started> startInBackground(Settings settings, Path objectsDir, int embeddedPort) {
+        String endpoint = settings.optional("jobgate.s3.endpoint").orElse(null);
+        String accessKey = settings.optional("jobgate.s3.access-key").orElse(null);
+        String secretKey = settings.optional("jobgate.s3.secret-key").orElse(null);
+        String region = settings.required("jobgate.s3.region");
+        String bucket = settings.required("jobgate.s3.bucket");
+        if (endpoint != null && (accessKey == null || secretKey == null)) {
+            throw new IllegalStateException("jobgate.s3.access-key and jobgate.s3.secret-key are required with jobgate.s3.endpoint");
+        }
+        return BackgroundStart.of("s3", () -> {
+            EmbeddedS3Server server = endpoint != null ? null : EmbeddedS3Server.start(objectsDir, embeddedPort);
+            S3Client client = null;
+            try {
+                client = server == null ? client(endpoint, region, accessKey, secretKey)
+                        : client(server.endpoint(), region, server.accessKey(), server.secretKey());
+                // The embedded server keeps a bucket as a folder: on a restart it is there, and the
+                // SDK's first request (a good part of its start-up cost) waits for the first real use.
+                if (server == null || !Files.isDirectory(objectsDir.resolve(bucket))) {
+                    ensureBucket(client, bucket);
+                }
+                return new Started(server, client);
+            } catch (Exception | Error e) {
+                if (client != null) {
+                    client.close();
+                }
+                if (server != null) {
+                    server.stop();
+                }
+                throw e;
+            }
+        });
     }
 
     public static S3Client client(String endpoint, String region, String accessKey, String secretKey) {

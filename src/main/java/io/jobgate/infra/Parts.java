@@ -15,8 +15,11 @@ import software.amazon.awssdk.services.s3.S3Client;
 /**
  * The parts under the gateway: PostgreSQL (pool, migrations, the relay's pool), Artemis (a cached
  * JMS connection factory), the S3 API, each embedded unless its URL is set, and the side parts on
- * the class path. The embedded ones start side by side while PostgreSQL and Flyway start on the
- * configuring thread; each is a Camel service, stopped after the routes in reverse order.
+ * the class path. Nothing waits that need not: the broker, the S3 server (with its client and
+ * bucket) and the side parts start on threads of their own while PostgreSQL and its migrations
+ * start on the configuring thread; the broker and S3 are awaited only when the context starts
+ * (before any route), so the routes are loaded meanwhile. Each is a Camel service, stopped after
+ * the routes in reverse order. How long each took goes to {@link StartupTimes}.
  *
  * @param dataSource      the gateway's pool
  * @param relayDataSource the relay's pool (claims commit without waiting for the WAL flush)
@@ -29,7 +32,7 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
      * @param producerPasswordDigests the tenants' JMS producers (user → SHA-256 of the password), for an embedded broker
      * @param producerTenants         the same users → their tenant
      */
-    public static Parts start(CamelContext context, Settings settings, Path dataDir,
+    public static Parts start(CamelContext context, Settings settings, Path dataDir, StartupTimes times,
                               Map<String, String> producerPasswordDigests, Map<String, String> producerTenants) throws Exception {
         // The gateway's broker user. For the embedded broker, whose only other users are the
         // producers, its password is made per start unless an operator sets one.
@@ -49,8 +52,9 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
         BackgroundStart<EmbeddedBroker> embeddedBroker = !brokerEmbedded ? null
                 : BackgroundStart.of("artemis", () -> EmbeddedBroker.start(brokerXml, dataDir.resolve("artemis"), brokerHost,
                         brokerPort, brokerLogins));
-        BackgroundStart<EmbeddedS3Server> embeddedS3 = settings.optional("jobgate.s3.endpoint").isPresent() ? null
-                : BackgroundStart.of("s3", () -> EmbeddedS3Server.start(dataDir.resolve("objects"), s3Port));
+        // The S3 client is built and its bucket ensured on that thread too: the AWS SDK's first
+        // client and call cost about as much as the embedded server's start.
+        BackgroundStart<ObjectStorage.Started> s3 = ObjectStorage.startInBackground(settings, dataDir.resolve("objects"), s3Port);
         // Side parts found on the class path (the bundled provider simulator): named by none of this code.
         Map<SidePart, BackgroundStart<SidePart.Running>> sideParts = new LinkedHashMap<>();
         for (SidePart part : ServiceLoader.load(SidePart.class)) {
@@ -60,36 +64,38 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
             }
         }
         try {
-            HikariDataSource[] pools = database(context, settings, dataDir);
-            CachingConnectionFactory jms = broker(context, settings, embeddedBroker, brokerUser, brokerPassword);
-            S3Client s3 = objectStorage(context, settings, embeddedS3);
+            HikariDataSource[] pools = database(context, settings, dataDir, times);
+            CachingConnectionFactory jms = broker(context, settings, embeddedBroker, brokerUser, brokerPassword, times);
+            S3Client s3Client = objectStorage(context, s3, times);
             for (var side : sideParts.entrySet()) {
                 SidePart.Running running = side.getValue().await();
+                times.part(side.getKey().name(), side.getValue().millis());
                 context.addService(ManagedResource.stoppedBy(side.getKey().name(), running::close), true, true);
                 running.overrides().forEach(context.getPropertiesComponent()::addOverrideProperty);
             }
-            return new Parts(pools[0], pools[1], jms, s3);
+            return new Parts(pools[0], pools[1], jms, s3Client);
         } catch (Exception e) {
             if (embeddedBroker != null) {
                 embeddedBroker.stopIfUnclaimed(EmbeddedBroker::stop);
             }
-            if (embeddedS3 != null) {
-                embeddedS3.stopIfUnclaimed(EmbeddedS3Server::stop);
-            }
+            s3.stopIfUnclaimed(ObjectStorage.Started::stop);
             sideParts.values().forEach(started -> started.stopIfUnclaimed(SidePart.Running::close));
             throw e;
         }
     }
 
     /** The gateway's pool and the relay's. */
-    private static HikariDataSource[] database(CamelContext context, Settings settings, Path dataDir) throws Exception {
+    private static HikariDataSource[] database(CamelContext context, Settings settings, Path dataDir, StartupTimes times)
+            throws Exception {
         String url = settings.optional("jobgate.db.url").orElse(null);
         String user = settings.required("jobgate.db.user");
         String password = settings.optional("jobgate.db.password").orElse("");
         if (url == null) {
+            long begun = System.nanoTime();
             EmbeddedPostgresServer postgres = EmbeddedPostgresServer.start(dataDir.resolve("postgres"),
                     settings.intValue("jobgate.db.embedded-port", 0, 65535),
                     EmbeddedPostgresServer.Durability.of(settings.required("jobgate.db.embedded-durability")));
+            times.part("postgres", (System.nanoTime() - begun) / 1_000_000);
             context.addService(ManagedResource.stoppedBy("embedded-postgres", postgres::stop), true, true);
             url = postgres.jdbcUrl();
             user = "postgres";
@@ -97,7 +103,9 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
         }
         HikariDataSource pool = Database.pool(url, user, password, settings.intValue("jobgate.db.pool-size", 1, 500));
         context.addService(ManagedResource.stoppedBy("db-pool", pool::close), true, true);
+        long begun = System.nanoTime();
         Database.migrate(pool);
+        times.part("schema", (System.nanoTime() - begun) / 1_000_000);
         // The relay's claims and published marks commit without waiting for the WAL flush: one lost in
         // a database crash only means the event is published again, which consumers already tolerate
         // (at least once). Everything else commits durably. Saves a flush on the accept -> call path.
@@ -107,12 +115,16 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
     }
 
     private static CachingConnectionFactory broker(CamelContext context, Settings settings,
-            BackgroundStart<EmbeddedBroker> embedded, String user, String password) throws Exception {
+            BackgroundStart<EmbeddedBroker> embedded, String user, String password, StartupTimes times) throws Exception {
         String url = settings.optional("jobgate.broker.url").orElse(null);
         if (url == null) {
-            EmbeddedBroker broker = embedded.await();
-            context.addService(ManagedResource.stoppedBy("embedded-artemis", broker::stop), true, true);
-            url = broker.clientUrl();
+            // Awaited when the context starts, before the routes (whose JMS consumers need it) and
+            // after they are loaded: nothing connects before then (the factory below connects lazily).
+            context.addService(ManagedResource.startedAndStoppedBy("embedded-artemis", () -> {
+                embedded.await();
+                times.part("broker", embedded.millis());
+            }, () -> embedded.stop(EmbeddedBroker::stop)), true, true);
+            url = EmbeddedBroker.CLIENT_URL;
         }
         ActiveMQConnectionFactory artemis = new ActiveMQConnectionFactory(url);
         // No client-side buffering: a worker busy with a long provider call must not sit on
@@ -134,23 +146,33 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
         return caching;
     }
 
-    private static S3Client objectStorage(CamelContext context, Settings settings,
-            BackgroundStart<EmbeddedS3Server> embedded) throws Exception {
-        String endpoint = settings.optional("jobgate.s3.endpoint").orElse(null);
-        String accessKey = settings.optional("jobgate.s3.access-key").orElse(null);
-        String secretKey = settings.optional("jobgate.s3.secret-key").orElse(null);
-        if (endpoint == null) {
-            EmbeddedS3Server server = embedded.await();
-            context.addService(ManagedResource.stoppedBy("embedded-s3", server::stop), true, true);
-            endpoint = server.endpoint();
-            accessKey = server.accessKey();
-            secretKey = server.secretKey();
-        } else if (accessKey == null || secretKey == null) {
-            throw new IllegalStateException("jobgate.s3.access-key and jobgate.s3.secret-key are required with jobgate.s3.endpoint");
-        }
-        S3Client s3 = ObjectStorage.client(endpoint, settings.required("jobgate.s3.region"), accessKey, secretKey);
-        context.addService(ManagedResource.stoppedBy("s3-client", s3::close), true, true);
-        ObjectStorage.ensureBucket(s3, settings.required("jobgate.s3.bucket"));
-        return s3;
+    /**
+     * The S3 client the beans and camel-aws2-s3 hold: it forwards to the real one, which is built in
+     * the background with the embedded server. Awaited when the context starts, before any route, so
+     * no call reaches it earlier (the wiring makes none).
+     */
+    private static S3Client objectStorage(CamelContext context, BackgroundStart<ObjectStorage.Started> s3, StartupTimes times)
+            throws Exception {
+        context.addService(ManagedResource.startedAndStoppedBy("s3", () -> {
+            s3.await();
+            times.part("s3", s3.millis());
+        }, () -> s3.stop(ObjectStorage.Started::stop)), true, true);
+        return (S3Client) java.lang.reflect.Proxy.newProxyInstance(S3Client.class.getClassLoader(),
+                new Class<?>[] {S3Client.class}, (proxy, method, args) -> {
+                    if (method.getDeclaringClass() == Object.class) {
+                        return switch (method.getName()) {
+                            case "equals" -> proxy == args[0];
+                            case "hashCode" -> System.identityHashCode(proxy);
+                            default -> "S3Client (started in the background)";
+                        };
+                    }
+                    try {
+                        return method.invoke(s3.await().client(), args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
     }
+
+
 }

@@ -1,0 +1,100 @@
+package io.jobgate.bench;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code bench --only restart [--restarts 3]}: the packaged gateway on its embedded defaults,
+ * started as a process of its own on one data directory, first after a clean stop and then after
+ * SIGKILL (its PostgreSQL left running, Artemis's lock file left behind): from process start to
+ * {@code /observe/health} 200, each run and the median, beside the gateway's own account of where
+ * the time went (its "jobgate ready in" line).
+ */
+final class RestartBench {
+
+    private final Path jar;
+    private final Path dataDir;
+    private final int port;
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+
+    RestartBench(Path jar, Path dataDir, int port) {
+        this.jar = jar;
+        this.dataDir = dataDir;
+        this.port = port;
+    }
+
+    void run(int restarts) throws Exception {
+        System.out.printf("%njobgate restart to ready: java -jar %s on embedded defaults, %d cores, data in %s%n",
+                jar.getFileName(), Runtime.getRuntime().availableProcessors(), dataDir);
+        Process gateway = start("first");
+        awaitReady(gateway);
+        List<Long> clean = new ArrayList<>();
+        List<Long> killed = new ArrayList<>();
+        for (int i = 1; i <= restarts; i++) {
+            gateway.destroy(); // SIGTERM: a clean stop
+            gateway.waitFor(60, TimeUnit.SECONDS);
+            gateway = start("clean-" + i);
+            clean.add(awaitReady(gateway));
+            System.out.printf("  after a clean stop: %5d ms   %s%n", clean.get(clean.size() - 1), readyLine("clean-" + i));
+            gateway.destroyForcibly(); // SIGKILL: nothing is stopped
+            gateway.waitFor(60, TimeUnit.SECONDS);
+            gateway = start("killed-" + i);
+            killed.add(awaitReady(gateway));
+            System.out.printf("  after SIGKILL:      %5d ms   %s%n", killed.get(killed.size() - 1), readyLine("killed-" + i));
+        }
+        gateway.destroy();
+        gateway.waitFor(60, TimeUnit.SECONDS);
+        System.out.printf("%nprocess start to /observe/health 200, median of %d: after a clean stop %d ms, after SIGKILL %d ms "
+                + "(runs: %s; %s)%n", restarts, median(clean), median(killed), clean, killed);
+    }
+
+    private Process start(String name) throws Exception {
+        ProcessBuilder pb = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-jar", jar.toString())
+                .redirectErrorStream(true).redirectOutput(dataDir.resolve(name + ".log").toFile());
+        pb.environment().keySet().removeIf(k -> k.startsWith("JOBGATE_") || k.startsWith("CAMEL_"));
+        pb.environment().put("CAMEL_SERVER_PORT", Integer.toString(port));
+        pb.environment().put("JOBGATE_DATA_DIR", dataDir.toString());
+        pb.environment().put("JOBGATE_BROKER_EMBEDDED_PORT", "0");
+        pb.environment().put("JOBGATE_SIMULATOR_PORT", "0");
+        return pb.start();
+    }
+
+    /** Milliseconds from now (just after the process started) to the first health 200. */
+    private long awaitReady(Process gateway) throws Exception {
+        long started = System.nanoTime();
+        HttpRequest health = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/observe/health"))
+                .timeout(Duration.ofSeconds(2)).build();
+        while (System.nanoTime() - started < TimeUnit.SECONDS.toNanos(120)) {
+            if (!gateway.isAlive()) {
+                throw new IllegalStateException("the gateway exited; see the logs in " + dataDir);
+            }
+            try {
+                if (http.send(health, HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
+                    return (System.nanoTime() - started) / 1_000_000;
+                }
+            } catch (java.io.IOException notListening) {
+                // not yet
+            }
+            Thread.sleep(50); // polling a process from outside: nothing to wait on instead
+        }
+        throw new IllegalStateException("the gateway was not ready within 120 s; see the logs in " + dataDir);
+    }
+
+    private String readyLine(String name) throws Exception {
+        return Files.readAllLines(dataDir.resolve(name + ".log")).stream().filter(l -> l.contains("jobgate ready in"))
+                .map(l -> l.substring(l.indexOf("jobgate ready in") + "jobgate ".length())).findFirst().orElse("");
+    }
+
+    private static long median(List<Long> runs) {
+        List<Long> sorted = runs.stream().sorted().toList();
+        return sorted.isEmpty() ? 0 : sorted.get(sorted.size() / 2);
+    }
+}
