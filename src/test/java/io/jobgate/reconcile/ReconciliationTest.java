@@ -67,6 +67,8 @@ class ReconciliationTest {
     io.jobgate.worker.Sweeper sweeper;
     @BeanInject
     Reconciler reconciler;
+    @BeanInject("dataSource")
+    javax.sql.DataSource dataSource;
 
     /** The gateway's clock: the lifetime tests move it past a job's lifetime and horizon. */
     final io.jobgate.support.MovableClock clock = new io.jobgate.support.MovableClock();
@@ -539,6 +541,89 @@ class ReconciliationTest {
 
         assertThat(api.get(ACME, "/v1/usage?from=last-week").code()).isEqualTo("invalid_parameter");
         assertThat(api.get(GLOBEX, "/v1/usage?from=" + from).json().path("lines")).as("another tenant sees none of it").isEmpty();
+    }
+
+    /**
+     * Usage from rollups: a report is the same before, during and after the roll-up (whole days from
+     * day rows plus the pending tail, partial days raw); the day rows equal the raw sums; a roll-up
+     * whose transaction does not commit changes nothing (no row skipped, none counted twice).
+     */
+    @Test
+    void usageRollupsEqualTheRawRowsAndAReportIsTheSameBeforeAndAfterTheRollUp() throws Exception {
+        String ok = Jobs.tag();
+        acceptsAsync(ok, "processing");
+        UUID job = submit(ok);
+        Jobs.awaitStatus(job, "provider_pending");
+        assertThat(webhook("msg_" + ok, Instant.now().getEpochSecond(), prediction(ok, "succeeded"), SECRET).status()).isEqualTo(200);
+        Jobs.awaitStatus(job, "succeeded");
+        Instant today = Instant.now().truncatedTo(java.time.temporal.ChronoUnit.DAYS);
+        List<String> ranges = List.of(
+                "from=" + today + "&to=" + today.plus(Duration.ofDays(1)),                       // one whole day
+                "from=" + today.minus(Duration.ofDays(3)) + "&to=" + today.plus(Duration.ofDays(2)), // whole days
+                "from=" + Instant.now().minusSeconds(3600) + "&to=" + Instant.now().plusSeconds(3600), // partial days only
+                "from=" + today.minus(Duration.ofHours(30)) + "&to=" + Instant.now().plusSeconds(60)); // edges and a whole day
+        // The roll-up here is this test's own (the route runs with the sweeper role).
+        boolean rolling = context.getRouteController().getRouteStatus("usage-rollups").isStarted();
+        if (rolling) {
+            context.getRouteController().suspendRoute("usage-rollups");
+        }
+        try {
+            Map<String, String> before = new java.util.LinkedHashMap<>();
+            for (String range : ranges) {
+                before.put(range, usage(range));
+            }
+            assertThat(before.values()).allSatisfy(r -> assertThat(r).contains("fakeasync"));
+
+            // A roll-up whose transaction does not commit: the queues and day rows as they were.
+            long pending = Db.count("SELECT count(*) FROM usage_pending") + Db.count("SELECT count(*) FROM billing_pending");
+            assertThat(pending).isPositive();
+            try (java.sql.Connection c = io.jobgate.support.TestDatabase.connect()) {
+                c.setAutoCommit(false);
+                var uncommitted = new io.jobgate.usage.UsageRollups(new org.springframework.jdbc.core.JdbcTemplate(
+                        new org.springframework.jdbc.datasource.SingleConnectionDataSource(c, true)), 3);
+                assertThat(uncommitted.rollUpAll()).isEqualTo(pending);
+                c.rollback();
+            }
+            assertThat(Db.count("SELECT count(*) FROM usage_pending") + Db.count("SELECT count(*) FROM billing_pending")).isEqualTo(pending);
+
+            // Half rolled up, then all: the same reports at each step.
+            new io.jobgate.usage.UsageRollups(new org.springframework.jdbc.core.JdbcTemplate(dataSource), 2).rollUp();
+            for (String range : ranges) {
+                assertThat(usage(range)).as("half rolled up: %s", range).isEqualTo(before.get(range));
+            }
+            new io.jobgate.usage.UsageRollups(new org.springframework.jdbc.core.JdbcTemplate(dataSource), 1000).rollUpAll();
+            assertThat(Db.count("SELECT count(*) FROM usage_pending") + Db.count("SELECT count(*) FROM billing_pending")).isZero();
+            for (String range : ranges) {
+                assertThat(usage(range)).as("rolled up: %s", range).isEqualTo(before.get(range));
+            }
+            // The day rows are the raw rows' sums, to the micro-unit.
+            assertThat(Db.rows("""
+                    SELECT l.tenant_id, (l.created_at AT TIME ZONE 'UTC')::date AS day, j.provider, j.kind, coalesce(l.unit, '') AS unit,
+                           count(*) FILTER (WHERE l.entry_type = 'debit') AS jobs, coalesce(sum(l.units), 0) AS units,
+                           -coalesce(sum(l.amount_micros) FILTER (WHERE l.entry_type = 'debit'), 0) AS debited,
+                           coalesce(sum(l.amount_micros) FILTER (WHERE l.entry_type = 'refund'), 0) AS refunded
+                      FROM ledger l JOIN jobs j USING (job_id) WHERE l.entry_type IN ('debit', 'refund')
+                     GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5""").toString()).isEqualTo(Db.rows("""
+                    SELECT tenant_id, day, provider, kind, unit, jobs, units, debited_micros AS debited, refunded_micros AS refunded
+                      FROM usage_daily ORDER BY 1, 2, 3, 4, 5""").toString());
+            assertThat(Db.rows("""
+                    SELECT j.tenant_id, (a.started_at AT TIME ZONE 'UTC')::date AS day, a.adapter AS provider, j.kind, coalesce(a.billed_unit, '') AS unit,
+                           count(*) AS attempts, sum(a.billed_units) AS units
+                      FROM attempts a JOIN jobs j USING (job_id) WHERE a.billed_units IS NOT NULL
+                     GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5""").toString()).isEqualTo(Db.rows("""
+                    SELECT tenant_id, day, provider, kind, unit, attempts, units FROM billing_daily WHERE attempts <> 0
+                     ORDER BY 1, 2, 3, 4, 5""").toString());
+        } finally {
+            if (rolling) {
+                context.getRouteController().resumeRoute("usage-rollups");
+            }
+        }
+    }
+
+    String usage(String range) {
+        ApiClient.Response r = api.get(ACME, "/v1/usage?" + range);
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        return r.json().path("lines").toString() + r.json().path("provider_billing").toString();
     }
 
     @Test
