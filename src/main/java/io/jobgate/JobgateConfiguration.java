@@ -183,6 +183,11 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("multipartForm", new io.jobgate.adapter.MultipartForm());
         Sweeper sweeper = new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket);
         registry.bind("sweeper", sweeper);
+        registry.bind("retention", new io.jobgate.worker.Retention(jdbc, clock,
+                java.time.Duration.ofHours(settings.intValue("jobgate.retention.outbox-hours", 1, 24 * 3650)),
+                java.time.Duration.ofHours(settings.intValue("jobgate.retention.webhook-receipts-hours", 1, 24 * 3650)),
+                settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400),
+                settings.intValue("jobgate.retention.batch", 1, 100_000)));
 
         // --- Reconciliation: evidence from the poller, webhooks and operators ------------------------
         Reconciler reconciler = new Reconciler(jdbc, transitions, finalizer, providers, presets, adapters, outputs,

@@ -1,0 +1,64 @@
+package io.jobgate.worker;
+
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Duration;
+
+import org.apache.camel.Exchange;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * What is kept, and for how long (route {@code retention}, role sweeper). Jobs, attempts and the
+ * ledger are evidence and stay. A published outbox event is removed once older than {@code
+ * jobgate.retention.outbox-hours}, except a dispatch event of a job that is not final: a worker
+ * leases a job only for its newest dispatch event, so that one stays while the job may still run.
+ * The relay never touches published events, so the two never race. A webhook receipt is removed
+ * once older than {@code jobgate.retention.webhook-receipts-hours}, which must exceed the signature
+ * tolerance (a redelivery after that is refused as stale before any receipt is looked up).
+ * Small batches, so no sweep holds many locks or runs long.
+ */
+public final class Retention {
+
+    private final JdbcTemplate jdbc;
+    private final Clock clock;
+    private final Duration outbox;
+    private final Duration receipts;
+    private final int batch;
+
+    public Retention(JdbcTemplate jdbc, Clock clock, Duration outbox, Duration receipts, Duration webhookTolerance, int batch) {
+        if (receipts.compareTo(webhookTolerance.plusMinutes(1)) < 0) {
+            throw new IllegalStateException("jobgate.retention.webhook-receipts-hours must exceed jobgate.webhooks.tolerance-seconds"
+                    + " (a receipt must outlive the window in which its delivery may come again)");
+        }
+        this.jdbc = jdbc;
+        this.clock = clock;
+        this.outbox = outbox;
+        this.receipts = receipts;
+        this.batch = batch;
+    }
+
+    /** Route step: one batch of each; headers say how many went. */
+    public void sweep(Exchange exchange) {
+        exchange.getMessage().setHeader("outboxRemoved", removeOutbox());
+        exchange.getMessage().setHeader("receiptsRemoved", removeReceipts());
+    }
+
+    public int removeOutbox() {
+        return jdbc.update("""
+                DELETE FROM outbox WHERE event_id IN (
+                    SELECT o.event_id FROM outbox o
+                     WHERE o.published_at IS NOT NULL AND o.published_at < ?
+                       AND (o.event_type <> 'dispatch'
+                            OR EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = o.job_id AND j.finalized_at IS NOT NULL))
+                     ORDER BY o.published_at LIMIT ? FOR UPDATE SKIP LOCKED)""",
+                Timestamp.from(clock.instant().minus(outbox)), batch);
+    }
+
+    public int removeReceipts() {
+        return jdbc.update("""
+                DELETE FROM webhook_receipts WHERE (provider, webhook_id) IN (
+                    SELECT provider, webhook_id FROM webhook_receipts WHERE received_at < ?
+                     ORDER BY received_at LIMIT ? FOR UPDATE SKIP LOCKED)""",
+                Timestamp.from(clock.instant().minus(receipts)), batch);
+    }
+}

@@ -1,0 +1,94 @@
+package io.jobgate.worker;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+
+import io.jobgate.Gateway;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestSupport;
+import org.apache.camel.BeanInject;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Retention removes only what its rule allows: published events past their grace (but never the
+ * newest dispatch event of a job still open, by which a worker leases it) and old webhook receipts;
+ * the relay goes on publishing meanwhile.
+ */
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class RetentionTest {
+
+    static final String ACME = "dev-acme-key";
+
+    ApiClient api;
+
+    @BeanInject
+    Retention retention;
+
+    @BeforeAll
+    void boot() throws Exception {
+        api = new ApiClient(GatewayTestSupport.prepare(Map.of()));
+    }
+
+    String submit(String key) {
+        ApiClient.Response r = api.postJob(ACME, key, """
+                {"preset_id": "invoice-clean", "aspect_class": "square",
+                 "inputs": {"supplier_name": "Kept AG", "invoice_id": "R-1", "currency": "EUR", "line_items": []}}""");
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        return r.json().path("job_id").asText();
+    }
+
+    long published(String job, String type) {
+        return Db.count("SELECT count(*) FROM outbox WHERE job_id = ?::uuid AND event_type = ? AND published_at IS NOT NULL", job, type);
+    }
+
+    @Test
+    void oldPublishedEventsGoExceptTheDispatchOfAnOpenJobAndOldReceiptsGo() {
+        String cancelled = submit("ret-" + UUID.randomUUID());
+        String open = submit("ret-" + UUID.randomUUID());
+        assertThat(api.post(ACME, "/v1/jobs/" + cancelled + "/cancel").status()).isEqualTo(200);
+        await().atMost(Duration.ofSeconds(10)).until(() -> published(cancelled, "status") >= 2 && published(open, "dispatch") == 1
+                && published(open, "status") >= 1);
+        long openDispatch = Db.count("SELECT max(event_id) FROM outbox WHERE job_id = ?::uuid AND event_type = 'dispatch'", open);
+        // Two days pass for everything published so far.
+        Db.execute("UPDATE outbox SET published_at = published_at - interval '2 days' WHERE published_at IS NOT NULL");
+        Db.execute("""
+                INSERT INTO webhook_receipts (provider, webhook_id, outcome, received_at) VALUES
+                    ('fakeasync', 'msg-old', 'applied', now() - interval '2 days'),
+                    ('fakeasync', 'msg-new', 'applied', now() - interval '1 hour')""");
+
+        int removed = 0;
+        for (int n; (n = retention.removeOutbox()) > 0; ) {
+            removed += n;
+        }
+        assertThat(removed).isPositive();
+        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ?::uuid", cancelled)).as("a final job's events").isZero();
+        assertThat(published(open, "status")).as("an open job's status events").isZero();
+        assertThat(Db.count("SELECT max(event_id) FROM outbox WHERE job_id = ?::uuid AND event_type = 'dispatch'", open))
+                .as("the newest dispatch event of an open job stays: a worker leases the job by it").isEqualTo(openDispatch);
+
+        assertThat(retention.removeReceipts()).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM webhook_receipts WHERE webhook_id = 'msg-new'")).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM webhook_receipts WHERE webhook_id = 'msg-old'")).isZero();
+
+        // The relay is unaffected: a new job is dispatched as before.
+        String later = submit("ret-" + UUID.randomUUID());
+        await().atMost(Duration.ofSeconds(10)).until(() -> published(later, "dispatch") == 1);
+    }
+
+    @Test
+    void receiptsMustOutliveTheSignatureWindow() {
+        assertThatThrownBy(() -> new Retention(null, Clock.systemUTC(), Duration.ofHours(24), Duration.ofMinutes(5),
+                Duration.ofMinutes(5), 10)).hasMessageContaining("tolerance");
+    }
+}
