@@ -91,8 +91,12 @@ final class MigrationStamp {
 
     /** SHA-256 over the names and bytes of every migration on the class path (a jar or a folder), in name order. */
     static String bundledDigest() throws IOException {
+        return bundledDigest(MigrationStamp.class.getClassLoader());
+    }
+
+    static String bundledDigest(ClassLoader classLoader) throws IOException {
         Map<String, byte[]> migrations = new TreeMap<>();
-        for (URL location : Collections.list(MigrationStamp.class.getClassLoader().getResources(LOCATION))) {
+        for (URL location : Collections.list(classLoader.getResources(LOCATION))) {
             URLConnection connection = location.openConnection();
             if (connection instanceof JarURLConnection jar) {
                 jar.setUseCaches(false);
