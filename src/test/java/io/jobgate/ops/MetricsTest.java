@@ -53,19 +53,21 @@ class MetricsTest {
                         .allSatisfy(s -> assertThat(s.value()).as("%s", s).isZero()));
         PrometheusText m = scrape();
 
-        // Terminal jobs: 4 successes, one other 4xx, one ran out of attempts on 429s (429-caused).
+        // Terminal jobs: 4 successes, one other 4xx, one ran out of attempts on 429s (429-caused), one on 503s.
         assertThat(m.value("jobgate_jobs_finished_total", "tenant", "acme", "status", "succeeded", "category", "")).isEqualTo(4);
         assertThat(m.value("jobgate_jobs_finished_total", "tenant", "acme", "status", "failed", "category", "terminal_request"))
                 .isEqualTo(1);
         assertThat(m.value("jobgate_jobs_finished_total", "tenant", "acme", "status", "failed", "category", "rate_limited"))
                 .isEqualTo(1);
+        assertThat(m.value("jobgate_jobs_finished_total", "tenant", "acme", "status", "failed", "category", "exhausted")).isEqualTo(1);
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'acme' AND error_category = 'exhausted'"))
-                .as("the job itself still says exhausted").isEqualTo(1);
+                .as("the 429-caused job itself still says exhausted").isEqualTo(2);
 
         // Attempts: outcome per provider; 429s: 1 before a success + 4 until the caps.
         assertThat(m.value("jobgate_attempts_total", "provider", "fakeimg", "tenant", "acme", "outcome", "succeeded")).isEqualTo(2);
         assertThat(m.value("jobgate_attempts_total", "provider", "fakeimg", "tenant", "acme", "outcome", "rate_limited")).isEqualTo(5);
         assertThat(m.value("jobgate_attempts_total", "provider", "fakeimg", "tenant", "acme", "outcome", "terminal_request")).isEqualTo(1);
+        assertThat(m.value("jobgate_attempts_total", "provider", "fakeimg", "tenant", "acme", "outcome", "transient")).isEqualTo(4);
         assertThat(m.value("jobgate_attempts_total", "provider", "fakeasync", "tenant", "acme", "outcome", "pending")).isEqualTo(1);
         assertThat(m.value("jobgate_attempts_total", "provider", "openai", "tenant", "acme", "outcome", "succeeded")).isEqualTo(1);
         assertThat(m.value("jobgate_provider_rate_limited_total", "provider", "fakeimg", "tenant", "acme")).isEqualTo(5);

@@ -25,11 +25,15 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The scripted run whose metrics the tests read, on one gateway with fake providers (one WireMock
  * for the sync image provider {@code fakeimg}, the async {@code fakeasync} and OpenAI's transcription):
  * an image job that succeeds; one answered 429 then success; one answered 400 (terminal_request);
- * one answered 429 until its attempts run out (a 429-caused failure); an async job finished by the
+ * one answered 429 until its attempts run out (a 429-caused failure); one answered 503 until they
+ * run out (exhausted, neither 429 nor 4xx); an async job finished by the
  * poller (reconciliation lag); a transcription (audio minutes); a refusal through HTTP and one
  * through the JMS intake. Every job ends before {@link #run()} returns.
  */
 final class ScriptedRun {
+
+    /** Jobs the run makes, all terminal at its end. */
+    static final int TERMINAL_JOBS = 7;
 
     static final String ACME = "dev-acme-key";
     static final String IMAGES = "/v1/images/generations";
@@ -60,6 +64,7 @@ final class ScriptedRun {
         String limited = Jobs.tag();
         String bad = Jobs.tag();
         String alwaysLimited = Jobs.tag();
+        String unavailable = Jobs.tag();
         String async = Jobs.tag();
         fake.stubFor(post(IMAGES).withRequestBody(containing(ok)).willReturn(aResponse().withStatus(200).withBody(png())));
         fake.stubFor(post(IMAGES).withRequestBody(containing(limited)).inScenario(limited).whenScenarioStateIs(Scenario.STARTED)
@@ -70,6 +75,7 @@ final class ScriptedRun {
                 .withBody("{\"error\": {\"message\": \"bad size\"}}")));
         fake.stubFor(post(IMAGES).withRequestBody(containing(alwaysLimited))
                 .willReturn(aResponse().withStatus(429).withHeader("Retry-After", "1")));
+        fake.stubFor(post(IMAGES).withRequestBody(containing(unavailable)).willReturn(aResponse().withStatus(503)));
         // Async: accepted as a task, the poller's lookup finds it done.
         fake.stubFor(post("/v1/predictions").withRequestBody(containing(async)).willReturn(aResponse().withStatus(201)
                 .withBody("{\"id\": \"p-" + async + "\", \"status\": \"starting\"}")));
@@ -88,6 +94,7 @@ final class ScriptedRun {
         jobs.add(image(limited, "fakeimg"));
         jobs.add(image(bad, "fakeimg"));
         jobs.add(image(alwaysLimited, "fakeimg"));
+        jobs.add(image(unavailable, "fakeimg"));
         jobs.add(image(async, "fakeasync"));
         jobs.add(transcription());
         ApiClient.Response refused = api.postJob(ACME, "k-" + UUID.randomUUID(), "{\"preset_id\": \"no-such-preset\"}");
@@ -101,7 +108,8 @@ final class ScriptedRun {
         }
         jobs.forEach(Jobs::awaitFinal);
         assertThat(jobs).extracting(Jobs::status)
-                .containsExactly("succeeded", "succeeded", "failed", "failed", "succeeded", "succeeded");
+                .containsExactly("succeeded", "succeeded", "failed", "failed", "failed", "succeeded", "succeeded");
+        assertThat(jobs).hasSize(TERMINAL_JOBS);
     }
 
     UUID image(String tag, String provider) {
