@@ -19,6 +19,14 @@ STATE = {
     "postgres": "/var/lib/postgresql/data",
     "artemis": "/var/lib/artemis-instance",
     "minio": "/data",
+    "prometheus": "/prometheus",
+    "grafana": "/var/lib/grafana",
+}
+# What Prometheus and Grafana must be provisioned with (issue 13): mounted from config/.
+PROVISIONED = {
+    "prometheus": {"/etc/prometheus": "config/prometheus"},
+    "grafana": {"/etc/grafana/provisioning": "config/grafana/provisioning",
+                "/etc/grafana/dashboards/jobgate.json": "config/grafana/jobgate.json"},
 }
 GATEWAY, WORKER = "jobgate", "worker"
 # jobgate.roles per service (README: roles and several instances).
@@ -117,6 +125,21 @@ def check(config):
         if name in services and path not in named_volume_targets(services[name], declared):
             problems.append(f"service {name}: its data ({path}) is not on a named volume")
 
+    for name, mounts in PROVISIONED.items():
+        if name not in services:
+            continue
+        binds = {}
+        for volume in services[name].get("volumes") or []:
+            if isinstance(volume, dict):
+                binds[volume.get("target")] = str(volume.get("source"))
+            else:
+                bits = str(volume).split(":")
+                if len(bits) >= 2:
+                    binds[bits[1]] = bits[0]
+        for target, source in mounts.items():
+            if not binds.get(target, "").rstrip("/").endswith(source):
+                problems.append(f"service {name}: {source} is not mounted at {target}")
+
     gateways = [n for n, s in services.items() if any(k.startswith("JOBGATE_") for k in environment(s))]
     for name in sorted(set(gateways) | ({GATEWAY, WORKER} & set(services))):
         env = environment(services[name])
@@ -149,7 +172,7 @@ def main():
     if problems:
         return 1
     print(f"compose.yaml: {len(config['services'])} services checked: healthchecks, restart {RESTART}, "
-          f"pinned images, named volumes, simulator off, public base URL, worker roles")
+          f"pinned images, named volumes, simulator off, public base URL, worker roles, monitoring provisioned")
     return 0
 
 

@@ -131,7 +131,8 @@ public class JobgateConfiguration implements CamelConfiguration {
                 () -> providers.all().stream().map(io.jobgate.provider.Provider::name).toList(), clock));
 
         // --- Metrics: jobgate's series beside Camel's ---------------------------------------------------
-        io.jobgate.ops.Meters meters = new io.jobgate.ops.Meters(context, jdbc, clock);
+        io.jobgate.ops.Meters meters = new io.jobgate.ops.Meters(context, jdbc, clock,
+                providers.all().stream().map(io.jobgate.provider.Provider::name).toList());
         registry.bind("meters", meters);
 
         // --- A job's life: the state machine and its one finalize ------------------------------------
@@ -143,11 +144,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.intValue("jobgate.refunds.cancelled-percent", 0, 100));
         registry.bind("jobStore", jobs);
         registry.bind("jobTransitions", transitions);
-        transitions.observe((event, tenant, change) -> {
-            if (event.has(JobTransitions.Effect.FINALIZE)) {
-                meters.jobFinished(tenant, event.to().wire(), change.category());
-            }
-        });
+        transitions.observe(new io.jobgate.ops.TransitionMeters(meters));
         registry.bind("jobFinalizer", finalizer);
 
         // --- Admission (group commit) and the outbox relay it wakes ----------------------------------
@@ -157,6 +154,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         RelaySettings relay = RelaySettings.from(settings, roles.runs(Roles.Role.RELAY));
         RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relay.enabled());
         writer.afterCommit(wakeup::wake);
+        writer.onAdmitted(job -> meters.ledger(job.tenantId(), "debit", job.costMicros()));
         if (relay.enabled()) {
             // Admissions on other instances wake this relay too (PostgreSQL LISTEN/NOTIFY).
             context.addService(new RelayNotifications(dataSource.getJdbcUrl(), dataSource.getUsername(),
@@ -224,7 +222,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs));
-        registry.bind("jmsIntake", new JmsIntake(tenants, admission));
+        registry.bind("jmsIntake", new JmsIntake(tenants, admission, meters));
         registry.bind("startupTimes", startupTimes);
         startupTimes.wired();
     }

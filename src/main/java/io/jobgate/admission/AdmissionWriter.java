@@ -107,6 +107,7 @@ public final class AdmissionWriter extends ServiceSupport {
     private final BlockingQueue<Pending> queue = new LinkedBlockingQueue<>();
     private volatile Thread writer;
     private volatile Runnable afterCommit = () -> { };
+    private volatile java.util.function.Consumer<Job> admitted = job -> { };
     /** Set while deciding a batch (writer thread only): an admitted job's tenant can run one more. */
     private boolean dispatchable;
     private final java.util.concurrent.atomic.AtomicLong splitBatches = new java.util.concurrent.atomic.AtomicLong();
@@ -156,6 +157,11 @@ public final class AdmissionWriter extends ServiceSupport {
     /** Called after a commit that admitted a job whose tenant may run another now (wakes the relay). */
     public void afterCommit(Runnable callback) {
         this.afterCommit = callback;
+    }
+
+    /** Told of every job written (after its commit), with its debit: metrics. */
+    public void onAdmitted(java.util.function.Consumer<Job> listener) {
+        this.admitted = listener;
     }
 
     /** Requests waiting for the next group commit. */
@@ -254,6 +260,9 @@ public final class AdmissionWriter extends ServiceSupport {
                 }
                 outcomes.forEach((p, outcome) -> {
                     if (outcome instanceof Result r) {
+                        if (r == Result.ADMITTED) {
+                            admitted.accept(p.candidate().job());
+                        }
                         p.done().complete(r);
                     } else {
                         p.done().completeExceptionally((ApiProblem) outcome);

@@ -37,12 +37,17 @@ public final class JmsIntake {
     /** The JMS name of the user the broker authenticated (Artemis: _AMQ_VALIDATED_USER). */
     static final String VALIDATED_USER = "JMSXUserID";
 
+    /** Exchange property: the tenant the sender submits for, once known (refusals are counted per tenant). */
+    static final String TENANT_ID = "jobgate.intake.tenant";
+
     private final TenantDirectory tenants;
     private final AdmissionService admission;
+    private final io.jobgate.ops.Meters meters;
 
-    public JmsIntake(TenantDirectory tenants, AdmissionService admission) {
+    public JmsIntake(TenantDirectory tenants, AdmissionService admission, io.jobgate.ops.Meters meters) {
         this.tenants = tenants;
         this.admission = admission;
+        this.meters = meters;
     }
 
     public void admit(Exchange exchange) {
@@ -55,6 +60,7 @@ public final class JmsIntake {
         }
         Tenant tenant = tenants.byBrokerUser(sender).orElseThrow(() -> ApiProblem.of(403, "not_a_producer",
                 "Broker user '" + sender + "' submits for no tenant (jms_producers in the tenants file)."));
+        exchange.setProperty(TENANT_ID, tenant.id());
         String claimed = m.getHeader(TENANT, String.class);
         if (claimed != null && !claimed.isBlank() && !claimed.equals(tenant.id())) {
             throw ApiProblem.of(403, "tenant_mismatch", "The message claims tenant '" + claimed + "', but broker user '"
@@ -77,6 +83,8 @@ public final class JmsIntake {
     /** Before the refused message goes to the intake DLQ: the reason as properties, the body as sent. */
     public void describeRefusal(Exchange exchange) {
         ApiProblem problem = exchange.getProperty(Exchange.EXCEPTION_CAUGHT, ApiProblem.class);
+        // Counted like an HTTP refusal: every refused admission, whichever door it came through.
+        meters.admissionRefused(exchange.getProperty(TENANT_ID, String.class), problem.code());
         Message m = exchange.getMessage();
         m.setHeader(STATUS, problem.status());
         m.setHeader(PROBLEM_CODE, problem.code());

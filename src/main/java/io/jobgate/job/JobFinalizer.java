@@ -21,11 +21,23 @@ public final class JobFinalizer {
      * success the result record (JSON: output location, media type, bytes, digest).
      */
     public record Outcome(JobStatus status, String errorCategory, String errorMessage, RefundPolicy refund,
-                          String resultJson) {
+                          String resultJson, String cause) {
         public Outcome {
             if (!status.terminal()) {
                 throw new IllegalArgumentException(status + " is not terminal");
             }
+        }
+
+        public Outcome(JobStatus status, String errorCategory, String errorMessage, RefundPolicy refund, String resultJson) {
+            this(status, errorCategory, errorMessage, refund, resultJson, null);
+        }
+
+        /**
+         * The same ending, caused by {@code cause}: a job that ran out of attempts or lifetime right
+         * after a 429 stays {@code exhausted}/{@code expired}, and its metrics count it as 429-caused.
+         */
+        public Outcome causedBy(String cause) {
+            return new Outcome(status, errorCategory, errorMessage, refund, resultJson, cause);
         }
 
         public Outcome(JobStatus status, String errorCategory, String errorMessage, RefundPolicy refund) {
@@ -84,7 +96,8 @@ public final class JobFinalizer {
         int refund = outcome.refund() == RefundPolicy.NONE ? 0
                 : outcome.status() == JobStatus.CANCELLED ? cancelledRefundPercent : failedRefundPercent;
         return transitions.apply(jobId, JobTransitions.Event.ending(outcome.status()), guard,
-                JobTransitions.Change.ending(outcome.errorCategory(), outcome.errorMessage(), outcome.resultJson(), refund))
+                JobTransitions.Change.ending(outcome.errorCategory(), outcome.errorMessage(), outcome.resultJson(), refund,
+                        outcome.cause()))
                 .isPresent();
     }
 }

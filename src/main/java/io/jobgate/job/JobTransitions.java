@@ -179,49 +179,86 @@ public final class JobTransitions {
      * @param message        FINALIZE: the error message
      * @param resultJson     FINALIZE: the result record of a success
      * @param refundPercent  REFUND: the share of the cost given back
+     * @param cause          FINALIZE of a failure: the category that used the caps up (told to observers only)
      */
     public record Change(String leaseOwner, Duration leaseFor, Instant at, int unparseable, String providerTask,
                          String providerRequestId, String adapter, String revision, String category, String message,
-                         String resultJson, int refundPercent) {
+                         String resultJson, int refundPercent, String cause) {
         public static Change none() {
-            return new Change(null, null, null, 0, null, null, null, null, null, null, null, 0);
+            return new Change(null, null, null, 0, null, null, null, null, null, null, null, 0, null);
         }
 
         public static Change lease(String owner, Duration leaseFor) {
-            return new Change(owner, leaseFor, null, 0, null, null, null, null, null, null, null, 0);
+            return new Change(owner, leaseFor, null, 0, null, null, null, null, null, null, null, 0, null);
         }
 
         public static Change attempt(String worker, String adapter, String revision) {
-            return new Change(worker, null, null, 0, null, null, adapter, revision, null, null, null, 0);
+            return new Change(worker, null, null, 0, null, null, adapter, revision, null, null, null, 0, null);
         }
 
         public static Change retryAt(Instant at, int unparseable, String lastCategory) {
-            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0);
+            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0, null);
         }
 
         public static Change checkFrom(Instant firstCheck, String providerTask, String providerRequestId, String category) {
-            return new Change(null, null, firstCheck, 0, providerTask, providerRequestId, null, null, category, null, null, 0);
+            return new Change(null, null, firstCheck, 0, providerTask, providerRequestId, null, null, category, null, null, 0, null);
         }
 
         public static Change ending(String category, String message, String resultJson, int refundPercent) {
-            return new Change(null, null, null, 0, null, null, null, null, category, message, resultJson, refundPercent);
+            return ending(category, message, resultJson, refundPercent, null);
+        }
+
+        /** @param cause FINALIZE: what used the job's caps up, when that says more than its category (a 429) */
+        public static Change ending(String category, String message, String resultJson, int refundPercent, String cause) {
+            return new Change(null, null, null, 0, null, null, null, null, category, message, resultJson, refundPercent, cause);
         }
     }
 
-    /** The job's row after the transition (its tenant, attempts; the opened attempt's number; extra columns asked for). */
-    public record Moved(String tenantId, int attempts, Map<String, Object> row) {
+    /**
+     * The job's row after the transition (its tenant, attempts; the opened attempt's number; extra
+     * columns asked for), and what observers need: when it moved, and from which status since when.
+     */
+    public record Moved(String tenantId, int attempts, Map<String, Object> row, Instant at) {
+        public String provider() {
+            return (String) row.get("provider");
+        }
+
+        /** The status the job left. */
+        public JobStatus from() {
+            return JobStatus.fromWire((String) row.get("from_status")).orElseThrow();
+        }
+
+        /** When the job entered the status it left (only transitions write {@code updated_at}). */
+        public Instant enteredAt() {
+            return ((Timestamp) row.get("entered_at")).toInstant();
+        }
+
+        /** REFUND: the micros given back by this transition, 0 when none. */
+        public long refundedMicros() {
+            return row.get("refunded_micros") instanceof Number n ? n.longValue() : 0;
+        }
+
+        /** SUCCEED: the units metered at admission (the debit's), null when none were. */
+        public java.math.BigDecimal units() {
+            return row.get("debit_units") instanceof java.math.BigDecimal d ? d : null;
+        }
+
+        /** SUCCEED: the debit's unit ({@code images}, {@code audio_minutes}). */
+        public String unit() {
+            return (String) row.get("debit_unit");
+        }
     }
 
     /** Told of every transition that was made (after its transaction committed or joined): metrics. */
     @FunctionalInterface
     public interface Observer {
-        void moved(Event event, String tenantId, Change change);
+        void moved(Event event, Moved moved, Change change);
     }
 
     private final NamedParameterJdbcTemplate jdbc;
     private final TransactionTemplate transactions;
     private final Clock clock;
-    private volatile Observer observer = (event, tenant, change) -> { };
+    private volatile Observer observer = (event, moved, change) -> { };
 
     public void observe(Observer observer) {
         this.observer = observer;
@@ -277,11 +314,14 @@ public final class JobTransitions {
             String update = (lockEvents ? "WITH waiting_events AS (SELECT event_id FROM outbox WHERE job_id = :job"
                     + " AND event_type = 'dispatch' AND published_at IS NULL FOR UPDATE) " : "")
                     + "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event, change, p, now)
-                    + " FROM (SELECT job_id, dispatched_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
+                    + " FROM (SELECT job_id, dispatched_at, status, updated_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
                     + " WHERE j.job_id = old.job_id AND j.finalized_at IS NULL AND j.status = ANY (string_to_array(:from, ','))"
                     + (lockEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards
                     + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token,"
-                    + " old.dispatched_at IS NOT NULL AS held_slot" + (returning == null ? "" : ", " + returning);
+                    + " old.dispatched_at IS NOT NULL AS held_slot, j.provider, old.status AS from_status, old.updated_at AS entered_at"
+                    + (event == Event.SUCCEED ? ", (SELECT d.units FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit') AS debit_units,"
+                            + " (SELECT d.unit FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit') AS debit_unit" : "")
+                    + (returning == null ? "" : ", " + returning);
             String sql = update;
             if (event.has(Effect.OPEN_ATTEMPT)) {
                 p.addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter())
@@ -318,11 +358,14 @@ public final class JobTransitions {
                 if (refund > 0) {
                     // The debit's metered units go back in the same share.
                     p.addValue("refund", refund).addValue("cost", cost).addValue("reference", change.category());
-                    jdbc.update("""
+                    int refunded = jdbc.update("""
                             INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at, units, unit)
                             SELECT :tenant, :job, 'refund', :refund, :reference, :now, -d.units * :refund / :cost, d.unit
                               FROM ledger d WHERE d.job_id = :job AND d.entry_type = 'debit'
                             ON CONFLICT (job_id, entry_type) WHERE entry_type IN ('debit', 'refund') DO NOTHING""", p);
+                    if (refunded == 1) {
+                        row.put("refunded_micros", refund);
+                    }
                 }
             }
             if (event.has(Effect.DISPATCH_AT)) {
@@ -336,9 +379,9 @@ public final class JobTransitions {
                         VALUES (:job, :tenant, 'status', jsonb_build_object('status', CAST(:to AS text),
                                 'attempt', CAST(:attempts AS int), 'error_category', CAST(:category AS text)), :now, :now)""", p);
             }
-            return Optional.of(new Moved(tenant, attempts, row));
+            return Optional.of(new Moved(tenant, attempts, row, now));
         });
-        moved.ifPresent(m -> observer.moved(event, m.tenantId(), change));
+        moved.ifPresent(m -> observer.moved(event, m, change));
         return moved;
     }
 

@@ -4,11 +4,14 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 
+import io.jobgate.job.JobStatus;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.MultiGauge;
 import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
 import org.apache.camel.Exchange;
 import org.springframework.jdbc.core.JdbcTemplate;
 
@@ -24,13 +27,23 @@ public final class Meters {
     private final JdbcTemplate jdbc;
     private final Clock clock;
     private volatile MeterRegistry registry;
+    private final List<String> providers;
     private volatile MultiGauge queueJobs;
     private volatile MultiGauge oldestAge;
+    private volatile MultiGauge leasesActive;
+    private volatile MultiGauge gateOpen;
+    private volatile Timer reconcileLag;
 
-    public Meters(org.apache.camel.CamelContext context, JdbcTemplate jdbc, Clock clock) {
+    /** Buckets of the reconciliation lag: a webhook in seconds, a poll in tens of seconds, a stuck provider in hours. */
+    static final Duration[] RECONCILE_LAG_BUCKETS = Stream.of(1, 5, 15, 30, 60, 120, 300, 900, 1800, 3600, 21_600, 86_400)
+            .map(Duration::ofSeconds).toArray(Duration[]::new);
+
+    /** @param providers the configured providers: each has a gate and a lease count, 0 included */
+    public Meters(org.apache.camel.CamelContext context, JdbcTemplate jdbc, Clock clock, List<String> providers) {
         this.context = context;
         this.jdbc = jdbc;
         this.clock = clock;
+        this.providers = List.copyOf(providers);
     }
 
     /** Camel's own registry (camel-micrometer binds it while the context starts): one endpoint for all series. */
@@ -68,6 +81,34 @@ public final class Meters {
                 "tenant", tenant == null ? "" : tenant, "code", code).increment();
     }
 
+    /** Units of a succeeded job ({@code image}, {@code audio_minute}): attempts per unit is a ratio of two series. */
+    public void unitsCompleted(String provider, String tenant, String unit, double units) {
+        counter("jobgate_completed_units_total", "units of succeeded jobs", "provider", provider, "tenant", tenant, "unit", unit)
+                .increment(units);
+    }
+
+    /** Money moved by the ledger ({@code debit}, {@code refund}), in micros, as a positive amount. */
+    public void ledger(String tenant, String kind, long micros) {
+        counter("jobgate_ledger_micros_total", "ledger debits and refunds in micros", "tenant", tenant, "kind", kind)
+                .increment(Math.abs(micros));
+    }
+
+    /** A job waiting on its provider ({@code provider_pending}, {@code submission_unknown}) got its evidence applied. */
+    public void reconciled(Duration lag) {
+        reconcileLag().record(lag.isNegative() ? Duration.ZERO : lag);
+    }
+
+    private Timer reconcileLag() {
+        Timer t = reconcileLag;
+        if (t == null) {
+            t = Timer.builder("jobgate_reconcile_lag_seconds")
+                    .description("from a job entering provider_pending or submission_unknown to its evidence being applied")
+                    .serviceLevelObjectives(RECONCILE_LAG_BUCKETS).register(registry());
+            reconcileLag = t;
+        }
+        return t;
+    }
+
     private Counter counter(String name, String description, String... tags) {
         return Counter.builder(name).description(description).tags(tags).register(registry());
     }
@@ -78,21 +119,59 @@ public final class Meters {
             queueJobs = MultiGauge.builder("jobgate_queue_jobs").description("open jobs per tenant and status").register(registry());
             oldestAge = MultiGauge.builder("jobgate_queue_oldest_age_seconds")
                     .description("age of the oldest eligible (due, not running) job per tenant").register(registry());
+            leasesActive = MultiGauge.builder("jobgate_leases_active").description("live leases per provider").register(registry());
+            gateOpen = MultiGauge.builder("jobgate_provider_gate_open")
+                    .description("1 when the provider's gate is open, 0 while a Retry-After (or readiness) keeps it closed")
+                    .register(registry());
+            reconcileLag(); // served from the start (count 0), so its panel and rates have a series to read
         }
-        List<Map<String, Object>> open = jdbc.queryForList(
-                "SELECT tenant_id, status, count(*) AS n FROM jobs WHERE finalized_at IS NULL GROUP BY tenant_id, status");
-        queueJobs.register(open.stream().map(r -> MultiGauge.Row.of(Tags.of("tenant", (String) r.get("tenant_id"),
-                "status", (String) r.get("status")), ((Number) r.get("n")).doubleValue())).toList(), true);
+        java.sql.Timestamp now = java.sql.Timestamp.from(clock.instant());
+        // Every tenant and open status, 0 included: a series that drops to 0 instead of vanishing.
+        List<String> tenants = jdbc.queryForList("SELECT tenant_id FROM tenants ORDER BY tenant_id", String.class);
+        Map<String, Double> open = new java.util.HashMap<>();
+        jdbc.query("SELECT tenant_id, status, count(*) FROM jobs WHERE finalized_at IS NULL GROUP BY tenant_id, status",
+                (org.springframework.jdbc.core.RowCallbackHandler) rs -> open.put(rs.getString(1) + '\u0000' + rs.getString(2),
+                        rs.getDouble(3)));
+        List<MultiGauge.Row<?>> queueRows = new java.util.ArrayList<>();
+        for (String tenant : tenants) {
+            for (JobStatus status : JobStatus.values()) {
+                if (!status.terminal()) {
+                    queueRows.add(MultiGauge.Row.of(Tags.of("tenant", tenant, "status", status.wire()),
+                            open.getOrDefault(tenant + '\u0000' + status.wire(), 0.0)));
+                }
+            }
+        }
+        queueJobs.register(queueRows, true);
         // Eligible: a dispatch event due and not yet out (a tenant with none reports 0).
         List<Map<String, Object>> oldest = jdbc.queryForList("""
                 SELECT t.tenant_id, min(o.available_at) AS due FROM tenants t
                   LEFT JOIN outbox o ON o.tenant_id = t.tenant_id AND o.event_type = 'dispatch' AND o.published_at IS NULL
                                     AND o.available_at <= ?
-                 GROUP BY t.tenant_id""", java.sql.Timestamp.from(clock.instant()));
+                 GROUP BY t.tenant_id""", now);
         oldestAge.register(oldest.stream().map(r -> {
             java.sql.Timestamp due = (java.sql.Timestamp) r.get("due");
             double age = due == null ? 0 : Math.max(0, Duration.between(due.toInstant(), clock.instant()).toMillis() / 1000.0);
             return MultiGauge.Row.of(Tags.of("tenant", (String) r.get("tenant_id")), age);
         }).toList(), true);
+        // Live: held and not run out (an expired lease waits for the sweeper, nobody works under it).
+        Map<String, Long> leases = new java.util.HashMap<>();
+        jdbc.query("""
+                SELECT provider, count(*) FROM jobs
+                 WHERE finalized_at IS NULL AND status IN ('running', 'submitting') AND lease_token IS NOT NULL
+                   AND lease_expires_at > ? GROUP BY provider""",
+                (org.springframework.jdbc.core.RowCallbackHandler) rs -> leases.put(rs.getString(1), rs.getLong(2)), now);
+        leasesActive.register(withEveryProvider(leases.keySet()).stream().map(p -> MultiGauge.Row.of(Tags.of("provider", p),
+                leases.getOrDefault(p, 0L).doubleValue())).toList(), true);
+        java.util.Set<String> closed = new java.util.HashSet<>(jdbc.queryForList(
+                "SELECT provider FROM provider_gates WHERE closed_until > ?", String.class, now));
+        gateOpen.register(withEveryProvider(closed).stream().map(p -> MultiGauge.Row.of(Tags.of("provider", p),
+                closed.contains(p) ? 0 : 1)).toList(), true);
+    }
+
+    /** The configured providers and any other the database names (a provider removed from the settings). */
+    private java.util.Collection<String> withEveryProvider(java.util.Collection<String> seen) {
+        java.util.Set<String> all = new java.util.TreeSet<>(providers);
+        all.addAll(seen);
+        return all;
     }
 }

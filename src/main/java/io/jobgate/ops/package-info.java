@@ -1,6 +1,7 @@
 /**
- * Health checks, and jobgate's metrics (Meters: counters where the work is done, gauges refreshed from PostgreSQL).
+ * Health checks, and jobgate's metrics (Meters: counters where the work is done, gauges refreshed
+ * from PostgreSQL; TransitionMeters: the meters that follow the state machine's transitions).
  *
- * <p>May use: nothing of jobgate beyond the JDK and Camel.
+ * <p>May use: job (the state machine's observer hook).
  */
 package io.jobgate.ops;

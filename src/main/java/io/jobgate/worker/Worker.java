@@ -426,7 +426,8 @@ public final class Worker {
                 Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(attempt, lease.maxAttempts(), lease.expiresAt(),
                         at, category.wire() + " (" + result.message() + ")");
                 if (capped.isPresent()) {
-                    return ended(lease, capped.get().category(), capped.get().message()).with(understood);
+                    return ended(lease, capped.get().category(), capped.get().message(),
+                            category == ErrorCategory.RATE_LIMITED ? category.wire() : null).with(understood);
                 }
                 boolean mine = leases.requeue(lease.jobId(), lease.token(), at, streak, category.wire());
                 return new Decision(mine ? "retry_wait" : "lease_lost", mine ? "retry_wait" : "none", mine ? at : null, understood);
@@ -435,7 +436,13 @@ public final class Worker {
     }
 
     private Decision ended(Lease lease, ErrorCategory category, String message) {
-        boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.failed(category.wire(), message));
+        return ended(lease, category, message, null);
+    }
+
+    /** @param cause what used the caps up, when it was a 429 (the metrics' 429-caused failures) */
+    private Decision ended(Lease lease, ErrorCategory category, String message, String cause) {
+        boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(),
+                JobFinalizer.Outcome.failed(category.wire(), message).causedBy(cause));
         return new Decision(mine ? "failed" : "lease_lost", mine ? "failed:" + category.wire() : "none", null);
     }
 

@@ -1,103 +1,118 @@
 package io.jobgate.ops;
 
 import java.time.Duration;
-import java.util.Base64;
-import java.util.Map;
-import java.util.UUID;
+import java.util.Set;
+import java.util.stream.Collectors;
 
-import com.github.tomakehurst.wiremock.WireMockServer;
-import com.github.tomakehurst.wiremock.stubbing.Scenario;
 import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
-import io.jobgate.support.FakeProvider;
-import io.jobgate.support.GatewayTestSupport;
-import io.jobgate.support.Jobs;
-import io.jobgate.support.Samples;
+import io.jobgate.support.Db;
 import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
-import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
-import static com.github.tomakehurst.wiremock.client.WireMock.containing;
-import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * A scripted run — a success, a 429 then a success, a refused request, a refused admission — then
- * a scrape of {@code /observe/metrics}: jobgate's series are there with their labels.
+ * The scripted run ({@link ScriptedRun}: a 429, refusals, successes, failures), then a scrape of
+ * {@code /observe/metrics}: every series of jobgate's table is there with its labels and the
+ * counts the run made.
  */
 @CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class MetricsTest {
 
-    static final String ACME = "dev-acme-key";
-    static final String PATH = "/v1/images/generations";
-
-    WireMockServer fake;
-    ApiClient api;
+    final ScriptedRun run = new ScriptedRun();
 
     @BeforeAll
     void boot() throws Exception {
-        fake = FakeProvider.start();
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
-                "jobgate.worker.enabled", "true",
-                "jobgate.worker.backoff-base-ms", "100",
-                "jobgate.metrics.gauge-period-ms", "200",
-                "jobgate.provider.fakeimg.base-url", fake.baseUrl())));
+        run.boot();
     }
 
     @AfterAll
     void stop() {
-        fake.stop();
+        run.stop();
     }
 
-    UUID submit(String tag) {
-        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
-                {"preset_id": "invoice-clean", "aspect_class": "portrait", "provider": "fakeimg",
-                 "inputs": {"supplier_name": "%s", "invoice_id": "M-1", "currency": "EUR", "line_items": []}}""".formatted(tag));
-        assertThat(r.status()).as(r.text()).isEqualTo(202);
-        return UUID.fromString(r.json().path("job_id").asText());
-    }
-
-    static String png() {
-        return "{\"created\": 1, \"data\": [{\"b64_json\": \"" + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}";
+    PrometheusText scrape() {
+        ApiClient.Response scrape = run.api.get(null, "/observe/metrics");
+        assertThat(scrape.status()).isEqualTo(200);
+        return PrometheusText.parse(scrape.text());
     }
 
     @Test
-    void aScriptedRunShowsInJobgatesSeries() {
-        String ok = Jobs.tag();
-        String limited = Jobs.tag();
-        String bad = Jobs.tag();
-        fake.stubFor(post(PATH).withRequestBody(containing(ok)).willReturn(aResponse().withStatus(200).withBody(png())));
-        fake.stubFor(post(PATH).withRequestBody(containing(limited)).inScenario(limited).whenScenarioStateIs(Scenario.STARTED)
-                .willSetStateTo("open").willReturn(aResponse().withStatus(429).withHeader("Retry-After", "1")));
-        fake.stubFor(post(PATH).withRequestBody(containing(limited)).inScenario(limited).whenScenarioStateIs("open")
-                .willReturn(aResponse().withStatus(200).withBody(png())));
-        fake.stubFor(post(PATH).withRequestBody(containing(bad)).willReturn(aResponse().withStatus(400)
-                .withBody("{\"error\": {\"message\": \"bad size\"}}")));
+    void aScriptedRunShowsInEverySeriesWithItsLabels() throws Exception {
+        run.run();
 
-        Jobs.awaitStatus(submit(ok), "succeeded");
-        Jobs.awaitStatus(submit(limited), "succeeded");
-        Jobs.awaitStatus(submit(bad), "failed");
-        assertThat(api.postJob(ACME, "k-" + UUID.randomUUID(), "{\"preset_id\": \"no-such-preset\"}").status()).isEqualTo(422);
+        // The gauges are refreshed every 200 ms: wait for a refresh that saw the run's end.
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->
+                assertThat(scrape().find("jobgate_queue_jobs", "tenant", "acme")).isNotEmpty()
+                        .allSatisfy(s -> assertThat(s.value()).as("%s", s).isZero()));
+        PrometheusText m = scrape();
 
-        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
-            ApiClient.Response scrape = api.get(null, "/observe/metrics");
-            assertThat(scrape.status()).isEqualTo(200);
-            String text = scrape.text();
-            assertThat(text)
-                    .contains("jobgate_jobs_finished_total{category=\"\",status=\"succeeded\",tenant=\"acme\"}")
-                    .contains("jobgate_jobs_finished_total{category=\"terminal_request\",status=\"failed\",tenant=\"acme\"}")
-                    .contains("jobgate_attempts_total{outcome=\"succeeded\",provider=\"fakeimg\",tenant=\"acme\"}")
-                    .contains("jobgate_attempts_total{outcome=\"rate_limited\",provider=\"fakeimg\",tenant=\"acme\"}")
-                    .contains("jobgate_attempts_total{outcome=\"terminal_request\",provider=\"fakeimg\",tenant=\"acme\"}")
-                    .contains("jobgate_provider_rate_limited_total{provider=\"fakeimg\",tenant=\"acme\"} 1.0")
-                    .contains("jobgate_admission_refusals_total{code=\"unknown_preset\",tenant=\"acme\"} 1.0")
-                    .contains("jobgate_queue_oldest_age_seconds{tenant=\"acme\"}")
-                    .contains("camel_exchanges_total"); // Camel's own meters stay
-        });
+        // Terminal jobs: 4 successes, one other 4xx, one ran out of attempts on 429s (429-caused), one on 503s.
+        assertThat(m.value("jobgate_jobs_finished_total", "tenant", "acme", "status", "succeeded", "category", "")).isEqualTo(4);
+        assertThat(m.value("jobgate_jobs_finished_total", "tenant", "acme", "status", "failed", "category", "terminal_request"))
+                .isEqualTo(1);
+        assertThat(m.value("jobgate_jobs_finished_total", "tenant", "acme", "status", "failed", "category", "rate_limited"))
+                .isEqualTo(1);
+        assertThat(m.value("jobgate_jobs_finished_total", "tenant", "acme", "status", "failed", "category", "exhausted")).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'acme' AND error_category = 'exhausted'"))
+                .as("the 429-caused job itself still says exhausted").isEqualTo(2);
+
+        // Attempts: outcome per provider; 429s: 1 before a success + 4 until the caps.
+        assertThat(m.value("jobgate_attempts_total", "provider", "fakeimg", "tenant", "acme", "outcome", "succeeded")).isEqualTo(2);
+        assertThat(m.value("jobgate_attempts_total", "provider", "fakeimg", "tenant", "acme", "outcome", "rate_limited")).isEqualTo(5);
+        assertThat(m.value("jobgate_attempts_total", "provider", "fakeimg", "tenant", "acme", "outcome", "terminal_request")).isEqualTo(1);
+        assertThat(m.value("jobgate_attempts_total", "provider", "fakeimg", "tenant", "acme", "outcome", "transient")).isEqualTo(4);
+        assertThat(m.value("jobgate_attempts_total", "provider", "fakeasync", "tenant", "acme", "outcome", "pending")).isEqualTo(1);
+        assertThat(m.value("jobgate_attempts_total", "provider", "openai", "tenant", "acme", "outcome", "succeeded")).isEqualTo(1);
+        assertThat(m.value("jobgate_provider_rate_limited_total", "provider", "fakeimg", "tenant", "acme")).isEqualTo(5);
+
+        // Refusals through both doors, by problem code.
+        assertThat(m.value("jobgate_admission_refusals_total", "tenant", "acme", "code", "unknown_preset")).isEqualTo(1);
+        assertThat(m.value("jobgate_admission_refusals_total", "tenant", "acme", "code", "tenant_mismatch")).isEqualTo(1);
+
+        // Units of succeeded jobs: attempts per image / per audio minute are ratios of two series.
+        assertThat(m.value("jobgate_completed_units_total", "provider", "fakeimg", "tenant", "acme", "unit", "image")).isEqualTo(2);
+        assertThat(m.value("jobgate_completed_units_total", "provider", "fakeasync", "tenant", "acme", "unit", "image")).isEqualTo(1);
+        assertThat(m.value("jobgate_completed_units_total", "provider", "openai", "tenant", "acme", "unit", "audio_minute"))
+                .isEqualTo(1);
+
+        // Money: the counters say what the ledger holds.
+        assertThat(m.value("jobgate_ledger_micros_total", "tenant", "acme", "kind", "debit")).isEqualTo(ledger("debit")).isPositive();
+        assertThat(m.value("jobgate_ledger_micros_total", "tenant", "acme", "kind", "refund")).isEqualTo(ledger("refund")).isPositive();
+
+        // The async job waited on its provider until the poller's lookup: one lag, a histogram.
+        assertThat(m.value("jobgate_reconcile_lag_seconds_count")).isEqualTo(1);
+        assertThat(m.value("jobgate_reconcile_lag_seconds_sum")).isPositive().isLessThan(30);
+        assertThat(m.find("jobgate_reconcile_lag_seconds_bucket")).extracting(s -> s.labels().get("le"))
+                .contains("1.0", "60.0", "3600.0", "+Inf");
+        assertThat(m.value("jobgate_reconcile_lag_seconds_bucket", "le", "+Inf")).isEqualTo(1);
+
+        // Gauges from PostgreSQL: every tenant and open status, every provider, 0 included.
+        assertThat(m.find("jobgate_queue_jobs", "tenant", "acme").stream().map(s -> s.labels().get("status")).collect(Collectors.toSet()))
+                .isEqualTo(Set.of("queued", "running", "submitting", "provider_pending", "submission_unknown", "retry_wait"));
+        assertThat(m.value("jobgate_queue_oldest_age_seconds", "tenant", "acme")).isZero();
+        assertThat(m.find("jobgate_queue_oldest_age_seconds")).extracting(s -> s.labels().get("tenant")).contains("acme", "globex");
+        for (String provider : new String[] {"fakeimg", "fakeasync", "openai", "simulator"}) {
+            assertThat(m.value("jobgate_leases_active", "provider", provider)).as(provider).isZero();
+        }
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(scrape().value("jobgate_provider_gate_open",
+                "provider", "fakeimg")).as("open again after its Retry-After").isEqualTo(1));
+        assertThat(m.value("jobgate_provider_gate_open", "provider", "openai")).isEqualTo(1);
+
+        assertThat(m.find("camel_exchanges_total")).as("Camel's own meters stay").isNotEmpty();
+        assertThat(m.samples()).filteredOn(s -> s.name().startsWith("jobgate_"))
+                .allSatisfy(s -> assertThat(s.labels().keySet()).as("%s", s).isSubsetOf("tenant", "provider", "status",
+                        "category", "code", "outcome", "unit", "kind", "le"));
+    }
+
+    static double ledger(String kind) {
+        return ((Number) Db.single("SELECT abs(coalesce(sum(amount_micros), 0)) AS s FROM ledger WHERE tenant_id = 'acme' "
+                + "AND entry_type = ?", kind).get("s")).doubleValue();
     }
 }
