@@ -4,8 +4,12 @@ import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.LegacyClients;
@@ -13,6 +17,7 @@ import io.jobgate.support.PackagedGateway;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 /**
  * The README's run command for real: {@code java -jar target/jobgate.jar} as a process on embedded
@@ -22,6 +27,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class PackagedJarIT {
 
+    static final ObjectMapper JSON = new ObjectMapper();
+    /** Text of a job that must never reach the log. */
+    static final String PROMPT = "Secret Supplier 7f3a9c";
+
     @Test
     void theShadedJarRunsOnEmbeddedDefaultsAndStopsCleanly() throws Exception {
         Path dataDir = Files.createTempDirectory("jobgate-jar");
@@ -30,15 +39,23 @@ class PackagedJarIT {
         int brokerPort = GatewayTestSupport.freePort();
         ProcessBuilder pb = PackagedGateway.builder(dataDir, port, log);
         pb.environment().put("JOBGATE_BROKER_EMBEDDED_PORT", Integer.toString(brokerPort)); // the legacy producers' port
+        pb.environment().put("JOBGATE_LOG_FORMAT", "json");
         Process gateway = pb.start();
         try {
             ApiClient api = new ApiClient(port);
             PackagedGateway.awaitHealthy(gateway, api, log, Duration.ofSeconds(120));
             ApiClient.Response job = api.postJob("dev-acme-key", "jar-1", """
                     {"preset_id": "invoice-scan", "aspect_class": "portrait",
-                     "inputs": {"supplier_name": "Jar KG", "invoice_id": "J-1", "currency": "CHF", "line_items": []}}""");
+                     "inputs": {"supplier_name": "%s", "invoice_id": "J-1", "currency": "CHF", "line_items": []}}""".formatted(PROMPT));
             assertThat(job.status()).as(job.text()).isEqualTo(202);
-            assertThat(api.get("dev-acme-key", "/v1/jobs/" + job.json().path("job_id").asText()).status()).isEqualTo(200);
+            String jobId = job.json().path("job_id").asText();
+            // Through the bundled simulator to its end: an attempt line in the log.
+            await().atMost(Duration.ofSeconds(60)).until(() -> api.get("dev-acme-key", "/v1/jobs/" + jobId).json()
+                    .path("status").asText().equals("succeeded"));
+            // A refusal carrying the same text: logged by its code, never by its content.
+            ApiClient.Response refused = api.postJob("dev-acme-key", "jar-2", """
+                    {"preset_id": "invoice-scan", "aspect_class": "portrait", "inputs": {"supplier_name": "%s"}}""".formatted(PROMPT));
+            assertThat(refused.status()).as(refused.text()).isEqualTo(422);
             assertThat(dataDir.resolve("postgres/pgdata/PG_VERSION")).exists();
 
             // Each stock JMS client of a legacy producer, on the jar's embedded broker (the protocol
@@ -60,8 +77,31 @@ class PackagedJarIT {
             gateway.destroy(); // SIGTERM: Camel Main's shutdown hook stops routes, then the embedded parts
             assertThat(gateway.waitFor(60, TimeUnit.SECONDS)).isTrue();
         }
+        // JOBGATE_LOG_FORMAT=json: every line one JSON object; no ERROR; the attempt and the refusal
+        // as structured lines; never the job's text nor a secret setting.
+        List<JsonNode> lines = new ArrayList<>();
+        for (String line : Files.readAllLines(log)) {
+            try {
+                lines.add(JSON.readTree(line));
+            } catch (Exception e) {
+                throw new AssertionError("not a JSON log line: " + line, e);
+            }
+        }
+        assertThat(lines).anySatisfy(l -> assertThat(l.path("message").asText()).contains("Stopped embedded-postgres"));
+        assertThat(lines).noneSatisfy(l -> assertThat(l.path("level").asText()).isEqualTo("ERROR"));
+        assertThat(lines).anySatisfy(l -> {
+            assertThat(l.path("loggerName").asText()).isEqualTo("jobgate.attempts");
+            assertThat(l.path("contextMap").path("outcome").asText()).isNotEmpty();
+            assertThat(l.path("contextMap").path("adapter").asText()).isEqualTo("simulator");
+        });
+        assertThat(lines).anySatisfy(l -> {
+            assertThat(l.path("loggerName").asText()).isEqualTo("jobgate.admission");
+            assertThat(l.path("contextMap").path("code").asText()).isEqualTo("invalid_input");
+            assertThat(l.path("contextMap").path("tenant").asText()).isEqualTo("acme");
+        });
         String output = Files.readString(log);
-        assertThat(output).contains("Stopped embedded-postgres").doesNotContain(" ERROR ");
+        assertThat(output).as("the job's text").doesNotContain(PROMPT)
+                .as("the simulator's webhook secret").doesNotContain("whsec_");
         assertThat(new File(dataDir.toFile(), "postgres/pgdata/postmaster.pid")).doesNotExist();
     }
 }

@@ -86,6 +86,8 @@ public final class JmsIntake {
         // Counted like an HTTP refusal: every refused admission, whichever door it came through.
         meters.admissionRefused(exchange.getProperty(TENANT_ID, String.class), problem.code());
         Message m = exchange.getMessage();
+        RefusalLog.write("jms", exchange.getProperty(TENANT_ID, String.class), problem.code(),
+                m.getHeader("JMSCorrelationID", String.class));
         m.setHeader(STATUS, problem.status());
         m.setHeader(PROBLEM_CODE, problem.code());
         m.setHeader(PROBLEM_DETAIL, problem.getMessage());

@@ -29,6 +29,8 @@ public final class ProblemResponder {
         if ("create-job".equals(exchange.getFromRouteId())) { // POST /v1/jobs (its REST route, inlined)
             io.jobgate.tenant.Tenant tenant = exchange.getProperty(TenantAuth.TENANT, io.jobgate.tenant.Tenant.class);
             meters.admissionRefused(tenant == null ? null : tenant.id(), problem.code());
+            RefusalLog.write("http", tenant == null ? null : tenant.id(), problem.code(),
+                    exchange.getIn().getHeader("X-Correlation-Id", String.class));
         }
         String path = exchange.getIn().getHeader(Exchange.HTTP_PATH, String.class);
         HttpReply.write(exchange, problem.status(), HttpReply.PROBLEM_JSON, Json.write(document(problem, path)),

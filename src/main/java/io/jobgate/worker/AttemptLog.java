@@ -38,10 +38,17 @@ public final class AttemptLog {
     }
 
     public static void write(Line line) {
-        if (line.category() == null) {
-            LOG.info(format(line));
-        } else {
-            LOG.warn(format(line));
+        try (var fields = io.jobgate.common.LogFields.of("job", line.jobId(), "correlation", line.correlationId(),
+                "preset", line.presetId() + "@v" + line.presetVersion(), "aspect", line.aspectClass(), "adapter", line.adapter(),
+                "revision", line.revision(), "attempt", Integer.toString(line.attempt()),
+                "duration_ms", Long.toString(line.durationMs()),
+                "http_status", line.httpStatus() == null ? null : line.httpStatus().toString(), "outcome", line.outcome(),
+                "category", line.category(), "next", line.next())) {
+            if (line.category() == null) {
+                LOG.info(format(line));
+            } else {
+                LOG.warn(format(line));
+            }
         }
     }
 
