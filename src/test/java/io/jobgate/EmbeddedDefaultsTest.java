@@ -66,7 +66,8 @@ class EmbeddedDefaultsTest {
 
         // Clients keep asking for the job while the gateway starts again: the port is closed, or the
         // answer is a JSON document (503 starting, or the job) — never a 404, never HTML.
-        java.util.List<String> answers = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        // Read while the client thread adds: a copy-on-write list, whose streams never see a change midway.
+        java.util.List<String> answers = new java.util.concurrent.CopyOnWriteArrayList<>();
         java.util.concurrent.atomic.AtomicBoolean asking = new java.util.concurrent.atomic.AtomicBoolean(true);
         Thread client = new Thread(() -> {
             while (asking.get()) {
