@@ -130,9 +130,11 @@ public final class Bench {
                 st.execute("DELETE FROM outbox WHERE tenant_id LIKE 'bench-" + run + "%' AND published_at IS NULL");
                 st.execute("UPDATE tenant_accounts SET open_jobs = 0, queued_bytes = 0, running_jobs = 0 "
                         + "WHERE tenant_id LIKE 'bench-" + run + "%'");
-                st.execute("UPDATE gateway_capacity SET in_flight = (SELECT count(*) FROM jobs WHERE finalized_at IS NULL)");
-                st.execute("UPDATE dispatch_window SET running = (SELECT count(*) FROM jobs "
-                        + "WHERE dispatched_at IS NOT NULL AND finalized_at IS NULL)");
+                // Row 1 holds the counts, the release shards (2..17) start again from zero.
+                st.execute("UPDATE gateway_capacity SET in_flight = CASE WHEN id = 1 THEN "
+                        + "(SELECT count(*) FROM jobs WHERE finalized_at IS NULL) ELSE 0 END");
+                st.execute("UPDATE dispatch_window SET running = CASE WHEN id = 1 THEN (SELECT count(*) FROM jobs "
+                        + "WHERE dispatched_at IS NOT NULL AND finalized_at IS NULL) ELSE 0 END");
             }
         } finally {
             gateway.stop();

@@ -86,6 +86,11 @@ final class DrainBench {
         // The admissions' "queued" status events go out first, so the drain is measured alone.
         waitUntil("SELECT count(*) FROM outbox WHERE event_type = 'status' AND published_at IS NULL AND tenant_id LIKE ?", 120);
 
+        if (statements) {
+            try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+                s.execute("SELECT pg_stat_statements_reset()"); // the top list is this drain's alone
+            }
+        }
         Snapshot before = snapshot(statements);
         calls.reset();
         Sampler sampler = new Sampler();
