@@ -12,7 +12,8 @@
 WITH RECURSIVE turn AS (
     SELECT pg_try_advisory_xact_lock(7305001) AS ours),
 room AS (
-    SELECT greatest(:#maxRunning - running, 0) AS free FROM dispatch_window WHERE id = 1),
+    -- Row 1 holds what relay rounds took, the shard rows 2..17 what releases gave back (V10).
+    SELECT greatest(:#maxRunning - sum(running), 0) AS free FROM dispatch_window),
 -- Only tenants with unpublished dispatch events, found by one index descent each (a loose index
 -- scan of outbox_dispatch_due): an idle round costs the same with ten tenants or thousands.
 waiting(tenant_id) AS (

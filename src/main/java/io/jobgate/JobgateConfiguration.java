@@ -173,7 +173,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         JobLeases leases = new JobLeases(jdbc, transactions, transitions, finalizer);
         io.jobgate.job.ProviderGates gates = new io.jobgate.job.ProviderGates(jdbc, transactions, clock);
         registry.bind("providerGates", gates);
-        OutputStore outputs = new OutputStore(context.createProducerTemplate(), bucket, workerSettings.maxOutputBytes(), presets);
+        OutputStore outputs = new OutputStore(context.createProducerTemplate(), bucket, workerSettings.maxOutputBytes(),
+                workerSettings.inMemoryOutputBytes(), presets);
         AdapterCaller adapters = new AdapterCaller(context);
         registry.bind("jobLeases", leases);
         registry.bind("outputStore", outputs);

@@ -43,7 +43,13 @@ public final class AdmissionWriter extends ServiceSupport {
     static final int MAX_BATCH = 256;
     private static final long WAIT_SECONDS = 30;
 
-    private static final String LOCK_GATEWAY = "SELECT in_flight FROM gateway_capacity WHERE id = 1 FOR UPDATE";
+    /**
+     * Row 1 holds what admissions added, under this lock; releases are in the shard rows 2..17 (V10),
+     * which no admission locks. A shard read from the statement's snapshot may miss a release that
+     * committed while this waited for the lock: the sum then errs high, on the side of refusing.
+     */
+    private static final String LOCK_GATEWAY = "SELECT g.in_flight + (SELECT coalesce(sum(s.in_flight), 0) FROM gateway_capacity s "
+            + "WHERE s.id <> 1) FROM gateway_capacity g WHERE g.id = 1 FOR UPDATE";
 
     private static final String LOCK_TENANTS = """
             SELECT a.tenant_id, a.open_jobs, a.queued_bytes, a.balance_micros, t.max_open_jobs, t.max_queued_bytes,

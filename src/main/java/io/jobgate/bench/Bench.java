@@ -15,11 +15,13 @@ import org.apache.camel.main.Main;
 
 /**
  * {@code java -jar target/jobgate.jar bench [--jdbc-url URL] [--db-user U] [--db-password P]
- * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker|restart] [--artemis-home DIR]}:
+ * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker|drain|restart] [--artemis-home DIR]
+ * [--drain-jobs 20000] [--drain-tenants 20] [--drain-warm-up N]}:
  * admission jobs/s and latency over real HTTP against PostgreSQL, beside pgbench running the same
  * three inserts in one transaction on the same server; then the relay's events/s beside the
- * broker's own ceiling, and the fairness ratio (see {@link RelayBench}). {@code --only restart
- * [--restarts 3]} times the packaged gateway's restarts instead ({@link RestartBench}).
+ * broker's own ceiling, and the fairness ratio (see {@link RelayBench}); then a backlog drained
+ * through the whole path (see {@link DrainBench}). {@code --only restart [--restarts 3]} times the
+ * packaged gateway's restarts instead ({@link RestartBench}).
  */
 public final class Bench {
 
@@ -59,6 +61,25 @@ public final class Bench {
                     max_running_jobs: 1
                     credit_grants: {bench-%d: 1000000000000}
                 """.formatted(run, Digests.sha256Hex(apiKey), System.nanoTime(), run, Digests.sha256Hex(quietKey), System.nanoTime()));
+        boolean drain = only.equals("all") || only.equals("drain");
+        int drainTenants = Integer.parseInt(opts.getOrDefault("drain-tenants", "20"));
+        List<String> drainKeys = new ArrayList<>();
+        if (drain) {
+            StringBuilder yaml = new StringBuilder();
+            for (int i = 0; i < drainTenants; i++) {
+                String key = "bench-drain-" + i + "-" + System.nanoTime();
+                drainKeys.add(key);
+                yaml.append("""
+                          - id: bench-%s-drain-%02d
+                            api_key_sha256: %s
+                            max_open_jobs: 100000000
+                            max_running_jobs: 64
+                            max_queued_bytes: 1000000000000
+                            credit_grants: {bench-%d: 1000000000000000}
+                        """.formatted(run, i, Digests.sha256Hex(key), System.nanoTime()));
+            }
+            Files.writeString(tenants, yaml.toString(), java.nio.file.StandardOpenOption.APPEND);
+        }
         Map<String, String> settings = new LinkedHashMap<>();
         settings.put("camel.server.port", Integer.toString(port));
         settings.put("jobgate.data-dir", dataDir.toString());
@@ -74,8 +95,9 @@ public final class Bench {
         // Workers start only for the worker section (the others inspect jobs.dispatch themselves).
         settings.put("jobgate.roles", "api,relay,sweeper,reconciler");
         settings.put("jobgate.providers.dirs", "config/providers," + dataDir.resolve("providers"));
-        WorkerBench workerBench = only.equals("all") || only.equals("worker")
-                ? new WorkerBench(dataDir.resolve("providers")) : null;
+        FakeProvider fake = only.equals("all") || only.equals("worker") || drain
+                ? new FakeProvider(dataDir.resolve("providers")) : null;
+        WorkerBench workerBench = only.equals("all") || only.equals("worker") ? new WorkerBench(fake) : null;
         settings.forEach(System::setProperty);
 
         Main gateway = Gateway.startInBackground(Duration.ofSeconds(120));
@@ -99,6 +121,14 @@ public final class Bench {
                                 Integer.parseInt(opts.getOrDefault("relay-events", "200")),
                                 Integer.parseInt(opts.getOrDefault("samples", "50")));
             }
+            if (drain) {
+                List<AdmissionLoad> loads = new ArrayList<>();
+                drainKeys.forEach(k -> loads.add(new AdmissionLoad(port, k, FakeProvider.BODY)));
+                int jobs = Integer.parseInt(opts.getOrDefault("drain-jobs", "20000"));
+                new DrainBench(gateway.getCamelContext(), fake, loads, "bench-" + run + "-drain-")
+                        .run(jobs, Integer.parseInt(opts.getOrDefault("drain-warm-up", Integer.toString(Math.min(2000, jobs / 10)))),
+                                Integer.parseInt(opts.getOrDefault("drain-clients", "16")));
+            }
             pgbench.cleanUp();
             try (var c = ds.getConnection(); var st = c.createStatement()) {
                 // The run's jobs never meet a worker: end them so they hold no capacity afterwards.
@@ -107,12 +137,17 @@ public final class Bench {
                 st.execute("DELETE FROM outbox WHERE tenant_id LIKE 'bench-" + run + "%' AND published_at IS NULL");
                 st.execute("UPDATE tenant_accounts SET open_jobs = 0, queued_bytes = 0, running_jobs = 0 "
                         + "WHERE tenant_id LIKE 'bench-" + run + "%'");
-                st.execute("UPDATE gateway_capacity SET in_flight = (SELECT count(*) FROM jobs WHERE finalized_at IS NULL)");
-                st.execute("UPDATE dispatch_window SET running = (SELECT count(*) FROM jobs "
-                        + "WHERE dispatched_at IS NOT NULL AND finalized_at IS NULL)");
+                // Row 1 holds the counts, the release shards (2..17) start again from zero.
+                st.execute("UPDATE gateway_capacity SET in_flight = CASE WHEN id = 1 THEN "
+                        + "(SELECT count(*) FROM jobs WHERE finalized_at IS NULL) ELSE 0 END");
+                st.execute("UPDATE dispatch_window SET running = CASE WHEN id = 1 THEN (SELECT count(*) FROM jobs "
+                        + "WHERE dispatched_at IS NOT NULL AND finalized_at IS NULL) ELSE 0 END");
             }
         } finally {
             gateway.stop();
+            if (fake != null) {
+                fake.stop();
+            }
         }
         System.exit(0);
     }

@@ -1,33 +1,19 @@
 package io.jobgate.bench;
 
-import java.awt.image.BufferedImage;
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
-import javax.imageio.ImageIO;
 import javax.sql.DataSource;
 
-import com.sun.net.httpserver.HttpServer;
 import org.apache.camel.CamelContext;
-import org.apache.camel.support.PluginHelper;
-import org.apache.camel.support.ResourceHelper;
 
 /**
  * Worker figures on an idle gateway: a job's time from accept (the client's POST) to the moment
@@ -36,67 +22,18 @@ import org.apache.camel.support.ResourceHelper;
  */
 final class WorkerBench {
 
-    static final String PROVIDER = "benchfake";
-    static final String BODY = AdmissionLoad.BODY.replace("{\"preset_id\"", "{\"provider\": \"" + PROVIDER + "\", \"preset_id\"");
-
-    private static final String ADAPTER = """
-            - route:
-                id: provider-benchfake
-                routeConfigurationId: provider-adapter
-                from:
-                  uri: direct:provider-benchfake
-                  steps:
-                    - removeHeaders: {pattern: "*"}
-                    - setHeader: {name: CamelHttpMethod, constant: POST}
-                    - setHeader: {name: X-Jobgate-Job, simple: "${exchangeProperty.JobgateJobId}"}
-                    - setBody: {simple: '{"prompt":${exchangeProperty.JobgatePromptJson}}'}
-                    - to: "{{jobgate.provider.benchfake.base-url}}/generate?throwExceptionOnFailure=false"
-                    - convertBodyTo: {type: String}
-                    - filter:
-                        simple: "${header.CamelHttpResponseCode} == 200"
-                        steps:
-                          - setProperty: {name: JobgateOutputBase64, jsonpath: "$.b64"}
-                          - setProperty: {name: JobgateOutcome, constant: succeeded}
-            """;
+    static final String BODY = FakeProvider.BODY;
 
     private final Map<String, CompletableFuture<Long>> arrivals = new ConcurrentHashMap<>();
-    private final HttpServer server;
+    private final FakeProvider provider;
 
-    /** Starts the fake provider and writes its settings into {@code providersDir}, before the gateway starts. */
-    WorkerBench(Path providersDir) throws IOException {
-        byte[] reply = ("{\"b64\": \"" + Base64.getEncoder().encodeToString(png(1024, 1536)) + "\"}")
-                .getBytes(StandardCharsets.UTF_8);
-        // Without TCP_NODELAY the JDK server's separate header and body writes meet delayed ACKs (~40 ms).
-        System.setProperty("sun.net.httpserver.nodelay", "true");
-        server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 64);
-        server.setExecutor(Executors.newFixedThreadPool(8));
-        server.createContext("/generate", exchange -> {
-            long at = System.nanoTime();
-            String job = exchange.getRequestHeaders().getFirst("X-Jobgate-Job");
-            try (InputStream in = exchange.getRequestBody()) {
-                in.readAllBytes();
-            }
-            if (job != null) {
-                arrivals.computeIfAbsent(job, k -> new CompletableFuture<>()).complete(at);
-            }
-            exchange.getResponseHeaders().add("Content-Type", "application/json");
-            exchange.sendResponseHeaders(200, reply.length);
-            exchange.getResponseBody().write(reply);
-            exchange.close();
-        });
-        server.start();
-        Files.createDirectories(providersDir);
-        Files.writeString(providersDir.resolve(PROVIDER + ".properties"), """
-                jobgate.provider.benchfake.kinds = image
-                jobgate.provider.benchfake.base-url = http://127.0.0.1:%d
-                jobgate.provider.benchfake.max-concurrency = 64
-                jobgate.provider.benchfake.call-deadline-ms = 10000
-                jobgate.provider.benchfake.price.image-micros = 1
-                """.formatted(server.getAddress().getPort()));
+    WorkerBench(FakeProvider provider) {
+        this.provider = provider;
+        provider.onCall(job -> arrivals.computeIfAbsent(job, k -> new CompletableFuture<>()).complete(System.nanoTime()));
     }
 
     void run(CamelContext context, AdmissionLoad load, int samples, int warmUpSeconds) throws Exception {
-        PluginHelper.getRoutesLoader(context).loadRoutes(ResourceHelper.fromString("benchfake.camel.yaml", ADAPTER));
+        provider.loadAdapter(context);
         context.getRouteController().startRoute("worker");
         DataSource ds = context.getRegistry().lookupByNameAndType("dataSource", DataSource.class);
         try {
@@ -115,7 +52,6 @@ final class WorkerBench {
             System.out.println("  (accept = the client starts POST /v1/jobs; succeeded = the job row is final)");
         } finally {
             context.getRouteController().stopRoute("worker");
-            server.stop(0);
         }
     }
 
@@ -155,11 +91,5 @@ final class WorkerBench {
     private static double[] percentiles(List<Double> values) {
         double[] sorted = values.stream().mapToDouble(Double::doubleValue).sorted().toArray();
         return new double[] {sorted[sorted.length / 2], sorted[Math.min(sorted.length - 1, (int) Math.ceil(0.99 * sorted.length) - 1)]};
-    }
-
-    private static byte[] png(int width, int height) throws IOException {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ImageIO.write(new BufferedImage(width, height, BufferedImage.TYPE_INT_RGB), "png", out);
-        return out.toByteArray();
     }
 }

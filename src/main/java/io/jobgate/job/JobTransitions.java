@@ -35,7 +35,8 @@ import static io.jobgate.job.JobStatus.SUCCEEDED;
  * written from {@link #pairs()} by migration V6 and compared with it by a test).
  *
  * <p>Lock order, shared with the relay and admission: the job's outbox rows, then its row, then the
- * gateway, tenant and window counters. Time is this class's clock, passed into SQL.
+ * tenant's counters, then the release shards of the gateway and window counters (rows that only
+ * releases lock; admission and the relay lock row 1). Time is this class's clock, passed into SQL.
  */
 public final class JobTransitions {
 
@@ -340,18 +341,6 @@ public final class JobTransitions {
             int attempts = ((Number) row.get("attempts")).intValue();
             boolean heldSlot = Boolean.TRUE.equals(row.get("held_slot"));
             p.addValue("tenant", tenant).addValue("attempts", attempts);
-            if (event.has(Effect.FINALIZE)) {
-                p.addValue("bytes", ((Number) row.get("source_bytes")).longValue()).addValue("slot", heldSlot ? 1 : 0);
-                jdbc.update("UPDATE gateway_capacity SET in_flight = in_flight - 1 WHERE id = 1", p);
-                jdbc.update("UPDATE tenant_accounts SET open_jobs = open_jobs - 1, queued_bytes = queued_bytes - :bytes, "
-                        + "running_jobs = running_jobs - :slot WHERE tenant_id = :tenant", p);
-                if (heldSlot) {
-                    jdbc.update("UPDATE dispatch_window SET running = running - 1 WHERE id = 1", p);
-                }
-            } else if (event.has(Effect.RELEASE_SLOT) && heldSlot) {
-                jdbc.update("UPDATE tenant_accounts SET running_jobs = running_jobs - 1 WHERE tenant_id = :tenant", p);
-                jdbc.update("UPDATE dispatch_window SET running = running - 1 WHERE id = 1", p);
-            }
             if (event.has(Effect.REFUND) && change.refundPercent() > 0) {
                 long cost = ((Number) row.get("cost_micros")).longValue();
                 long refund = Math.multiplyExact(cost, (long) change.refundPercent()) / 100;
@@ -379,10 +368,42 @@ public final class JobTransitions {
                         VALUES (:job, :tenant, 'status', jsonb_build_object('status', CAST(:to AS text),
                                 'attempt', CAST(:attempts AS int), 'error_category', CAST(:category AS text)), :now, :now)""", p);
             }
+            // The counters last, in one statement, right before the commit: the tenant's row is
+            // shared with admission and the relay, so it is held for as short a time as possible.
+            if (event.has(Effect.FINALIZE)) {
+                releaseCounters(p, heldSlot, true, ((Number) row.get("source_bytes")).longValue());
+            } else if (event.has(Effect.RELEASE_SLOT) && heldSlot) {
+                releaseCounters(p, true, false, 0);
+            }
             return Optional.of(new Moved(tenant, attempts, row, now));
         });
         moved.ifPresent(m -> observer.moved(event, m, change));
         return moved;
+    }
+
+    /** Release rows of {@code gateway_capacity} and {@code dispatch_window} (V10): ids 2..17. */
+    static final int RELEASE_SHARDS = 16;
+
+    /**
+     * A job gives back what it held: its dispatch slot ({@code slot}: the tenant's running count and
+     * the window), and when it ends ({@code finalize}) its admission reservations (the tenant's open
+     * jobs and queued bytes, the gateway's in-flight count). The gateway's and the window's releases go
+     * to a shard row that neither admission nor the relay ever locks (V10); one statement, the tenant's
+     * row first, then the shards (the order every releaser keeps; see the lock order above).
+     */
+    private void releaseCounters(MapSqlParameterSource p, boolean slot, boolean finalize, long bytes) {
+        p.addValue("slot", slot ? 1 : 0).addValue("opened", finalize ? 1 : 0).addValue("bytes", bytes)
+                .addValue("shard", 2 + java.util.concurrent.ThreadLocalRandom.current().nextInt(RELEASE_SHARDS));
+        jdbc.update("""
+                WITH tenant AS (
+                    UPDATE tenant_accounts SET open_jobs = open_jobs - :opened, queued_bytes = queued_bytes - :bytes,
+                                               running_jobs = running_jobs - :slot
+                     WHERE tenant_id = :tenant RETURNING tenant_id),
+                gateway AS (
+                    UPDATE gateway_capacity SET in_flight = in_flight - :opened
+                     WHERE id = :shard AND :opened = 1 AND (SELECT count(*) FROM tenant) >= 0 RETURNING id)
+                UPDATE dispatch_window SET running = running - :slot
+                 WHERE id = :shard AND :slot = 1 AND (SELECT count(*) FROM gateway) >= 0""", p);
     }
 
     /**

@@ -44,13 +44,19 @@ public final class OutputStore {
     private final ProducerTemplate producer;
     private final String bucket;
     private final long maxBytes;
+    private volatile long inMemoryMaxBytes;
     private final HttpClient http = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL)
             .connectTimeout(Duration.ofSeconds(10)).build();
 
     private final PresetCatalog presets;
 
-    public OutputStore(ProducerTemplate producer, String bucket, long maxBytes, PresetCatalog presets) {
+    /**
+     * @param inMemoryMaxBytes outputs up to this size are checked in memory and written once, to their
+     *                         readable key (no quarantine put, copy and delete); bigger ones go through quarantine
+     */
+    public OutputStore(ProducerTemplate producer, String bucket, long maxBytes, long inMemoryMaxBytes, PresetCatalog presets) {
         this.producer = producer;
+        this.inMemoryMaxBytes = inMemoryMaxBytes;
         this.presets = presets;
         this.bucket = bucket;
         this.maxBytes = maxBytes;
@@ -84,8 +90,11 @@ public final class OutputStore {
     public record Request(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs) {
     }
 
-    /** Step 1's result: the output's bytes, under their quarantine key. */
-    record Quarantined(Preset preset, AspectClass aspect, PixelSize size, byte[] bytes, String key) {
+    /**
+     * Step 1's result: the output's bytes and their quarantine key; {@code inMemory}: small enough to be
+     * checked before any write (the route then puts nothing in quarantine unless the checks refuse it).
+     */
+    record Quarantined(Preset preset, AspectClass aspect, PixelSize size, byte[] bytes, String key, boolean inMemory) {
     }
 
     /** Step 2's result: what the checks found, and where the output is promoted to. */
@@ -95,6 +104,8 @@ public final class OutputStore {
     /** The route branches on this property: null while undecided, then one of the verdicts below. */
     static final String VERDICT = "jobgateOutputVerdict";
     static final String QUARANTINED = "jobgateOutputQuarantined";
+    /** True for an output checked in memory before any write (the route's branch). */
+    static final String IN_MEMORY = "jobgateOutputInMemory";
     static final String CHECKED = "jobgateOutputChecked";
     static final String FAILURE = "jobgateOutputFailure";
 
@@ -103,6 +114,11 @@ public final class OutputStore {
     /** Test hook: a crash injected between the steps of storing an output. */
     public void injectFaults(java.util.function.Consumer<String> point) {
         this.faults = point;
+    }
+
+    /** Test hook: outputs up to this size take the in-memory path (0: every output goes through quarantine). */
+    public void checkInMemoryUpTo(long bytes) {
+        this.inMemoryMaxBytes = bytes;
     }
 
     /**
@@ -147,7 +163,11 @@ public final class OutputStore {
         }
     }
 
-    /** Step 1: the output's bytes (fetched, decoded or as text), within the byte cap; the quarantine put. */
+    /**
+     * Step 1: the output's bytes (fetched, decoded or as text), within the byte cap; the quarantine put
+     * of a big output. A small one (up to the in-memory size) is checked first and written once to its
+     * readable key: the S3 server's per-object work (a put, a copy, a delete) is most of a job's cost.
+     */
     public void quarantine(Exchange exchange) {
         Request r = exchange.getProperty(STORING, Request.class);
         Preset preset = presets.resolve(r.job().presetId(), r.job().presetVersion());
@@ -160,7 +180,9 @@ public final class OutputStore {
         }
         String key = "quarantine/" + r.job().jobId() + "/" + r.job().attempt() + "/output-"
                 + UUID.randomUUID().toString().substring(0, 8);
-        exchange.setProperty(QUARANTINED, new Quarantined(preset, PresetCatalog.aspect(preset, r.job().aspectClass()), r.job().size(), bytes, key));
+        exchange.setProperty(QUARANTINED, new Quarantined(preset, PresetCatalog.aspect(preset, r.job().aspectClass()), r.job().size(),
+                bytes, key, bytes.length <= inMemoryMaxBytes));
+        exchange.setProperty(IN_MEMORY, bytes.length <= inMemoryMaxBytes);
         Message m = exchange.getMessage();
         m.setBody(bytes);
         m.setHeader(AWS2S3Constants.KEY, key);
@@ -170,27 +192,38 @@ public final class OutputStore {
         m.setHeader(AWS2S3Constants.CONTENT_LENGTH, (long) bytes.length);
     }
 
-    /** Step 2: the checks; then, while the signal may still finish the job, the copy to the readable key. */
+    /**
+     * Step 2: the checks; then, while the signal may still finish the job, the copy to the readable key
+     * (quarantined output) or the one put to it (in memory). An output the checks refuse is kept in
+     * quarantine for an operator: where it is already, or put there now (in memory).
+     */
     public void check(Exchange exchange) {
-        faults.accept("quarantined");
         Request r = exchange.getProperty(STORING, Request.class);
         Quarantined q = exchange.getProperty(QUARANTINED, Quarantined.class);
+        if (!q.inMemory()) {
+            faults.accept("quarantined");
+        }
         OutputCheck.Checked checked;
         try {
             checked = OutputCheck.check(q.bytes(), q.preset(), q.aspect(), q.size());
         } catch (OutputCheck.Refused refused) {
             decide(exchange, "refused", new OutputUnavailable(ErrorCategory.INVALID_OUTPUT,
                     refused.getMessage() + " (kept at " + q.key() + ")"));
-            return;
+            return; // the message is still the quarantine put of step 1
         }
         String prefix = "outputs/" + r.job().tenantId() + "/" + r.job().jobId() + "/";
         String outputKey = prefix + "output" + MediaTypes.extension(checked.mediaType());
         exchange.setProperty(CHECKED, new Checked(checked, Digests.sha256Hex(q.bytes()), outputKey, prefix + "manifest.json"));
+        faults.accept("checked");
         decide(exchange, r.stillOurs().getAsBoolean() ? "promote" : "superseded", null);
         Message m = exchange.getMessage();
-        m.setHeader(AWS2S3Constants.KEY, q.key());
-        m.setHeader(AWS2S3Constants.BUCKET_DESTINATION_NAME, bucket);
-        m.setHeader(AWS2S3Constants.DESTINATION_KEY, outputKey);
+        if (q.inMemory()) {
+            m.setHeader(AWS2S3Constants.KEY, outputKey); // body, type and length: step 1's, checked
+        } else {
+            m.setHeader(AWS2S3Constants.KEY, q.key());
+            m.setHeader(AWS2S3Constants.BUCKET_DESTINATION_NAME, bucket);
+            m.setHeader(AWS2S3Constants.DESTINATION_KEY, outputKey);
+        }
     }
 
     /** Step 3: the evaluation manifest beside the promoted output. */

@@ -141,23 +141,18 @@ public final class JobLeases {
                 wakeAt = now.plus(deferDelay);
                 reason = verdict.message();
             } else {
-                Instant closedUntil = jdbc.queryForObject("""
-                        INSERT INTO provider_gates (provider) VALUES (?)
-                        ON CONFLICT (provider) DO UPDATE SET provider = EXCLUDED.provider
-                        RETURNING CASE WHEN closed_until = '-infinity' THEN NULL ELSE closed_until END""",
-                        (rs, i) -> instant(rs, 1), provider.name());
+                // Locks the gate row and counts the provider's calls in flight after the lock, in one
+                // round trip (V10's provider_gate_state): the lock is held for the SUBMIT and the commit only.
+                Map<String, Object> gate = jdbc.queryForMap("SELECT closed_until, in_flight FROM provider_gate_state(?)",
+                        provider.name());
+                Instant closedUntil = gate.get("closed_until") == null ? null : ((Timestamp) gate.get("closed_until")).toInstant();
+                long inFlight = ((Number) gate.get("in_flight")).longValue();
                 if (closedUntil != null && closedUntil.isAfter(now)) {
                     wakeAt = closedUntil;
                     reason = "provider " + provider.name() + " gate closed until " + closedUntil;
-                } else {
-                    // A statement of its own, after the gate row's lock: its snapshot sees every call
-                    // started by a transaction that held the lock before us.
-                    Integer inFlight = jdbc.queryForObject("SELECT count(*) FROM jobs WHERE provider = ? AND status = 'submitting'",
-                            Integer.class, provider.name());
-                    if (inFlight != null && inFlight >= provider.maxConcurrency()) {
-                        wakeAt = now.plus(fullDelay);
-                        reason = "provider " + provider.name() + " at its concurrency limit " + provider.maxConcurrency();
-                    }
+                } else if (inFlight >= provider.maxConcurrency()) {
+                    wakeAt = now.plus(fullDelay);
+                    reason = "provider " + provider.name() + " at its concurrency limit " + provider.maxConcurrency();
                 }
             }
             if (wakeAt != null) {

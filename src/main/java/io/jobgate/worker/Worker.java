@@ -353,9 +353,17 @@ public final class Worker {
         // the sweeper closes the attempts of dead workers).
         Decision d = leases.inOneTransaction(() -> {
             Decision decided;
-            if (result.succeeded()) {
-                boolean mine = !lost && finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record));
-                decided = new Decision(mine ? "succeeded" : "lease_lost", mine ? "succeeded" : "none", null);
+            if (result.succeeded() && !lost) {
+                // The attempt is closed first, as succeeded, so the finalize's counter rows (shared with
+                // admission and the relay) are the transaction's last statement before its commit; a
+                // lease lost meanwhile corrects the attempt's outcome in the same transaction.
+                leases.closeAttempt(lease.jobId(), attempt, lease.token(), "succeeded", result, durationMs, null, null);
+                if (finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record))) {
+                    return new Decision("succeeded", "succeeded", null);
+                }
+                decided = new Decision("lease_lost", "none", null);
+            } else if (result.succeeded()) {
+                decided = new Decision("lease_lost", "none", null);
             } else if (result.pending()) {
                 boolean mine = leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(),
                         clock.instant().plus(firstCheck));

@@ -13,10 +13,12 @@ import io.jobgate.infra.Settings;
  * @param backoffBase   first retry's backoff ceiling (capped exponential, full jitter)
  * @param backoffCap    the backoff's cap
  * @param maxOutputBytes the largest output a provider may return
+ * @param inMemoryOutputBytes outputs up to this size are checked in memory and written once to their
+ *                       readable key; bigger ones are quarantined, checked, copied and deleted
  * @param publicBaseUrl how providers reach this gateway (webhook URLs), without a trailing slash
  */
 public record WorkerSettings(Duration leaseMargin, Duration gateFullDelay, Duration backoffBase, Duration backoffCap,
-                             long maxOutputBytes, String publicBaseUrl) {
+                             long maxOutputBytes, long inMemoryOutputBytes, String publicBaseUrl) {
 
     public static WorkerSettings from(Settings s) {
         return new WorkerSettings(
@@ -25,6 +27,7 @@ public record WorkerSettings(Duration leaseMargin, Duration gateFullDelay, Durat
                 s.millis("jobgate.worker.backoff-base-ms", 1, 3_600_000),
                 s.millis("jobgate.worker.backoff-cap-ms", 1, 86_400_000),
                 s.longValue("jobgate.worker.max-output-bytes", 1, 1L << 31),
+                s.longValue("jobgate.worker.in-memory-output-max-bytes", 0, 1L << 31),
                 s.required("jobgate.public-base-url").replaceAll("/+$", ""));
     }
 

@@ -386,13 +386,13 @@ class AdmissionApiTest {
 
     @Test
     void globalCapacityRefusesWhenTheGatewayWindowIsFull() {
-        Db.execute("UPDATE gateway_capacity SET in_flight = in_flight + 10000");
+        Db.execute("UPDATE gateway_capacity SET in_flight = in_flight + 10000 WHERE id = 1");
         try {
             Response r = api.postJob(ACME, key(), invoice("Full"));
             assertProblem(r, 429, "global_capacity");
             assertThat(r.header("Retry-After")).isEqualTo("5");
         } finally {
-            Db.execute("UPDATE gateway_capacity SET in_flight = in_flight - 10000");
+            Db.execute("UPDATE gateway_capacity SET in_flight = in_flight - 10000 WHERE id = 1");
         }
         assertThat(api.postJob(ACME, key(), invoice("Room again")).status()).isEqualTo(202);
     }
@@ -402,7 +402,7 @@ class AdmissionApiTest {
         String key = "boom-" + UUID.randomUUID();
         Map<String, Object> before = Db.single("SELECT open_jobs, queued_bytes, balance_micros FROM tenant_accounts "
                 + "WHERE tenant_id = 'acme'");
-        long inFlight = Db.count("SELECT in_flight FROM gateway_capacity");
+        long inFlight = Db.count("SELECT sum(in_flight) FROM gateway_capacity");
         // The fault: the outbox insert — after the job, the reservations and the debit — fails.
         Response failed;
         try (Db.Fault fault = Db.failInsertsFor("outbox", "boom-")) {
@@ -416,7 +416,7 @@ class AdmissionApiTest {
         assertThat(Db.count("SELECT count(*) FROM outbox o JOIN jobs j USING (job_id) WHERE j.idempotency_key = ?", key)).isZero();
         assertThat(Db.single("SELECT open_jobs, queued_bytes, balance_micros FROM tenant_accounts WHERE tenant_id = 'acme'"))
                 .isEqualTo(before);
-        assertThat(Db.count("SELECT in_flight FROM gateway_capacity")).isEqualTo(inFlight);
+        assertThat(Db.count("SELECT sum(in_flight) FROM gateway_capacity")).isEqualTo(inFlight);
 
         // Nothing was lost: the client's retry with the same key is admitted whole.
         Response retried = api.postJob(ACME, key, invoice("Half Way"));

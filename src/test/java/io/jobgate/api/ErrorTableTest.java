@@ -129,11 +129,11 @@ class ErrorTableTest {
                 }),
                 entry("tenant_concurrency", () -> untilRefused("test-tiny-key", () -> invoice("Tiny"))),
                 entry("global_capacity", () -> {
-                    Db.execute("UPDATE gateway_capacity SET in_flight = in_flight + 100000");
+                    Db.execute("UPDATE gateway_capacity SET in_flight = in_flight + 100000 WHERE id = 1");
                     try {
                         return api.postJob(ACME, key(), invoice("Full"));
                     } finally {
-                        Db.execute("UPDATE gateway_capacity SET in_flight = in_flight - 100000");
+                        Db.execute("UPDATE gateway_capacity SET in_flight = in_flight - 100000 WHERE id = 1");
                     }
                 }),
                 entry("queued_bytes", () -> {

@@ -120,8 +120,8 @@ class JobTransitionsTest {
         if (!status.terminal()) {
             jdbc.update("UPDATE tenant_accounts SET open_jobs = open_jobs + 1, running_jobs = running_jobs + ? WHERE tenant_id = ?",
                     slot ? 1 : 0, TENANT);
-            jdbc.update("UPDATE gateway_capacity SET in_flight = in_flight + 1");
-            jdbc.update("UPDATE dispatch_window SET running = running + ?", slot ? 1 : 0);
+            jdbc.update("UPDATE gateway_capacity SET in_flight = in_flight + 1 WHERE id = 1");
+            jdbc.update("UPDATE dispatch_window SET running = running + ? WHERE id = 1", slot ? 1 : 0);
         }
         return new Fixture(id, token, newest, slot);
     }
@@ -139,8 +139,8 @@ class JobTransitionsTest {
                         + "FROM outbox WHERE job_id = ? ORDER BY event_id", id),
                 jdbc.queryForList("SELECT entry_type, amount_micros FROM ledger WHERE job_id = ? ORDER BY entry_id", id),
                 jdbc.queryForList("SELECT attempt, lease_token, adapter FROM attempts WHERE job_id = ? ORDER BY attempt", id),
-                jdbc.queryForMap("SELECT a.open_jobs, a.running_jobs, (SELECT in_flight FROM gateway_capacity) AS in_flight, "
-                        + "(SELECT running FROM dispatch_window) AS window_running FROM tenant_accounts a WHERE tenant_id = ?", TENANT));
+                jdbc.queryForMap("SELECT a.open_jobs, a.running_jobs, (SELECT sum(in_flight)::int FROM gateway_capacity) AS in_flight, "
+                        + "(SELECT sum(running)::int FROM dispatch_window) AS window_running FROM tenant_accounts a WHERE tenant_id = ?", TENANT));
     }
 
     static Change change(Event event) {

@@ -41,7 +41,8 @@ import static org.awaitility.Awaitility.await;
 /**
  * Outputs on a real S3 API (S3Proxy started by the gateway, path-style): quarantine, checks by
  * magic bytes and pixel size, promotion with the evaluation manifest, the output endpoint, and
- * recovery from a crash between quarantine and promotion.
+ * recovery from a crash between quarantine and promotion; and the same rules for a small output
+ * checked in memory and written once (no quarantine object unless the checks refuse it).
  */
 @CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -62,6 +63,10 @@ class OutputPromotionTest {
     Sweeper sweeper;
     @BeanInject
     CamelContext context;
+    @BeanInject
+    OutputStore outputStore;
+    @BeanInject
+    io.jobgate.job.JobFinalizer finalizer;
 
     @BeforeAll
     void boot() throws Exception {
@@ -79,6 +84,8 @@ class OutputPromotionTest {
     @BeforeEach
     void noFaults() {
         worker.injectFaults(step -> { });
+        // The tests below that do not say otherwise take the quarantine path (outputs too big for memory).
+        outputStore.checkInMemoryUpTo(0);
     }
 
     @AfterAll
@@ -224,5 +231,84 @@ class OutputPromotionTest {
         sweeper.sweepQuarantine(sweep);
         assertThat(keys("quarantine/" + id + "/")).as("the orphan of the crashed attempt").isEmpty();
         assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+    }
+
+    // ---- small outputs: checked in memory, written once to their readable key ----
+
+    @Test
+    void aSmallOutputIsCheckedInMemoryAndWrittenOnceWithItsManifest() throws Exception {
+        outputStore.checkInMemoryUpTo(8 << 20);
+        String tag = Jobs.tag();
+        byte[] png = Samples.png(1024, 1536);
+        providerReturns(tag, png, 0);
+        List<String> writtenBeforePromotion = new java.util.concurrent.CopyOnWriteArrayList<>();
+        worker.injectFaults(step -> {
+            if (step.equals("checked")) {
+                // Checked, not yet written: nothing of any job of this tag is in the bucket yet.
+                writtenBeforePromotion.addAll(keys("quarantine/"));
+                writtenBeforePromotion.addAll(keys("outputs/acme/"));
+            }
+        });
+        long objectsBefore = keys("").size();
+        UUID id = submit(tag);
+        Jobs.awaitFinal(id);
+
+        assertThat(job(id).get("status")).isEqualTo("succeeded");
+        assertThat(writtenBeforePromotion.stream().filter(k -> k.contains(id.toString()))).as("no write before the checks").isEmpty();
+        assertThat(keys("").size()).as("two objects written: the output and its manifest").isEqualTo(objectsBefore + 2);
+        assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+        assertThat(s3.headObject(b -> b.bucket("jobgate").key("outputs/acme/" + id + "/output.png")).contentType())
+                .isEqualTo("image/png");
+        assertThat(keys("quarantine/" + id + "/")).as("never quarantined").isEmpty();
+        JsonNode result = Json.MAPPER.readTree((String) job(id).get("result"));
+        assertThat(result.path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
+        JsonNode manifest = Json.MAPPER.readTree(s3.getObjectAsBytes(b -> b.bucket("jobgate")
+                .key("outputs/acme/" + id + "/manifest.json")).asByteArray());
+        assertThat(manifest.path("output").path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
+        assertThat(manifest.path("expected").path("supplier_name").asText()).isEqualTo(tag);
+    }
+
+    @Test
+    void aSmallOutputOfTheWrongMediaTypeOrSizeIsRefusedInMemoryAndKeptInQuarantineOnly() {
+        outputStore.checkInMemoryUpTo(8 << 20);
+        String jpeg = Jobs.tag();
+        String square = Jobs.tag();
+        providerReturns(jpeg, Samples.jpeg(1024, 1536), 0);
+        providerReturns(square, Samples.png(1024, 1024), 0);
+        UUID wrongType = submit(jpeg);
+        UUID wrongSize = submit(square);
+        Jobs.awaitFinal(wrongType);
+        Jobs.awaitFinal(wrongSize);
+
+        for (UUID id : List.of(wrongType, wrongSize)) {
+            assertThat(job(id)).containsEntry("status", "failed").containsEntry("error_category", "invalid_output");
+            assertThat(api.get(ACME, "/v1/jobs/" + id + "/output").code()).isEqualTo("not_ready");
+            assertThat(keys("outputs/acme/" + id + "/")).as("nothing promoted").isEmpty();
+            assertThat(keys("quarantine/" + id + "/")).as("kept in quarantine for an operator").hasSize(1);
+        }
+        assertThat((String) job(wrongType).get("error_message")).contains("image/jpeg");
+    }
+
+    @Test
+    void aWorkerThatLostItsLeaseBeforeAnInMemoryPromotionWritesNothing() {
+        outputStore.checkInMemoryUpTo(8 << 20);
+        String tag = Jobs.tag();
+        providerReturns(tag, Samples.png(1024, 1536), 0);
+        worker.injectFaults(step -> {
+            if (step.equals("checked")) {
+                // Meanwhile the sweeper gave the job to another worker (whose lease lasts).
+                Db.execute("UPDATE jobs SET lease_token = gen_random_uuid(), lease_owner = 'another-worker', "
+                        + "lease_expires_at = now() + interval '1 hour' WHERE inputs->>'supplier_name' = '" + tag + "'");
+            }
+        });
+        UUID id = submit(tag);
+
+        await().atMost(Duration.ofSeconds(20)).until(() -> Db.count(
+                "SELECT count(*) FROM attempts WHERE job_id = ? AND outcome = 'lease_lost'", id) == 1);
+        assertThat(keys("outputs/acme/" + id + "/")).as("nothing promoted by the stale worker").isEmpty();
+        assertThat(keys("quarantine/" + id + "/")).as("nothing written at all").isEmpty();
+        assertThat(job(id)).containsEntry("status", "submitting").containsEntry("result", null);
+        // The other worker's job would hold one of the provider's two slots for the tests after this one.
+        finalizer.finalizeJob(id, io.jobgate.job.JobFinalizer.Outcome.failed("cancelled", "test cleanup"));
     }
 }

@@ -207,7 +207,7 @@ class RelayRoundsTest {
 
             assertThat(relayed.get(10, TimeUnit.SECONDS)).containsExactly(job);
         }
-        assertThat(Db.single("SELECT running FROM dispatch_window WHERE id = 1")).containsEntry("running", 1);
+        assertThat(Db.single("SELECT running FROM dispatch_window WHERE id = 1")).containsEntry("running", 1L);
     }
 
     @Test

@@ -1,0 +1,472 @@
+package io.jobgate.bench;
+
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+import javax.sql.DataSource;
+
+import io.jobgate.job.ProviderGates;
+import io.jobgate.relay.RelayWakeup;
+import org.apache.camel.CamelContext;
+import org.apache.camel.Exchange;
+import org.apache.camel.spi.CamelEvent;
+import org.apache.camel.support.EventNotifierSupport;
+
+/**
+ * Backlog drain: N image jobs of several tenants admitted over HTTP while the fake provider's gate
+ * is closed (a closed gate holds their dispatch events in the outbox, the way a 429 does), then the
+ * gate is opened and the backlog drained through the whole path — relay, Artemis, lease and gate,
+ * adapter over HTTP, quarantine/check/promote on the S3 server, finalize. Prints jobs/s, CPU per
+ * job and where the work goes per job: database transactions and statements, WAL syncs, S3 calls,
+ * JMS commits, and what the database sessions were doing (pg_stat_activity samples).
+ */
+final class DrainBench {
+
+    private static final String PROGRESS = "/* bench-drain */ SELECT count(*) FILTER (WHERE finalized_at IS NULL), "
+            + "count(*) FILTER (WHERE status <> 'succeeded' AND finalized_at IS NOT NULL) FROM jobs WHERE tenant_id LIKE ?";
+
+    private final CamelContext context;
+    private final DataSource dataSource;
+    private final FakeProvider provider;
+    private final List<AdmissionLoad> tenants;
+    private final String tenantPattern;
+    private final Calls calls = new Calls();
+
+    DrainBench(CamelContext context, FakeProvider provider, List<AdmissionLoad> tenants, String tenantPrefix) {
+        this.context = context;
+        this.dataSource = context.getRegistry().lookupByNameAndType("dataSource", DataSource.class);
+        this.provider = provider;
+        this.tenants = tenants;
+        this.tenantPattern = tenantPrefix + "%";
+    }
+
+    void run(int jobs, int warmUpJobs, int clients) throws Exception {
+        provider.loadAdapter(context);
+        context.getManagementStrategy().addEventNotifier(calls);
+        context.getRouteController().startRoute("worker");
+        try {
+            boolean statements = statementsAvailable();
+            if (warmUpJobs > 0) {
+                // The same drain, smaller, unmeasured: on two cores C2 competes with the first minute of load.
+                Figures warm = drain(warmUpJobs, clients, statements);
+                System.out.printf("%nDrain warm-up: %d jobs at %.0f jobs/s%n", warmUpJobs, warm.perSecond);
+            }
+            Figures f = drain(jobs, clients, statements);
+            f.print(jobs, tenants.size(), clients, statements);
+        } finally {
+            context.getRouteController().stopRoute("worker");
+            context.getManagementStrategy().removeEventNotifier(calls);
+        }
+    }
+
+    private Figures drain(int jobs, int clients, boolean statements) throws Exception {
+        ProviderGates gates = context.getRegistry().lookupByNameAndType("providerGates", ProviderGates.class);
+        gates.close(FakeProvider.NAME, Instant.now().plusSeconds(3600), "bench: backlog held");
+        long admitStart = System.nanoTime();
+        admit(jobs, clients);
+        double admitSeconds = (System.nanoTime() - admitStart) / 1e9;
+        // The admissions' "queued" status events go out first, so the drain is measured alone.
+        waitUntil("SELECT count(*) FROM outbox WHERE event_type = 'status' AND published_at IS NULL AND tenant_id LIKE ?", 120);
+
+        if (statements) {
+            try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+                s.execute("SELECT pg_stat_statements_reset()"); // the top list is this drain's alone
+            }
+        }
+        Snapshot before = snapshot(statements);
+        calls.reset();
+        Sampler sampler = new Sampler();
+        long t0 = System.nanoTime();
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement();
+                 PreparedStatement due = c.prepareStatement("UPDATE outbox SET available_at = ? WHERE tenant_id LIKE ? "
+                         + "AND event_type = 'dispatch' AND published_at IS NULL")) {
+                s.execute("UPDATE provider_gates SET closed_until = '-infinity', closed_reason = NULL WHERE provider = '"
+                        + FakeProvider.NAME + "'");
+                due.setTimestamp(1, Timestamp.from(Instant.now().minusSeconds(1)));
+                due.setString(2, tenantPattern);
+                due.executeUpdate();
+            }
+            c.commit();
+        }
+        context.createProducerTemplate().sendBody(RelayWakeup.QUEUE, null);
+        Thread sampling = new Thread(sampler, "bench-drain-sampler");
+        sampling.setDaemon(true);
+        sampling.start();
+        long failed = waitForDrain(jobs);
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        sampler.stop();
+        sampling.join();
+        Snapshot after = snapshot(statements);
+        return new Figures(jobs / seconds, seconds, jobs / admitSeconds, failed, before, after, calls.copy(), sampler,
+                statements ? topStatements() : List.of());
+    }
+
+    private void admit(int jobs, int clients) throws Exception {
+        AtomicInteger next = new AtomicInteger();
+        AtomicLong errors = new AtomicLong();
+        ExecutorService pool = Executors.newFixedThreadPool(clients);
+        for (int i = 0; i < clients; i++) {
+            pool.submit(() -> {
+                int n;
+                while ((n = next.getAndIncrement()) < jobs) {
+                    try {
+                        tenants.get(n % tenants.size()).postOne();
+                    } catch (Exception e) {
+                        if (errors.incrementAndGet() == 1) {
+                            System.out.println("bench drain: admission failed: " + e.getMessage());
+                        }
+                    }
+                }
+            });
+        }
+        pool.shutdown();
+        pool.awaitTermination(1, TimeUnit.HOURS);
+        if (errors.get() > 0) {
+            throw new IllegalStateException(errors.get() + " of " + jobs + " admissions failed");
+        }
+    }
+
+    /** @return jobs of this run that ended other than succeeded */
+    private long waitForDrain(int jobs) throws Exception {
+        long lastOpen = Long.MAX_VALUE;
+        long lastProgress = System.nanoTime();
+        try (Connection c = dataSource.getConnection(); PreparedStatement p = c.prepareStatement(PROGRESS)) {
+            p.setString(1, tenantPattern);
+            while (true) {
+                long open;
+                long failed;
+                try (ResultSet rs = p.executeQuery()) {
+                    rs.next();
+                    open = rs.getLong(1);
+                    failed = rs.getLong(2);
+                }
+                if (open == 0) {
+                    return failed;
+                }
+                if (open < lastOpen) {
+                    lastOpen = open;
+                    lastProgress = System.nanoTime();
+                } else if (System.nanoTime() - lastProgress > TimeUnit.SECONDS.toNanos(60)) {
+                    throw new IllegalStateException("drain stalled: " + open + " of " + jobs + " jobs still open after 60 s without progress");
+                }
+                TimeUnit.MILLISECONDS.sleep(50); // progress poll of a run of seconds, not a measured wait
+            }
+        }
+    }
+
+    private void waitUntil(String countSql, int seconds) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        try (Connection c = dataSource.getConnection(); PreparedStatement p = c.prepareStatement(countSql)) {
+            p.setString(1, tenantPattern);
+            while (System.nanoTime() < deadline) {
+                try (ResultSet rs = p.executeQuery()) {
+                    rs.next();
+                    if (rs.getLong(1) == 0) {
+                        return;
+                    }
+                }
+                TimeUnit.MILLISECONDS.sleep(100);
+            }
+        }
+    }
+
+    // ---- what is counted ----
+
+    private boolean statementsAvailable() {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            s.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+            s.executeQuery("SELECT count(*) FROM pg_stat_statements").close();
+            return true;
+        } catch (Exception e) {
+            System.out.println("(pg_stat_statements not available: start PostgreSQL with "
+                    + "shared_preload_libraries=pg_stat_statements for statement figures)");
+            return false;
+        }
+    }
+
+    private record Snapshot(long cpuNanos, Long pgCpuTicks, long commits, long rollbacks, Long walSyncs, Long walBytes,
+                            Long walRecords, long calls) {
+    }
+
+    private Snapshot snapshot(boolean statements) throws Exception {
+        long cpu = ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+            long commits;
+            long rollbacks;
+            try (ResultSet rs = s.executeQuery("SELECT pg_stat_force_next_flush()")) {
+                rs.next();
+            } catch (Exception e) {
+                // PostgreSQL < 15: counters are flushed by the backends themselves, a little later.
+            }
+            try (ResultSet rs = s.executeQuery("SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()")) {
+                rs.next();
+                commits = rs.getLong(1);
+                rollbacks = rs.getLong(2);
+            }
+            Long walSyncs = null;
+            Long walBytes = null;
+            Long walRecords = null;
+            try (ResultSet rs = s.executeQuery("SELECT wal_sync, wal_bytes, wal_records FROM pg_stat_wal")) {
+                rs.next();
+                walSyncs = rs.getLong(1);
+                walBytes = rs.getLong(2);
+                walRecords = rs.getLong(3);
+            } catch (Exception e) {
+                // PostgreSQL < 14
+            }
+            long calls = 0;
+            if (statements) {
+                try (ResultSet rs = s.executeQuery("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements "
+                        + "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+                        + "AND query NOT LIKE '%pg_stat%' AND query NOT LIKE '%bench-drain%'")) {
+                    rs.next();
+                    calls = rs.getLong(1);
+                }
+            }
+            return new Snapshot(cpu, postgresCpuTicks(s), commits, rollbacks, walSyncs, walBytes, walRecords, calls);
+        }
+    }
+
+    /** CPU ticks of the server's processes, when it runs on this machine and /proc can be read. */
+    private static Long postgresCpuTicks(Statement s) {
+        try (ResultSet rs = s.executeQuery("SELECT current_setting('data_directory')")) {
+            rs.next();
+            Path pidFile = Path.of(rs.getString(1), "postmaster.pid");
+            long postmaster = Long.parseLong(Files.readAllLines(pidFile).get(0).trim());
+            long ticks = 0;
+            try (var procs = Files.list(Path.of("/proc"))) {
+                for (Path proc : (Iterable<Path>) procs::iterator) {
+                    String name = proc.getFileName().toString();
+                    if (!name.chars().allMatch(Character::isDigit)) {
+                        continue;
+                    }
+                    try {
+                        String stat = Files.readString(proc.resolve("stat"));
+                        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                        long pid = Long.parseLong(name);
+                        if (pid == postmaster || Long.parseLong(f[1]) == postmaster) {
+                            ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]);
+                        }
+                    } catch (Exception gone) {
+                        // the process ended meanwhile
+                    }
+                }
+            }
+            return ticks;
+        } catch (Exception e) {
+            return null;
+        }
+    }
+
+    private List<String> topStatements() throws Exception {
+        List<String> lines = new ArrayList<>();
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT calls, total_exec_time, "
+                     + "left(regexp_replace(query, '\\s+', ' ', 'g'), 110) FROM pg_stat_statements "
+                     + "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+                     + "AND query NOT LIKE '%pg_stat%' AND query NOT LIKE '%bench-drain%' "
+                     + "ORDER BY total_exec_time DESC LIMIT 10")) {
+            while (rs.next()) {
+                lines.add(String.format("%10d %10.0f %s", rs.getLong(1), rs.getDouble(2), rs.getString(3)));
+            }
+        }
+        return lines;
+    }
+
+    /** S3 operations, adapter calls and output stores (count and time), worker messages and relay commits. */
+    static final class Calls extends EventNotifierSupport {
+        final Map<String, LongAdder[]> sent = new ConcurrentHashMap<>();
+        final LongAdder workerMessages = new LongAdder();
+        final LongAdder workerNanos = new LongAdder();
+        final LongAdder relayCommits = new LongAdder();
+
+        @Override
+        public void notify(CamelEvent event) {
+            if (event instanceof CamelEvent.ExchangeSentEvent e) {
+                String key = key(e.getEndpoint().getEndpointUri());
+                if (key != null) {
+                    LongAdder[] a = sent.computeIfAbsent(key, k -> new LongAdder[] {new LongAdder(), new LongAdder()});
+                    a[0].increment();
+                    a[1].add(e.getTimeTaken());
+                }
+            } else if (event instanceof CamelEvent.ExchangeCompletedEvent e) {
+                Exchange x = e.getExchange();
+                if (x.getProperty(Exchange.CORRELATION_ID) != null) {
+                    return; // a copy (enrich), not a consumed message
+                }
+                if ("worker".equals(x.getFromRouteId())) {
+                    workerMessages.increment();
+                    workerNanos.add(TimeUnit.MILLISECONDS.toNanos(x.getClock().elapsed()));
+                } else if ("outbox-relay".equals(x.getFromRouteId()) && x.getProperty("dispatched", 0, Integer.class) > 0
+                        || "outbox-status-relay".equals(x.getFromRouteId()) && x.getProperty("announced", 0, Integer.class) > 0) {
+                    relayCommits.increment();
+                }
+            }
+        }
+
+        private static String key(String uri) {
+            if (uri.startsWith("aws2-s3:")) {
+                return uri.contains("operation=copyObject") ? "s3 copy" : uri.contains("operation=deleteObject") ? "s3 delete"
+                        : uri.contains("operation=") ? "s3 other" : "s3 put";
+            }
+            if (uri.startsWith("direct://provider-")) {
+                return "adapter call";
+            }
+            if (uri.startsWith("direct://store-output")) {
+                return "store output";
+            }
+            return null;
+        }
+
+        void reset() {
+            sent.clear();
+            workerMessages.reset();
+            workerNanos.reset();
+            relayCommits.reset();
+        }
+
+        Calls copy() {
+            Calls c = new Calls();
+            sent.forEach((k, v) -> c.sent.put(k, new LongAdder[] {adder(v[0].sum()), adder(v[1].sum())}));
+            c.workerMessages.add(workerMessages.sum());
+            c.workerNanos.add(workerNanos.sum());
+            c.relayCommits.add(relayCommits.sum());
+            return c;
+        }
+
+        private static LongAdder adder(long v) {
+            LongAdder a = new LongAdder();
+            a.add(v);
+            return a;
+        }
+    }
+
+    /** pg_stat_activity every 100 ms: how many sessions run, wait on a lock, or sit idle in a transaction, and on what. */
+    final class Sampler implements Runnable {
+        private volatile boolean running = true;
+        int samples;
+        long active;
+        long idleInTransaction;
+        long lockWaits;
+        final Map<String, Integer> idleOn = new LinkedHashMap<>();
+        final Map<String, Integer> waitingOn = new LinkedHashMap<>();
+
+        void stop() {
+            running = false;
+        }
+
+        @Override
+        public void run() {
+            try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+                while (running) {
+                    samples++;
+                    try (ResultSet rs = s.executeQuery("SELECT state, wait_event_type, "
+                            + "left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM pg_stat_activity "
+                            + "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
+                            + "AND state <> 'idle' AND query NOT LIKE '%bench-drain%'")) {
+                        while (rs.next()) {
+                            String state = rs.getString(1);
+                            String query = rs.getString(3);
+                            if ("idle in transaction".equals(state)) {
+                                idleInTransaction++;
+                                idleOn.merge(query, 1, Integer::sum);
+                            } else {
+                                active++;
+                                if ("Lock".equals(rs.getString(2))) {
+                                    lockWaits++;
+                                    waitingOn.merge(query, 1, Integer::sum);
+                                }
+                            }
+                        }
+                    }
+                    TimeUnit.MILLISECONDS.sleep(100);
+                }
+            } catch (Exception e) {
+                System.out.println("bench drain: pg_stat_activity sampling stopped: " + e);
+            }
+        }
+    }
+
+    private record Figures(double perSecond, double seconds, double admitPerSecond, long failed, Snapshot before,
+                           Snapshot after, Calls calls, Sampler sampler, List<String> statements) {
+
+        void print(int jobs, int tenantCount, int clients, boolean withStatements) {
+            double cpuMs = (after.cpuNanos - before.cpuNanos) / 1e6 / jobs;
+            System.out.printf("%nDrain: %,d image jobs of %d tenants admitted (%d HTTP clients, %.0f jobs/s) behind a closed "
+                    + "provider gate, then released at once; provider answers at once with a PNG at the adapter's size%n",
+                    jobs, tenantCount, clients, admitPerSecond);
+            System.out.printf("  drained: %.0f jobs/s (%.1f s)%s%n", perSecond, seconds,
+                    failed == 0 ? ", all succeeded" : ", " + failed + " NOT succeeded");
+            System.out.printf("  CPU per completed job: gateway JVM %.2f ms%s%n", cpuMs,
+                    after.pgCpuTicks == null || before.pgCpuTicks == null ? ""
+                            : String.format(", PostgreSQL %.2f ms (its processes alive at both ends)",
+                            (after.pgCpuTicks - before.pgCpuTicks) * 10.0 / jobs));
+            System.out.println("  per job:");
+            System.out.printf("    DB transactions %.2f (rollbacks %.2f)%s%n", per(after.commits - before.commits, jobs),
+                    per(after.rollbacks - before.rollbacks, jobs),
+                    withStatements ? String.format(", statements %.2f", per(after.calls - before.calls, jobs)) : "");
+            if (after.walSyncs != null) {
+                System.out.printf("    WAL: syncs %.2f, records %.1f, %.1f KiB%n", per(after.walSyncs - before.walSyncs, jobs),
+                        per(after.walRecords - before.walRecords, jobs), per(after.walBytes - before.walBytes, jobs) / 1024);
+            }
+            System.out.printf("    JMS: dispatch messages consumed %.2f (one transacted commit each), relay publish commits %.3f%n",
+                    per(calls.workerMessages.sum(), jobs), per(calls.relayCommits.sum(), jobs));
+            long s3 = calls.sent.entrySet().stream().filter(e -> e.getKey().startsWith("s3")).mapToLong(e -> e.getValue()[0].sum()).sum();
+            System.out.printf("    S3 calls %.2f%n", per(s3, jobs));
+            System.out.printf("  wall time per call (ms, summed over threads, divided by jobs):%n");
+            System.out.printf("    %-14s %8s %10s %10s%n", "step", "calls/job", "ms/call", "ms/job");
+            System.out.printf("    %-14s %8.2f %10.2f %10.2f%n", "worker message", per(calls.workerMessages.sum(), jobs),
+                    calls.workerMessages.sum() == 0 ? 0 : calls.workerNanos.sum() / 1e6 / calls.workerMessages.sum(),
+                    calls.workerNanos.sum() / 1e6 / jobs);
+            calls.sent.entrySet().stream().sorted(Map.Entry.comparingByKey()).forEach(e -> {
+                long n = e.getValue()[0].sum();
+                long ms = e.getValue()[1].sum();
+                System.out.printf("    %-14s %8.2f %10.2f %10.2f%n", e.getKey(), per(n, jobs), n == 0 ? 0 : (double) ms / n, per(ms, jobs));
+            });
+            if (!statements.isEmpty()) {
+                System.out.println("  top statements by total time (pg_stat_statements):");
+                System.out.printf("    %10s %10s %s%n", "calls", "total ms", "query");
+                statements.forEach(l -> System.out.println("    " + l));
+            }
+            int n = Math.max(1, sampler.samples);
+            System.out.printf("  sessions (pg_stat_activity, %d samples every 100 ms): running %.2f, waiting on a lock %.2f, "
+                    + "idle in transaction %.2f (mean per sample)%n", sampler.samples, (double) sampler.active / n,
+                    (double) sampler.lockWaits / n, (double) sampler.idleInTransaction / n);
+            top("idle in transaction after", sampler.idleOn, n);
+            top("waiting on a lock in", sampler.waitingOn, n);
+        }
+
+        private static void top(String title, Map<String, Integer> counts, int samples) {
+            if (counts.isEmpty()) {
+                return;
+            }
+            System.out.println("    " + title + " (mean sessions per sample):");
+            counts.entrySet().stream().sorted(Map.Entry.<String, Integer>comparingByValue().reversed()).limit(5)
+                    .forEach(e -> System.out.printf("      %5.2f  %s%n", (double) e.getValue() / samples, e.getKey()));
+        }
+
+        private static double per(long value, int jobs) {
+            return (double) value / jobs;
+        }
+    }
+}
