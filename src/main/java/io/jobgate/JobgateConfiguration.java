@@ -4,6 +4,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.jobgate.api.JmsIntake;
@@ -120,15 +122,17 @@ public class JobgateConfiguration implements CamelConfiguration {
                 .map(String::trim).filter(d -> !d.isEmpty()).map(Path::of).toList(), settings);
         context.getPropertiesComponent().addPropertiesSource(new ProviderSettingsSource(providers));
         // Every (preset, class, provider that may serve it): a default that cannot stops the start here.
-        providers.verifyFits(presets.all()).forEach(line -> LOG.warn("provider {}", line));
+        List<String> leftOut = providers.verifyFits(presets.all());
+        leftOut.forEach(line -> LOG.warn("provider {}", line));
         providers.watchAdapters(new io.jobgate.adapter.AdapterRoutes(context));
         UploadStore uploads = new UploadStore(jdbc);
         String bucket = settings.required("jobgate.s3.bucket");
         registry.bind("tenantDirectory", tenants);
         registry.bind("presetCatalog", presets);
         registry.bind("providerCatalog", providers);
+        // Health shows each provider: its gate, and whether its route runs and which classes it was left out for.
         registry.bind("providerGatesHealthCheck", new io.jobgate.ops.ProviderGatesHealthCheck(dataSource,
-                () -> providers.all().stream().map(io.jobgate.provider.Provider::name).toList(), clock));
+                () -> providerNotes(providers, leftOut), clock));
 
         // --- Metrics: jobgate's series beside Camel's ---------------------------------------------------
         io.jobgate.ops.Meters meters = new io.jobgate.ops.Meters(context, jdbc, clock,
@@ -226,5 +230,18 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("jmsIntake", new JmsIntake(tenants, admission, meters));
         registry.bind("startupTimes", startupTimes);
         startupTimes.wired();
+    }
+
+    /** Per provider what health adds to its gate: its route not running (why), classes it was left out for. */
+    private static Map<String, String> providerNotes(ProviderCatalog providers, List<String> leftOut) {
+        Map<String, String> notes = new java.util.TreeMap<>();
+        for (io.jobgate.provider.Provider provider : providers.all()) {
+            List<String> parts = new java.util.ArrayList<>();
+            providers.notRunning(provider.name()).ifPresent(why -> parts.add("not running: " + why));
+            leftOut.stream().filter(line -> line.startsWith(provider.name() + " left out for "))
+                    .map(line -> line.substring(provider.name().length() + 1)).forEach(parts::add);
+            notes.put(provider.name(), String.join("; ", parts));
+        }
+        return notes;
     }
 }

@@ -5,7 +5,6 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Timestamp;
 import java.time.Clock;
-import java.util.Collection;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.Supplier;
@@ -17,16 +16,17 @@ import org.apache.camel.impl.health.AbstractHealthCheck;
 
 /**
  * Each provider's state, for an operator reading health: its gate open, or closed until when and
- * why (a 429's Retry-After). Always UP: a provider that asks us to wait is not a reason to take the
+ * why (a 429's Retry-After); whether its adapter route runs; the classes it was left out for. Always UP: a provider that asks us to wait is not a reason to take the
  * gateway out of rotation — its jobs wait in {@code retry_wait} and the rest keep flowing.
  */
 public final class ProviderGatesHealthCheck extends AbstractHealthCheck {
 
     private final DataSource dataSource;
-    private final Supplier<Collection<String>> providers;
+    private final Supplier<Map<String, String>> providers;
     private final Clock clock;
 
-    public ProviderGatesHealthCheck(DataSource dataSource, Supplier<Collection<String>> providers, Clock clock) {
+    /** {@code providers}: each provider's name and what else health says of it (its route not running, classes left out; or empty). */
+    public ProviderGatesHealthCheck(DataSource dataSource, Supplier<Map<String, String>> providers, Clock clock) {
         super("jobgate", "providers");
         this.dataSource = dataSource;
         this.providers = providers;
@@ -40,8 +40,9 @@ public final class ProviderGatesHealthCheck extends AbstractHealthCheck {
 
     @Override
     protected void doCall(HealthCheckResultBuilder builder, Map<String, Object> options) {
+        Map<String, String> notes = providers.get();
         Map<String, Object> states = new TreeMap<>();
-        providers.get().forEach(p -> states.put(p, "open"));
+        notes.keySet().forEach(p -> states.put(p, "open"));
         try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(
                 "SELECT provider, closed_until, closed_reason FROM provider_gates WHERE closed_until > ?")) {
             s.setTimestamp(1, Timestamp.from(clock.instant()));
@@ -53,7 +54,10 @@ public final class ProviderGatesHealthCheck extends AbstractHealthCheck {
         } catch (Exception e) {
             builder.message("provider gates unreadable: " + e.getMessage());
         }
-        states.forEach(builder::detail);
+        states.forEach((provider, gate) -> {
+            String note = notes.getOrDefault(provider, "");
+            builder.detail(provider, note.isEmpty() ? gate : gate + "; " + note);
+        });
         builder.up();
     }
 }

@@ -217,6 +217,11 @@ public final class ProviderCatalog {
 
     private volatile java.util.function.Function<String, String> whyNotRunning = name -> null;
 
+    /** Why {@code provider}'s adapter route does not run now (health shows it), or empty when it runs. */
+    public Optional<String> notRunning(String provider) {
+        return Optional.ofNullable(whyNotRunning.apply(provider));
+    }
+
     /** Why {@code provider} cannot serve {@code aspectClass} of {@code preset}, or null when it can. */
     public static String misfit(Provider provider, Preset preset, String aspectClass) {
         if (!provider.kinds().contains(preset.kind())) {

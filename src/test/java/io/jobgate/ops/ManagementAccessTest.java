@@ -52,7 +52,9 @@ class ManagementAccessTest {
         assertThat(ready.text()).contains("database", "broker", "object-store", "providers");
         ApiClient.Response all = api.get(null, "/observe/health?exposureLevel=full&data=true");
         assertThat(all.status()).as(all.text()).isEqualTo(200);
-        assertThat(all.text()).contains("\"fakeimg\"", "open").contains("\"bucket\"");
+        assertThat(all.text()).contains("\"fakeimg\"", "open").contains("\"bucket\"")
+                .as("a provider whose route does not run, and one left out for a class, say so")
+                .contains("not running").contains("left out for");
         ApiClient.Response live = api.get(null, "/observe/health/live?exposureLevel=full");
         assertThat(live.status()).as(live.text()).isEqualTo(200);
         assertThat(live.text()).as("a dependency down is not a reason to restart this process")

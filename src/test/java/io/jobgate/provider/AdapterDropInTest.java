@@ -112,7 +112,10 @@ class AdapterDropInTest {
         dropSettings("jobgate.provider.dropin.size.square = 1024x1024\njobgate.provider.dropin.size.landscape = 1536x1024\n");
         dropRoute("- route:\n    id: provider-dropin\n    from: {uri: direct:provider-dropin, steps: [ {setBody: {constant: x}\n");
 
-        ApiClient.Response refused = submit("square");
+        // The catalog reads a new settings file at its next rescan (at most every 250 ms): until
+        // then the provider is unknown; from then on known, but its route does not run.
+        ApiClient.Response refused = await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(200))
+                .until(() -> submit("square"), r -> !"unknown_provider".equals(r.code()));
         assertThat(refused.status()).as(refused.text()).isEqualTo(422);
         assertThat(refused.code()).isEqualTo("provider_not_running");
 
