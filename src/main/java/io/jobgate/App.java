@@ -1,31 +1,91 @@
 package io.jobgate;
 
+import java.io.PrintStream;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
 
 import io.jobgate.bench.Bench;
 
 /**
  * One binary, several commands: {@code run} (default) starts the gateway, {@code bench} measures it,
  * {@code simulator} runs the bundled provider on its own, {@code demo} drives a running gateway.
- * The commands depend on the gateway ({@link Gateway}), never the other way round.
+ * {@code help} (or {@code --help}) lists them; {@code <command> --help} describes one without
+ * running it. The commands depend on the gateway ({@link Gateway}), never the other way round.
  */
 public final class App {
+
+    /** A command: its name, one line on what it does, and its usage. */
+    record Command(String name, String summary, String usage) {
+    }
+
+    static final List<Command> COMMANDS = List.of(
+            new Command("run", "start the gateway (the default): API on camel.server.port, embedded parts unless configured",
+                    """
+                    usage: java -jar jobgate.jar [run]
+                      Starts the gateway with config/application.properties; every setting can be given as an
+                      environment variable (jobgate.db.url -> JOBGATE_DB_URL). README, "Settings"."""),
+            new Command("demo", "drive a running gateway: a mixed batch of two tenants with faults, live progress, a summary",
+                    """
+                    usage: java -jar jobgate.jar demo [--url http://localhost:8080] [--jobs 20]
+                      Needs a gateway running with its simulator (the default start)."""),
+            new Command("simulator", "run the bundled provider simulator on its own",
+                    """
+                    usage: java -jar jobgate.jar simulator [--port 8090]
+                      The offline provider (Replicate-shaped predictions API, signed webhooks); its processing time,
+                      slowness and fault rates come from jobgate.simulator.* in config/application.properties."""),
+            new Command("bench", "measure the gateway: admission, relay, worker latency, backlog drain, restart",
+                    """
+                    usage: java -jar jobgate.jar bench [--jdbc-url URL --db-user U [--db-password P]]
+                                 [--only worker|admission|relay|drain|restart] [options]
+                      Prints figures beside the same run's pgbench and artemis perf ceilings; asserts nothing.
+                      Options and what each figure means: README, "Benchmark"."""),
+            new Command("help", "list the commands; '<command> --help' describes one",
+                    "usage: java -jar jobgate.jar help | --help | <command> --help"));
+
+    private static final Set<String> HELP = Set.of("help", "--help", "-h");
 
     private App() {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && HELP.contains(args[0])) {
+            System.out.print(overview());
+            return;
+        }
         String command = args.length == 0 || args[0].startsWith("-") ? "run" : args[0];
         String[] rest = args.length == 0 || args[0].startsWith("-") ? args : Arrays.copyOfRange(args, 1, args.length);
+        if (Arrays.stream(rest).anyMatch(HELP::contains)) {
+            Optional<Command> known = find(command);
+            if (known.isPresent()) {
+                System.out.println(known.get().usage());
+                return;
+            }
+        }
         switch (command) {
             case "run" -> Gateway.gateway().run(rest);
             case "bench" -> Bench.main(rest);
             case "simulator" -> io.jobgate.simulator.SimulatorCommand.main(rest);
             case "demo" -> io.jobgate.demo.Demo.main(rest);
             default -> {
-                System.err.println("usage: java -jar jobgate.jar [run|bench|simulator|demo] [options]");
+                PrintStream err = System.err;
+                err.println("unknown command '" + command + "'");
+                err.print(overview());
                 System.exit(2);
             }
         }
+    }
+
+    static Optional<Command> find(String name) {
+        return COMMANDS.stream().filter(c -> c.name().equals(name)).findFirst();
+    }
+
+    /** The commands, one line each. */
+    static String overview() {
+        StringBuilder out = new StringBuilder("usage: java -jar jobgate.jar [command] [options]\n\ncommands:\n");
+        COMMANDS.forEach(c -> out.append(String.format("  %-10s %s%n", c.name(), c.summary())));
+        out.append("\n'java -jar jobgate.jar <command> --help' describes one without running it.\n");
+        return out.toString();
     }
 }
