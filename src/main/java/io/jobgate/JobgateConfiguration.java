@@ -177,6 +177,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         JobLeases leases = new JobLeases(jdbc, transactions, transitions, finalizer);
         io.jobgate.job.ProviderGates gates = new io.jobgate.job.ProviderGates(jdbc, transactions, clock);
         registry.bind("providerGates", gates);
+        registry.bind("providerReadiness", new io.jobgate.adapter.ProviderReadiness(providers, gates, clock,
+                settings.millis("jobgate.providers.readiness-period-ms", 1000, 86_400_000),
+                settings.millis("jobgate.providers.readiness-backoff-ms", 10, 60_000)));
         OutputStore outputs = new OutputStore(context.createProducerTemplate(), bucket, workerSettings.maxOutputBytes(),
                 workerSettings.inMemoryOutputBytes(), presets);
         AdapterCaller adapters = new AdapterCaller(context);

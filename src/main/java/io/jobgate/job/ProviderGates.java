@@ -3,6 +3,7 @@ package io.jobgate.job;
 import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Instant;
+import java.util.List;
 import java.util.Optional;
 
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -54,6 +55,41 @@ public final class ProviderGates {
                 SELECT count(*) FROM moved""",
                 Integer.class, Timestamp.from(until), Timestamp.from(until), provider, Timestamp.from(until), Timestamp.from(until)));
         return moved == null ? 0 : moved;
+    }
+
+    /**
+     * Opens the gate of {@code provider} if it is closed for a reason starting with {@code reasonPrefix}
+     * (a readiness check's close; a 429's close is left to run out), and makes what its close had
+     * postponed to the reopening due now.
+     *
+     * @return whether the gate was opened
+     */
+    public boolean openIfClosedFor(String provider, String reasonPrefix) {
+        Timestamp now = Timestamp.from(clock.instant());
+        Boolean opened = transactions.execute(tx -> {
+            List<Timestamp> closed = jdbc.query("""
+                    SELECT closed_until FROM provider_gates
+                     WHERE provider = ? AND closed_until > ? AND starts_with(coalesce(closed_reason, ''), ?) FOR UPDATE""",
+                    (rs, i) -> rs.getTimestamp(1), provider, now, reasonPrefix);
+            if (closed.isEmpty()) {
+                return false;
+            }
+            jdbc.update("UPDATE provider_gates SET closed_until = '-infinity', closed_reason = NULL, updated_at = ? WHERE provider = ?",
+                    now, provider);
+            // Outbox rows before job rows, the lock order of the relay and finalize.
+            jdbc.update("""
+                    WITH moved AS (
+                        UPDATE outbox o SET available_at = ?
+                          FROM jobs j
+                         WHERE o.published_at IS NULL AND o.event_type = 'dispatch' AND o.available_at = ?
+                           AND j.job_id = o.job_id AND j.provider = ? AND j.finalized_at IS NULL
+                        RETURNING o.job_id)
+                    UPDATE jobs j SET next_attempt_at = ?
+                      FROM moved m WHERE j.job_id = m.job_id AND j.status = 'retry_wait' AND j.next_attempt_at = ?""",
+                    now, closed.get(0), provider, now, closed.get(0));
+            return true;
+        });
+        return Boolean.TRUE.equals(opened);
     }
 
     /** Until when the gate of {@code provider} is closed, if it is closed now. */

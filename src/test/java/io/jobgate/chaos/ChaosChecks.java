@@ -69,6 +69,7 @@ public final class ChaosChecks {
         retryAfterHonoured();
         gateClosedForEveryJob();
         readsNeverGoBack(load, jobs);
+        nothingHeld();
         check("clients never got a 404, a non-JSON body or another job for their key", load.answers().values().stream()
                 .mapToLong(Long::longValue).sum(), load.violations());
         return checks;
@@ -337,6 +338,21 @@ public final class ChaosChecks {
             }
         });
         check("a terminal state once read never changes", reads.size(), wrong);
+    }
+
+    /**
+     * Every job terminal, so nothing may still be held: no tenant's running slot or open job or queued
+     * bytes, no in-flight count of the gateway, no dispatch window slot (sums over the release shards).
+     */
+    private void nothingHeld() throws Exception {
+        Map<String, Long> held = counts("""
+                SELECT 'tenant ' || tenant_id || ' running/open/queued bytes', running_jobs + open_jobs + queued_bytes
+                  FROM tenant_accounts WHERE running_jobs <> 0 OR open_jobs <> 0 OR queued_bytes <> 0
+                UNION ALL SELECT 'gateway in flight', sum(in_flight)::bigint FROM gateway_capacity HAVING sum(in_flight) <> 0
+                UNION ALL SELECT 'dispatch window', sum(running)::bigint FROM dispatch_window HAVING sum(running) <> 0
+                UNION ALL SELECT 'leases', count(*) FROM jobs WHERE lease_token IS NOT NULL HAVING count(*) > 0""");
+        check("nothing held once every job is terminal: slots, reservations, leases", 4,
+                held.entrySet().stream().map(e -> e.getKey() + " = " + e.getValue()).toList());
     }
 
     private Map<String, Long> counts(String sql) throws Exception {
