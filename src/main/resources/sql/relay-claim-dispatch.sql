@@ -57,7 +57,7 @@ picked AS (
      ORDER BY c.last_dispatch_at NULLS FIRST, c.tenant_id
      LIMIT (SELECT free FROM room)),
 claimed AS (
-    UPDATE outbox o SET claimed_until = CAST(:#now AS timestamptz) + make_interval(secs => :#claimSeconds), claim_token = :#claimToken::uuid
+    UPDATE outbox o SET claimed_until = CAST(:#now AS timestamptz) + make_interval(secs => :#claimSeconds), claim_token = :#claimToken::uuid, claimed_by = :#claimOwner
       FROM picked p WHERE o.event_id = p.event_id
     RETURNING o.event_id, o.job_id, o.tenant_id),
 slots AS (

@@ -7,7 +7,7 @@ WITH picked AS (
      LIMIT :#statusBatch
      FOR UPDATE SKIP LOCKED),
 claimed AS (
-    UPDATE outbox o SET claimed_until = CAST(:#now AS timestamptz) + make_interval(secs => :#claimSeconds), claim_token = :#claimToken::uuid
+    UPDATE outbox o SET claimed_until = CAST(:#now AS timestamptz) + make_interval(secs => :#claimSeconds), claim_token = :#claimToken::uuid, claimed_by = :#claimOwner
       FROM picked p WHERE o.event_id = p.event_id
     RETURNING o.event_id, o.job_id, o.tenant_id, o.payload::text AS payload, o.created_at)
 SELECT * FROM claimed ORDER BY event_id

@@ -168,7 +168,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits);
         registry.bind("admissionWriter", writer);
         registry.bind("admissionService", admission);
-        registry.bind("outboxRelay", new OutboxRelay(parts.jms(), clock, relay));
+        OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), clock, relay);
+        registry.bind("outboxRelay", outboxRelay);
         registry.bind("deadLetters", new DeadLetters(finalizer));
 
         // --- Workers: leases and the provider gate, adapters, outputs, the sweeper -------------------
@@ -211,6 +212,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         context.addService(ManagedResource.stoppedBy("instance-liveness", liveness::close), true, true);
         liveness.register(worker.name());
         liveness.register(reconciler.owner());
+        liveness.register(outboxRelay.owner());
         // On a clean stop, after the routes (services stop in reverse order, before the pools): the
         // leases this worker still holds go back at once instead of running out.
         context.addService(ManagedResource.stoppedBy("lease-hand-back", () -> sweeper.handBack(worker.name())), true, true);

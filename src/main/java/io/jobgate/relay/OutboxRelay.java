@@ -40,6 +40,8 @@ public final class OutboxRelay {
     private final int maxRunning;
     private final int claimSeconds;
     private final int statusBatch;
+    /** Names this relay on its claims, so the sweeper releases them when its process is gone. */
+    private final String owner = hostName() + "/relay-" + UUID.randomUUID().toString().substring(0, 8);
 
     public OutboxRelay(ConnectionFactory connectionFactory, java.time.Clock clock, RelaySettings settings) {
         this.connectionFactory = connectionFactory;
@@ -49,10 +51,23 @@ public final class OutboxRelay {
         this.statusBatch = settings.statusBatch();
     }
 
+    public String owner() {
+        return owner;
+    }
+
+    private static String hostName() {
+        try {
+            return java.net.InetAddress.getLocalHost().getHostName();
+        } catch (java.net.UnknownHostException e) {
+            return "unknown-host";
+        }
+    }
+
     /** Headers the claim statements read: a fresh claim token per round, the window, the batch. */
     public void prepareRound(Exchange exchange) {
         Message m = exchange.getMessage();
         m.setHeader("claimToken", UUID.randomUUID().toString());
+        m.setHeader("claimOwner", owner);
         // The gateway's one clock (JobTransitions writes due times with it): what is due is decided by it too.
         m.setHeader("now", java.sql.Timestamp.from(clock.instant()));
         m.setHeader("claimSeconds", claimSeconds);

@@ -61,7 +61,7 @@ public final class Sweeper {
     }
 
     /**
-     * The leases and poller claims of instances that died (listed, their liveness lock gone: see
+     * The leases, poller claims and relay claims of instances that died (listed, their liveness lock gone: see
      * infra/InstanceLiveness) are taken over now rather than when they run out; an owner that holds
      * nothing any more is forgotten.
      */
@@ -82,11 +82,18 @@ public final class Sweeper {
         if (claims > 0) {
             LOG.warn("{} provider checks claimed by instances that ended ({}) are due now", claims, gone);
         }
+        int relayed = jdbc.update("""
+                UPDATE outbox SET claimed_until = NULL, claim_token = NULL, claimed_by = NULL
+                 WHERE claimed_by = ANY (?) AND published_at IS NULL""", (Object) owners);
+        if (relayed > 0) {
+            LOG.warn("{} outbox events claimed by relays that ended ({}) are released to the next round", relayed, gone);
+        }
         jdbc.update("""
                 DELETE FROM gateway_instances g
                  WHERE g.owner = ANY (?)
                    AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lease_owner = g.owner AND j.lease_token IS NOT NULL)
-                   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.check_claimed_by = g.owner AND j.finalized_at IS NULL)""",
+                   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.check_claimed_by = g.owner AND j.finalized_at IS NULL)
+                   AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.claimed_by = g.owner AND o.published_at IS NULL)""",
                 (Object) owners);
         return released;
     }

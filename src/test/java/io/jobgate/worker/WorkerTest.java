@@ -549,6 +549,35 @@ class WorkerTest {
         assertThat(Db.count("SELECT count(*) FROM gateway_instances_gone WHERE owner = ?", worker.name())).isZero();
     }
 
+    /** A relay's claims are released at the next sweep when its process died, not when they run out. */
+    @Test
+    void theClaimsOfARelayWhoseProcessDiedAreReleasedAtTheNextSweep() throws Exception {
+        String tag = Jobs.tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID id = submit(tag, "fakeimg");
+        Jobs.awaitStatus(id, "succeeded");
+        String dead = "dead-host/relay-" + tag;
+        long event;
+        try (java.sql.Connection process = io.jobgate.support.TestDatabase.connect();
+             java.sql.Statement s = process.createStatement()) {
+            s.execute("SELECT pg_advisory_lock(27239, 4343)");
+            s.execute("INSERT INTO gateway_instances (owner, lock_key) VALUES ('" + dead + "', 4343)");
+            // A status event the dead relay had claimed for an hour, in the middle of its round.
+            try (var rs = s.executeQuery("""
+                    INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, claimed_until, claim_token, claimed_by)
+                    VALUES ('%s', 'acme', 'status', '{"status": "succeeded"}', now(), now() + interval '1 hour', gen_random_uuid(), '%s')
+                    RETURNING event_id""".formatted(id, dead))) {
+                rs.next();
+                event = rs.getLong(1);
+            }
+            assertThat(sweeper.reclaimLeasesOfGoneInstances()).isZero();
+            assertThat(Db.count("SELECT count(*) FROM outbox WHERE event_id = ? AND published_at IS NULL", event)).isEqualTo(1);
+        } // the relay's process dies
+        await().atMost(Duration.ofSeconds(10)).until(() ->
+                Db.count("SELECT count(*) FROM outbox WHERE event_id = ? AND published_at IS NOT NULL", event) == 1);
+        assertThat(Db.count("SELECT count(*) FROM gateway_instances WHERE owner = ?", dead)).isZero();
+    }
+
     @Test
     void twoUnparseableRepliesInARowFailTheJob() {
         String tag = Jobs.tag();
