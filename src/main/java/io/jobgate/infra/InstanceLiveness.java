@@ -45,6 +45,21 @@ public final class InstanceLiveness implements AutoCloseable {
         this.dataSource = dataSource;
     }
 
+    /**
+     * The name one of this process's owners of leases or claims writes into the tables: the host,
+     * then {@code prefix} ("" for the worker, "reconciler-", "relay-") and a suffix new at each start,
+     * so a restarted process never passes for the one that died.
+     */
+    public static String ownerName(String prefix) {
+        String host;
+        try {
+            host = java.net.InetAddress.getLocalHost().getHostName();
+        } catch (java.net.UnknownHostException e) {
+            host = "gateway";
+        }
+        return host + "/" + prefix + java.util.UUID.randomUUID().toString().substring(0, 8);
+    }
+
     /** Takes this instance's lock; from then on it counts as alive. */
     public static InstanceLiveness start(DataSource dataSource) throws SQLException {
         InstanceLiveness liveness = new InstanceLiveness(dataSource);

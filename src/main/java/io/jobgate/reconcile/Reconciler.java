@@ -59,7 +59,7 @@ public final class Reconciler {
     private final Backoff retryBackoff;
     private final int batch;
     /** Names this poller on its claims (host and a per-start suffix). */
-    private final String owner = hostName() + "/reconciler-" + UUID.randomUUID().toString().substring(0, 8);
+    private final String owner = io.jobgate.infra.InstanceLiveness.ownerName("reconciler-");
     /** Beyond the lookup's deadline: the answer's own write. */
     static final Duration CLAIM_MARGIN = Duration.ofSeconds(10);
     /** A provider whose settings are gone is asked again after this (its check only says so). */
@@ -334,11 +334,4 @@ public final class Reconciler {
                 rs.getString("inputs"), rs.getString("source_sha256"), rs.getString("adapter_revision"));
     }
 
-    private static String hostName() {
-        try {
-            return java.net.InetAddress.getLocalHost().getHostName();
-        } catch (java.net.UnknownHostException e) {
-            return "gateway";
-        }
-    }
 }

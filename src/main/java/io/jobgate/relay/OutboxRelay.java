@@ -41,7 +41,7 @@ public final class OutboxRelay {
     private final int claimSeconds;
     private final int statusBatch;
     /** Names this relay on its claims, so the sweeper releases them when its process is gone. */
-    private final String owner = hostName() + "/relay-" + UUID.randomUUID().toString().substring(0, 8);
+    private final String owner = io.jobgate.infra.InstanceLiveness.ownerName("relay-");
 
     public OutboxRelay(ConnectionFactory connectionFactory, java.time.Clock clock, RelaySettings settings) {
         this.connectionFactory = connectionFactory;
@@ -55,13 +55,6 @@ public final class OutboxRelay {
         return owner;
     }
 
-    private static String hostName() {
-        try {
-            return java.net.InetAddress.getLocalHost().getHostName();
-        } catch (java.net.UnknownHostException e) {
-            return "unknown-host";
-        }
-    }
 
     /** Headers the claim statements read: a fresh claim token per round, the window, the batch. */
     public void prepareRound(Exchange exchange) {

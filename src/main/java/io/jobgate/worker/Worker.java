@@ -8,7 +8,6 @@ import io.jobgate.adapter.RateLimitWait;
 import io.jobgate.job.AttemptCaps;
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.output.OutputStore;
-import java.net.InetAddress;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -125,7 +124,7 @@ public final class Worker {
         this.leaseMargin = settings.leaseMargin();
         this.gateFullDelay = settings.gateFullDelay();
         this.backoff = backoff;
-        this.workerName = hostName() + "/" + UUID.randomUUID().toString().substring(0, 8);
+        this.workerName = io.jobgate.infra.InstanceLiveness.ownerName("");
     }
 
     public void useBackoff(Backoff replacement) {
@@ -459,12 +458,5 @@ public final class Worker {
         return Duration.ofMillis(half + java.util.concurrent.ThreadLocalRandom.current().nextLong(half + 1));
     }
 
-    private static String hostName() {
-        try {
-            return InetAddress.getLocalHost().getHostName();
-        } catch (java.net.UnknownHostException e) {
-            return "worker";
-        }
-    }
 
 }
