@@ -80,12 +80,21 @@ public final class ObjectStorage {
         try {
             s3.headBucket(b -> b.bucket(bucket));
         } catch (NoSuchBucketException e) {
-            s3.createBucket(b -> b.bucket(bucket));
+            createBucket(s3, bucket);
         } catch (S3Exception e) {
             if (e.statusCode() != 404) {
                 throw e;
             }
+            createBucket(s3, bucket);
+        }
+    }
+
+    /** Instances starting side by side race to create it: the one that loses finds it made, which is all it wanted. */
+    private static void createBucket(S3Client s3, String bucket) {
+        try {
             s3.createBucket(b -> b.bucket(bucket));
+        } catch (software.amazon.awssdk.services.s3.model.BucketAlreadyOwnedByYouException e) {
+            // created by another instance a moment ago
         }
     }
 }
