@@ -371,6 +371,13 @@ public final class JobTransitions {
             // The counters last, in one statement, right before the commit: the tenant's row is
             // shared with admission and the relay, so it is held for as short a time as possible.
             if (event.has(Effect.FINALIZE)) {
+                // An attempt still open ends with its job (a worker that died or lost its lease before
+                // recording: its lease ended with the job, so no sweep would close it). A worker that
+                // records after this overwrites it with what it saw.
+                jdbc.update("""
+                        UPDATE attempts SET ended_at = :now, outcome = 'ended_with_job',
+                               error_message = 'the job ended (' || CAST(:to AS text) || ') before this attempt was recorded'
+                         WHERE job_id = :job AND ended_at IS NULL""", p);
                 releaseCounters(p, heldSlot, true, ((Number) row.get("source_bytes")).longValue());
             } else if (event.has(Effect.RELEASE_SLOT) && heldSlot) {
                 releaseCounters(p, true, false, 0);

@@ -578,6 +578,21 @@ class WorkerTest {
         assertThat(Db.count("SELECT count(*) FROM gateway_instances WHERE owner = ?", dead)).isZero();
     }
 
+    /** A job that ends while its attempt is open (here: cancelled mid-call) closes the attempt with it. */
+    @Test
+    void anAttemptStillOpenWhenItsJobEndsIsClosedWithTheJob() {
+        String tag = Jobs.tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(1500)));
+        UUID id = submit(tag, "fakeimg");
+        await().atMost(Duration.ofSeconds(10)).until(() -> "submitting".equals(Jobs.status(id)));
+        assertThat(api.post("dev-acme-key", "/v1/jobs/" + id + "/cancel").status()).isEqualTo(200);
+
+        Map<String, Object> attempt = Db.single("SELECT ended_at, outcome FROM attempts WHERE job_id = ? AND attempt = 1", id);
+        assertThat(attempt.get("ended_at")).as("closed with the job, before the worker's call returns").isNotNull();
+        assertThat((String) attempt.get("outcome")).isIn("ended_with_job", "lease_lost");
+    }
+
     @Test
     void twoUnparseableRepliesInARowFailTheJob() {
         String tag = Jobs.tag();
