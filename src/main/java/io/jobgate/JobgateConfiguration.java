@@ -115,9 +115,12 @@ public class JobgateConfiguration implements CamelConfiguration {
         S3Client s3 = parts.s3();
 
         // --- What jobs are made of: tenants, presets, providers, uploads ---------------------------
-        tenants.syncTo(jdbc);
         PresetCatalog presets = PresetCatalog.load(configDir.resolve("presets"));
-        presets.verifyImmutable(jdbc);
+        // Written when the context starts, once the database is up and migrated (it starts meanwhile).
+        context.addService(ManagedResource.startedAndStoppedBy("tenants-and-presets", () -> {
+            tenants.syncTo(jdbc);
+            presets.verifyImmutable(jdbc);
+        }, () -> { }), true, true);
         ProviderCatalog providers = ProviderCatalog.load(Arrays.stream(settings.required("jobgate.providers.dirs").split(","))
                 .map(String::trim).filter(d -> !d.isEmpty()).map(Path::of).toList(), settings);
         context.getPropertiesComponent().addPropertiesSource(new ProviderSettingsSource(providers));
@@ -208,11 +211,18 @@ public class JobgateConfiguration implements CamelConfiguration {
         worker.useMeters(meters);
         // Alive while this process lives (a lock PostgreSQL drops with the process): if it dies, the
         // leases and claims below are taken over at the next sweep instead of when they run out.
-        io.jobgate.infra.InstanceLiveness liveness = io.jobgate.infra.InstanceLiveness.start(dataSource);
-        context.addService(ManagedResource.stoppedBy("instance-liveness", liveness::close), true, true);
-        liveness.register(worker.name());
-        liveness.register(reconciler.owner());
-        liveness.register(outboxRelay.owner());
+        // Taken when the context starts, before the routes that lease and claim.
+        var liveness = new java.util.concurrent.atomic.AtomicReference<io.jobgate.infra.InstanceLiveness>();
+        context.addService(ManagedResource.startedAndStoppedBy("instance-liveness", () -> {
+            liveness.set(io.jobgate.infra.InstanceLiveness.start(dataSource));
+            for (String owner : List.of(worker.name(), reconciler.owner(), outboxRelay.owner())) {
+                liveness.get().register(owner);
+            }
+        }, () -> {
+            if (liveness.get() != null) {
+                liveness.get().close();
+            }
+        }), true, true);
         // On a clean stop, after the routes (services stop in reverse order, before the pools): the
         // leases this worker still holds go back at once instead of running out.
         context.addService(ManagedResource.stoppedBy("lease-hand-back", () -> sweeper.handBack(worker.name())), true, true);
