@@ -248,7 +248,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, settings.longValue("jobgate.uploads.max-bytes", 1, 1L << 31),
                 s3, bucket));
-        registry.bind("usageApi", new io.jobgate.api.UsageApi(new io.jobgate.usage.UsageReport(jdbc), clock));
+        registry.bind("usageApi", new io.jobgate.api.UsageApi(new io.jobgate.usage.UsageReport(jdbc, clock), clock));
         registry.bind("usageRollups", new io.jobgate.usage.UsageRollups(jdbc, settings.intValue("jobgate.usage.rollup-batch", 1, 100_000)));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));

@@ -418,7 +418,7 @@ final class DrainBench {
                     + "provider gate, then released at once; provider answers at once with a PNG at the adapter's size%n",
                     jobs, tenantCount, clients, admitPerSecond);
             System.out.printf("  drained: %.0f jobs/s (%.1f s)%s%n", perSecond, seconds,
-                    failed == 0 ? ", all succeeded" : ", " + failed + " NOT succeeded");
+                    failed == 0 ? ", all succeeded" : ", " + failed + " failed");
             System.out.printf("  CPU per completed job: gateway JVM %.2f ms%s%n", cpuMs,
                     after.pgCpuTicks == null || before.pgCpuTicks == null ? ""
                             : String.format(", PostgreSQL %.2f ms (its processes alive at both ends)",

@@ -143,9 +143,9 @@ final class HistoryBench {
             String where = "WHERE j.adapter_revision = 'history' AND j.tenant_id = ANY (?::text[])";
             String ofHistory = "FROM jobs j " + where;
             List<String> statements = new ArrayList<>(List.of(
-                    "INSERT INTO attempts (job_id, attempt, lease_token, worker, adapter, adapter_revision, started_at, ended_at,"
-                            + " duration_ms, outcome, http_status, provider_request_id, billed_units, billed_unit)"
-                            + " SELECT j.job_id, 1, gen_random_uuid(), 'history', j.provider, 'history', j.created_at,"
+                    "INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, started_at,"
+                            + " ended_at, duration_ms, outcome, http_status, provider_request_id, billed_units, billed_unit)"
+                            + " SELECT j.job_id, j.tenant_id, 1, gen_random_uuid(), 'history', j.provider, 'history', j.created_at,"
                             + " j.finalized_at, 5000, 'succeeded', 200, 'req-' || j.idempotency_key, 1, 'image' " + ofHistory,
                     "INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, created_at, units, unit)"
                             + " SELECT j.tenant_id, j.job_id, 'debit', -j.cost_micros, j.created_at, 1, 'image' " + ofHistory,
