@@ -4,9 +4,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -46,7 +43,7 @@ final class HistoryBench {
     void run(int history, int drainJobs, int samples, int clients) throws Exception {
         Map<String, Double> fresh = figures(drainJobs, samples, clients, true);
         long seeded = System.nanoTime();
-        seed(history);
+        HistorySeed.seed(dataSource, tenantIds, FakeProvider.NAME, history, Duration.ofDays(1));
         System.out.printf("%nHistory: %,d finished jobs of %d tenants over 90 days seeded and analysed in %.0f s%n",
                 history, tenantIds.size(), (System.nanoTime() - seeded) / 1e9);
         Map<String, Double> aged = figures(drainJobs, samples, clients, false);
@@ -113,72 +110,5 @@ final class HistoryBench {
         double[] sorted = values.clone();
         Arrays.sort(sorted);
         return sorted[sorted.length / 2];
-    }
-
-    /** Finished jobs spread over 90 days, each with its attempt, debit and (last day only) outbox events. */
-    private void seed(int history) throws Exception {
-        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
-            c.setAutoCommit(false);
-            // No triggers while seeding (foreign keys, the balance and usage queues): their effects are
-            // written directly below, so the rollups match the ledger as the live path keeps them.
-            s.execute("SET LOCAL session_replication_role = replica");
-            try (PreparedStatement jobs = c.prepareStatement("""
-                    INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
-                                      kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds,
-                                      expires_at, attempts, created_at, updated_at, finalized_at, adapter_revision, result)
-                    SELECT (lpad(to_hex(floor(extract(epoch FROM ts) * 1000)::bigint), 12, '0') || '7'
-                            || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text), 4, 15))::uuid,
-                           (?::text[])[1 + g % ?], 'history-' || g, md5(g::text), 'succeeded', 'invoice-clean', 2,
-                           'image', 'square', ?, '{}'::jsonb, 40000, 4, 1800, ts + interval '30 minutes', 1,
-                           ts, ts + interval '5 seconds', ts + interval '5 seconds', 'history', '{}'::jsonb
-                      FROM generate_series(1, ?) g,
-                           LATERAL (SELECT now() - interval '1 hour' - (g::double precision / ?) * interval '90 days' AS ts) t""")) {
-                jobs.setArray(1, c.createArrayOf("text", tenantIds.toArray()));
-                jobs.setInt(2, tenantIds.size());
-                jobs.setString(3, FakeProvider.NAME);
-                jobs.setInt(4, history);
-                jobs.setInt(5, history);
-                jobs.executeUpdate();
-            }
-            String where = "WHERE j.adapter_revision = 'history' AND j.tenant_id = ANY (?::text[])";
-            String ofHistory = "FROM jobs j " + where;
-            List<String> statements = new ArrayList<>(List.of(
-                    "INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, started_at,"
-                            + " ended_at, duration_ms, outcome, http_status, provider_request_id, billed_units, billed_unit)"
-                            + " SELECT j.job_id, j.tenant_id, 1, gen_random_uuid(), 'history', j.provider, 'history', j.created_at,"
-                            + " j.finalized_at, 5000, 'succeeded', 200, 'req-' || j.idempotency_key, 1, 'image' " + ofHistory,
-                    "INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, created_at, units, unit)"
-                            + " SELECT j.tenant_id, j.job_id, 'debit', -j.cost_micros, j.created_at, 1, 'image' " + ofHistory,
-                    "INSERT INTO outbox (job_id, tenant_id, event_type, available_at, published_at, created_at)"
-                            + " SELECT j.job_id, j.tenant_id, e.type, j.created_at, j.created_at + interval '1 second', j.created_at"
-                            + " FROM jobs j CROSS JOIN (VALUES ('dispatch'), ('status'), ('status')) e(type) " + where
-                            + " AND j.created_at > now() - interval '1 day'",
-                    "INSERT INTO usage_daily AS d (tenant_id, day, provider, kind, unit, jobs, units, debited_micros, refunded_micros)"
-                            + " SELECT j.tenant_id, (j.created_at AT TIME ZONE 'UTC')::date, j.provider, j.kind, 'image', count(*),"
-                            + " count(*), sum(j.cost_micros), 0 " + ofHistory + " GROUP BY 1, 2, 3, 4"
-                            + " ON CONFLICT (tenant_id, day, provider, kind, unit) DO UPDATE SET jobs = d.jobs + EXCLUDED.jobs,"
-                            + " units = d.units + EXCLUDED.units, debited_micros = d.debited_micros + EXCLUDED.debited_micros",
-                    "INSERT INTO billing_daily AS d (tenant_id, day, provider, kind, unit, attempts, units)"
-                            + " SELECT j.tenant_id, (j.created_at AT TIME ZONE 'UTC')::date, j.provider, j.kind, 'image', count(*),"
-                            + " count(*) " + ofHistory + " GROUP BY 1, 2, 3, 4"
-                            + " ON CONFLICT (tenant_id, day, provider, kind, unit) DO UPDATE SET attempts = d.attempts + EXCLUDED.attempts,"
-                            + " units = d.units + EXCLUDED.units"));
-            for (String sql : statements) {
-                try (PreparedStatement p = c.prepareStatement(sql)) {
-                    p.setArray(1, c.createArrayOf("text", tenantIds.toArray()));
-                    p.executeUpdate();
-                }
-            }
-            // The balances the ledger trigger would have kept.
-            try (PreparedStatement p = c.prepareStatement("UPDATE tenant_accounts a SET balance_micros = a.balance_micros - h.spent "
-                    + "FROM (SELECT tenant_id, sum(cost_micros) AS spent FROM jobs WHERE adapter_revision = 'history' "
-                    + "AND tenant_id = ANY (?::text[]) GROUP BY tenant_id) h WHERE a.tenant_id = h.tenant_id")) {
-                p.setArray(1, c.createArrayOf("text", tenantIds.toArray()));
-                p.executeUpdate();
-            }
-            c.commit();
-            c.setAutoCommit(true);
-            s.execute("VACUUM ANALYZE");
-        }
     }
 }

@@ -58,12 +58,12 @@ public final class UploadRetention {
         Instant now = clock.instant();
         Timestamp cutoff = Timestamp.from(now.minus(keep));
         return jdbc.update("""
-                UPDATE uploads SET expired_at = ? WHERE upload_id IN (
+                UPDATE uploads SET expired_at = ? WHERE upload_id = ANY (ARRAY(
                     SELECT u.upload_id FROM uploads u
                      WHERE u.expired_at IS NULL AND u.created_at < ?
                        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.upload_id = u.upload_id
                                           AND (j.finalized_at IS NULL OR j.finalized_at >= ?))
-                     ORDER BY u.created_at LIMIT ? FOR UPDATE SKIP LOCKED)""",
+                     ORDER BY u.created_at LIMIT ? FOR UPDATE SKIP LOCKED))""",
                 Timestamp.from(now), cutoff, cutoff, batch);
     }
 
