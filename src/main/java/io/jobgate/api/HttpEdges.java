@@ -24,7 +24,11 @@ import org.apache.camel.model.rest.VerbDefinition;
  */
 public final class HttpEdges implements org.apache.camel.StartupListener {
 
+    /** Where the OpenAPI document of the API is served. */
+    public static final String OPENAPI = "/openapi.json";
+
     private final CamelContext context;
+    private volatile String openApi;
     private volatile List<Api> apiPaths;
     private volatile boolean installed;
     /** Set once the gateway ran: a closed gate then means stopping, not starting. */
@@ -115,6 +119,9 @@ public final class HttpEdges implements org.apache.camel.StartupListener {
         }
         // Last of all routes (Camel's are ordered before it whenever they are added): what none answers.
         router.route().order(Integer.MAX_VALUE).handler(this::noRoute);
+        // The API's own description, made from the REST DSL once and served to anyone (it holds no secret).
+        router.get(OPENAPI).order(Integer.MAX_VALUE - 1).handler(rc -> rc.response().setStatusCode(200)
+                .putHeader("Content-Type", "application/json").end(openApi()));
         // First of all failure handlers: a body the HTTP layer could not decode (a form or multipart
         // type it parses itself) or any other failure of the layer is a problem document too, not a
         // plain "Bad Request" with a stack trace at ERROR.
@@ -171,6 +178,15 @@ public final class HttpEdges implements org.apache.camel.StartupListener {
         answer(rc, problem);
     }
 
+    private String openApi() {
+        String doc = openApi;
+        if (doc == null) {
+            doc = Json.write(OpenApiDocument.of(context));
+            openApi = doc;
+        }
+        return doc;
+    }
+
     /** While the gateway is not running: starting, or (once it ran) stopping. */
     private ApiProblem closed() {
         return unavailable(served ? "shutting_down" : "starting");
@@ -209,6 +225,7 @@ public final class HttpEdges implements org.apache.camel.StartupListener {
                     known.add(new Api(verb.asVerb(), Pattern.compile(template.replaceAll("\\{[^/]+}", "[^/]+"))));
                 }
             }
+            known.add(new Api("get", Pattern.compile(Pattern.quote(OPENAPI))));
             apiPaths = known;
         }
         return known;
