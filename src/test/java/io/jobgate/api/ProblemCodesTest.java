@@ -23,7 +23,7 @@ class ProblemCodesTest {
     static final Pattern BUILDER = Pattern.compile(
             "(?:ApiProblem\\.of\\(\\s*\\d+\\s*,|tooManyRequests\\(|unavailable\\()\\s*([^,)]*)");
     static final Pattern LITERAL = Pattern.compile("\"([a-z]+(?:_[a-z]+)*)\"");
-    static final Pattern CODE = Pattern.compile("`([a-z]+(?:_[a-z]+)*)`");
+    static final Pattern CODE = Pattern.compile("`(?:\\d{3} )?([a-z]+(?:_[a-z]+)*)`"); // `code` or `403 code`
 
     static Set<String> codesInSource() throws Exception {
         Set<String> codes = new TreeSet<>(Set.of("unauthorized", "invalid_input")); // ApiProblem's own helpers
