@@ -27,7 +27,7 @@ public final class Demo {
     static final String[] FAULTS = {"server_error", "rate_limit_seconds", "wrong_size", "lose_reply"};
     /** What each injected fault does and how its job is expected to end (status, or failed:category). */
     static final Map<String, String[]> FAULT_EFFECTS = Map.of(
-            "server_error", new String[] {"a 500 on the first submit, retried", "succeeded"},
+            "server_error", new String[] {"a 503 on the first submit, retried", "succeeded"},
             "rate_limit_seconds", new String[] {"a 429 with Retry-After on the first submit, waited out", "succeeded"},
             "wrong_size", new String[] {"an image of the wrong size, refused by the output check", "failed:invalid_output"},
             "lose_reply", new String[] {"the submit reply lost, the task found again by lookup", "succeeded"});
