@@ -211,7 +211,7 @@ abstract class BrokerFlowsContract {
     }
 
     /**
-     * The README's Python example (examples/python/send_job.py, Qpid Proton from Debian's
+     * The Python example of docs/jms.md (examples/python/send_job.py, Qpid Proton from Debian's
      * python3-qpid-proton) as a producer runs it: the 202 reply with its correlation id, the job of
      * its login's tenant; the same key again: the same job, marked replayed; a wrong password: no job.
      */
