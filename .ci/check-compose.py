@@ -29,7 +29,7 @@ PROVISIONED = {
                 "/etc/grafana/dashboards/jobgate.json": "config/grafana/jobgate.json"},
 }
 GATEWAY, WORKER = "jobgate", "worker"
-# jobgate.roles per service (README: roles and several instances).
+# jobgate.roles per service (docs/settings.md: roles and several instances).
 EXPECTED_ROLES = {
     GATEWAY: {"JOBGATE_ROLES": "api,relay,sweeper,reconciler"},
     WORKER: {"JOBGATE_ROLES": "worker"},

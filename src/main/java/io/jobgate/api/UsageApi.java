@@ -53,6 +53,12 @@ public final class UsageApi {
         body.put("tenant_id", tenant.id());
         body.put("from", from.toString());
         body.put("to", to.toString());
+        // What the tenant can still spend, now (not at 'to'): the figure a 402 budget_exhausted compares with.
+        long balance = report.balanceMicros(tenant.id());
+        Map<String, Object> balanceView = new LinkedHashMap<>();
+        balanceView.put("amount_micros", balance);
+        balanceView.put("amount", java.math.BigDecimal.valueOf(balance, 6).stripTrailingZeros().toPlainString());
+        body.put("balance", balanceView);
         body.put("lines", lines);
         body.put("provider_billing", billed);
         HttpReply.json(exchange, 200, body, Map.of());

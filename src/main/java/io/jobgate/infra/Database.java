@@ -61,7 +61,8 @@ public final class Database {
     public static void migrate(DataSource dataSource) {
         String stamp = MigrationStamp.current(dataSource);
         if (stamp != null && stamp.equals(MigrationStamp.recorded(dataSource))) {
-            LOG.info("Database schema up to date (the migrations and history Flyway last checked, unchanged)");
+            LOG.info("Database schema at version {}, up to date (the migrations and history Flyway last checked, unchanged)",
+                    MigrationStamp.version(dataSource));
             return;
         }
         var result = Flyway.configure()
@@ -70,7 +71,7 @@ public final class Database {
                 .load()
                 .migrate();
         MigrationStamp.record(dataSource);
-        LOG.info("Database schema at version {} ({} migrations applied now)", result.targetSchemaVersion,
+        LOG.info("Database schema at version {} ({} migrations applied now)", MigrationStamp.version(dataSource),
                 result.migrationsExecuted);
     }
 }

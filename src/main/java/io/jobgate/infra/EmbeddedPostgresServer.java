@@ -83,9 +83,10 @@ public final class EmbeddedPostgresServer {
             builder.setPort(port);
         }
         EmbeddedPostgres postgres = builder.start();
-        LOG.info("Embedded PostgreSQL ({}) on port {} with data in {} ({} ms)",
+        // How to reach it, in the line: a newcomer looks for the port here.
+        LOG.info("Embedded PostgreSQL ({}) on port {} with data in {} ({} ms); psql -h 127.0.0.1 -p {} -U postgres postgres",
                 durability.name().toLowerCase(java.util.Locale.ROOT), postgres.getPort(), dataDir,
-                (System.nanoTime() - started) / 1_000_000);
+                (System.nanoTime() - started) / 1_000_000, postgres.getPort());
         return new EmbeddedPostgresServer(postgres);
     }
 

@@ -36,6 +36,8 @@ import org.apache.camel.component.aws2.s3.AWS2S3Constants;
  */
 public final class OutputStore {
 
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(OutputStore.class);
+
     /** The route that quarantines, checks and promotes (routes/outputs.camel.yaml). */
     public static final String ROUTE = "direct:store-output";
     /** Exchange property holding the {@link Request}; each step's result is a record of its own. */
@@ -207,8 +209,11 @@ public final class OutputStore {
         try {
             checked = OutputCheck.check(q.bytes(), q.preset(), q.aspect(), q.size());
         } catch (OutputCheck.Refused refused) {
+            // The tenant reads the reason; where the refused object lies is for operators (the log) only.
+            LOG.info("output of job {} attempt {} refused ({}); kept in quarantine at {}", r.job().jobId(),
+                    r.job().attempt(), refused.getMessage(), q.key());
             decide(exchange, "refused", new OutputUnavailable(ErrorCategory.INVALID_OUTPUT,
-                    refused.getMessage() + " (kept at " + q.key() + ")"));
+                    refused.getMessage() + " (the output is kept for review)"));
             return; // the message is still the quarantine put of step 1
         }
         String prefix = "outputs/" + r.job().tenantId() + "/" + r.job().jobId() + "/";

@@ -55,6 +55,13 @@ public final class UsageReport {
     }
 
     /** Metered at admission, per provider, kind and unit: jobs, units, debited, refunded, cost (micro-units). */
+    /** The tenant's balance now (micro-units; the ledger's sum, kept by its trigger). */
+    public long balanceMicros(String tenant) {
+        Long balance = jdbc.query("SELECT balance_micros FROM tenant_accounts WHERE tenant_id = ?",
+                rs -> rs.next() ? rs.getLong(1) : null, tenant);
+        return balance == null ? 0 : balance;
+    }
+
     public List<Map<String, Object>> lines(String tenant, Instant from, Instant to) {
         Days days = Days.within(from, to, clock.instant());
         return jdbc.query("""

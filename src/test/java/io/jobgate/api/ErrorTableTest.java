@@ -34,7 +34,7 @@ import static java.util.Map.entry;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The README's error table, row by row: each code it lists is produced by a request, with the
+ * The error table of docs/api.md, row by row: each code it lists is produced by a request, with the
  * status the table gives and a problem document; and every code the table lists has a request here.
  */
 @CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
@@ -83,7 +83,7 @@ class ErrorTableTest {
         return r;
     }
 
-    /** One request per code of the README's table. */
+    /** One request per code of the table. */
     Map<String, Supplier<Response>> requests() {
         return Map.ofEntries(
                 entry("malformed_json", () -> api.postJob(ACME, key(), "{\"preset_id\": ")),
@@ -151,6 +151,9 @@ class ErrorTableTest {
                     }
                 }),
                 entry("unknown_webhook", () -> post(null, "/v1/providers/nobody/webhook", "application/json", "{}", Map.of())),
+                entry("invalid_signature", () -> post(null, "/v1/providers/fakeasync/webhook", "application/json", "{}",
+                        Map.of("webhook-id", "msg_errors", "webhook-timestamp", Long.toString(java.time.Instant.now().getEpochSecond()),
+                                "webhook-signature", "v1,bm90IHRoZSBzaWduYXR1cmU="))),
                 entry("not_found", () -> api.get(ACME, "/v1/no-such-resource")),
                 entry("method_not_allowed", () -> api.send(api.request("/v1/usage", ACME).DELETE().build())),
                 entry("not_available", () -> {
@@ -171,8 +174,8 @@ class ErrorTableTest {
 
     /** The table: each code with the status its row gives. */
     static List<Arguments> table() throws Exception {
-        String readme = Files.readString(Path.of("README.md"));
-        String section = readme.substring(readme.indexOf("### Errors"));
+        String readme = Files.readString(Path.of("docs/api.md"));
+        String section = readme.substring(readme.indexOf("## Errors"));
         section = section.substring(0, section.indexOf("\n#", 5));
         List<Arguments> rows = new ArrayList<>();
         Pattern row = Pattern.compile("^\\| (\\d{3}) \\| (.*?) \\|", Pattern.MULTILINE);

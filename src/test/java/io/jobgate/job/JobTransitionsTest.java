@@ -289,7 +289,7 @@ class JobTransitionsTest {
 
     @Test
     void theReadmeStateTableIsThisTable() throws Exception {
-        String readme = java.nio.file.Files.readString(java.nio.file.Path.of("README.md"));
+        String readme = java.nio.file.Files.readString(java.nio.file.Path.of("docs/api.md"));
         String table = readme.substring(readme.indexOf("<!-- state-table:start -->") + "<!-- state-table:start -->".length(),
                 readme.indexOf("<!-- state-table:end -->")).strip();
         StringBuilder expected = new StringBuilder("| event | from | to | effects |\n| --- | --- | --- | --- |");

@@ -450,6 +450,28 @@ class WorkerTest {
     }
 
     @Test
+    void aCancelWhileTheCallIsInFlightIsLoggedAsAnExpectedEndingAtInfo() {
+        String tag = Jobs.tag();
+        // Past the call deadline: the call ends as ambiguous, after the tenant cancelled the job.
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(3000)));
+        List<String> lines;
+        UUID id;
+        try (io.jobgate.support.LogCapture log = new io.jobgate.support.LogCapture()) {
+            id = submit(tag, "fakeimg");
+            Jobs.awaitStatus(id, "submitting");
+            assertThat(api.post(ACME, "/v1/jobs/" + id + "/cancel").status()).isEqualTo(200);
+            UUID cancelled = id;
+            await().atMost(Duration.ofSeconds(15)).until(() -> log.linesWithLevel().stream()
+                    .anyMatch(l -> l.contains("jobgate.attempts attempt job=" + cancelled)));
+            lines = log.linesWithLevel();
+        }
+        assertThat(lines).filteredOn(l -> l.contains("jobgate.attempts attempt job=" + id)).singleElement().asString()
+                .startsWith("INFO ").contains("outcome=cancelled_in_flight").doesNotContain("category=");
+        assertThat(Jobs.status(id)).isEqualTo("cancelled");
+    }
+
+    @Test
     void aWorkerKilledMidAttemptLeavesALeaseThatExpiresIntoANewAttemptOfTheSameJob() {
         String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200).withBody(pngReply())));
