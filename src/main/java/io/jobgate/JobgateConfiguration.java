@@ -124,7 +124,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         // Every (preset, class, provider that may serve it): a default that cannot stops the start here.
         List<String> leftOut = providers.verifyFits(presets.all());
         leftOut.forEach(line -> LOG.warn("provider {}", line));
-        providers.watchAdapters(new io.jobgate.adapter.AdapterRoutes(context));
+        io.jobgate.adapter.AdapterRoutes adapterRoutes = new io.jobgate.adapter.AdapterRoutes(context);
+        providers.watchAdapters(adapterRoutes);
+        providers.readAdapterSources(adapterRoutes::source);
         UploadStore uploads = new UploadStore(jdbc);
         String bucket = settings.required("jobgate.s3.bucket");
         registry.bind("tenantDirectory", tenants);

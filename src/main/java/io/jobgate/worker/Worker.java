@@ -376,8 +376,10 @@ public final class Worker {
         });
         String outcome = d.outcome;
         String next = d.next;
-        meters.attempt(provider.name(), lease.tenantId(), result.succeeded() || result.pending() ? outcome
-                : result.category() == null ? outcome : result.category().wire());
+        String counted = result.succeeded() || result.pending() ? outcome
+                : result.category() == null ? outcome : result.category().wire();
+        meters.attempt(provider.name(), lease.tenantId(), counted);
+        meters.revisionAttempt(provider.name(), provider.revision(lease.kind()), counted);
         if (result.category() == ErrorCategory.RATE_LIMITED) {
             meters.rateLimited(provider.name(), lease.tenantId());
         }

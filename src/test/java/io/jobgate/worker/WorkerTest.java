@@ -179,7 +179,7 @@ class WorkerTest {
                 .contains("\"output_key\": \"outputs/acme/" + id + "/output.png\"").contains("\"attempt\": 1");
         Map<String, Object> attempt = attempts(id).get(0);
         assertThat(attempt).containsEntry("outcome", "succeeded").containsEntry("http_status", 200)
-                .containsEntry("adapter", "fakeimg").containsEntry("adapter_revision", "fake-r1");
+                .containsEntry("adapter", "fakeimg").hasEntrySatisfying("adapter_revision", v -> assertThat((String) v).matches("fake-r1@[0-9a-f]{10}"));
         assertThat(Db.single("SELECT provider_request_id FROM attempts WHERE job_id = ?", id))
                 .containsEntry("provider_request_id", "req-" + tag);
         LoggedRequest call = requests(tag).get(0);
@@ -673,7 +673,7 @@ class WorkerTest {
         UUID id = submit(tag, "dropin");
         Jobs.awaitStatus(id, "succeeded");
         assertThat(fake.findAll(postRequestedFor(urlEqualTo("/dropin/generate")).withRequestBody(containing(tag)))).hasSize(1);
-        assertThat(attempts(id).get(0)).containsEntry("adapter", "dropin").containsEntry("adapter_revision", "dropin-7");
+        assertThat(attempts(id).get(0)).containsEntry("adapter", "dropin").hasEntrySatisfying("adapter_revision", v -> assertThat((String) v).matches("dropin-7@[0-9a-f]{10}"));
     }
 
     @Test
