@@ -233,7 +233,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("usageRollups", new io.jobgate.usage.UsageRollups(jdbc, settings.intValue("jobgate.usage.rollup-batch", 1, 100_000)));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
-        registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs));
+        registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs,
+                new io.jobgate.job.Redrives(jdbc, transactions, transitions)));
+        registry.bind("adminUsage", new io.jobgate.api.AdminUsage(new io.jobgate.usage.UsageReport(jdbc), providers, clock));
         registry.bind("jmsIntake", new JmsIntake(tenants, admission, meters));
         registry.bind("startupTimes", startupTimes);
         startupTimes.wired();
