@@ -118,6 +118,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         tenants.syncTo(jdbc);
         PresetCatalog presets = PresetCatalog.load(configDir.resolve("presets"));
         presets.verifyImmutable(jdbc);
+        // Which version new jobs get when they name none: the operator's choice, else the latest.
+        io.jobgate.preset.PresetDefaults presetDefaults = new io.jobgate.preset.PresetDefaults(jdbc, transactions, presets, clock);
+        presets.useDefaults(presetDefaults::pinned);
         ProviderCatalog providers = ProviderCatalog.load(Arrays.stream(settings.required("jobgate.providers.dirs").split(","))
                 .map(String::trim).filter(d -> !d.isEmpty()).map(Path::of).toList(), settings);
         context.getPropertiesComponent().addPropertiesSource(new ProviderSettingsSource(providers));
@@ -235,6 +238,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs,
                 new io.jobgate.job.Redrives(jdbc, transactions, transitions)));
+        registry.bind("presetsAdmin", new io.jobgate.api.PresetsAdmin(presetDefaults));
         registry.bind("adminUsage", new io.jobgate.api.AdminUsage(new io.jobgate.usage.UsageReport(jdbc), providers, clock));
         registry.bind("jmsIntake", new JmsIntake(tenants, admission, meters));
         registry.bind("startupTimes", startupTimes);

@@ -80,7 +80,7 @@ public final class AdminApi {
         HttpReply.json(exchange, 202, reply, Map.of("Location", "/v1/jobs/" + id));
     }
 
-    private static String text(com.fasterxml.jackson.databind.JsonNode request, String field, int max) {
+    static String text(com.fasterxml.jackson.databind.JsonNode request, String field, int max) {
         com.fasterxml.jackson.databind.JsonNode value = request.path(field);
         if (value.isMissingNode() || value.isNull()) {
             return null;
