@@ -48,6 +48,14 @@ public record Provider(String name, Set<String> kinds, Map<String, Long> prices,
         return own == null || own.isBlank() ? label : own;
     }
 
+    /** The same provider with one setting changed (tests, and settings derived at run time). */
+    public Provider withSettings(String key, String value) {
+        Map<String, String> changed = new java.util.TreeMap<>(settings);
+        changed.put(key, value);
+        return new Provider(name, kinds, prices, label, maxConcurrency, callDeadline, idempotentSubmit, rateLimitBackoff, sizes,
+                errors, Map.copyOf(changed), adapter);
+    }
+
     /** The same provider with its adapter route file as now loaded. */
     public Provider withAdapter(AdapterSource source) {
         return source.equals(adapter) ? this : new Provider(name, kinds, prices, label, maxConcurrency, callDeadline,
