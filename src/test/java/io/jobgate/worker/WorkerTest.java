@@ -648,7 +648,9 @@ class WorkerTest {
                 jobgate.provider.dropin.size.portrait = 1024x1536
                 """);
         await().atMost(Duration.ofSeconds(5)).until(() -> providers.find("dropin").isPresent());
-        Files.writeString(dropInRoutes.resolve("dropin.camel.yaml"), """
+        // Written beside, then moved in at once: one file event, one load (a write in place can fire two
+        // events, and the second reload removes the route for a moment, as the first job arrives).
+        Path written = Files.writeString(Files.createTempFile(dropInRoutes.getParent(), "dropin", ".tmp"), """
                 - route:
                     id: provider-dropin
                     from:
@@ -668,7 +670,9 @@ class WorkerTest {
                                   jsonpath: "$.image"
                               - setProperty: {name: JobgateOutcome, constant: succeeded}
                 """);
-        await().atMost(Duration.ofSeconds(20)).until(() -> context.getRoute("provider-dropin") != null);
+        Files.move(written, dropInRoutes.resolve("dropin.camel.yaml"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        await().atMost(Duration.ofSeconds(20)).until(() -> context.getRoute("provider-dropin") != null
+                && providers.notRunning("dropin").isEmpty());
 
         UUID id = submit(tag, "dropin");
         Jobs.awaitStatus(id, "succeeded");
