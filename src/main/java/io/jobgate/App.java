@@ -35,10 +35,10 @@ public final class App {
                     usage: java -jar jobgate.jar simulator [--port 8090]
                       The offline provider (Replicate-shaped predictions API, signed webhooks); its processing time,
                       slowness and fault rates come from jobgate.simulator.* in config/application.properties."""),
-            new Command("bench", "measure the gateway: admission, relay, worker latency, backlog drain, restart",
+            new Command("bench", "measure the gateway: admission, relay, worker latency, backlog drain, history, restart",
                     """
                     usage: java -jar jobgate.jar bench [--jdbc-url URL --db-user U [--db-password P]]
-                                 [--only worker|admission|relay|drain|restart] [options]
+                                 [--only worker|admission|relay|drain|history|restart] [options]
                       Prints figures beside the same run's pgbench and artemis perf ceilings; asserts nothing.
                       Options and what each figure means: README, "Benchmark"."""),
             new Command("help", "list the commands; '<command> --help' describes one",

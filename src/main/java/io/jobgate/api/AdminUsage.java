@@ -41,7 +41,9 @@ public final class AdminUsage {
 
     public void get(Exchange exchange) {
         Instant to = UsageApi.instant(exchange.getIn().getHeader("to", String.class), "to", clock.instant());
-        Instant from = UsageApi.instant(exchange.getIn().getHeader("from", String.class), "from", to.minus(UsageApi.DEFAULT_RANGE));
+        // The same default range as the tenant's report: whole UTC days, from the start of the day 30 days ago.
+        Instant from = UsageApi.instant(exchange.getIn().getHeader("from", String.class), "from",
+                to.minus(UsageApi.DEFAULT_RANGE).truncatedTo(java.time.temporal.ChronoUnit.DAYS));
         if (!from.isBefore(to)) {
             throw ApiProblem.of(400, "invalid_parameter", "'from' must be before 'to'.").with("field", "from");
         }

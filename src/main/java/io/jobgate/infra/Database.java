@@ -22,6 +22,21 @@ public final class Database {
 
     /** A pool whose sessions carry extra server settings ({@code -c name=value ...}). */
     public static HikariDataSource pool(String name, String url, String user, String password, int size, String options) {
+        return new HikariDataSource(config(name, url, user, password, size, options));
+    }
+
+    /**
+     * The same pool, opening no connection until {@link StartingDataSource#ready}: the beans hold it
+     * while the database is still starting.
+     */
+    public static StartingDataSource startingPool(String name, String url, String user, String password, int size,
+                                                  String options) {
+        StartingDataSource pool = new StartingDataSource();
+        config(name, url, user, password, size, options).copyStateTo(pool);
+        return pool;
+    }
+
+    private static HikariConfig config(String name, String url, String user, String password, int size, String options) {
         HikariConfig config = new HikariConfig();
         config.setPoolName(name);
         config.setJdbcUrl(url);
@@ -36,7 +51,7 @@ public final class Database {
         // Our statements are short key lookups and batch writes: a generic plan is as good as a
         // custom one and saves planning on every execution (measured: ~0.25 ms per admission batch).
         config.addDataSourceProperty("options", ("-c plan_cache_mode=force_generic_plan " + options).trim());
-        return new HikariDataSource(config);
+        return config;
     }
 
     /**

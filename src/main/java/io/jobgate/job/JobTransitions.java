@@ -351,8 +351,8 @@ public final class JobTransitions {
                 p.addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter())
                         .addValue("revision", change.revision());
                 sql = "WITH moved AS (" + update + "), opened AS ("
-                        + " INSERT INTO attempts (job_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)"
-                        + " SELECT :job, m.attempts, m.lease_token, :worker, :adapter, :revision, :now FROM moved m"
+                        + " INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)"
+                        + " SELECT :job, m.tenant_id, m.attempts, m.lease_token, :worker, :adapter, :revision, :now FROM moved m"
                         + " RETURNING attempt) SELECT m.*, (SELECT attempt FROM opened) AS opened_attempt FROM moved m";
             }
             List<Map<String, Object>> rows = jdbc.queryForList(sql, p);

@@ -267,27 +267,44 @@ public final class ProviderCatalog {
      * returned, one line each (left out for that class: the caller logs it and health shows it).
      */
     public List<String> verifyFits(List<Preset> presets) {
-        List<String> leftOut = new java.util.ArrayList<>();
+        for (Misfit misfit : misfits(presets)) {
+            if (misfit.provider().equals(defaults.get(misfit.preset().kind()))) {
+                throw new IllegalStateException("default provider for " + misfit.preset().kind() + " '" + misfit.provider()
+                        + "' cannot serve " + misfit.preset().id() + " v" + misfit.preset().version() + " "
+                        + misfit.aspectClass() + ": " + misfit.why());
+            }
+        }
+        return leftOut(presets);
+    }
+
+    /**
+     * The same lines as {@link #verifyFits} for the providers as they are now (a settings file dropped
+     * in since the start included), never throwing: what health shows.
+     */
+    public List<String> leftOut(List<Preset> presets) {
+        return misfits(presets).stream().map(m -> m.provider() + " left out for " + m.preset().id() + " v"
+                + m.preset().version() + " " + m.aspectClass() + ": " + m.why()).toList();
+    }
+
+    private record Misfit(String provider, Preset preset, String aspectClass, String why) {
+    }
+
+    private List<Misfit> misfits(List<Preset> presets) {
+        List<Misfit> misfits = new java.util.ArrayList<>();
         for (Preset preset : presets) {
             for (Provider provider : scan.providers().values()) {
                 if (!provider.kinds().contains(preset.kind())) {
                     continue;
                 }
                 for (String aspect : preset.aspectClasses().keySet()) {
-                    String misfit = misfit(provider, preset, aspect);
-                    if (misfit == null) {
-                        continue;
+                    String why = misfit(provider, preset, aspect);
+                    if (why != null) {
+                        misfits.add(new Misfit(provider.name(), preset, aspect, why));
                     }
-                    if (provider.name().equals(defaults.get(preset.kind()))) {
-                        throw new IllegalStateException("default provider for " + preset.kind() + " '" + provider.name()
-                                + "' cannot serve " + preset.id() + " v" + preset.version() + " " + aspect + ": " + misfit);
-                    }
-                    leftOut.add(provider.name() + " left out for " + preset.id() + " v" + preset.version() + " " + aspect
-                            + ": " + misfit);
                 }
             }
         }
-        return List.copyOf(leftOut);
+        return misfits;
     }
 
     /**

@@ -22,16 +22,26 @@ import org.springframework.jdbc.core.JdbcTemplate;
 public final class UsageReport {
 
     private final JdbcTemplate jdbc;
+    private final java.time.Clock clock;
 
-    public UsageReport(JdbcTemplate jdbc) {
+    public UsageReport(JdbcTemplate jdbc, java.time.Clock clock) {
         this.jdbc = jdbc;
+        this.clock = clock;
     }
 
-    /** The whole days inside [from, to); an empty span (start = end = to) when there is none. */
+    /**
+     * The whole days inside [from, to); an empty span (start = end = to) when there is none. A range
+     * that ends now or later holds all of today that exists, so today counts as a whole day (read from
+     * its rollup row and the pending tail, not from the raw rows).
+     */
     record Days(Instant start, Instant end) {
-        static Days within(Instant from, Instant to) {
+        static Days within(Instant from, Instant to, Instant now) {
             Instant start = from.truncatedTo(ChronoUnit.DAYS).equals(from) ? from : from.truncatedTo(ChronoUnit.DAYS).plus(1, ChronoUnit.DAYS);
             Instant end = to.truncatedTo(ChronoUnit.DAYS);
+            Instant tomorrow = now.truncatedTo(ChronoUnit.DAYS).plus(1, ChronoUnit.DAYS);
+            if (!to.isBefore(now) && end.isBefore(tomorrow)) {
+                end = tomorrow;
+            }
             return start.isBefore(end) ? new Days(start, end) : new Days(to, to);
         }
 
@@ -51,7 +61,7 @@ public final class UsageReport {
 
     /** Metered at admission, per provider, kind and unit: jobs, units, debited, refunded, cost (micro-units). */
     public List<Map<String, Object>> lines(String tenant, Instant from, Instant to) {
-        Days days = Days.within(from, to);
+        Days days = Days.within(from, to, clock.instant());
         return jdbc.query("""
                 SELECT provider, kind, nullif(unit, '') AS unit, sum(jobs) AS jobs, sum(units) AS units,
                        sum(debited) AS debited_micros, sum(refunded) AS refunded_micros
@@ -90,7 +100,7 @@ public final class UsageReport {
 
     /** What the providers billed, per provider, kind and unit: attempts and units, as they reported them. */
     public List<Map<String, Object>> providerBilling(String tenant, Instant from, Instant to) {
-        Days days = Days.within(from, to);
+        Days days = Days.within(from, to, clock.instant());
         return jdbc.query("""
                 SELECT provider, kind, nullif(unit, '') AS unit, sum(attempts) AS attempts, sum(units) AS units
                   FROM (SELECT provider, kind, unit, attempts, units FROM billing_daily WHERE tenant_id = ? AND day >= ? AND day < ?
@@ -100,7 +110,7 @@ public final class UsageReport {
                         UNION ALL
                         SELECT a.adapter, j.kind, coalesce(a.billed_unit, ''), 1, a.billed_units
                           FROM attempts a JOIN jobs j ON j.job_id = a.job_id
-                         WHERE a.billed_units IS NOT NULL AND j.tenant_id = ?
+                         WHERE a.billed_units IS NOT NULL AND a.tenant_id = ?
                            AND ((a.started_at >= ? AND a.started_at < ?) OR (a.started_at >= ? AND a.started_at < ?))) parts
                  GROUP BY provider, kind, unit HAVING sum(attempts) <> 0 OR sum(units) <> 0
                  ORDER BY provider, kind, unit""", (rs, i) -> {

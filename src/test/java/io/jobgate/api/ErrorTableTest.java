@@ -119,6 +119,11 @@ class ErrorTableTest {
                 entry("invalid_input", () -> api.postJob(ACME, key(), invoice("S".repeat(200)))),
                 entry("unknown_upload", () -> api.postJob(ACME, key(),
                         "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + UUID.randomUUID() + "\"}")),
+                entry("upload_expired", () -> {
+                    String upload = api.upload(ACME, "audio/wav", Samples.wav(321)).json().path("upload_id").asText();
+                    Db.update("UPDATE uploads SET expired_at = now() WHERE upload_id = ?::uuid", upload);
+                    return api.postJob(ACME, key(), "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + upload + "\"}");
+                }),
                 entry("unknown_provider", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"nobody\", "))),
                 entry("provider_not_running", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"noroute\", "))),
                 entry("aspect_class_not_rendered", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"squareonly\", "))),

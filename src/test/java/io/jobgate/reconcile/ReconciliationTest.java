@@ -561,7 +561,8 @@ class ReconciliationTest {
                 "from=" + today + "&to=" + today.plus(Duration.ofDays(1)),                       // one whole day
                 "from=" + today.minus(Duration.ofDays(3)) + "&to=" + today.plus(Duration.ofDays(2)), // whole days
                 "from=" + Instant.now().minusSeconds(3600) + "&to=" + Instant.now().plusSeconds(3600), // partial days only
-                "from=" + today.minus(Duration.ofHours(30)) + "&to=" + Instant.now().plusSeconds(60)); // edges and a whole day
+                "from=" + today.minus(Duration.ofHours(30)) + "&to=" + Instant.now().plusSeconds(60), // edges and a whole day
+                "");                                                                                  // the default: whole days, today too
         // The roll-up here is this test's own (the route runs with the sweeper role).
         boolean rolling = context.getRouteController().getRouteStatus("usage-rollups").isStarted();
         if (rolling) {
