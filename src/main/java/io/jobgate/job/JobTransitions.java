@@ -101,7 +101,7 @@ public final class JobTransitions {
                 Effect.STATUS_EVENT),
         /**
          * An operator gives a failed job a new attempt under its id (never a cancelled one): the only
-         * way out of a terminal state, allowed by the database for exactly this change (V15).
+         * way out of a terminal state, allowed by the database for exactly this change (V18).
          */
         REDRIVE(QUEUED, EnumSet.of(FAILED), Effect.REOPEN, Effect.DROP_DISPATCH, Effect.DISPATCH_AT, Effect.STATUS_EVENT);
 
@@ -368,7 +368,7 @@ public final class JobTransitions {
                 long cost = ((Number) row.get("cost_micros")).longValue();
                 long refund = Math.multiplyExact(cost, (long) change.refundPercent()) / 100;
                 if (refund > 0) {
-                    // The debit's metered units go back in the same share; once per redrive (V15: a redriven
+                    // The debit's metered units go back in the same share; once per redrive (V18: a redriven
                     // job was charged again for what its last failure refunded).
                     p.addValue("refund", refund).addValue("cost", cost).addValue("reference", change.category());
                     int refunded = jdbc.update("""

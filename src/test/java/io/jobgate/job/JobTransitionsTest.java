@@ -282,7 +282,7 @@ class JobTransitionsTest {
         UUID id = jobIn(from).jobId();
         String sql = "UPDATE jobs SET status = '" + to.wire() + "'"
                 + (to.terminal() ? ", finalized_at = now(), lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL" : "")
-                // Out of a terminal state only a redrive (V15): final no more, one more redrive counted.
+                // Out of a terminal state only a redrive (V18): final no more, one more redrive counted.
                 + (from.terminal() && !to.terminal() ? ", finalized_at = NULL, redrives = redrives + 1" : "")
                 + " WHERE job_id = '" + id + "'";
         if (JobTransitions.pairs().contains(List.of(from, to))) {
