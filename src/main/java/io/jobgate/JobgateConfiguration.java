@@ -121,6 +121,9 @@ public class JobgateConfiguration implements CamelConfiguration {
             tenants.syncTo(jdbc);
             presets.verifyImmutable(jdbc);
         }, () -> { }), true, true);
+        // Which version new jobs get when they name none: the operator's choice, else the latest.
+        io.jobgate.preset.PresetDefaults presetDefaults = new io.jobgate.preset.PresetDefaults(jdbc, transactions, presets, clock);
+        presets.useDefaults(presetDefaults::pinned);
         ProviderCatalog providers = ProviderCatalog.load(Arrays.stream(settings.required("jobgate.providers.dirs").split(","))
                 .map(String::trim).filter(d -> !d.isEmpty()).map(Path::of).toList(), settings);
         context.getPropertiesComponent().addPropertiesSource(new ProviderSettingsSource(providers));
@@ -134,7 +137,9 @@ public class JobgateConfiguration implements CamelConfiguration {
                                 java.util.stream.Collectors.joining(", "))))
                 .forEach((provider, classes) -> LOG.info("provider {} is left out for {} (the reasons: /observe/health)",
                         provider, classes));
-        providers.watchAdapters(new io.jobgate.adapter.AdapterRoutes(context));
+        io.jobgate.adapter.AdapterRoutes adapterRoutes = new io.jobgate.adapter.AdapterRoutes(context);
+        providers.watchAdapters(adapterRoutes);
+        providers.readAdapterSources(adapterRoutes::source);
         UploadStore uploads = new UploadStore(jdbc, transactions);
         String bucket = settings.required("jobgate.s3.bucket");
         registry.bind("tenantDirectory", tenants);
@@ -252,7 +257,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("usageRollups", new io.jobgate.usage.UsageRollups(jdbc, settings.intValue("jobgate.usage.rollup-batch", 1, 100_000)));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
-        registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs));
+        registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs,
+                new io.jobgate.job.Redrives(jdbc, transactions, transitions)));
+        registry.bind("presetsAdmin", new io.jobgate.api.PresetsAdmin(presetDefaults));
+        registry.bind("adminUsage", new io.jobgate.api.AdminUsage(new io.jobgate.usage.UsageReport(jdbc, clock), providers, clock));
         registry.bind("jmsIntake", new JmsIntake(tenants, admission, meters));
         registry.bind("startupTimes", startupTimes);
         startupTimes.wired();

@@ -95,7 +95,7 @@ public final class ProviderCatalog {
 
     /** Every provider of the last scan. */
     public java.util.List<Provider> all() {
-        return java.util.List.copyOf(scan.providers().values());
+        return scan.providers().values().stream().map(this::withAdapter).toList();
     }
 
     /** The provider of that name; an unknown name re-reads the directories (at most once a second). */
@@ -104,7 +104,21 @@ public final class ProviderCatalog {
         if (provider == null && rescan()) {
             provider = scan.providers().get(name);
         }
-        return Optional.ofNullable(provider);
+        return Optional.ofNullable(provider).map(this::withAdapter);
+    }
+
+    /**
+     * Tells the catalog where to read a provider's adapter route file as loaded now (digest and the
+     * settings it reads): part of its revision, and changed by a hot reload without a settings change.
+     */
+    public void readAdapterSources(java.util.function.Function<String, AdapterSource> sources) {
+        this.adapterSources = sources;
+    }
+
+    private volatile java.util.function.Function<String, AdapterSource> adapterSources = name -> AdapterSource.UNKNOWN;
+
+    private Provider withAdapter(Provider provider) {
+        return provider.withAdapter(adapterSources.apply(provider.name()));
     }
 
     /**
@@ -191,7 +205,8 @@ public final class ProviderCatalog {
         });
         return new Provider(name, kinds, Map.copyOf(prices), values.getOrDefault("revision", "1"), maxConcurrency,
                 Duration.ofMillis(deadlineMs), Boolean.parseBoolean(values.getOrDefault("idempotent-submit", "false")),
-                Duration.ofSeconds(rateLimitBackoff), Map.copyOf(sizes), ProviderErrors.parse(prefix, values), Map.copyOf(values));
+                Duration.ofSeconds(rateLimitBackoff), Map.copyOf(sizes), ProviderErrors.parse(prefix, values), Map.copyOf(values),
+                AdapterSource.UNKNOWN);
     }
 
     private static int whole(String key, String value, int min, int max) {
@@ -323,7 +338,7 @@ public final class ProviderCatalog {
         String preferred = defaults.get(preset.kind());
         List<Provider> candidates = new java.util.ArrayList<>();
         find(preferred == null ? "" : preferred).ifPresent(candidates::add);
-        scan.providers().values().stream().filter(p -> !p.name().equals(preferred)).forEach(candidates::add);
+        scan.providers().values().stream().filter(p -> !p.name().equals(preferred)).map(this::withAdapter).forEach(candidates::add);
         return candidates.stream()
                 .filter(p -> misfit(p, preset, aspectClass) == null && whyNotRunning.apply(p.name()) == null)
                 .findFirst()

@@ -54,6 +54,11 @@ public final class UsageReport {
         }
     }
 
+    /** Every tenant known to the gateway (operator reports across tenants). */
+    public List<String> tenants() {
+        return jdbc.queryForList("SELECT tenant_id FROM tenants ORDER BY tenant_id", String.class);
+    }
+
     /** Metered at admission, per provider, kind and unit: jobs, units, debited, refunded, cost (micro-units). */
     /** The tenant's balance now (micro-units; the ledger's sum, kept by its trigger). */
     public long balanceMicros(String tenant) {
@@ -70,14 +75,14 @@ public final class UsageReport {
                   FROM (SELECT provider, kind, unit, jobs, units, debited_micros AS debited, refunded_micros AS refunded
                           FROM usage_daily WHERE tenant_id = ? AND day >= ? AND day < ?
                         UNION ALL
-                        SELECT j.provider, j.kind, coalesce(l.unit, ''), CASE WHEN l.entry_type = 'debit' THEN 1 ELSE 0 END,
+                        SELECT j.provider, j.kind, coalesce(l.unit, ''), CASE WHEN l.entry_type = 'debit' AND l.redrive = 0 THEN 1 ELSE 0 END,
                                coalesce(l.units, 0), CASE WHEN l.entry_type = 'debit' THEN -l.amount_micros ELSE 0 END,
                                CASE WHEN l.entry_type = 'refund' THEN l.amount_micros ELSE 0 END
                           FROM ledger l JOIN jobs j ON j.job_id = l.job_id
                          WHERE l.tenant_id = ? AND l.entry_type IN ('debit', 'refund')
                            AND ((l.created_at >= ? AND l.created_at < ?) OR (l.created_at >= ? AND l.created_at < ?))
                         UNION ALL
-                        SELECT j.provider, j.kind, coalesce(l.unit, ''), CASE WHEN l.entry_type = 'debit' THEN 1 ELSE 0 END,
+                        SELECT j.provider, j.kind, coalesce(l.unit, ''), CASE WHEN l.entry_type = 'debit' AND l.redrive = 0 THEN 1 ELSE 0 END,
                                coalesce(l.units, 0), CASE WHEN l.entry_type = 'debit' THEN -l.amount_micros ELSE 0 END,
                                CASE WHEN l.entry_type = 'refund' THEN l.amount_micros ELSE 0 END
                           FROM usage_pending p JOIN ledger l ON l.entry_id = p.entry_id JOIN jobs j ON j.job_id = l.job_id

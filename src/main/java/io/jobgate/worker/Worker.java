@@ -382,8 +382,10 @@ public final class Worker {
         if (cancelledInFlight) {
             outcome = "cancelled_in_flight";
         }
-        meters.attempt(provider.name(), lease.tenantId(), result.succeeded() || result.pending() ? d.outcome
-                : result.category() == null ? outcome : result.category().wire());
+        String counted = result.succeeded() || result.pending() ? d.outcome
+                : result.category() == null ? outcome : result.category().wire();
+        meters.attempt(provider.name(), lease.tenantId(), counted);
+        meters.revisionAttempt(provider.name(), provider.revision(lease.kind()), counted);
         if (result.category() == ErrorCategory.RATE_LIMITED) {
             meters.rateLimited(provider.name(), lease.tenantId());
         }

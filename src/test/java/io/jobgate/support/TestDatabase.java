@@ -88,6 +88,12 @@ public final class TestDatabase {
             }
             if (migrated) {
                 s.execute("TRUNCATE ledger, outbox, jobs, uploads RESTART IDENTITY CASCADE");
+                try (var rs = s.executeQuery("SELECT to_regclass('public.preset_defaults') IS NOT NULL")) {
+                    rs.next();
+                    if (rs.getBoolean(1)) {
+                        s.execute("TRUNCATE preset_defaults, preset_default_changes"); // an operator's choices: per test class
+                    }
+                }
                 try (var rs = s.executeQuery("SELECT to_regclass('public.usage_daily') IS NOT NULL")) {
                     rs.next();
                     if (rs.getBoolean(1)) {
