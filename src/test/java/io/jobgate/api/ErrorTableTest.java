@@ -56,6 +56,11 @@ class ErrorTableTest {
         api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.uploads.max-bytes", Integer.toString(UPLOAD_CAP))));
     }
 
+    ApiClient.Response admin(String method, String path, String json) {
+        return api.send(api.request(path, "dev-admin-key").header("Content-Type", "application/json")
+                .method(method, java.net.http.HttpRequest.BodyPublishers.ofString(json)).build());
+    }
+
     static String invoice(String supplier) {
         return """
                 {"preset_id": "invoice-clean", "aspect_class": "portrait",
@@ -101,6 +106,22 @@ class ErrorTableTest {
                     finalizer.finalizeJob(UUID.fromString(id), JobFinalizer.Outcome.failed("transient", "failed for the test"));
                     return api.post(ACME, "/v1/jobs/" + id + "/cancel");
                 }),
+                entry("not_redrivable", () -> {
+                    String id = api.postJob(ACME, key(), invoice("Open")).json().path("job_id").asText();
+                    return admin("POST", "/v1/admin/jobs/" + id + "/redrive", "{\"operator\": \"ops\"}");
+                }),
+                entry("redrive_lifetime_exceeded", () -> {
+                    String id = api.postJob(ACME, key(), invoice("Old")).json().path("job_id").asText();
+                    finalizer.finalizeJob(UUID.fromString(id), JobFinalizer.Outcome.failed("transient", "failed for the test"));
+                    // A day later than its lifetime allowed (a final job is otherwise unchangeable).
+                    Db.execute("SET session_replication_role = replica; UPDATE jobs SET expires_at = now() - interval '1 day' "
+                            + "WHERE job_id = '" + id + "'");
+                    return admin("POST", "/v1/admin/jobs/" + id + "/redrive", "{\"operator\": \"ops\"}");
+                }),
+                entry("preset_not_found", () -> admin("PUT", "/v1/admin/presets/no-such-preset/default",
+                        "{\"version\": 1, \"operator\": \"ops\"}")),
+                entry("unknown_preset_version", () -> admin("PUT", "/v1/admin/presets/invoice-clean/default",
+                        "{\"version\": 99, \"operator\": \"ops\"}")),
                 entry("not_ready", () -> {
                     String id = api.postJob(ACME, key(), invoice("Waiting")).json().path("job_id").asText();
                     return api.get(ACME, "/v1/jobs/" + id + "/output");
