@@ -10,8 +10,12 @@ set -euo pipefail
 unpacked=$1 out=$2 version=$3 integrity=$4 jar=$5
 script=${BASH_SOURCE[0]}
 
-# Up to date: nothing to do (keeps "mvn test" quick).
-if [ -f "$out" ] && [ "$out" -nt "$script" ] && [ "$out" -nt "$unpacked/index.html" ]; then
+# Up to date (same inputs, built after this script and the unpacked war): nothing to do, so
+# "mvn test" stays quick.
+stamp="$(dirname "$unpacked")/hawtio-webapp.inputs"
+inputs="monaco-editor@$version $integrity"
+if [ -f "$out" ] && [ "$out" -nt "$script" ] && [ "$out" -nt "$unpacked/index.html" ] \
+    && [ "$(cat "$stamp" 2>/dev/null)" = "$inputs" ]; then
   exit 0
 fi
 
@@ -52,3 +56,4 @@ sed -i 's#"appName": "Hawtio Management Console"#"appName": "jobgate · Hawtio"#
 mkdir -p "$(dirname "$out")"
 rm -f "$out"
 "$jar" --create --no-manifest --file "$out" -C "$webapp" .
+printf '%s' "$inputs" > "$stamp"

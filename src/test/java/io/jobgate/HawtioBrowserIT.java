@@ -90,6 +90,13 @@ class HawtioBrowserIT {
             ApiClient.Response viaConsole = console.send(HttpRequest.newBuilder(URI.create(console.base() + "/hawtio/jolokia/"))
                     .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(write)).build());
             assertThat(viaConsole.json().path("status").asInt()).as(viaConsole.text()).isEqualTo(403);
+            // A page of another site in the operator's browser gets nothing through the console.
+            String suspend = """
+                    {"type": "exec", "mbean": "org.apache.camel:context=jobgate,type=routes,name=\\"create-job\\"", "operation": "suspend()"}""";
+            ApiClient.Response crossSite = console.send(HttpRequest.newBuilder(URI.create(console.base() + "/hawtio/jolokia/"))
+                    .header("Origin", "https://elsewhere.example").header("Content-Type", "text/plain")
+                    .POST(HttpRequest.BodyPublishers.ofString(suspend)).build());
+            assertThat(crossSite.status()).as(crossSite.text()).isEqualTo(403);
 
             Files.createDirectories(OUT);
             Files.deleteIfExists(OUT.resolve("routes.png"));

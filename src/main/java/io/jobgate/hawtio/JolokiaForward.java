@@ -41,6 +41,13 @@ public final class JolokiaForward extends HttpServlet {
             response.sendError(HttpServletResponse.SC_METHOD_NOT_ALLOWED);
             return;
         }
+        // A page of another site in the operator's browser could post here (the console has no login):
+        // browsers name the page's origin, and only the console's own pages may act through it.
+        String origin = request.getHeader("Origin");
+        if (origin != null && !sameOrigin(origin, request)) {
+            response.sendError(HttpServletResponse.SC_FORBIDDEN, "cross-origin request refused");
+            return;
+        }
         // The raw path after /jolokia: Jolokia's GET syntax escapes inside the path.
         String rest = request.getRequestURI().substring(request.getContextPath().length() + request.getServletPath().length());
         String query = request.getQueryString();
@@ -69,5 +76,10 @@ public final class JolokiaForward extends HttpServlet {
         response.setStatus(answer.statusCode());
         answer.headers().firstValue("Content-Type").ifPresent(response::setContentType);
         response.getOutputStream().write(answer.body());
+    }
+
+    static boolean sameOrigin(String origin, HttpServletRequest request) {
+        String host = request.getHeader("Host");
+        return host != null && (origin.equalsIgnoreCase("http://" + host) || origin.equalsIgnoreCase("https://" + host));
     }
 }
