@@ -19,15 +19,26 @@ if [ -f "$out" ] && [ "$out" -nt "$script" ] && [ "$out" -nt "$unpacked/index.ht
   exit 0
 fi
 
-command -v npm >/dev/null || { echo "hawtio-webapp.sh: npm is needed to fetch monaco-editor $version" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # A copy: Maven unpacks the war once, and this must give the same result every time.
 webapp="$work/webapp"
 cp -r "$unpacked" "$webapp"
-# npm's own cache serves later builds without the network.
-(cd "$work" && npm pack --silent "monaco-editor@$version" >/dev/null)
+# npm's own cache serves later builds without the network; a machine with only a JDK and Maven
+# fetches the same tarball from the registry (checked the same way below).
 tarball="$work/monaco-editor-$version.tgz"
+registry="${npm_config_registry:-https://registry.npmjs.org}"
+url="${registry%/}/monaco-editor/-/monaco-editor-$version.tgz"
+if command -v npm >/dev/null; then
+  (cd "$work" && npm pack --silent "monaco-editor@$version" >/dev/null)
+elif command -v curl >/dev/null; then
+  curl -fsSL -o "$tarball" "$url"
+elif command -v wget >/dev/null; then
+  wget -q -O "$tarball" "$url"
+else
+  echo "hawtio-webapp.sh: npm, curl or wget is needed to fetch monaco-editor $version" >&2
+  exit 1
+fi
 # npm's integrity is sha512-<base64 digest>; compare as hex (coreutils only).
 expected=$(printf '%s' "${integrity#sha512-}" | base64 -d | od -An -v -tx1 | tr -d ' \n')
 actual=$(sha512sum "$tarball" | cut -d' ' -f1)
