@@ -10,7 +10,7 @@ import io.jobgate.bench.Bench;
 
 /**
  * One binary, several commands: {@code run} (default) starts the gateway, {@code bench} measures it,
- * {@code simulator} runs the bundled provider on its own, {@code demo} drives a running gateway.
+ * {@code simulator} runs the bundled provider on its own, {@code demo} drives a running gateway, {@code hawtio} serves the console on one.
  * {@code help} (or {@code --help}) lists them; {@code <command> --help} describes one without
  * running it. The commands depend on the gateway ({@link Gateway}), never the other way round.
  */
@@ -42,6 +42,13 @@ public final class App {
                     usage: java -jar jobgate.jar simulator [--port 8090]
                       The offline provider (Replicate-shaped predictions API, signed webhooks); its processing time,
                       slowness and fault rates come from jobgate.simulator.* in config/application.properties."""),
+            new Command("hawtio", "start the Hawtio console (embedded Jetty) on a running gateway's routes, offline",
+                    """
+                    usage: java -jar jobgate.jar hawtio [--port 8081] [--host 127.0.0.1] [--gateway http://127.0.0.1:8080]
+                      Serves Hawtio at http://<host>:<port>/hawtio/, already showing the gateway's routes, MBeans and
+                      route diagrams through its Jolokia (<gateway>/observe/jolokia). A gateway on another host needs
+                      the admin key: set JOBGATE_ADMIN_API_KEY. Anyone who reaches the console acts as that operator,
+                      so it listens on loopback unless --host says otherwise. docs/hawtio.md."""),
             new Command("bench", "measure the gateway: admission, relay, worker latency, backlog drain, history, restart",
                     """
                     usage: java -jar jobgate.jar bench [--jdbc-url URL --db-user U [--db-password P]]
@@ -76,6 +83,8 @@ public final class App {
             case "simulator" -> io.jobgate.simulator.SimulatorCommand.main(rest);
             case "demo" -> io.jobgate.demo.Demo.main(rest);
             case "send-job" -> io.jobgate.demo.SendJob.main(rest);
+            // By name only here: Jetty and the war load when this command runs, never on the gateway's start.
+            case "hawtio" -> io.jobgate.hawtio.HawtioCommand.main(rest);
             default -> {
                 PrintStream err = System.err;
                 err.println("unknown command '" + command + "'");
