@@ -47,7 +47,8 @@ class HttpAnswersTest {
 
     @BeforeAll
     void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of()));
+        // A small HTTP body limit, so the layer's own 413 is reached with a small body.
+        api = new ApiClient(GatewayTestSupport.prepare(Map.of("camel.server.max-body-size", Integer.toString(BODY_LIMIT))));
     }
 
     static String call(String method, String path) {
@@ -124,6 +125,16 @@ class HttpAnswersTest {
         Response openApi = api.send(api.request("/openapi.json", null).POST(HttpRequest.BodyPublishers.noBody()).build());
         assertThat(openApi.status()).isEqualTo(405);
         assertThat(openApi.header("Allow")).isEqualTo("GET");
+    }
+
+    static final int BODY_LIMIT = 512 * 1024;
+
+    @Test
+    void aBodyOverTheHttpLayersLimitIsAProblemDocument() {
+        Response r = api.upload(ACME, "image/png", new byte[BODY_LIMIT + 1024]);
+        assertThat(r.status()).as(r.text()).isEqualTo(413);
+        assertThat(r.contentType()).isEqualTo("application/problem+json");
+        assertThat(r.code()).isEqualTo("request_too_large");
     }
 
     @Test
