@@ -54,10 +54,13 @@ class MigrationStampTest {
             Database.migrate(ds); // the restart: nothing to apply, Flyway's own result would say null
             String newest;
             try (var files = Files.list(Path.of("src/main/resources", MigrationStamp.LOCATION))) {
+                // V18__a, V18_1__b, V18_2__c: versions 18, 18.1, 18.2, compared part by part.
                 newest = files.map(f -> f.getFileName().toString())
-                        .filter(n -> n.matches("V\\d+__.*"))
-                        .map(n -> Integer.parseInt(n.substring(1, n.indexOf("__"))))
-                        .max(Integer::compare).orElseThrow().toString();
+                        .filter(n -> n.matches("V\\d+(_\\d+)*__.*"))
+                        .map(n -> n.substring(1, n.indexOf("__")).replace('_', '.'))
+                        .max(java.util.Comparator.comparing((String v) -> java.util.Arrays.stream(v.split("\\."))
+                                .mapToInt(Integer::parseInt).toArray(), java.util.Arrays::compare))
+                        .orElseThrow();
             }
             assertThat(MigrationStamp.version(ds)).isEqualTo(newest);
         }

@@ -78,7 +78,8 @@ class ExampleProviderTest {
         Jobs.awaitStatus(id, "succeeded");
 
         var job = api.get(ACME, "/v1/jobs/" + id).json();
-        assertThat(job.path("adapter_revision").asText()).isEqualTo("pixelforge-1");
+        // The file's label and a digest of the route and the request-shaping settings (derived revision).
+        assertThat(job.path("adapter_revision").asText()).matches("pixelforge-1@[0-9a-f]{10}");
         assertThat(job.path("output").path("width").asInt()).isEqualTo(1024);
         assertThat(api.getBytes(ACME, job.path("links").path("output").asText())).isEqualTo(png);
         pixelforge.verify(postRequestedFor(urlPathEqualTo("/v1/render"))
