@@ -182,7 +182,8 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.millis("jobgate.providers.readiness-period-ms", 1000, 86_400_000),
                 settings.millis("jobgate.providers.readiness-backoff-ms", 10, 60_000)));
         OutputStore outputs = new OutputStore(context.createProducerTemplate(), bucket, workerSettings.maxOutputBytes(),
-                workerSettings.inMemoryOutputBytes(), presets);
+                workerSettings.inMemoryOutputBytes(), presets, s3,
+                settings.longValue("jobgate.worker.max-video-output-bytes", 1, 1L << 40));
         AdapterCaller adapters = new AdapterCaller(context);
         registry.bind("jobLeases", leases);
         registry.bind("outputStore", outputs);

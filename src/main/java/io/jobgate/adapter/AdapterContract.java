@@ -63,11 +63,14 @@ public final class AdapterContract {
     public static final String IDEMPOTENCY_KEY = "JobgateIdempotencyKey";
     public static final String PRESET_ID = "JobgatePresetId";
     public static final String PRESET_VERSION = "JobgatePresetVersion";
-    /** {@code image} or {@code transcription}. */
+    /** {@code image}, {@code transcription} or {@code video}. */
     public static final String KIND = "JobgateKind";
     public static final String ASPECT_CLASS = "JobgateAspectClass";
     public static final String WIDTH = "JobgateWidth";
     public static final String HEIGHT = "JobgateHeight";
+    /** Video: the ordered whole seconds and resolution class ({@code 720p}, {@code 1080p}); WIDTH and HEIGHT are its frame. */
+    public static final String DURATION_SECONDS = "JobgateDurationSeconds";
+    public static final String RESOLUTION = "JobgateResolution";
     /** The rendered prompt, raw (for form fields) and as a quoted JSON string literal (for JSON bodies). */
     public static final String PROMPT = "JobgatePrompt";
     public static final String PROMPT_JSON = "JobgatePromptJson";
