@@ -185,6 +185,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                 workerSettings.inMemoryOutputBytes(), presets, s3,
                 settings.longValue("jobgate.worker.max-video-output-bytes", 1, 1L << 40));
         AdapterCaller adapters = new AdapterCaller(context);
+        registry.bind("providerCancel", new io.jobgate.adapter.ProviderCancel(jdbc, providers, adapters));
         registry.bind("jobLeases", leases);
         registry.bind("outputStore", outputs);
         registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer(providers));

@@ -55,6 +55,12 @@ public final class AdapterContract {
     public static final String SUBMIT = "submit";
     public static final String LOOKUP = "lookup";
     public static final String WEBHOOK = "webhook";
+    /**
+     * Ask the provider to stop the task {@code JobgateProviderTask} of a job its tenant cancelled (adapters
+     * listing {@code cancel} in {@code operations}); the adapter answers outcome {@code cancelled} when the
+     * provider took note (or had nothing left to stop).
+     */
+    public static final String CANCEL = "cancel";
     /** The provider's name: its error table classifies a reply the adapter set no outcome for. */
     public static final String PROVIDER = "JobgateProvider";
     public static final String JOB_ID = "JobgateJobId";
