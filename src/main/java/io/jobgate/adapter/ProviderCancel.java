@@ -31,12 +31,12 @@ public final class ProviderCancel {
         this.adapters = adapters;
     }
 
-    /** Route step after {@code jobsApi.cancel} (header {@code jobId}); leaves the reply as it is. */
+    /** Route step after {@code jobsApi.cancel} (property {@code jobgateCancelledJob}: the path's job id); leaves the reply as it is. */
     public void afterCancel(Exchange exchange) {
-        String id = exchange.getIn().getHeader("jobId", String.class);
+        String id = exchange.getProperty("jobgateCancelledJob", String.class);
         try {
             cancel(UUID.fromString(id));
-        } catch (IllegalArgumentException e) {
+        } catch (IllegalArgumentException | NullPointerException e) {
             // not a job id: the reply already says so
         }
     }
