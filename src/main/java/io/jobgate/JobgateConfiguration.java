@@ -182,8 +182,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.millis("jobgate.providers.readiness-period-ms", 1000, 86_400_000),
                 settings.millis("jobgate.providers.readiness-backoff-ms", 10, 60_000)));
         OutputStore outputs = new OutputStore(context.createProducerTemplate(), bucket, workerSettings.maxOutputBytes(),
-                workerSettings.inMemoryOutputBytes(), presets, s3,
-                settings.longValue("jobgate.worker.max-video-output-bytes", 1, 1L << 40));
+                workerSettings.inMemoryOutputBytes(), presets, s3);
         AdapterCaller adapters = new AdapterCaller(context);
         registry.bind("providerCancel", new io.jobgate.adapter.ProviderCancel(jdbc, providers, adapters));
         registry.bind("jobLeases", leases);

@@ -51,18 +51,15 @@ public final class OutputStore {
 
     private final PresetCatalog presets;
     private final S3Client s3;
-    private final long maxVideoBytes;
 
     /**
      * @param inMemoryMaxBytes outputs up to this size are checked in memory and written once, to their
      *                         readable key (no quarantine put, copy and delete); bigger ones go through quarantine
      * @param s3               video outputs stream into quarantine by multipart upload, never held whole
-     * @param maxVideoBytes    the largest video output a provider may return
      */
     public OutputStore(ProducerTemplate producer, String bucket, long maxBytes, long inMemoryMaxBytes, PresetCatalog presets,
-                       S3Client s3, long maxVideoBytes) {
+                       S3Client s3) {
         this.s3 = s3;
-        this.maxVideoBytes = maxVideoBytes;
         this.producer = producer;
         this.inMemoryMaxBytes = inMemoryMaxBytes;
         this.presets = presets;
@@ -308,7 +305,8 @@ public final class OutputStore {
         try (InputStream in = open(r.result(), r.deadline())) {
             java.security.MessageDigest sha256 = java.security.MessageDigest.getInstance("SHA-256");
             upload = new MultipartUpload(s3, bucket, key, MediaTypes.MP4);
-            Mp4Probe.Scan scan = Mp4Probe.copy(in, new java.security.DigestOutputStream(upload, sha256), maxVideoBytes);
+            Mp4Probe.Scan scan = Mp4Probe.copy(in, new java.security.DigestOutputStream(upload, sha256),
+                    r.job().video() == null ? OutputSubject.Video.MAX_BYTES : r.job().video().maxBytes());
             upload.close();
             exchange.setProperty(QUARANTINED, new Quarantined(preset, PresetCatalog.aspect(preset, r.job().aspectClass()),
                     r.job().size(), null, key, false, new Streamed(scan, java.util.HexFormat.of().formatHex(sha256.digest()))));

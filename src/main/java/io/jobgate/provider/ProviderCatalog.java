@@ -177,6 +177,17 @@ public final class ProviderCatalog {
             throw new IllegalStateException(prefix + "price." + AUDIO_MINUTE_PRICE + " is required for kind transcription");
         }
         if (kinds.contains(VideoOrder.KIND)) {
+            for (String key : new String[] {"duration-tolerance-ms", "max-video-output-bytes"}) {
+                if (values.containsKey(key)) {
+                    try {
+                        if (Long.parseLong(values.get(key).trim()) < 0) {
+                            throw new NumberFormatException();
+                        }
+                    } catch (NumberFormatException e) {
+                        throw new IllegalStateException(prefix + key + " must be a non-negative whole number");
+                    }
+                }
+            }
             for (String resolution : VideoOrder.RESOLUTIONS) {
                 if (!prices.containsKey(videoSecondPrice(resolution))) {
                     throw new IllegalStateException(prefix + "price." + videoSecondPrice(resolution) + " is required for kind video");
@@ -323,7 +334,8 @@ public final class ProviderCatalog {
      * The provider a job goes to. A named one must serve the preset's kind ({@code unknown_provider}),
      * run ({@code provider_not_running}: settings valid and its adapter route loaded and started) and
      * render the job's class ({@code aspect_class_not_rendered}, with the classes it renders). Without a
-     * name: the default for the kind when it can, else the first (by name) that can.
+     * name: the default for the kind (for a kind without one, the image default) when it can, else the
+     * first (by name) that can.
      */
     public Provider choose(String requested, Preset preset, String aspectClass) {
         if (requested != null) {
@@ -347,7 +359,8 @@ public final class ProviderCatalog {
             }
             return provider;
         }
-        String preferred = defaults.get(preset.kind());
+        // A kind without a default of its own (video) goes to the image default when it serves it.
+        String preferred = defaults.getOrDefault(preset.kind(), defaults.get("image"));
         List<Provider> candidates = new java.util.ArrayList<>();
         find(preferred == null ? "" : preferred).ifPresent(candidates::add);
         scan.providers().values().stream().filter(p -> !p.name().equals(preferred)).forEach(candidates::add);
