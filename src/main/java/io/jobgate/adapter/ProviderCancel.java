@@ -41,6 +41,18 @@ public final class ProviderCancel {
         }
     }
 
+    /**
+     * A task the provider started for a job that was cancelled while the submit was on the wire (its
+     * reference was never recorded): stopped like any other, when the job is indeed cancelled.
+     */
+    public String orphaned(UUID jobId, Provider provider, String task) {
+        if (!provider.supports(AdapterContract.CANCEL) || jdbc.queryForList(
+                "SELECT 1 FROM jobs WHERE job_id = ? AND status = 'cancelled'", jobId).isEmpty()) {
+            return null;
+        }
+        return ask(jobId, provider, task, null);
+    }
+
     /** @return the adapter's outcome, or null when there was nothing to ask */
     public String cancel(UUID jobId) {
         List<Map<String, Object>> rows = jdbc.queryForList("""
@@ -53,15 +65,19 @@ public final class ProviderCancel {
         if (provider == null || !provider.supports(AdapterContract.CANCEL)) {
             return null;
         }
+        return ask(jobId, provider, (String) rows.get(0).get("provider_task"), (String) rows.get(0).get("kind"));
+    }
+
+    private String ask(UUID jobId, Provider provider, String task, String kind) {
         Map<String, Object> properties = new java.util.LinkedHashMap<>();
         properties.put(AdapterContract.JOB_ID, jobId.toString());
         properties.put(AdapterContract.IDEMPOTENCY_KEY, AdapterContract.idempotencyKey(jobId));
-        properties.put(AdapterContract.PROVIDER_TASK, rows.get(0).get("provider_task"));
-        properties.put(AdapterContract.KIND, rows.get(0).get("kind"));
+        properties.put(AdapterContract.PROVIDER_TASK, task);
+        properties.put(AdapterContract.KIND, kind);
         AdapterResult answer = adapters.call(provider, AdapterContract.CANCEL, null, properties);
         String outcome = answer.category() == null ? answer.outcome() : answer.category().wire();
-        LOG.info("cancel job={} provider={} task={} provider answered {} (HTTP {})", jobId, provider.name(),
-                rows.get(0).get("provider_task"), outcome, answer.httpStatus());
+        LOG.info("cancel job={} provider={} task={} provider answered {} (HTTP {})", jobId, provider.name(), task, outcome,
+                answer.httpStatus());
         return outcome;
     }
 }

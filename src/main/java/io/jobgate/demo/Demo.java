@@ -130,11 +130,12 @@ public final class Demo {
             out.printf("%-8s %9d %-40s %7d%n", tenant.getKey(), counts.getOrDefault("succeeded", 0), failed, retries);
         }
         out.printf("%nAll final: %s, in %.1f s.%n", allFinal, took.toMillis() / 1000.0);
-        out.println("Outputs (PNG/JPEG, tenant key required): GET " + (outputs.isEmpty() ? "-" : outputs.get(0)) + " …");
+        String videoOutput = base + "/v1/jobs/" + video + "/output";
+        String image = outputs.stream().filter(o -> !o.equals(videoOutput)).findFirst().orElse("-");
+        out.println("Outputs (PNG/JPEG, tenant key required): GET " + image + " …");
         String videoKey = TENANTS.get(submitted.keySet().iterator().next());
         JsonNode clip = video == null ? null : get(videoKey, "/v1/jobs/" + video);
-        out.println("Video clip (MP4, " + (clip == null ? "-" : clip.path("status").asText()) + "): GET " + base + "/v1/jobs/"
-                + video + "/output");
+        out.println("Video clip (MP4, " + (clip == null ? "-" : clip.path("status").asText()) + "): GET " + videoOutput);
         out.println("Stored under outputs/<tenant>/<job>/output.<ext> with manifest.json beside it, in the S3 bucket "
                 + "(embedded: data/objects/jobgate/).");
         return new Summary(byTenant, outputs, allFinal, took);

@@ -102,6 +102,13 @@ public final class Worker {
         this.meters = meters;
     }
 
+    private volatile io.jobgate.adapter.ProviderCancel providerCancel;
+
+    /** Who asks a provider to stop a task whose job was cancelled meanwhile. */
+    public void useProviderCancel(io.jobgate.adapter.ProviderCancel cancel) {
+        this.providerCancel = cancel;
+    }
+
     /** Test hook: a crash injected at a named step (the process dies there, leaving its lease). */
     @FunctionalInterface
     public interface FaultPoint {
@@ -385,6 +392,10 @@ public final class Worker {
         });
         String outcome = d.outcome;
         String next = d.next;
+        if (result.pending() && "lease_lost".equals(outcome) && result.providerTask() != null && providerCancel != null) {
+            // Cancelled while its submit was on the wire: the task the provider just started is stopped too.
+            providerCancel.orphaned(lease.jobId(), provider, result.providerTask());
+        }
         meters.attempt(provider.name(), lease.tenantId(), result.succeeded() || result.pending() ? outcome
                 : result.category() == null ? outcome : result.category().wire());
         if (result.category() == ErrorCategory.RATE_LIMITED) {

@@ -192,4 +192,22 @@ class FalAdapterTest {
         assertThat(api.post(ACME, "/v1/jobs/" + job + "/cancel").status()).isEqualTo(200);
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'refund'", job)).isEqualTo(1);
     }
+
+    @Test
+    void aJobCancelledWhileItsSubmitIsOnTheWireHasTheTaskFalStartedCancelledToo() {
+        String tag = Jobs.tag();
+        String id = "req-" + tag.toLowerCase();
+        fal.stubFor(post(urlPathEqualTo(SUBMIT)).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200)
+                .withFixedDelay(700).withBody(queued(id))));
+        fal.stubFor(put("/fal-ai/veo3/requests/" + id + "/cancel").willReturn(aResponse().withStatus(200)
+                .withBody("{\"status\": \"OK\"}")));
+        UUID job = submit(tag, 4, "720p");
+        Jobs.awaitStatus(job, "submitting");
+        assertThat(api.post(ACME, "/v1/jobs/" + job + "/cancel").status()).isEqualTo(200);
+        await().atMost(java.time.Duration.ofSeconds(15)).untilAsserted(() ->
+                assertThat(fal.findAll(putRequestedFor(urlEqualTo("/fal-ai/veo3/requests/" + id + "/cancel")))).hasSize(1));
+        assertThat(Db.single("SELECT status, provider_task FROM jobs WHERE job_id = ?", job))
+                .containsEntry("status", "cancelled").containsEntry("provider_task", null);
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'refund'", job)).isEqualTo(1);
+    }
 }
