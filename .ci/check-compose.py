@@ -29,7 +29,9 @@ PROVISIONED = {
                 "/etc/grafana/dashboards/jobgate.json": "config/grafana/jobgate.json"},
 }
 GATEWAY, WORKER = "jobgate", "worker"
-# jobgate.roles per service (README: roles and several instances).
+# The Hawtio console (issue 13): the jar's hawtio command, on the gateway's Jolokia, this host only.
+HAWTIO, HAWTIO_PORT = "hawtio", 8081
+# jobgate.roles per service (docs/settings.md: roles and several instances).
 EXPECTED_ROLES = {
     GATEWAY: {"JOBGATE_ROLES": "api,relay,sweeper,reconciler"},
     WORKER: {"JOBGATE_ROLES": "worker"},
@@ -92,13 +94,60 @@ def named_volume_targets(service, declared):
     return targets
 
 
+def command_words(service):
+    command = service.get("command") or []
+    return command.split() if isinstance(command, str) else [str(c) for c in command]
+
+
+def runs_hawtio(service):
+    words = command_words(service)
+    return any(w.endswith("jobgate.jar") for w in words) and HAWTIO in words
+
+
+def hawtio_problems(service):
+    """The console: the jar's hawtio command on the jobgate service, with the admin key, on loopback."""
+    where = f"service {HAWTIO}:"
+    problems = []
+    words = command_words(service)
+    if not runs_hawtio(service):
+        problems.append(f"{where} does not run 'java -jar jobgate.jar hawtio'")
+    gateway = words[words.index("--gateway") + 1] if "--gateway" in words[:-1] else ""
+    if not re.fullmatch(rf"http://{GATEWAY}:8080/?", gateway):
+        problems.append(f"{where} --gateway is {gateway!r}, not the {GATEWAY} service (http://{GATEWAY}:8080)")
+    if "--host" not in words[:-1] or words[words.index("--host") + 1] != "0.0.0.0":
+        problems.append(f"{where} does not listen on 0.0.0.0 (--host), so its published port cannot reach it")
+    if not environment(service).get("JOBGATE_ADMIN_API_KEY", "").strip():
+        problems.append(f"{where} JOBGATE_ADMIN_API_KEY is not set (the gateway refuses Jolokia to other containers without it)")
+    if GATEWAY not in (service.get("depends_on") or {}):
+        problems.append(f"{where} does not depend on {GATEWAY}")
+    if HAWTIO_PORT not in published_ports(service):
+        problems.append(f"{where} port {HAWTIO_PORT} is not published")
+    elif host_ips(service, HAWTIO_PORT) != {"127.0.0.1"}:
+        problems.append(f"{where} port {HAWTIO_PORT} is published beyond this host (not on 127.0.0.1 only)")
+    return problems
+
+
+def host_ips(service, target):
+    """The host addresses a container port is published on ("" for all of them)."""
+    ips = set()
+    for port in service.get("ports") or []:
+        if isinstance(port, dict):
+            if int(port.get("target", 0)) == target:
+                ips.add(str(port.get("host_ip") or ""))
+            continue
+        parts = str(port).split("/", 1)[0].rsplit(":", 2)  # [ip:][host:]container
+        if int(parts[-1]) == target:
+            ips.add(parts[0] if len(parts) == 3 else "")
+    return ips
+
+
 def check(config):
     problems = []
     services = config.get("services") or {}
     if not services:
         return ["no services"]
     declared = set((config.get("volumes") or {}).keys())
-    for name in [*STATE, GATEWAY, WORKER]:
+    for name in [*STATE, GATEWAY, WORKER, HAWTIO]:
         if name not in services:
             problems.append(f"service {name} is missing")
 
@@ -140,7 +189,8 @@ def check(config):
             if not binds.get(target, "").rstrip("/").endswith(source):
                 problems.append(f"service {name}: {source} is not mounted at {target}")
 
-    gateways = [n for n, s in services.items() if any(k.startswith("JOBGATE_") for k in environment(s))]
+    gateways = [n for n, s in services.items()
+                if any(k.startswith("JOBGATE_") for k in environment(s)) and not runs_hawtio(s)]
     for name in sorted(set(gateways) | ({GATEWAY, WORKER} & set(services))):
         env = environment(services[name])
         where = f"service {name}:"
@@ -151,6 +201,9 @@ def check(config):
         for key, value in EXPECTED_ROLES.get(name, {}).items():
             if env.get(key, "").lower() != value:
                 problems.append(f"{where} {key} is {env.get(key)!r}, not {value}")
+
+    if HAWTIO in services:
+        problems.extend(hawtio_problems(services[HAWTIO]))
 
     if "artemis" in services and JMS_PORT not in published_ports(services["artemis"]):
         problems.append(f"service artemis: the JMS port {JMS_PORT} is not published")
@@ -172,7 +225,8 @@ def main():
     if problems:
         return 1
     print(f"compose.yaml: {len(config['services'])} services checked: healthchecks, restart {RESTART}, "
-          f"pinned images, named volumes, simulator off, public base URL, worker roles, monitoring provisioned")
+          f"pinned images, named volumes, simulator off, public base URL, worker roles, monitoring provisioned, "
+          f"hawtio on the gateway's Jolokia")
     return 0
 
 

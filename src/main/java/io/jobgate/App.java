@@ -10,7 +10,7 @@ import io.jobgate.bench.Bench;
 
 /**
  * One binary, several commands: {@code run} (default) starts the gateway, {@code bench} measures it,
- * {@code simulator} runs the bundled provider on its own, {@code demo} drives a running gateway.
+ * {@code simulator} runs the bundled provider on its own, {@code demo} drives a running gateway, {@code hawtio} serves the console on one.
  * {@code help} (or {@code --help}) lists them; {@code <command> --help} describes one without
  * running it. The commands depend on the gateway ({@link Gateway}), never the other way round.
  */
@@ -25,22 +25,36 @@ public final class App {
                     """
                     usage: java -jar jobgate.jar [run]
                       Starts the gateway with config/application.properties; every setting can be given as an
-                      environment variable (jobgate.db.url -> JOBGATE_DB_URL). README, "Settings"."""),
+                      environment variable (jobgate.db.url -> JOBGATE_DB_URL). Every setting: docs/settings.md."""),
             new Command("demo", "drive a running gateway: a mixed batch of two tenants with faults, live progress, a summary",
                     """
-                    usage: java -jar jobgate.jar demo [--url http://localhost:8080] [--jobs 20]
-                      Needs a gateway running with its simulator (the default start)."""),
+                    usage: java -jar jobgate.jar demo [--url http://localhost:8080] [--jobs 10]
+                      --jobs is per tenant. Needs a gateway running with its simulator (the default start)."""),
+            new Command("send-job", "send one job over the JMS intake as a tenant's broker user and print the reply",
+                    """
+                    usage: java -jar jobgate.jar send-job [--url tcp://127.0.0.1:61616] [--user globex-legacy]
+                                 [--password dev-globex-jms] [--key IDEMPOTENCY-KEY] [--correlation-id ID]
+                                 [--file job.json | --json '{...}'] [--timeout-ms 10000]
+                      Sends the job request (default: a demo invoice) to jobs.intake over Artemis' core protocol and
+                      prints the reply as one JSON line: status, job_id, replayed, body. docs/jms.md."""),
             new Command("simulator", "run the bundled provider simulator on its own",
                     """
                     usage: java -jar jobgate.jar simulator [--port 8090]
                       The offline provider (Replicate-shaped predictions API, signed webhooks); its processing time,
                       slowness and fault rates come from jobgate.simulator.* in config/application.properties."""),
-            new Command("bench", "measure the gateway: admission, relay, worker latency, backlog drain, restart",
+            new Command("hawtio", "start the Hawtio console (embedded Jetty) on a running gateway's routes, offline",
+                    """
+                    usage: java -jar jobgate.jar hawtio [--port 8081] [--host 127.0.0.1] [--gateway http://127.0.0.1:8080]
+                      Serves Hawtio at http://<host>:<port>/hawtio/, already showing the gateway's routes, MBeans and
+                      route diagrams through its Jolokia (<gateway>/observe/jolokia). A gateway on another host needs
+                      the admin key: set JOBGATE_ADMIN_API_KEY. Anyone who reaches the console acts as that operator,
+                      so it listens on loopback unless --host says otherwise. docs/hawtio.md."""),
+            new Command("bench", "measure the gateway: admission, relay, worker latency, backlog drain, history, restart",
                     """
                     usage: java -jar jobgate.jar bench [--jdbc-url URL --db-user U [--db-password P]]
-                                 [--only worker|admission|relay|drain|restart] [options]
+                                 [--only worker|admission|relay|drain|history|restart] [options]
                       Prints figures beside the same run's pgbench and artemis perf ceilings; asserts nothing.
-                      Options and what each figure means: README, "Benchmark"."""),
+                      Options and what each figure means: docs/benchmarks.md."""),
             new Command("help", "list the commands; '<command> --help' describes one",
                     "usage: java -jar jobgate.jar help | --help | <command> --help"));
 
@@ -68,6 +82,9 @@ public final class App {
             case "bench" -> Bench.main(rest);
             case "simulator" -> io.jobgate.simulator.SimulatorCommand.main(rest);
             case "demo" -> io.jobgate.demo.Demo.main(rest);
+            case "send-job" -> io.jobgate.demo.SendJob.main(rest);
+            // By name only here: Jetty and the war load when this command runs, never on the gateway's start.
+            case "hawtio" -> io.jobgate.hawtio.HawtioCommand.main(rest);
             default -> {
                 PrintStream err = System.err;
                 err.println("unknown command '" + command + "'");

@@ -115,24 +115,39 @@ public class JobgateConfiguration implements CamelConfiguration {
         S3Client s3 = parts.s3();
 
         // --- What jobs are made of: tenants, presets, providers, uploads ---------------------------
-        tenants.syncTo(jdbc);
         PresetCatalog presets = PresetCatalog.load(configDir.resolve("presets"));
-        presets.verifyImmutable(jdbc);
+        // Written when the context starts, once the database is up and migrated (it starts meanwhile).
+        context.addService(ManagedResource.startedAndStoppedBy("tenants-and-presets", () -> {
+            tenants.syncTo(jdbc);
+            presets.verifyImmutable(jdbc);
+        }, () -> { }), true, true);
+        // Which version new jobs get when they name none: the operator's choice, else the latest.
+        io.jobgate.preset.PresetDefaults presetDefaults = new io.jobgate.preset.PresetDefaults(jdbc, transactions, presets, clock);
+        presets.useDefaults(presetDefaults::pinned);
         ProviderCatalog providers = ProviderCatalog.load(Arrays.stream(settings.required("jobgate.providers.dirs").split(","))
                 .map(String::trim).filter(d -> !d.isEmpty()).map(Path::of).toList(), settings);
         context.getPropertiesComponent().addPropertiesSource(new ProviderSettingsSource(providers));
         // Every (preset, class, provider that may serve it): a default that cannot stops the start here.
-        List<String> leftOut = providers.verifyFits(presets.all());
-        leftOut.forEach(line -> LOG.warn("provider {}", line));
-        providers.watchAdapters(new io.jobgate.adapter.AdapterRoutes(context));
-        UploadStore uploads = new UploadStore(jdbc);
+        // One line per provider (why, per class, is in health): by design for the v1 presets, whose sizes
+        // are minimums some providers' size tables stay below, so not a warning on every start.
+        providers.verifyFits(presets.all()).stream()
+                .collect(java.util.stream.Collectors.groupingBy(line -> line.substring(0, line.indexOf(" left out for ")),
+                        java.util.TreeMap::new, java.util.stream.Collectors.mapping(
+                                line -> line.substring(line.indexOf(" left out for ") + 14, line.indexOf(": ")),
+                                java.util.stream.Collectors.joining(", "))))
+                .forEach((provider, classes) -> LOG.info("provider {} is left out for {} (the reasons: /observe/health)",
+                        provider, classes));
+        io.jobgate.adapter.AdapterRoutes adapterRoutes = new io.jobgate.adapter.AdapterRoutes(context);
+        providers.watchAdapters(adapterRoutes);
+        providers.readAdapterSources(adapterRoutes::source);
+        UploadStore uploads = new UploadStore(jdbc, transactions);
         String bucket = settings.required("jobgate.s3.bucket");
         registry.bind("tenantDirectory", tenants);
         registry.bind("presetCatalog", presets);
         registry.bind("providerCatalog", providers);
         // Health shows each provider: its gate, and whether its route runs and which classes it was left out for.
         registry.bind("providerGatesHealthCheck", new io.jobgate.ops.ProviderGatesHealthCheck(dataSource,
-                () -> providerNotes(providers, leftOut), clock));
+                () -> providerNotes(providers, providers.leftOut(presets.all())), clock));
 
         // --- Metrics: jobgate's series beside Camel's ---------------------------------------------------
         io.jobgate.ops.Meters meters = new io.jobgate.ops.Meters(context, jdbc, clock,
@@ -197,6 +212,9 @@ public class JobgateConfiguration implements CamelConfiguration {
                 java.time.Duration.ofHours(settings.intValue("jobgate.retention.webhook-receipts-hours", 1, 24 * 3650)),
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400),
                 settings.intValue("jobgate.retention.batch", 1, 100_000)));
+        registry.bind("uploadRetention", new io.jobgate.upload.UploadRetention(jdbc, transactions, clock,
+                java.time.Duration.ofHours(settings.intValue("jobgate.retention.uploads-hours", 1, 24 * 3650)),
+                settings.intValue("jobgate.retention.batch", 1, 100_000), s3, bucket));
 
         // --- Reconciliation: evidence from the poller, webhooks and operators ------------------------
         Reconciler reconciler = new Reconciler(jdbc, transitions, finalizer, providers, presets, adapters, outputs,
@@ -211,11 +229,18 @@ public class JobgateConfiguration implements CamelConfiguration {
         worker.useProviderCancel(providerCancel);
         // Alive while this process lives (a lock PostgreSQL drops with the process): if it dies, the
         // leases and claims below are taken over at the next sweep instead of when they run out.
-        io.jobgate.infra.InstanceLiveness liveness = io.jobgate.infra.InstanceLiveness.start(dataSource);
-        context.addService(ManagedResource.stoppedBy("instance-liveness", liveness::close), true, true);
-        liveness.register(worker.name());
-        liveness.register(reconciler.owner());
-        liveness.register(outboxRelay.owner());
+        // Taken when the context starts, before the routes that lease and claim.
+        var liveness = new java.util.concurrent.atomic.AtomicReference<io.jobgate.infra.InstanceLiveness>();
+        context.addService(ManagedResource.startedAndStoppedBy("instance-liveness", () -> {
+            liveness.set(io.jobgate.infra.InstanceLiveness.start(dataSource));
+            for (String owner : List.of(worker.name(), reconciler.owner(), outboxRelay.owner())) {
+                liveness.get().register(owner);
+            }
+        }, () -> {
+            if (liveness.get() != null) {
+                liveness.get().close();
+            }
+        }), true, true);
         // On a clean stop, after the routes (services stop in reverse order, before the pools): the
         // leases this worker still holds go back at once instead of running out.
         context.addService(ManagedResource.stoppedBy("lease-hand-back", () -> sweeper.handBack(worker.name())), true, true);
@@ -229,12 +254,16 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("tenantAuth", new TenantAuth(tenants));
         registry.bind("problemResponder", new ProblemResponder(meters));
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));
-        registry.bind("uploadsApi", new UploadsApi(uploads, clock, settings.longValue("jobgate.uploads.max-bytes", 1, 1L << 31)));
-        registry.bind("usageApi", new io.jobgate.api.UsageApi(new io.jobgate.usage.UsageReport(jdbc), clock));
+        registry.bind("uploadsApi", new UploadsApi(uploads, clock, settings.longValue("jobgate.uploads.max-bytes", 1, 1L << 31),
+                s3, bucket));
+        registry.bind("usageApi", new io.jobgate.api.UsageApi(new io.jobgate.usage.UsageReport(jdbc, clock), clock));
         registry.bind("usageRollups", new io.jobgate.usage.UsageRollups(jdbc, settings.intValue("jobgate.usage.rollup-batch", 1, 100_000)));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
-        registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs));
+        registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs,
+                new io.jobgate.job.Redrives(jdbc, transactions, transitions)));
+        registry.bind("presetsAdmin", new io.jobgate.api.PresetsAdmin(presetDefaults));
+        registry.bind("adminUsage", new io.jobgate.api.AdminUsage(new io.jobgate.usage.UsageReport(jdbc, clock), providers, clock));
         registry.bind("jmsIntake", new JmsIntake(tenants, admission, meters));
         registry.bind("startupTimes", startupTimes);
         startupTimes.wired();

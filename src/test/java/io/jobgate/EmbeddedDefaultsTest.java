@@ -38,6 +38,7 @@ class EmbeddedDefaultsTest {
                 "jobgate.data-dir", dataDir.toString(),
                 "jobgate.db.url", "", "jobgate.broker.url", "", "jobgate.s3.endpoint", "",
                 "jobgate.broker.embedded-port", Integer.toString(GatewayTestSupport.freePort()),
+                "jobgate.simulator.port", Integer.toString(GatewayTestSupport.freePort()),
                 "jobgate.tenants.files", "config/tenants.yaml");
         settings.forEach(System::setProperty);
         ApiClient api = new ApiClient(port);
@@ -121,7 +122,7 @@ class EmbeddedDefaultsTest {
     @org.junit.jupiter.api.AfterAll
     static void clearSettings() {
         java.util.List.of("camel.server.port", "jobgate.data-dir", "jobgate.db.url", "jobgate.broker.url", "jobgate.s3.endpoint",
-                "jobgate.broker.embedded-port", "jobgate.tenants.files").forEach(System::clearProperty);
+                "jobgate.broker.embedded-port", "jobgate.simulator.port", "jobgate.tenants.files").forEach(System::clearProperty);
     }
 
     private static String show(DataSource db, String setting) throws Exception {

@@ -19,12 +19,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Each package's package-info says what it may use; its code uses nothing else of jobgate. The
- * gateway's own code (everything but the commands) uses none of the bench, simulator and demo.
+ * gateway's own code (everything but the commands) uses none of the bench, simulator, demo and hawtio.
  */
 class PackageDependenciesTest {
 
     static final Path ROOT = Path.of("src/main/java/io/jobgate");
-    static final Set<String> COMMANDS = Set.of("bench", "simulator", "demo");
+    static final Set<String> COMMANDS = Set.of("bench", "simulator", "demo", "hawtio");
     static final Pattern USE = Pattern.compile("io\\.jobgate\\.([a-z]+)\\.[A-Z]");
 
     static Set<String> used(Path dir) throws IOException {

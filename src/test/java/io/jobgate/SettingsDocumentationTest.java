@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Defaults are written once, in config/application.properties; the README's settings table must
+ * Defaults are written once, in config/application.properties; the settings table of docs/settings.md must
  * say the same: every jobgate setting of the file is in the table, and every default the table
  * shows is the file's.
  */
@@ -34,10 +34,10 @@ class SettingsDocumentationTest {
         return p;
     }
 
-    /** The README's settings table, one row per key ({@code `a.b.c`, `.d`} means a.b.c and a.b.d). */
+    /** The settings table of docs/settings.md, one row per key ({@code `a.b.c`, `.d`} means a.b.c and a.b.d). */
     static List<Row> table() throws Exception {
-        String readme = Files.readString(Path.of("README.md"));
-        String section = readme.substring(readme.indexOf("## Settings"));
+        String readme = Files.readString(Path.of("docs/settings.md"));
+        String section = readme.substring(readme.indexOf("## Every setting"));
         section = section.substring(0, section.indexOf("\n#", 5));
         List<Row> rows = new ArrayList<>();
         for (String line : section.lines().filter(l -> l.startsWith("| `")).toList()) {
@@ -106,7 +106,7 @@ class SettingsDocumentationTest {
                 ok = actual != null; // described in words ("of `dev-admin-key`", "dev secret"): present at least
             }
             if (!ok) {
-                wrong.put(row.key(), "README shows " + shown + ", the file has " + actual);
+                wrong.put(row.key(), "docs/settings.md shows " + shown + ", the file has " + actual);
             }
         }
         assertThat(wrong).isEmpty();

@@ -167,7 +167,7 @@ class TwoInstancesIT {
         shared.put("JOBGATE_TENANTS_FILES", tenants.toString());
         shared.put("JOBGATE_SIMULATOR_ENABLED", "false");
         shared.put("JOBGATE_SIMULATOR_URL", "http://127.0.0.1:" + simulator.port());
-        // Webhooks go to the API instance, whichever worker submitted (README: roles and several instances).
+        // Webhooks go to the API instance, whichever worker submitted (docs/settings.md: roles and several instances).
         shared.put("JOBGATE_PUBLIC_BASE_URL", "http://127.0.0.1:" + portA);
         // Short deadlines, so a dead worker's lease ends within seconds (deadline + margin).
         shared.put("JOBGATE_PROVIDER_SIMULATOR_CALL_DEADLINE_MS", "1500");

@@ -2,7 +2,7 @@ package io.jobgate.adapter;
 
 /**
  * The stable contract between the worker and a provider adapter route ({@code direct:provider-<name>},
- * one YAML file per provider in routes/providers). Documented in the README; keep it stable.
+ * one YAML file per provider in routes/providers). Documented in docs/providers.md ("Provider adapters (the contract)"); keep it stable.
  *
  * <p>The adapter gets a fresh message ({@link #request}): the body is the portable envelope (JSON
  * text), no headers, and the fields below are exchange properties. Properties, unlike headers, are never sent

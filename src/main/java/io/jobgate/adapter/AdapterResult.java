@@ -174,7 +174,8 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         } catch (IOException e) {
             return null;
         }
-        return text == null ? null : truncate(text, EXCERPT_CHARS);
+        // Credentials a provider echoes back are masked before the head is stored for operators.
+        return text == null ? null : truncate(io.jobgate.common.SecretMask.mask(text), EXCERPT_CHARS);
     }
 
     private static BigDecimal amount(Exchange call) {

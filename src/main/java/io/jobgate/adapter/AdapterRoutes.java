@@ -6,6 +6,9 @@ import org.apache.camel.CamelContext;
 import org.apache.camel.Route;
 import org.apache.camel.ServiceStatus;
 import org.apache.camel.spi.ReloadStrategy;
+import org.apache.camel.spi.Resource;
+
+import io.jobgate.provider.AdapterSource;
 
 /**
  * Is a provider's adapter route loaded and started right now? A settings file alone does not make
@@ -33,6 +36,42 @@ public final class AdapterRoutes implements Function<String, String> {
             }
         }
         return "no adapter route is loaded for direct:provider-" + provider + lastReloadError();
+    }
+
+    /**
+     * The route file of {@code provider}'s adapter as loaded (digest, settings it reads), read once per
+     * loaded route: a hot reload makes a new route object, so its file is read again.
+     */
+    public AdapterSource source(String provider) {
+        String uri = "direct://provider-" + provider;
+        for (Route route : context.getRoutes()) {
+            if (uri.equals(route.getEndpoint().getEndpointUri())) {
+                Loaded loaded = sources.get(provider);
+                if (loaded == null || loaded.route() != route) {
+                    loaded = new Loaded(route, read(provider, route));
+                    sources.put(provider, loaded);
+                }
+                return loaded.source();
+            }
+        }
+        return AdapterSource.UNKNOWN;
+    }
+
+    private record Loaded(Route route, AdapterSource source) {
+    }
+
+    private final java.util.Map<String, Loaded> sources = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private static AdapterSource read(String provider, Route route) {
+        Resource resource = route.getSourceResource();
+        if (resource == null || !resource.exists()) {
+            return AdapterSource.UNKNOWN;
+        }
+        try (java.io.InputStream in = resource.getInputStream()) {
+            return AdapterSource.of(provider, new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+        } catch (java.io.IOException e) {
+            return AdapterSource.UNKNOWN;
+        }
     }
 
     /** The last failed reload of a route file, named with its reason (a drop-in that did not load). */

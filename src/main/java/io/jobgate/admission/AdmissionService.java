@@ -90,7 +90,7 @@ public final class AdmissionService {
                 preset.id(), preset.version(), preset.kind(), request.aspectClass(), provider.name(),
                 source == null ? null : source.id(), source == null ? null : source.sha256(),
                 source == null ? 0 : source.bytes(), correlationId, cost, limits.maxAttempts(),
-                limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null);
+                limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null, null);
         return new AdmissionWriter.Candidate(job, Json.write(request.inputs()), source == null ? null : source.objectKey(),
                 Pricing.metered(preset, source, video));
     }
@@ -114,6 +114,11 @@ public final class AdmissionService {
         Upload upload = uploads.find(tenant.id(), request.uploadId())
                 .orElseThrow(() -> ApiProblem.of(422, "unknown_upload", "No upload '" + request.uploadId() + "'.")
                         .with("field", "upload_id"));
+        if (uploads.expired(upload.id())) {
+            throw ApiProblem.of(422, "upload_expired", "Upload '" + request.uploadId() + "' was not used for longer than it is kept; "
+                    + "upload the same bytes again (POST /v1/uploads) and send the upload_id it answers.")
+                    .with("field", "upload_id");
+        }
         if (!preset.sourceMediaTypes().contains(upload.mediaType())) {
             throw ApiProblem.invalidInput("upload_id", "Preset '" + preset.id() + "' takes "
                     + (preset.takesSource() ? String.join(", ", preset.sourceMediaTypes()) : "no source upload")

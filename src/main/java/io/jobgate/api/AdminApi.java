@@ -17,18 +17,87 @@ import org.apache.camel.Exchange;
  * Operator endpoints, guarded by the admin key (its SHA-256 in {@code jobgate.admin.api-key-sha256}).
  * {@code POST /v1/admin/jobs/{id}/reconcile} asks the provider about a job waiting on it now and
  * applies the answer through the same rules as the poller; a job in any other state, terminal
- * ones included, is returned unchanged.
+ * ones included, is returned unchanged. {@code GET /v1/admin/jobs/{id}/attempts} lists every attempt
+ * with the stored head of its error reply; {@code POST /v1/admin/jobs/{id}/redrive} gives a failed job
+ * a new attempt under its id (docs/operator-api.md).
  */
 public final class AdminApi {
 
     private final String keySha256;
     private final Reconciler reconciler;
     private final JobStore jobs;
+    private final io.jobgate.job.Redrives redrives;
 
-    public AdminApi(String keySha256, Reconciler reconciler, JobStore jobs) {
+    public AdminApi(String keySha256, Reconciler reconciler, JobStore jobs, io.jobgate.job.Redrives redrives) {
         this.keySha256 = keySha256;
         this.reconciler = reconciler;
         this.jobs = jobs;
+        this.redrives = redrives;
+    }
+
+    /** Longest operator name and reason a redrive records. */
+    static final int MAX_OPERATOR = 100;
+    static final int MAX_REASON = 500;
+
+    /** Every attempt of any tenant's job, with the stored heads of error replies, and its redrives. */
+    public void attempts(Exchange exchange) {
+        UUID id = JobsApi.jobId(exchange);
+        io.jobgate.job.Job job = jobs.findAny(id).orElseThrow(() -> ApiProblem.of(404, "job_not_found", "No job " + id + "."));
+        Map<String, Object> reply = new LinkedHashMap<>();
+        reply.put("job_id", id.toString());
+        reply.put("tenant_id", job.tenantId());
+        reply.put("status", job.status().wire());
+        reply.put("attempts", jobs.attempts(id, true));
+        reply.put("redrives", redrives.history(id).stream().map(AdminApi::redriveView).toList());
+        HttpReply.json(exchange, 200, reply, Map.of());
+    }
+
+    /**
+     * {@code {"operator": "who", "reason": "why", "force": false}}: a failed job gets a new attempt;
+     * {@code operator} is required (the admin key names no person), {@code force} also past its lifetime cap.
+     */
+    public void redrive(Exchange exchange) {
+        UUID id = JobsApi.jobId(exchange);
+        byte[] body = exchange.getIn().getBody(byte[].class);
+        com.fasterxml.jackson.databind.JsonNode request = body == null || body.length == 0
+                ? io.jobgate.common.Json.MAPPER.createObjectNode() : io.jobgate.common.Json.parseObject(body);
+        String operator = text(request, "operator", MAX_OPERATOR);
+        if (operator == null || operator.isBlank()) {
+            throw ApiProblem.of(400, "invalid_parameter", "Name who redrives the job: \"operator\" (1 to " + MAX_OPERATOR
+                    + " characters).").with("field", "operator");
+        }
+        String reason = text(request, "reason", MAX_REASON);
+        com.fasterxml.jackson.databind.JsonNode force = request.path("force");
+        if (!force.isMissingNode() && !force.isNull() && !force.isBoolean()) {
+            throw ApiProblem.of(400, "invalid_parameter", "\"force\" is true or false.").with("field", "force");
+        }
+        io.jobgate.job.Redrives.Redriven done = redrives.redrive(id, operator.strip(), reason, force.asBoolean(false));
+        Map<String, Object> reply = new LinkedHashMap<>();
+        reply.put("redrive", done.redrive());
+        reply.put("forced", done.forced());
+        reply.put("debited_micros", done.debitedMicros());
+        reply.put("job", JobView.of(jobs.findAny(id).orElseThrow()));
+        HttpReply.json(exchange, 202, reply, Map.of("Location", "/v1/jobs/" + id));
+    }
+
+    static String text(com.fasterxml.jackson.databind.JsonNode request, String field, int max) {
+        com.fasterxml.jackson.databind.JsonNode value = request.path(field);
+        if (value.isMissingNode() || value.isNull()) {
+            return null;
+        }
+        if (!value.isTextual() || value.asText().length() > max) {
+            throw ApiProblem.of(400, "invalid_parameter", "\"" + field + "\" is text of at most " + max + " characters.")
+                    .with("field", field);
+        }
+        return value.asText();
+    }
+
+    private static Map<String, Object> redriveView(Map<String, Object> row) {
+        Map<String, Object> view = new LinkedHashMap<>(row);
+        if (view.get("redriven_at") instanceof java.sql.Timestamp ts) {
+            view.put("redriven_at", ts.toInstant().toString());
+        }
+        return view;
     }
 
     public void authenticate(Exchange exchange) {

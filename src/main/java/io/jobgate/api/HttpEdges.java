@@ -24,7 +24,11 @@ import org.apache.camel.model.rest.VerbDefinition;
  */
 public final class HttpEdges implements org.apache.camel.StartupListener {
 
+    /** Where the OpenAPI document of the API is served. */
+    public static final String OPENAPI = "/openapi.json";
+
     private final CamelContext context;
+    private volatile String openApi;
     private volatile List<Api> apiPaths;
     private volatile boolean installed;
     /** Set once the gateway ran: a closed gate then means stopping, not starting. */
@@ -115,6 +119,13 @@ public final class HttpEdges implements org.apache.camel.StartupListener {
         }
         // Last of all routes (Camel's are ordered before it whenever they are added): what none answers.
         router.route().order(Integer.MAX_VALUE).handler(this::noRoute);
+        // The API's own description, made from the REST DSL once and served to anyone (it holds no secret).
+        router.get(OPENAPI).order(Integer.MAX_VALUE - 1).handler(rc -> rc.response().setStatusCode(200)
+                .putHeader("Content-Type", "application/json").end(openApi()));
+        // First of all failure handlers: a body the HTTP layer could not decode (a form or multipart
+        // type it parses itself) or any other failure of the layer is a problem document too, not a
+        // plain "Bad Request" with a stack trace at ERROR.
+        router.route().order(Integer.MIN_VALUE).failureHandler(HttpEdges::failed);
         installed = true;
     }
 
@@ -134,6 +145,46 @@ public final class HttpEdges implements org.apache.camel.StartupListener {
         } else {
             answer(rc, unavailable("not_available")); // its route is not running (stopped, suspended)
         }
+    }
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(HttpEdges.class);
+
+    /** A failure of the HTTP layer itself, before or around a route; a client error is logged in one line. */
+    static void failed(RoutingContext rc) {
+        if (rc.response().ended() || rc.response().headWritten()) {
+            return; // an answer already went out: nothing left to say
+        }
+        int status = rc.statusCode();
+        String contentType = rc.request().getHeader("Content-Type");
+        Throwable failure = rc.failure();
+        ApiProblem problem;
+        if (status == 413) {
+            problem = ApiProblem.of(413, "request_too_large", "The request body is over the gateway's limit.");
+        } else if (status >= 400 && status < 500) {
+            // The layer decodes only form and multipart bodies itself: an upload sent as one (curl's
+            // --data-binary default) or with a broken body. Uploads are raw bytes with their own type.
+            problem = ApiProblem.of(415, "unsupported_media_type", "The body could not be read as '"
+                    + (contentType == null ? "(no Content-Type)" : contentType) + "'. Send an upload as raw bytes with its "
+                    + "media type (e.g. Content-Type: image/png) and a job as application/json.");
+        } else {
+            LOG.error("Unexpected failure of the HTTP layer on {} {}", rc.request().method(), rc.request().path(), failure);
+            problem = ApiProblem.of(500, "internal_error", "The gateway failed to process the request. "
+                    + "Retrying with the same Idempotency-Key is safe: it never makes a second job.");
+        }
+        if (problem.status() < 500) {
+            LOG.info("HTTP request refused before any route: {} {} Content-Type={} code={} ({})", rc.request().method(),
+                    rc.request().path(), contentType, problem.code(), failure == null ? "status " + status : failure.getClass().getSimpleName());
+        }
+        answer(rc, problem);
+    }
+
+    private String openApi() {
+        String doc = openApi;
+        if (doc == null) {
+            doc = Json.write(OpenApiDocument.of(context));
+            openApi = doc;
+        }
+        return doc;
     }
 
     /** While the gateway is not running: starting, or (once it ran) stopping. */
@@ -174,6 +225,7 @@ public final class HttpEdges implements org.apache.camel.StartupListener {
                     known.add(new Api(verb.asVerb(), Pattern.compile(template.replaceAll("\\{[^/]+}", "[^/]+"))));
                 }
             }
+            known.add(new Api("get", Pattern.compile(Pattern.quote(OPENAPI))));
             apiPaths = known;
         }
         return known;

@@ -53,8 +53,29 @@ public final class JobView {
         view.put("created_at", job.createdAt().toString());
         view.put("updated_at", job.updatedAt().toString());
         view.put("finalized_at", job.finalizedAt() == null ? null : job.finalizedAt().toString());
-        view.put("links", ordered("self", location(job)));
+        // A succeeded job shows its output: what it is and where to read it (never its storage key).
+        Map<String, Object> output = output(job);
+        view.put("output", output);
+        view.put("links", output == null ? ordered("self", location(job))
+                : ordered("self", location(job), "output", location(job) + "/output"));
         return view;
+    }
+
+    /** The promoted output's description, from the job's result record; null unless it succeeded with one. */
+    static Map<String, Object> output(Job job) {
+        if (job.status() != JobStatus.SUCCEEDED || job.result() == null) {
+            return null;
+        }
+        com.fasterxml.jackson.databind.JsonNode r = io.jobgate.common.Json.parseObject(
+                job.result().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        Map<String, Object> output = new LinkedHashMap<>();
+        output.put("media_type", r.path("media_type").asText(null));
+        output.put("bytes", r.path("bytes").isNumber() ? r.path("bytes").asLong() : null);
+        output.put("sha256", r.path("sha256").asText(null));
+        // Images have a size; a transcript has none.
+        output.put("width", r.path("width").isNumber() ? r.path("width").asInt() : null);
+        output.put("height", r.path("height").isNumber() ? r.path("height").asInt() : null);
+        return output;
     }
 
     private static Map<String, Object> ordered(Object... keysAndValues) {

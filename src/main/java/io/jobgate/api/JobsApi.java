@@ -93,6 +93,16 @@ public final class JobsApi {
         HttpReply.json(exchange, 200, JobView.of(job), Map.of());
     }
 
+    /** {@code GET /v1/jobs/{id}/attempts}: the tenant's own job's attempts, without the heads of error replies. */
+    public void attempts(Exchange exchange) {
+        Job job = find(exchange);
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("job_id", job.id().toString());
+        body.put("status", job.status().wire());
+        body.put("attempts", jobs.attempts(job.id(), false));
+        HttpReply.json(exchange, 200, body, Map.of());
+    }
+
     public void list(Exchange exchange) {
         Tenant tenant = TenantAuth.tenant(exchange);
         String statusParam = exchange.getIn().getHeader("status", String.class);

@@ -5,6 +5,9 @@ import java.time.Clock;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.services.s3.S3Client;
+
 import io.jobgate.common.Digests;
 import io.jobgate.job.JobIds;
 import io.jobgate.tenant.Tenant;
@@ -17,8 +20,9 @@ import org.apache.camel.Message;
 
 /**
  * HTTP glue of the uploads resource. {@link #inspect} checks the bytes (cap, real type by magic
- * bytes) and names the immutable object key by digest; the route stores the object; then
- * {@link #record} writes the upload row and answers.
+ * bytes) and names the immutable object key by digest; {@link #record} writes the upload row and
+ * stores the object under the row's lock (so uploads retention cannot remove it in between), then
+ * answers.
  */
 public final class UploadsApi {
 
@@ -30,11 +34,15 @@ public final class UploadsApi {
     private final UploadStore store;
     private final Clock clock;
     private final long maxBytes;
+    private final S3Client s3;
+    private final String bucket;
 
-    public UploadsApi(UploadStore store, Clock clock, long maxBytes) {
+    public UploadsApi(UploadStore store, Clock clock, long maxBytes, S3Client s3, String bucket) {
         this.store = store;
         this.clock = clock;
         this.maxBytes = maxBytes;
+        this.s3 = s3;
+        this.bucket = bucket;
     }
 
     public void inspect(Exchange exchange) {
@@ -67,15 +75,16 @@ public final class UploadsApi {
         exchange.setProperty(UPLOAD, upload);
         Message out = exchange.getMessage();
         out.removeHeaders("*");
-        out.setHeader("CamelAwsS3Key", upload.objectKey());
-        out.setHeader("CamelAwsS3ContentType", declared);
-        out.setHeader("CamelAwsS3ContentLength", (long) bytes.length);
         out.setBody(bytes);
     }
 
     public void record(Exchange exchange) {
         Upload checked = exchange.getProperty(UPLOAD, Upload.class);
-        UploadStore.Stored stored = store.save(checked);
+        byte[] bytes = exchange.getMessage().getBody(byte[].class);
+        // The bytes are stored under the record's lock (see UploadStore#save): never removed by
+        // retention between the two. The same key and bytes again are a harmless overwrite.
+        UploadStore.Stored stored = store.save(checked, () -> s3.putObject(b -> b.bucket(bucket).key(checked.objectKey())
+                .contentType(checked.mediaType()).contentLength((long) bytes.length), RequestBody.fromBytes(bytes)));
         Upload u = stored.upload();
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("upload_id", u.id().toString());

@@ -37,7 +37,10 @@ public final class UsageApi {
     public void get(Exchange exchange) {
         Tenant tenant = TenantAuth.tenant(exchange);
         Instant to = instant(exchange.getIn().getHeader("to", String.class), "to", clock.instant());
-        Instant from = instant(exchange.getIn().getHeader("from", String.class), "from", to.minus(DEFAULT_RANGE));
+        // By default the 30 whole UTC days before today and today so far: whole days are read from the
+        // daily rollups, so the default report costs the same however long the history.
+        Instant from = instant(exchange.getIn().getHeader("from", String.class), "from",
+                to.minus(DEFAULT_RANGE).truncatedTo(java.time.temporal.ChronoUnit.DAYS));
         if (!from.isBefore(to)) {
             throw invalid("from", "'from' must be before 'to'.");
         }
@@ -50,6 +53,12 @@ public final class UsageApi {
         body.put("tenant_id", tenant.id());
         body.put("from", from.toString());
         body.put("to", to.toString());
+        // What the tenant can still spend, now (not at 'to'): the figure a 402 budget_exhausted compares with.
+        long balance = report.balanceMicros(tenant.id());
+        Map<String, Object> balanceView = new LinkedHashMap<>();
+        balanceView.put("amount_micros", balance);
+        balanceView.put("amount", java.math.BigDecimal.valueOf(balance, 6).stripTrailingZeros().toPlainString());
+        body.put("balance", balanceView);
         body.put("lines", lines);
         body.put("provider_billing", billed);
         HttpReply.json(exchange, 200, body, Map.of());

@@ -11,17 +11,19 @@ import java.util.Map;
 
 import io.jobgate.Gateway;
 import io.jobgate.common.Digests;
+import org.apache.camel.CamelContext;
 import org.apache.camel.main.Main;
 
 /**
  * {@code java -jar target/jobgate.jar bench [--jdbc-url URL] [--db-user U] [--db-password P]
- * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker|drain|restart] [--artemis-home DIR]
- * [--drain-jobs 20000] [--drain-tenants 20] [--drain-warm-up N]}:
+ * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker|drain|history|restart] [--artemis-home DIR]
+ * [--drain-jobs 20000] [--drain-tenants 20] [--drain-warm-up N] [--history 1000000]}:
  * admission jobs/s and latency over real HTTP against PostgreSQL, beside pgbench running the same
  * three inserts in one transaction on the same server; then the relay's events/s beside the
  * broker's own ceiling, and the fairness ratio (see {@link RelayBench}); then a backlog drained
  * through the whole path (see {@link DrainBench}). {@code --only restart [--restarts 3]} times the
- * packaged gateway's restarts instead ({@link RestartBench}).
+ * packaged gateway's restarts instead ({@link RestartBench}); {@code --only history} prints admission,
+ * listing, usage and processing figures fresh and again with a seeded history, as ratios ({@link HistoryBench}).
  */
 public final class Bench {
 
@@ -61,7 +63,8 @@ public final class Bench {
                     max_running_jobs: 1
                     credit_grants: {bench-%d: 1000000000000}
                 """.formatted(run, Digests.sha256Hex(apiKey), System.nanoTime(), run, Digests.sha256Hex(quietKey), System.nanoTime()));
-        boolean drain = only.equals("all") || only.equals("drain");
+        boolean history = only.equals("history");
+        boolean drain = only.equals("all") || only.equals("drain") || history;
         int drainTenants = Integer.parseInt(opts.getOrDefault("drain-tenants", "20"));
         List<String> drainKeys = new ArrayList<>();
         if (drain) {
@@ -124,10 +127,29 @@ public final class Bench {
             if (drain) {
                 List<AdmissionLoad> loads = new ArrayList<>();
                 drainKeys.forEach(k -> loads.add(new AdmissionLoad(port, k, FakeProvider.BODY)));
-                int jobs = Integer.parseInt(opts.getOrDefault("drain-jobs", "20000"));
-                new DrainBench(gateway.getCamelContext(), fake, loads, "bench-" + run + "-drain-")
-                        .run(jobs, Integer.parseInt(opts.getOrDefault("drain-warm-up", Integer.toString(Math.min(2000, jobs / 10)))),
-                                Integer.parseInt(opts.getOrDefault("drain-clients", "16")));
+                DrainBench drainBench = new DrainBench(gateway.getCamelContext(), fake, loads, "bench-" + run + "-drain-");
+                int clientsOfDrain = Integer.parseInt(opts.getOrDefault("drain-clients", "16"));
+                if (history) {
+                    List<String> ids = new ArrayList<>();
+                    for (int i = 0; i < drainTenants; i++) {
+                        ids.add(String.format("bench-%s-drain-%02d", run, i));
+                    }
+                    CamelContext camel = gateway.getCamelContext();
+                    new HistoryBench(ds, port, ids, drainKeys, drainBench, () -> {
+                        try {
+                            fake.loadAdapter(camel);
+                        } catch (Exception e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }).run(
+                            Integer.parseInt(opts.getOrDefault("history", "1000000")),
+                            Integer.parseInt(opts.getOrDefault("drain-jobs", "1500")),
+                            Integer.parseInt(opts.getOrDefault("samples", "50")), clientsOfDrain);
+                } else {
+                    int jobs = Integer.parseInt(opts.getOrDefault("drain-jobs", "20000"));
+                    drainBench.run(jobs, Integer.parseInt(opts.getOrDefault("drain-warm-up", Integer.toString(Math.min(2000, jobs / 10)))),
+                            clientsOfDrain);
+                }
             }
             pgbench.cleanUp();
             try (var c = ds.getConnection(); var st = c.createStatement()) {

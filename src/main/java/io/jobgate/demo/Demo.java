@@ -26,6 +26,12 @@ public final class Demo {
 
     static final Map<String, String> TENANTS = Map.of("acme", "dev-acme-key", "globex", "dev-globex-key");
     static final String[] FAULTS = {"server_error", "rate_limit_seconds", "wrong_size", "lose_reply"};
+    /** What each injected fault does and how its job is expected to end (status, or failed:category). */
+    static final Map<String, String[]> FAULT_EFFECTS = Map.of(
+            "server_error", new String[] {"a 503 on the first submit, retried", "succeeded"},
+            "rate_limit_seconds", new String[] {"a 429 with Retry-After on the first submit, waited out", "succeeded"},
+            "wrong_size", new String[] {"an image of the wrong size, refused by the output check", "failed:invalid_output"},
+            "lose_reply", new String[] {"the submit reply lost, the task found again by lookup", "succeeded"});
     static final String[] ASPECTS = {"portrait", "square", "landscape"};
 
     private final HttpClient http = HttpClient.newHttpClient();
@@ -52,29 +58,34 @@ public final class Demo {
     }
 
     /** What the run ended with. */
-    public record Summary(Map<String, Map<String, Integer>> byTenant, List<String> outputs, boolean allFinal, Duration took) {
+    public record Summary(Map<String, Map<String, Integer>> byTenant, List<String> outputs, boolean allFinal, Duration took,
+                          List<String> unexpected) {
     }
 
     public Summary run(int jobsPerTenant, Duration timeout) throws Exception {
         long started = System.nanoTime();
         Map<String, List<String>> submitted = new TreeMap<>();
+        Map<String, String> faultOf = new LinkedHashMap<>(); // job id -> the fault injected into it
         int n = 0;
         String video = null;
         for (var tenant : new TreeMap<>(TENANTS).entrySet()) {
             List<String> ids = new ArrayList<>();
             if (submitted.isEmpty()) {
-                video = submitVideo(tenant.getValue());
+                video = submitVideo(tenant.getValue()); // not counted in n: the faults fall on the same invoices
                 ids.add(video);
-                n++;
             }
             for (int i = 0; i < jobsPerTenant; i++, n++) {
                 String preset = i % 2 == 0 ? "invoice-clean" : "invoice-scan";
                 String fault = i % 5 == 4 ? FAULTS[(n / 5) % FAULTS.length] : null;
-                ids.add(submit(tenant.getValue(), preset, ASPECTS[i % 3], tenant.getKey() + " " + (i + 1), fault));
+                String id = submit(tenant.getValue(), preset, ASPECTS[i % 3], tenant.getKey() + " " + (i + 1), fault);
+                ids.add(id);
+                if (fault != null) {
+                    faultOf.put(id, fault);
+                }
             }
             submitted.put(tenant.getKey(), ids);
         }
-        out.printf("Submitted %d jobs for %s (one a 4 s video clip); faults injected into every fifth job.%n", n,
+        out.printf("Submitted %d jobs for %s (one a 4 s video clip); faults injected into every fifth job.%n", n + 1,
                 submitted.keySet());
         Map<String, Map<String, JsonNode>> last = new TreeMap<>();
         boolean allFinal = false;
@@ -129,6 +140,7 @@ public final class Demo {
             });
             out.printf("%-8s %9d %-40s %7d%n", tenant.getKey(), counts.getOrDefault("succeeded", 0), failed, retries);
         }
+        List<String> unexpected = faults(last, faultOf);
         out.printf("%nAll final: %s, in %.1f s.%n", allFinal, took.toMillis() / 1000.0);
         String videoOutput = base + "/v1/jobs/" + video + "/output";
         String image = outputs.stream().filter(o -> !o.equals(videoOutput)).findFirst().orElse("-");
@@ -138,7 +150,56 @@ public final class Demo {
         out.println("Video clip (MP4, " + (clip == null ? "-" : clip.path("status").asText()) + "): GET " + videoOutput);
         out.println("Stored under outputs/<tenant>/<job>/output.<ext> with manifest.json beside it, in the S3 bucket "
                 + "(embedded: data/objects/jobgate/).");
-        return new Summary(byTenant, outputs, allFinal, took);
+        return new Summary(byTenant, outputs, allFinal, took, unexpected);
+    }
+
+    /**
+     * Prints the faults injected, each with what it does and how its jobs were expected to end and
+     * did, then which failures were expected; returns the jobs that ended otherwise than expected.
+     */
+    private List<String> faults(Map<String, Map<String, JsonNode>> last, Map<String, String> faultOf) {
+        Map<String, JsonNode> views = new LinkedHashMap<>();
+        last.values().forEach(views::putAll);
+        out.printf("%nFaults injected (by the simulator, on the first submit):%n");
+        Map<String, List<String>> byFault = new TreeMap<>();
+        faultOf.forEach((id, fault) -> byFault.computeIfAbsent(fault, f -> new ArrayList<>()).add(id));
+        List<String> unexpected = new ArrayList<>();
+        int expectedFailures = 0;
+        for (var fault : byFault.entrySet()) {
+            String[] effect = FAULT_EFFECTS.get(fault.getKey());
+            Map<String, Integer> ended = new TreeMap<>();
+            for (String id : fault.getValue()) {
+                String end = ending(views.get(id));
+                ended.merge(end, 1, Integer::sum);
+                if (end.equals(effect[1]) && end.startsWith("failed")) {
+                    expectedFailures++;
+                }
+            }
+            out.printf("  %-20s x%d  %s; expected %s, ended %s%n", fault.getKey(), fault.getValue().size(), effect[0],
+                    effect[1], ended);
+        }
+        int failures = 0;
+        for (var job : views.entrySet()) {
+            String end = ending(job.getValue());
+            String fault = faultOf.get(job.getKey());
+            String expected = fault == null ? "succeeded" : FAULT_EFFECTS.get(fault)[1];
+            failures += end.startsWith("failed") ? 1 : 0;
+            if (!end.equals(expected) && !end.equals("pending")) {
+                unexpected.add(job.getKey() + " " + end + (fault == null ? "" : " (fault " + fault + ")"));
+            }
+        }
+        out.printf("Failures: %d, of which %d expected (injected faults that no retry can fix)%s%n", failures, expectedFailures,
+                unexpected.isEmpty() ? "; every job ended as expected." : "; not as expected: " + String.join(", ", unexpected));
+        return unexpected;
+    }
+
+    /** succeeded, failed:<category>, cancelled, or pending while not final. */
+    private static String ending(JsonNode view) {
+        if (view == null || view.path("finalized_at").isNull()) {
+            return "pending";
+        }
+        String status = view.path("status").asText();
+        return status.equals("failed") ? "failed:" + view.path("error").path("category").asText() : status;
     }
 
     private String progress(String tenant, java.util.Collection<JsonNode> jobs) {

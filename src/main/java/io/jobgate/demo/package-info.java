@@ -1,5 +1,6 @@
 /**
- * The demo command: drives a running gateway over HTTP; nothing of the gateway imports it.
+ * The demo and send-job commands: drive a running gateway over HTTP and its JMS intake; nothing of
+ * the gateway imports them.
  *
  * <p>May use: common.
  */

@@ -22,6 +22,21 @@ public final class Database {
 
     /** A pool whose sessions carry extra server settings ({@code -c name=value ...}). */
     public static HikariDataSource pool(String name, String url, String user, String password, int size, String options) {
+        return new HikariDataSource(config(name, url, user, password, size, options));
+    }
+
+    /**
+     * The same pool, opening no connection until {@link StartingDataSource#ready}: the beans hold it
+     * while the database is still starting.
+     */
+    public static StartingDataSource startingPool(String name, String url, String user, String password, int size,
+                                                  String options) {
+        StartingDataSource pool = new StartingDataSource();
+        config(name, url, user, password, size, options).copyStateTo(pool);
+        return pool;
+    }
+
+    private static HikariConfig config(String name, String url, String user, String password, int size, String options) {
         HikariConfig config = new HikariConfig();
         config.setPoolName(name);
         config.setJdbcUrl(url);
@@ -36,7 +51,7 @@ public final class Database {
         // Our statements are short key lookups and batch writes: a generic plan is as good as a
         // custom one and saves planning on every execution (measured: ~0.25 ms per admission batch).
         config.addDataSourceProperty("options", ("-c plan_cache_mode=force_generic_plan " + options).trim());
-        return new HikariDataSource(config);
+        return config;
     }
 
     /**
@@ -46,7 +61,8 @@ public final class Database {
     public static void migrate(DataSource dataSource) {
         String stamp = MigrationStamp.current(dataSource);
         if (stamp != null && stamp.equals(MigrationStamp.recorded(dataSource))) {
-            LOG.info("Database schema up to date (the migrations and history Flyway last checked, unchanged)");
+            LOG.info("Database schema at version {}, up to date (the migrations and history Flyway last checked, unchanged)",
+                    MigrationStamp.version(dataSource));
             return;
         }
         var result = Flyway.configure()
@@ -55,7 +71,7 @@ public final class Database {
                 .load()
                 .migrate();
         MigrationStamp.record(dataSource);
-        LOG.info("Database schema at version {} ({} migrations applied now)", result.targetSchemaVersion,
+        LOG.info("Database schema at version {} ({} migrations applied now)", MigrationStamp.version(dataSource),
                 result.migrationsExecuted);
     }
 }

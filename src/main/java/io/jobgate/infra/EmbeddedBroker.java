@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * ActiveMQ Artemis in process, configured from the same {@code artemis/broker.xml} a standalone
  * broker uses, acceptor included (its protocols: CORE, AMQP, OPENWIRE, the modules of the last two
  * on the class path). What differs from a standalone broker is done here and only here, and listed
- * in the README ("Embedded and standalone broker"): storage under the data directory; the network
+ * in docs/jms.md ("Embedded and standalone broker"): storage under the data directory; the network
  * acceptor bound to {@code jobgate.broker.embedded-host:-port} (loopback by default, none with port
  * 0) plus an in-VM acceptor for the gateway; logins from the tenants file ({@link BrokerLogins}).
  */
@@ -106,7 +106,7 @@ public final class EmbeddedBroker {
     }
 
     /**
-     * Per tenant with a JMS user, what a standalone broker gets from the README's per-tenant snippet:
+     * Per tenant with a JMS user, what a standalone broker gets from the per-tenant snippet of docs/jms.md:
      * the address {@code jobs.events.<tenant>}, fed by a divert that copies that tenant's events from
      * {@code jobs.events}, readable by the gateway and the role {@code events-<tenant>} only. A
      * selector on the shared topic would be the consumer's own choice, not a boundary.

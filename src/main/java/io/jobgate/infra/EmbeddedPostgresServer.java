@@ -83,14 +83,58 @@ public final class EmbeddedPostgresServer {
             builder.setPort(port);
         }
         EmbeddedPostgres postgres = builder.start();
-        LOG.info("Embedded PostgreSQL ({}) on port {} with data in {} ({} ms)",
+        // How to reach it, in the line: a newcomer looks for the port here.
+        LOG.info("Embedded PostgreSQL ({}) on port {} with data in {} ({} ms); psql -h 127.0.0.1 -p {} -U postgres postgres",
                 durability.name().toLowerCase(java.util.Locale.ROOT), postgres.getPort(), dataDir,
-                (System.nanoTime() - started) / 1_000_000);
+                (System.nanoTime() - started) / 1_000_000, postgres.getPort());
         return new EmbeddedPostgresServer(postgres);
     }
 
     public String jdbcUrl() {
-        return postgres.getJdbcUrl("postgres", "postgres");
+        return jdbcUrl(postgres.getPort());
+    }
+
+    /** The URL of the server on {@code port}, known before it started (zonky's form). */
+    public static String jdbcUrl(int port) {
+        return "jdbc:postgresql://localhost:" + port + "/postgres?user=postgres";
+    }
+
+    /**
+     * The port the server in {@code baseDir} listens on: the configured one, else the one it had last
+     * time (kept in {@code baseDir/port}) while it is free, else a free one, kept for next time. Known
+     * before the server starts, so the pools are made while it starts; the same on every restart, so
+     * an operator's {@code psql} keeps working.
+     */
+    public static int choosePort(Path baseDir, int configured) throws IOException {
+        if (configured > 0) {
+            return configured;
+        }
+        Path file = baseDir.resolve("port");
+        if (Files.exists(file)) {
+            try {
+                int kept = Integer.parseInt(Files.readString(file).trim());
+                if (kept > 0 && kept < 65536 && free(kept)) {
+                    return kept;
+                }
+            } catch (NumberFormatException unreadable) {
+                LOG.warn("{} does not hold a port number; choosing a new port", file);
+            }
+        }
+        int chosen;
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            chosen = socket.getLocalPort();
+        }
+        Files.createDirectories(baseDir);
+        Files.writeString(file, chosen + "\n");
+        return chosen;
+    }
+
+    private static boolean free(int port) {
+        try (java.net.ServerSocket socket = new java.net.ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return true;
+        } catch (IOException taken) {
+            return false;
+        }
     }
 
     public void stop() throws IOException {

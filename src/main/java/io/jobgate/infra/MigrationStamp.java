@@ -76,6 +76,21 @@ final class MigrationStamp {
         }
     }
 
+    /**
+     * The schema's version: the highest successful migration in Flyway's history. Flyway's own
+     * result names none when it had nothing to apply, so a restart would read "version null".
+     */
+    static String version(DataSource dataSource) {
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT version FROM " + HISTORY
+                     + " WHERE success AND version IS NOT NULL ORDER BY installed_rank DESC LIMIT 1")) {
+            return rs.next() ? rs.getString(1) : "none";
+        } catch (SQLException e) {
+            LOG.debug("No schema version: {}", e.toString());
+            return "unknown";
+        }
+    }
+
     /** Records the stamp after Flyway ran; a database that refuses (not the table's owner) just keeps running Flyway. */
     static void record(DataSource dataSource) {
         String stamp = current(dataSource);

@@ -15,10 +15,10 @@ import software.amazon.awssdk.services.s3.S3Client;
 /**
  * The parts under the gateway: PostgreSQL (pool, migrations, the relay's pool), Artemis (a cached
  * JMS connection factory), the S3 API, each embedded unless its URL is set, and the side parts on
- * the class path. Nothing waits that need not: the broker, the S3 server (with its client and
- * bucket) and the side parts start on threads of their own while PostgreSQL and its migrations
- * start on the configuring thread; the broker and S3 are awaited only when the context starts
- * (before any route), so the routes are loaded meanwhile. Each is a Camel service, stopped after
+ * the class path. Nothing waits that need not: PostgreSQL, the broker, the S3 server (with its
+ * client and bucket) and the side parts start on threads of their own while the gateway is wired;
+ * each is awaited only when the context starts (before any route; the schema is migrated there),
+ * so the routes are loaded meanwhile. Each is a Camel service, stopped after
  * the routes in reverse order. How long each took goes to {@link StartupTimes}.
  *
  * @param dataSource      the gateway's pool
@@ -84,33 +84,59 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
         }
     }
 
-    /** The gateway's pool and the relay's. */
+    /**
+     * The gateway's pool and the relay's, handed out at once: an embedded PostgreSQL starts in the
+     * background meanwhile (its port chosen first, so the URL is known), and is awaited, with the
+     * schema migrated, when the context starts, before the services added after this one and the
+     * routes. Until then the pools open no connection ({@link StartingDataSource}).
+     */
     private static HikariDataSource[] database(CamelContext context, Settings settings, Path dataDir, StartupTimes times)
             throws Exception {
         String url = settings.optional("jobgate.db.url").orElse(null);
         String user = settings.required("jobgate.db.user");
         String password = settings.optional("jobgate.db.password").orElse("");
+        BackgroundStart<EmbeddedPostgresServer> embedded = null;
         if (url == null) {
-            long begun = System.nanoTime();
-            EmbeddedPostgresServer postgres = EmbeddedPostgresServer.start(dataDir.resolve("postgres"),
-                    settings.intValue("jobgate.db.embedded-port", 0, 65535),
-                    EmbeddedPostgresServer.Durability.of(settings.required("jobgate.db.embedded-durability")));
-            times.part("postgres", (System.nanoTime() - begun) / 1_000_000);
-            context.addService(ManagedResource.stoppedBy("embedded-postgres", postgres::stop), true, true);
-            url = postgres.jdbcUrl();
+            Path baseDir = dataDir.resolve("postgres");
+            int port = EmbeddedPostgresServer.choosePort(baseDir, settings.intValue("jobgate.db.embedded-port", 0, 65535));
+            EmbeddedPostgresServer.Durability durability =
+                    EmbeddedPostgresServer.Durability.of(settings.required("jobgate.db.embedded-durability"));
+            embedded = BackgroundStart.of("postgres", () -> EmbeddedPostgresServer.start(baseDir, port, durability));
+            url = EmbeddedPostgresServer.jdbcUrl(port);
             user = "postgres";
             password = "";
         }
-        HikariDataSource pool = Database.pool(url, user, password, settings.intValue("jobgate.db.pool-size", 1, 500));
-        context.addService(ManagedResource.stoppedBy("db-pool", pool::close), true, true);
-        long begun = System.nanoTime();
-        Database.migrate(pool);
-        times.part("schema", (System.nanoTime() - begun) / 1_000_000);
+        StartingDataSource pool = Database.startingPool("jobgate-db", url, user, password,
+                settings.intValue("jobgate.db.pool-size", 1, 500), "");
         // The relay's claims and published marks commit without waiting for the WAL flush: one lost in
         // a database crash only means the event is published again, which consumers already tolerate
         // (at least once). Everything else commits durably. Saves a flush on the accept -> call path.
-        HikariDataSource relayPool = Database.pool("jobgate-relay-db", url, user, password, 4, "-c synchronous_commit=off");
-        context.addService(ManagedResource.stoppedBy("relay-db-pool", relayPool::close), true, true);
+        StartingDataSource relayPool = Database.startingPool("jobgate-relay-db", url, user, password, 4,
+                "-c synchronous_commit=off");
+        BackgroundStart<EmbeddedPostgresServer> postgres = embedded;
+        context.addService(ManagedResource.startedAndStoppedBy("database", () -> {
+            try {
+                if (postgres != null) {
+                    postgres.await();
+                    times.part("postgres", postgres.millis());
+                }
+                long begun = System.nanoTime();
+                pool.ready();
+                Database.migrate(pool);
+                times.part("schema", (System.nanoTime() - begun) / 1_000_000);
+                relayPool.ready();
+            } catch (Exception | Error e) {
+                pool.failed(e);
+                relayPool.failed(e);
+                throw e;
+            }
+        }, () -> {
+            relayPool.close();
+            pool.close();
+            if (postgres != null) {
+                postgres.stop(EmbeddedPostgresServer::stop);
+            }
+        }), true, true);
         return new HikariDataSource[] {pool, relayPool};
     }
 

@@ -10,7 +10,7 @@ import org.apache.camel.spi.PropertiesComponent;
  * Typed view of the gateway's settings. Values come from Camel's properties component, so an
  * environment variable overrides a file entry the usual way ({@code jobgate.data-dir} ←
  * {@code JOBGATE_DATA_DIR}). Defaults are written once, in config/application.properties (the
- * README's settings table is checked against it): no accessor here takes a default. Bad or
+ * settings table of docs/settings.md is checked against it): no accessor here takes a default. Bad or
  * missing values fail at start, naming the setting.
  */
 public final class Settings {

@@ -75,9 +75,22 @@ public final class StartupTimes implements StartupListener {
         synchronized (parts) {
             parts.forEach((name, millis) -> figures.add(name + " " + millis + " ms"));
         }
-        LOG.info("jobgate ready in {} ms since {} ({}wiring {} ms, Camel routes and HTTP server {} ms{})", readyMillis,
-                fromJvmStart ? "the JVM started" : "its wiring began",
+        // The last line of a start: ready, where the API is and what to try, then where the time went.
+        LOG.info("jobgate ready in {} ms: {}; timings since {} ({}wiring {} ms, Camel routes and HTTP server {} ms{})",
+                readyMillis, whereAndNext(context), fromJvmStart ? "the JVM started" : "its wiring began",
                 fromJvmStart ? "JVM and Camel Main " + wiringStartedUptime + " ms, " : "", wiring, camel,
                 figures.isEmpty() ? "" : "; parts side by side: " + String.join(", ", figures));
+    }
+
+    /** Where a newcomer goes next: the API's address (when this instance serves it) and a first command. */
+    static String whereAndNext(CamelContext context) {
+        String port = context.getPropertiesComponent().resolveProperty("camel.server.port").orElse("8080");
+        String base = "http://localhost:" + port;
+        boolean api = !"false".equals(context.getPropertiesComponent().resolveProperty("jobgate.runs.api").orElse("true"));
+        if (!api) {
+            return "no API on this instance (roles without api), health at " + base + "/observe/health";
+        }
+        return "API at " + base + "/v1 (its calls: " + base + "/openapi.json, health: " + base + "/observe/health)"
+                + "; try 'java -jar target/jobgate.jar demo' in another terminal";
     }
 }

@@ -18,7 +18,7 @@ public final class JobStore {
             job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version, kind, aspect_class,
             provider, upload_id, source_sha256, source_bytes, correlation_id, cost_micros, max_attempts,
             max_lifetime_seconds, expires_at, attempts, error_category, error_message, created_at, updated_at, finalized_at,
-            next_attempt_at, adapter_revision""";
+            next_attempt_at, adapter_revision, result::text AS result""";
 
     private final JdbcTemplate jdbc;
 
@@ -35,6 +35,44 @@ public final class JobStore {
     public Optional<String> result(UUID jobId) {
         return jdbc.query("SELECT result::text FROM jobs WHERE job_id = ? AND result IS NOT NULL", (rs, i) -> rs.getString(1),
                 jobId).stream().findFirst();
+    }
+
+    /**
+     * Every attempt of a job, oldest first, as the API shows it; {@code replyHeads}: with the stored
+     * head of each error reply (operators only, never tenants).
+     */
+    public List<java.util.Map<String, Object>> attempts(UUID jobId, boolean replyHeads) {
+        return jdbc.query("""
+                SELECT attempt, adapter, adapter_revision, worker, started_at, ended_at, duration_ms, outcome, error_category,
+                       error_message, http_status, provider_request_id, retry_after, next_attempt_at, billed_units, billed_unit,
+                       response_excerpt
+                  FROM attempts WHERE job_id = ? ORDER BY attempt""", (rs, i) -> {
+            java.util.Map<String, Object> a = new java.util.LinkedHashMap<>();
+            a.put("attempt", rs.getInt("attempt"));
+            a.put("adapter", rs.getString("adapter"));
+            a.put("revision", rs.getString("adapter_revision"));
+            a.put("started_at", iso(rs.getTimestamp("started_at")));
+            a.put("ended_at", iso(rs.getTimestamp("ended_at")));
+            a.put("duration_ms", rs.getObject("duration_ms"));
+            a.put("outcome", rs.getString("outcome"));
+            a.put("error_category", rs.getString("error_category"));
+            a.put("error_message", rs.getString("error_message"));
+            a.put("http_status", rs.getObject("http_status"));
+            a.put("provider_request_id", rs.getString("provider_request_id"));
+            a.put("retry_after", rs.getString("retry_after"));
+            a.put("next_attempt_at", iso(rs.getTimestamp("next_attempt_at")));
+            a.put("billed_units", rs.getBigDecimal("billed_units"));
+            a.put("billed_unit", rs.getString("billed_unit"));
+            if (replyHeads) {
+                a.put("worker", rs.getString("worker"));
+                a.put("reply_head", rs.getString("response_excerpt"));
+            }
+            return a;
+        }, jobId);
+    }
+
+    private static String iso(Timestamp ts) {
+        return ts == null ? null : ts.toInstant().toString();
     }
 
     /** Any tenant's job (operator endpoints only). */
@@ -73,7 +111,7 @@ public final class JobStore {
                 rs.getInt("max_attempts"), rs.getInt("max_lifetime_seconds"), instant(rs, "expires_at"),
                 rs.getInt("attempts"), rs.getString("error_category"), rs.getString("error_message"),
                 instant(rs, "created_at"), instant(rs, "updated_at"), instant(rs, "finalized_at"),
-                instant(rs, "next_attempt_at"), rs.getString("adapter_revision"));
+                instant(rs, "next_attempt_at"), rs.getString("adapter_revision"), rs.getString("result"));
     }
 
     private static Instant instant(ResultSet rs, String column) throws SQLException {

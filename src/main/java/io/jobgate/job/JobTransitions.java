@@ -58,8 +58,13 @@ public final class JobTransitions {
         SCHEDULE_CHECK,
         /** Terminal: {@code finalized_at} set once, the admission reservations released. */
         FINALIZE,
-        /** The tenant's share of the cost given back, at most once per job. */
+        /** The tenant's share of the cost given back, at most once per job and redrive. */
         REFUND,
+        /**
+         * A failed job opens again (operator redrive): {@code finalized_at} and its failure cleared, one
+         * more redrive counted, its admission reservations taken again, what was refunded debited again.
+         */
+        REOPEN,
         /** Followers learn the new status (a status outbox event). */
         STATUS_EVENT
     }
@@ -93,7 +98,12 @@ public final class JobTransitions {
                 Effect.STATUS_EVENT),
         /** Any open job may be cancelled by its tenant. */
         CANCEL(CANCELLED, OPEN, Effect.DROP_DISPATCH, Effect.END_LEASE, Effect.RELEASE_SLOT, Effect.FINALIZE, Effect.REFUND,
-                Effect.STATUS_EVENT);
+                Effect.STATUS_EVENT),
+        /**
+         * An operator gives a failed job a new attempt under its id (never a cancelled one): the only
+         * way out of a terminal state, allowed by the database for exactly this change (V18).
+         */
+        REDRIVE(QUEUED, EnumSet.of(FAILED), Effect.REOPEN, Effect.DROP_DISPATCH, Effect.DISPATCH_AT, Effect.STATUS_EVENT);
 
         private final JobStatus to;
         private final Set<JobStatus> from;
@@ -181,37 +191,44 @@ public final class JobTransitions {
      * @param resultJson     FINALIZE: the result record of a success
      * @param refundPercent  REFUND: the share of the cost given back
      * @param cause          FINALIZE of a failure: the category that used the caps up (told to observers only)
+     * @param extraAttempts  REOPEN: attempts allowed beyond the ones made
+     * @param expiresAt      REOPEN: the job's lifetime ends no earlier than this (a forced redrive's new window), or null
      */
     public record Change(String leaseOwner, Duration leaseFor, Instant at, int unparseable, String providerTask,
                          String providerRequestId, String adapter, String revision, String category, String message,
-                         String resultJson, int refundPercent, String cause) {
+                         String resultJson, int refundPercent, String cause, int extraAttempts, Instant expiresAt) {
         public static Change none() {
-            return new Change(null, null, null, 0, null, null, null, null, null, null, null, 0, null);
+            return new Change(null, null, null, 0, null, null, null, null, null, null, null, 0, null, 0, null);
         }
 
         public static Change lease(String owner, Duration leaseFor) {
-            return new Change(owner, leaseFor, null, 0, null, null, null, null, null, null, null, 0, null);
+            return new Change(owner, leaseFor, null, 0, null, null, null, null, null, null, null, 0, null, 0, null);
         }
 
         public static Change attempt(String worker, String adapter, String revision) {
-            return new Change(worker, null, null, 0, null, null, adapter, revision, null, null, null, 0, null);
+            return new Change(worker, null, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null);
         }
 
         public static Change retryAt(Instant at, int unparseable, String lastCategory) {
-            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0, null);
+            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0, null, 0, null);
         }
 
         public static Change checkFrom(Instant firstCheck, String providerTask, String providerRequestId, String category) {
-            return new Change(null, null, firstCheck, 0, providerTask, providerRequestId, null, null, category, null, null, 0, null);
+            return new Change(null, null, firstCheck, 0, providerTask, providerRequestId, null, null, category, null, null, 0, null, 0, null);
         }
 
         public static Change ending(String category, String message, String resultJson, int refundPercent) {
             return ending(category, message, resultJson, refundPercent, null);
         }
 
+        /** An operator's redrive: dispatched at {@code at}, {@code extraAttempts} more, lifetime to at least {@code expiresAt}. */
+        public static Change redrive(Instant at, int extraAttempts, Instant expiresAt) {
+            return new Change(null, null, at, 0, null, null, null, null, null, null, null, 0, null, extraAttempts, expiresAt);
+        }
+
         /** @param cause FINALIZE: what used the job's caps up, when that says more than its category (a 429) */
         public static Change ending(String category, String message, String resultJson, int refundPercent, String cause) {
-            return new Change(null, null, null, 0, null, null, null, null, category, message, resultJson, refundPercent, cause);
+            return new Change(null, null, null, 0, null, null, null, null, category, message, resultJson, refundPercent, cause, 0, null);
         }
     }
 
@@ -232,6 +249,11 @@ public final class JobTransitions {
         /** When the job entered the status it left (only transitions write {@code updated_at}). */
         public Instant enteredAt() {
             return ((Timestamp) row.get("entered_at")).toInstant();
+        }
+
+        /** REOPEN: the micros charged again (what the last failure refunded), 0 when none. */
+        public long redebitedMicros() {
+            return row.get("redebited_micros") instanceof Number n ? n.longValue() : 0;
         }
 
         /** REFUND: the micros given back by this transition, 0 when none. */
@@ -316,20 +338,21 @@ public final class JobTransitions {
                     + " AND event_type = 'dispatch' AND published_at IS NULL FOR UPDATE) " : "")
                     + "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event, change, p, now)
                     + " FROM (SELECT job_id, dispatched_at, status, updated_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
-                    + " WHERE j.job_id = old.job_id AND j.finalized_at IS NULL AND j.status = ANY (string_to_array(:from, ','))"
+                    + " WHERE j.job_id = old.job_id" + (event.has(Effect.REOPEN) ? "" : " AND j.finalized_at IS NULL")
+                    + " AND j.status = ANY (string_to_array(:from, ','))"
                     + (lockEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards
-                    + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token,"
+                    + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token, j.redrives,"
                     + " old.dispatched_at IS NOT NULL AS held_slot, j.provider, old.status AS from_status, old.updated_at AS entered_at"
-                    + (event == Event.SUCCEED ? ", (SELECT d.units FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit') AS debit_units,"
-                            + " (SELECT d.unit FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit') AS debit_unit" : "")
+                    + (event == Event.SUCCEED ? ", (SELECT d.units FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_units,"
+                            + " (SELECT d.unit FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_unit" : "")
                     + (returning == null ? "" : ", " + returning);
             String sql = update;
             if (event.has(Effect.OPEN_ATTEMPT)) {
                 p.addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter())
                         .addValue("revision", change.revision());
                 sql = "WITH moved AS (" + update + "), opened AS ("
-                        + " INSERT INTO attempts (job_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)"
-                        + " SELECT :job, m.attempts, m.lease_token, :worker, :adapter, :revision, :now FROM moved m"
+                        + " INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)"
+                        + " SELECT :job, m.tenant_id, m.attempts, m.lease_token, :worker, :adapter, :revision, :now FROM moved m"
                         + " RETURNING attempt) SELECT m.*, (SELECT attempt FROM opened) AS opened_attempt FROM moved m";
             }
             List<Map<String, Object>> rows = jdbc.queryForList(sql, p);
@@ -340,18 +363,19 @@ public final class JobTransitions {
             String tenant = (String) row.get("tenant_id");
             int attempts = ((Number) row.get("attempts")).intValue();
             boolean heldSlot = Boolean.TRUE.equals(row.get("held_slot"));
-            p.addValue("tenant", tenant).addValue("attempts", attempts);
+            p.addValue("tenant", tenant).addValue("attempts", attempts).addValue("redrives", ((Number) row.get("redrives")).intValue());
             if (event.has(Effect.REFUND) && change.refundPercent() > 0) {
                 long cost = ((Number) row.get("cost_micros")).longValue();
                 long refund = Math.multiplyExact(cost, (long) change.refundPercent()) / 100;
                 if (refund > 0) {
-                    // The debit's metered units go back in the same share.
+                    // The debit's metered units go back in the same share; once per redrive (V18: a redriven
+                    // job was charged again for what its last failure refunded).
                     p.addValue("refund", refund).addValue("cost", cost).addValue("reference", change.category());
                     int refunded = jdbc.update("""
-                            INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at, units, unit)
-                            SELECT :tenant, :job, 'refund', :refund, :reference, :now, -d.units * :refund / :cost, d.unit
-                              FROM ledger d WHERE d.job_id = :job AND d.entry_type = 'debit'
-                            ON CONFLICT (job_id, entry_type) WHERE entry_type IN ('debit', 'refund') DO NOTHING""", p);
+                            INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at, units, unit, redrive)
+                            SELECT :tenant, :job, 'refund', :refund, :reference, :now, -d.units * :refund / :cost, d.unit, :redrives
+                              FROM ledger d WHERE d.job_id = :job AND d.entry_type = 'debit' AND d.redrive = 0
+                            ON CONFLICT (job_id, entry_type, redrive) WHERE entry_type IN ('debit', 'refund') DO NOTHING""", p);
                     if (refunded == 1) {
                         row.put("refunded_micros", refund);
                     }
@@ -367,6 +391,22 @@ public final class JobTransitions {
                         INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, created_at)
                         VALUES (:job, :tenant, 'status', jsonb_build_object('status', CAST(:to AS text),
                                 'attempt', CAST(:attempts AS int), 'error_category', CAST(:category AS text)), :now, :now)""", p);
+            }
+            if (event.has(Effect.REOPEN)) {
+                // What the last failure refunded is charged again (nothing when it was not refunded), so
+                // the ledger says what the tenant pays for this job; then its reservations, as admission takes them.
+                List<Map<String, Object>> debited = jdbc.queryForList("""
+                        INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at, units, unit, redrive)
+                        SELECT :tenant, :job, 'debit', -r.amount_micros, 'redrive', :now, -r.units, r.unit, :redrives
+                          FROM ledger r WHERE r.job_id = :job AND r.entry_type = 'refund' AND r.redrive = :redrives - 1
+                        RETURNING -amount_micros AS micros""", p);
+                row.put("redebited_micros", debited.isEmpty() ? 0L : ((Number) debited.get(0).get("micros")).longValue());
+                p.addValue("bytes", ((Number) row.get("source_bytes")).longValue());
+                jdbc.update("""
+                        WITH tenant AS (
+                            UPDATE tenant_accounts SET open_jobs = open_jobs + 1, queued_bytes = queued_bytes + :bytes
+                             WHERE tenant_id = :tenant RETURNING tenant_id)
+                        UPDATE gateway_capacity SET in_flight = in_flight + 1 WHERE id = 1 AND (SELECT count(*) FROM tenant) >= 0""", p);
             }
             // The counters last, in one statement, right before the commit: the tenant's row is
             // shared with admission and the relay, so it is held for as short a time as possible.
@@ -464,6 +504,13 @@ public final class JobTransitions {
         }
         if (event.has(Effect.OPEN_ATTEMPT)) {
             set.append(", attempts = j.attempts + 1, adapter_revision = :revision");
+        }
+        if (event.has(Effect.REOPEN)) {
+            set.append(", finalized_at = NULL, error_category = NULL, error_message = NULL, result = NULL,"
+                    + " redrives = j.redrives + 1, max_attempts = greatest(j.max_attempts, j.attempts + :extra),"
+                    + " expires_at = greatest(j.expires_at, coalesce(CAST(:expiresAt AS timestamptz), j.expires_at))");
+            p.addValue("extra", change.extraAttempts())
+                    .addValue("expiresAt", change.expiresAt() == null ? null : Timestamp.from(change.expiresAt()));
         }
         if (event.has(Effect.FINALIZE)) {
             set.append(", finalized_at = :now, error_category = :errorCategory, error_message = :errorMessage,"

@@ -72,6 +72,12 @@ public final class Meters {
         counter("jobgate_attempts_total", "attempt outcomes", "provider", provider, "tenant", tenant, "outcome", outcome).increment();
     }
 
+    /** The same outcome by adapter revision (no tenant: few series), what a canary's gates compare. */
+    public void revisionAttempt(String provider, String revision, String outcome) {
+        counter("jobgate_revision_attempts_total", "attempt outcomes by adapter revision", "provider", provider,
+                "revision", revision, "outcome", outcome).increment();
+    }
+
     public void rateLimited(String provider, String tenant) {
         counter("jobgate_provider_rate_limited_total", "429 answers of providers", "provider", provider, "tenant", tenant).increment();
     }

@@ -37,6 +37,9 @@ public final class TransitionMeters implements JobTransitions.Observer {
         if (moved.refundedMicros() > 0) {
             meters.ledger(tenant, "refund", moved.refundedMicros());
         }
+        if (moved.redebitedMicros() > 0) {
+            meters.ledger(tenant, "debit", moved.redebitedMicros());
+        }
         if (isEvidence(event, moved, change)) {
             meters.reconciled(Duration.between(moved.enteredAt(), moved.at()));
         }

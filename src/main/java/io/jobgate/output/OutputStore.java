@@ -37,6 +37,8 @@ import software.amazon.awssdk.services.s3.S3Client;
  */
 public final class OutputStore {
 
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(OutputStore.class);
+
     /** The route that quarantines, checks and promotes (routes/outputs.camel.yaml). */
     public static final String ROUTE = "direct:store-output";
     /** Exchange property holding the {@link Request}; each step's result is a record of its own. */
@@ -231,8 +233,11 @@ public final class OutputStore {
             checked = q.streamed() != null ? OutputCheck.checkVideo(q.streamed().scan(), q.preset(), q.size(), r.job().video())
                     : OutputCheck.check(q.bytes(), q.preset(), q.aspect(), q.size());
         } catch (OutputCheck.Refused refused) {
+            // The tenant reads the reason; where the refused object lies is for operators (the log) only.
+            LOG.info("output of job {} attempt {} refused ({}); kept in quarantine at {}", r.job().jobId(),
+                    r.job().attempt(), refused.getMessage(), q.key());
             decide(exchange, "refused", new OutputUnavailable(ErrorCategory.INVALID_OUTPUT,
-                    refused.getMessage() + " (kept at " + q.key() + ")"));
+                    refused.getMessage() + " (the output is kept for review)"));
             return; // the message is still the quarantine put of step 1
         }
         String prefix = "outputs/" + r.job().tenantId() + "/" + r.job().jobId() + "/";

@@ -106,14 +106,41 @@ public final class PresetCatalog {
         return presets.values().stream().flatMap(v -> v.values().stream()).toList();
     }
 
-    /** The requested version, or the latest when {@code version} is null. */
+    /** Every preset id. */
+    public List<String> ids() {
+        return List.copyOf(presets.keySet());
+    }
+
+    /** The loaded versions of a preset, ascending (empty when there is no such preset). */
+    public List<Integer> versions(String id) {
+        NavigableMap<Integer, Preset> versions = presets.get(id);
+        return versions == null ? List.of() : List.copyOf(versions.keySet());
+    }
+
+    /**
+     * Where the version of a request that names none comes from: the operator's choice
+     * ({@link PresetDefaults}), null for the latest.
+     */
+    public void useDefaults(java.util.function.Function<String, Integer> defaults) {
+        this.defaults = defaults;
+    }
+
+    private volatile java.util.function.Function<String, Integer> defaults = id -> null;
+
+    /** The requested version, or when {@code version} is null the default an operator chose, else the latest. */
     public Preset resolve(String id, Integer version) {
         NavigableMap<Integer, Preset> versions = presets.get(id);
         if (versions == null) {
             throw ApiProblem.of(422, "unknown_preset", "No preset '" + id + "'; known: " + String.join(", ", presets.keySet()) + ".")
                     .with("field", "preset_id");
         }
-        Preset preset = version == null ? versions.lastEntry().getValue() : versions.get(version);
+        Integer chosen = version == null ? defaults.apply(id) : null;
+        if (chosen != null && !versions.containsKey(chosen)) {
+            // The operator's choice is not loaded here: refuse rather than give the version it rolled back from.
+            throw ApiProblem.of(422, "unknown_preset", "Preset '" + id + "' defaults to version " + chosen
+                    + ", which this gateway has not loaded; name a version: " + versions.keySet() + ".").with("field", "preset_version");
+        }
+        Preset preset = version == null ? versions.get(chosen != null ? chosen : versions.lastKey()) : versions.get(version);
         if (preset == null) {
             throw ApiProblem.of(422, "unknown_preset", "Preset '" + id + "' has no version " + version
                     + "; versions: " + versions.keySet() + ".").with("field", "preset_version");

@@ -41,6 +41,30 @@ public final class Pricing {
         };
     }
 
+    /**
+     * What {@code units} of a provider's own billing unit cost at its price list, or null when its
+     * settings price no such unit: {@code images} and {@code audio_minutes}/{@code audio_seconds} by
+     * the job prices, any other unit by {@code price.<unit>-micros} (e.g. {@code price.tokens-micros}).
+     */
+    public static java.math.BigDecimal billedMicros(Provider provider, String unit, java.math.BigDecimal units) {
+        if (unit == null || units == null) {
+            return null;
+        }
+        java.math.BigDecimal per = switch (unit) {
+            case "images" -> price(provider, ProviderCatalog.IMAGE_PRICE, 1);
+            case "audio_minutes" -> price(provider, ProviderCatalog.AUDIO_MINUTE_PRICE, 1);
+            case "audio_seconds" -> price(provider, ProviderCatalog.AUDIO_MINUTE_PRICE, 60);
+            default -> price(provider, unit + "-micros", 1);
+        };
+        return per == null ? null : per.multiply(units);
+    }
+
+    private static java.math.BigDecimal price(Provider provider, String key, int perUnits) {
+        Long micros = provider.prices().get(key);
+        return micros == null ? null : java.math.BigDecimal.valueOf(micros)
+                .divide(java.math.BigDecimal.valueOf(perUnits), 6, java.math.RoundingMode.HALF_EVEN);
+    }
+
     /** Whole minutes, rounded up, at least one: how transcription is billed. */
     static long billedMinutes(Long durationMillis) {
         if (durationMillis == null || durationMillis <= 0) {

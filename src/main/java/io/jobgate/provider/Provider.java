@@ -12,8 +12,8 @@ import io.jobgate.preset.PixelSize;
  * ({@code price.image-micros}, {@code price.audio-minute-micros}, …) and what the worker needs to
  * call its adapter route {@code direct:provider-<name>}.
  *
- * @param revision         adapter revision recorded with every attempt ({@code revision}); an operation
- *                         of its own says {@code revision.<kind>} ({@link #revision(String)})
+ * @param label            the human label of its revisions ({@code revision}); an operation of its own
+ *                         says {@code revision.<kind>}; the recorded revision adds a derived hash ({@link #revision(String)})
  * @param maxConcurrency   requests in flight to this provider across all instances ({@code max-concurrency})
  * @param callDeadline     how long one adapter call may take ({@code call-deadline-ms})
  * @param idempotentSubmit the provider deduplicates a resubmission by our idempotency key
@@ -26,19 +26,41 @@ import io.jobgate.preset.PixelSize;
  *                         {@code size.<class>.<resolution>}, keyed {@code <class>.<resolution>})
  * @param errors           the error table of all its operations ({@link ProviderErrors})
  * @param settings         every entry of the file by its short key, after overrides
+ * @param adapter          its adapter route file as the catalog last saw it (digest, settings it reads)
  */
-public record Provider(String name, Set<String> kinds, Map<String, Long> prices, String revision,
+public record Provider(String name, Set<String> kinds, Map<String, Long> prices, String label,
                        int maxConcurrency, Duration callDeadline, boolean idempotentSubmit,
                        Duration rateLimitBackoff, Map<String, PixelSize> sizes, ProviderErrors errors,
-                       Map<String, String> settings) {
+                       Map<String, String> settings, AdapterSource adapter) {
 
     /**
-     * The adapter revision of one operation (a preset kind): {@code revision.<kind>}, else
-     * {@code revision}. Image generation and transcription change on their own, so each records its own.
+     * The adapter revision of one operation (a preset kind), recorded on attempts, results, manifests,
+     * logs and metrics: its label ({@code revision.<kind>}, else {@code revision}) and a hash of what
+     * shapes its requests ({@link RevisionIdentity}). Image generation and transcription change on
+     * their own, so each has its own.
      */
     public String revision(String kind) {
+        return RevisionIdentity.of(label(kind), adapter, settings, kind);
+    }
+
+    /** The human label of one operation's revisions: {@code revision.<kind>}, else {@code revision}. */
+    public String label(String kind) {
         String own = kind == null ? null : settings.get("revision." + kind);
-        return own == null || own.isBlank() ? revision : own;
+        return own == null || own.isBlank() ? label : own;
+    }
+
+    /** The same provider with one setting changed (tests, and settings derived at run time). */
+    public Provider withSettings(String key, String value) {
+        Map<String, String> changed = new java.util.TreeMap<>(settings);
+        changed.put(key, value);
+        return new Provider(name, kinds, prices, label, maxConcurrency, callDeadline, idempotentSubmit, rateLimitBackoff, sizes,
+                errors, Map.copyOf(changed), adapter);
+    }
+
+    /** The same provider with its adapter route file as now loaded. */
+    public Provider withAdapter(AdapterSource source) {
+        return source.equals(adapter) ? this : new Provider(name, kinds, prices, label, maxConcurrency, callDeadline,
+                idempotentSubmit, rateLimitBackoff, sizes, errors, settings, source);
     }
 
     /** The exact size it renders for an aspect class, if it renders that class. */

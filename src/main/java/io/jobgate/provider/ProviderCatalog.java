@@ -101,7 +101,7 @@ public final class ProviderCatalog {
 
     /** Every provider of the last scan. */
     public java.util.List<Provider> all() {
-        return java.util.List.copyOf(scan.providers().values());
+        return scan.providers().values().stream().map(this::withAdapter).toList();
     }
 
     /** The provider of that name; an unknown name re-reads the directories (at most once a second). */
@@ -110,7 +110,21 @@ public final class ProviderCatalog {
         if (provider == null && rescan()) {
             provider = scan.providers().get(name);
         }
-        return Optional.ofNullable(provider);
+        return Optional.ofNullable(provider).map(this::withAdapter);
+    }
+
+    /**
+     * Tells the catalog where to read a provider's adapter route file as loaded now (digest and the
+     * settings it reads): part of its revision, and changed by a hot reload without a settings change.
+     */
+    public void readAdapterSources(java.util.function.Function<String, AdapterSource> sources) {
+        this.adapterSources = sources;
+    }
+
+    private volatile java.util.function.Function<String, AdapterSource> adapterSources = name -> AdapterSource.UNKNOWN;
+
+    private Provider withAdapter(Provider provider) {
+        return provider.withAdapter(adapterSources.apply(provider.name()));
     }
 
     /**
@@ -221,7 +235,8 @@ public final class ProviderCatalog {
         });
         return new Provider(name, kinds, Map.copyOf(prices), values.getOrDefault("revision", "1"), maxConcurrency,
                 Duration.ofMillis(deadlineMs), Boolean.parseBoolean(values.getOrDefault("idempotent-submit", "false")),
-                Duration.ofSeconds(rateLimitBackoff), Map.copyOf(sizes), ProviderErrors.parse(prefix, values), Map.copyOf(values));
+                Duration.ofSeconds(rateLimitBackoff), Map.copyOf(sizes), ProviderErrors.parse(prefix, values), Map.copyOf(values),
+                AdapterSource.UNKNOWN);
     }
 
     private static int whole(String key, String value, int min, int max) {
@@ -307,27 +322,44 @@ public final class ProviderCatalog {
      * returned, one line each (left out for that class: the caller logs it and health shows it).
      */
     public List<String> verifyFits(List<Preset> presets) {
-        List<String> leftOut = new java.util.ArrayList<>();
+        for (Misfit misfit : misfits(presets)) {
+            if (misfit.provider().equals(defaults.get(misfit.preset().kind()))) {
+                throw new IllegalStateException("default provider for " + misfit.preset().kind() + " '" + misfit.provider()
+                        + "' cannot serve " + misfit.preset().id() + " v" + misfit.preset().version() + " "
+                        + misfit.aspectClass() + ": " + misfit.why());
+            }
+        }
+        return leftOut(presets);
+    }
+
+    /**
+     * The same lines as {@link #verifyFits} for the providers as they are now (a settings file dropped
+     * in since the start included), never throwing: what health shows.
+     */
+    public List<String> leftOut(List<Preset> presets) {
+        return misfits(presets).stream().map(m -> m.provider() + " left out for " + m.preset().id() + " v"
+                + m.preset().version() + " " + m.aspectClass() + ": " + m.why()).toList();
+    }
+
+    private record Misfit(String provider, Preset preset, String aspectClass, String why) {
+    }
+
+    private List<Misfit> misfits(List<Preset> presets) {
+        List<Misfit> misfits = new java.util.ArrayList<>();
         for (Preset preset : presets) {
             for (Provider provider : scan.providers().values()) {
                 if (!provider.kinds().contains(preset.kind())) {
                     continue;
                 }
                 for (String aspect : preset.aspectClasses().keySet()) {
-                    String misfit = misfit(provider, preset, aspect);
-                    if (misfit == null) {
-                        continue;
+                    String why = misfit(provider, preset, aspect);
+                    if (why != null) {
+                        misfits.add(new Misfit(provider.name(), preset, aspect, why));
                     }
-                    if (provider.name().equals(defaults.get(preset.kind()))) {
-                        throw new IllegalStateException("default provider for " + preset.kind() + " '" + provider.name()
-                                + "' cannot serve " + preset.id() + " v" + preset.version() + " " + aspect + ": " + misfit);
-                    }
-                    leftOut.add(provider.name() + " left out for " + preset.id() + " v" + preset.version() + " " + aspect
-                            + ": " + misfit);
                 }
             }
         }
-        return List.copyOf(leftOut);
+        return misfits;
     }
 
     /**
@@ -363,7 +395,7 @@ public final class ProviderCatalog {
         String preferred = defaults.getOrDefault(preset.kind(), defaults.get("image"));
         List<Provider> candidates = new java.util.ArrayList<>();
         find(preferred == null ? "" : preferred).ifPresent(candidates::add);
-        scan.providers().values().stream().filter(p -> !p.name().equals(preferred)).forEach(candidates::add);
+        scan.providers().values().stream().filter(p -> !p.name().equals(preferred)).map(this::withAdapter).forEach(candidates::add);
         return candidates.stream()
                 .filter(p -> misfit(p, preset, aspectClass) == null && whyNotRunning.apply(p.name()) == null)
                 .findFirst()

@@ -22,16 +22,26 @@ import org.springframework.jdbc.core.JdbcTemplate;
 public final class UsageReport {
 
     private final JdbcTemplate jdbc;
+    private final java.time.Clock clock;
 
-    public UsageReport(JdbcTemplate jdbc) {
+    public UsageReport(JdbcTemplate jdbc, java.time.Clock clock) {
         this.jdbc = jdbc;
+        this.clock = clock;
     }
 
-    /** The whole days inside [from, to); an empty span (start = end = to) when there is none. */
+    /**
+     * The whole days inside [from, to); an empty span (start = end = to) when there is none. A range
+     * that ends now or later holds all of today that exists, so today counts as a whole day (read from
+     * its rollup row and the pending tail, not from the raw rows).
+     */
     record Days(Instant start, Instant end) {
-        static Days within(Instant from, Instant to) {
+        static Days within(Instant from, Instant to, Instant now) {
             Instant start = from.truncatedTo(ChronoUnit.DAYS).equals(from) ? from : from.truncatedTo(ChronoUnit.DAYS).plus(1, ChronoUnit.DAYS);
             Instant end = to.truncatedTo(ChronoUnit.DAYS);
+            Instant tomorrow = now.truncatedTo(ChronoUnit.DAYS).plus(1, ChronoUnit.DAYS);
+            if (!to.isBefore(now) && end.isBefore(tomorrow)) {
+                end = tomorrow;
+            }
             return start.isBefore(end) ? new Days(start, end) : new Days(to, to);
         }
 
@@ -44,23 +54,35 @@ public final class UsageReport {
         }
     }
 
+    /** Every tenant known to the gateway (operator reports across tenants). */
+    public List<String> tenants() {
+        return jdbc.queryForList("SELECT tenant_id FROM tenants ORDER BY tenant_id", String.class);
+    }
+
     /** Metered at admission, per provider, kind and unit: jobs, units, debited, refunded, cost (micro-units). */
+    /** The tenant's balance now (micro-units; the ledger's sum, kept by its trigger). */
+    public long balanceMicros(String tenant) {
+        Long balance = jdbc.query("SELECT balance_micros FROM tenant_accounts WHERE tenant_id = ?",
+                rs -> rs.next() ? rs.getLong(1) : null, tenant);
+        return balance == null ? 0 : balance;
+    }
+
     public List<Map<String, Object>> lines(String tenant, Instant from, Instant to) {
-        Days days = Days.within(from, to);
+        Days days = Days.within(from, to, clock.instant());
         return jdbc.query("""
                 SELECT provider, kind, nullif(unit, '') AS unit, sum(jobs) AS jobs, sum(units) AS units,
                        sum(debited) AS debited_micros, sum(refunded) AS refunded_micros
                   FROM (SELECT provider, kind, unit, jobs, units, debited_micros AS debited, refunded_micros AS refunded
                           FROM usage_daily WHERE tenant_id = ? AND day >= ? AND day < ?
                         UNION ALL
-                        SELECT j.provider, j.kind, coalesce(l.unit, ''), CASE WHEN l.entry_type = 'debit' THEN 1 ELSE 0 END,
+                        SELECT j.provider, j.kind, coalesce(l.unit, ''), CASE WHEN l.entry_type = 'debit' AND l.redrive = 0 THEN 1 ELSE 0 END,
                                coalesce(l.units, 0), CASE WHEN l.entry_type = 'debit' THEN -l.amount_micros ELSE 0 END,
                                CASE WHEN l.entry_type = 'refund' THEN l.amount_micros ELSE 0 END
                           FROM ledger l JOIN jobs j ON j.job_id = l.job_id
                          WHERE l.tenant_id = ? AND l.entry_type IN ('debit', 'refund')
                            AND ((l.created_at >= ? AND l.created_at < ?) OR (l.created_at >= ? AND l.created_at < ?))
                         UNION ALL
-                        SELECT j.provider, j.kind, coalesce(l.unit, ''), CASE WHEN l.entry_type = 'debit' THEN 1 ELSE 0 END,
+                        SELECT j.provider, j.kind, coalesce(l.unit, ''), CASE WHEN l.entry_type = 'debit' AND l.redrive = 0 THEN 1 ELSE 0 END,
                                coalesce(l.units, 0), CASE WHEN l.entry_type = 'debit' THEN -l.amount_micros ELSE 0 END,
                                CASE WHEN l.entry_type = 'refund' THEN l.amount_micros ELSE 0 END
                           FROM usage_pending p JOIN ledger l ON l.entry_id = p.entry_id JOIN jobs j ON j.job_id = l.job_id
@@ -85,7 +107,7 @@ public final class UsageReport {
 
     /** What the providers billed, per provider, kind and unit: attempts and units, as they reported them. */
     public List<Map<String, Object>> providerBilling(String tenant, Instant from, Instant to) {
-        Days days = Days.within(from, to);
+        Days days = Days.within(from, to, clock.instant());
         return jdbc.query("""
                 SELECT provider, kind, nullif(unit, '') AS unit, sum(attempts) AS attempts, sum(units) AS units
                   FROM (SELECT provider, kind, unit, attempts, units FROM billing_daily WHERE tenant_id = ? AND day >= ? AND day < ?
@@ -95,7 +117,7 @@ public final class UsageReport {
                         UNION ALL
                         SELECT a.adapter, j.kind, coalesce(a.billed_unit, ''), 1, a.billed_units
                           FROM attempts a JOIN jobs j ON j.job_id = a.job_id
-                         WHERE a.billed_units IS NOT NULL AND j.tenant_id = ?
+                         WHERE a.billed_units IS NOT NULL AND a.tenant_id = ?
                            AND ((a.started_at >= ? AND a.started_at < ?) OR (a.started_at >= ? AND a.started_at < ?))) parts
                  GROUP BY provider, kind, unit HAVING sum(attempts) <> 0 OR sum(units) <> 0
                  ORDER BY provider, kind, unit""", (rs, i) -> {

@@ -18,7 +18,7 @@ public final class UsageRollups {
             rolled AS (
                 INSERT INTO usage_daily AS d (tenant_id, day, provider, kind, unit, jobs, units, debited_micros, refunded_micros)
                 SELECT l.tenant_id, (l.created_at AT TIME ZONE 'UTC')::date, j.provider, j.kind, coalesce(l.unit, ''),
-                       count(*) FILTER (WHERE l.entry_type = 'debit'), coalesce(sum(l.units), 0),
+                       count(*) FILTER (WHERE l.entry_type = 'debit' AND l.redrive = 0), coalesce(sum(l.units), 0),
                        -coalesce(sum(l.amount_micros) FILTER (WHERE l.entry_type = 'debit'), 0),
                        coalesce(sum(l.amount_micros) FILTER (WHERE l.entry_type = 'refund'), 0)
                   FROM taken t JOIN ledger l ON l.entry_id = t.entry_id JOIN jobs j ON j.job_id = l.job_id

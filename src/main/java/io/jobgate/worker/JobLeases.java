@@ -66,6 +66,12 @@ public final class JobLeases {
                 "SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND lease_token = ?)", Boolean.class, jobId, leaseToken));
     }
 
+    /** Was the job cancelled (by its tenant)? Asked when a worker's lease was lost during its call. */
+    public boolean cancelled(UUID jobId) {
+        return Boolean.TRUE.equals(jdbc.queryForObject(
+                "SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND status = 'cancelled')", Boolean.class, jobId));
+    }
+
     /** Why a dispatch message cannot start an attempt (for the log line of an acknowledged duplicate). */
     public String whyNoLease(UUID jobId, long eventId) {
         return jdbc.query("""

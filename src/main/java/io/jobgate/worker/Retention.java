@@ -15,7 +15,8 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * The relay never touches published events, so the two never race. A webhook receipt is removed
  * once older than {@code jobgate.retention.webhook-receipts-hours}, which must exceed the signature
  * tolerance (a redelivery after that is refused as stale before any receipt is looked up).
- * Small batches, so no sweep holds many locks or runs long.
+ * Small batches, so no sweep holds many locks or runs long; each batch is picked through the time
+ * index and deleted by key (= ANY of an array), never by a join that reads the whole table.
  */
 public final class Retention {
 
@@ -45,20 +46,20 @@ public final class Retention {
 
     public int removeOutbox() {
         return jdbc.update("""
-                DELETE FROM outbox WHERE event_id IN (
+                DELETE FROM outbox WHERE event_id = ANY (ARRAY(
                     SELECT o.event_id FROM outbox o
                      WHERE o.published_at IS NOT NULL AND o.published_at < ?
                        AND (o.event_type <> 'dispatch'
-                            OR EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = o.job_id AND j.finalized_at IS NOT NULL))
-                     ORDER BY o.published_at LIMIT ? FOR UPDATE SKIP LOCKED)""",
+                            OR (SELECT j.finalized_at FROM jobs j WHERE j.job_id = o.job_id) IS NOT NULL)
+                     ORDER BY o.published_at LIMIT ? FOR UPDATE SKIP LOCKED))""",
                 Timestamp.from(clock.instant().minus(outbox)), batch);
     }
 
     public int removeReceipts() {
         return jdbc.update("""
-                DELETE FROM webhook_receipts WHERE (provider, webhook_id) IN (
-                    SELECT provider, webhook_id FROM webhook_receipts WHERE received_at < ?
-                     ORDER BY received_at LIMIT ? FOR UPDATE SKIP LOCKED)""",
+                DELETE FROM webhook_receipts WHERE ctid = ANY (ARRAY(
+                    SELECT ctid FROM webhook_receipts WHERE received_at < ?
+                     ORDER BY received_at LIMIT ? FOR UPDATE SKIP LOCKED))""",
                 Timestamp.from(clock.instant().minus(receipts)), batch);
     }
 }

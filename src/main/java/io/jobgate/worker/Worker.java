@@ -392,18 +392,26 @@ public final class Worker {
         });
         String outcome = d.outcome;
         String next = d.next;
-        if (result.pending() && "lease_lost".equals(outcome) && result.providerTask() != null && providerCancel != null) {
-            // Cancelled while its submit was on the wire: the task the provider just started is stopped too.
-            providerCancel.orphaned(lease.jobId(), provider, result.providerTask());
+        // The tenant cancelled while the call was in flight: an expected ending, whatever the call
+        // answered (an aborted call reads as ambiguous), so the attempt's line says so at INFO.
+        boolean cancelledInFlight = outcome.equals("lease_lost") && leases.cancelled(lease.jobId());
+        if (cancelledInFlight) {
+            outcome = "cancelled_in_flight";
+            if (result.pending() && result.providerTask() != null && providerCancel != null) {
+                // Its submit was on the wire: the task the provider just started is stopped too.
+                providerCancel.orphaned(lease.jobId(), provider, result.providerTask());
+            }
         }
-        meters.attempt(provider.name(), lease.tenantId(), result.succeeded() || result.pending() ? outcome
-                : result.category() == null ? outcome : result.category().wire());
+        String counted = result.succeeded() || result.pending() ? d.outcome
+                : result.category() == null ? outcome : result.category().wire();
+        meters.attempt(provider.name(), lease.tenantId(), counted);
+        meters.revisionAttempt(provider.name(), provider.revision(lease.kind()), counted);
         if (result.category() == ErrorCategory.RATE_LIMITED) {
             meters.rateLimited(provider.name(), lease.tenantId());
         }
         AttemptLog.write(new AttemptLog.Line(lease.jobId().toString(), lease.correlationId(), lease.presetId(),
                 lease.presetVersion(), lease.aspectClass(), provider.name(), provider.revision(lease.kind()), attempt, durationMs,
-                result.httpStatus(), outcome, result.category() == null ? null : result.category().wire(), next));
+                result.httpStatus(), outcome, result.category() == null || cancelledInFlight ? null : result.category().wire(), next));
     }
 
     private record Decision(String outcome, String next, Instant at, Boolean retryAfterUnderstood) {

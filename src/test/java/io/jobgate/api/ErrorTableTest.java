@@ -34,7 +34,7 @@ import static java.util.Map.entry;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The README's error table, row by row: each code it lists is produced by a request, with the
+ * The error table of docs/api.md, row by row: each code it lists is produced by a request, with the
  * status the table gives and a problem document; and every code the table lists has a request here.
  */
 @CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
@@ -54,6 +54,11 @@ class ErrorTableTest {
     @BeforeAll
     void boot() throws Exception {
         api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.uploads.max-bytes", Integer.toString(UPLOAD_CAP))));
+    }
+
+    ApiClient.Response admin(String method, String path, String json) {
+        return api.send(api.request(path, "dev-admin-key").header("Content-Type", "application/json")
+                .method(method, java.net.http.HttpRequest.BodyPublishers.ofString(json)).build());
     }
 
     static String invoice(String supplier) {
@@ -83,7 +88,7 @@ class ErrorTableTest {
         return r;
     }
 
-    /** One request per code of the README's table. */
+    /** One request per code of the table. */
     Map<String, Supplier<Response>> requests() {
         return Map.ofEntries(
                 entry("malformed_json", () -> api.postJob(ACME, key(), "{\"preset_id\": ")),
@@ -101,6 +106,22 @@ class ErrorTableTest {
                     finalizer.finalizeJob(UUID.fromString(id), JobFinalizer.Outcome.failed("transient", "failed for the test"));
                     return api.post(ACME, "/v1/jobs/" + id + "/cancel");
                 }),
+                entry("not_redrivable", () -> {
+                    String id = api.postJob(ACME, key(), invoice("Open")).json().path("job_id").asText();
+                    return admin("POST", "/v1/admin/jobs/" + id + "/redrive", "{\"operator\": \"ops\"}");
+                }),
+                entry("redrive_lifetime_exceeded", () -> {
+                    String id = api.postJob(ACME, key(), invoice("Old")).json().path("job_id").asText();
+                    finalizer.finalizeJob(UUID.fromString(id), JobFinalizer.Outcome.failed("transient", "failed for the test"));
+                    // A day later than its lifetime allowed (a final job is otherwise unchangeable).
+                    Db.execute("SET session_replication_role = replica; UPDATE jobs SET expires_at = now() - interval '1 day' "
+                            + "WHERE job_id = '" + id + "'");
+                    return admin("POST", "/v1/admin/jobs/" + id + "/redrive", "{\"operator\": \"ops\"}");
+                }),
+                entry("preset_not_found", () -> admin("PUT", "/v1/admin/presets/no-such-preset/default",
+                        "{\"version\": 1, \"operator\": \"ops\"}")),
+                entry("unknown_preset_version", () -> admin("PUT", "/v1/admin/presets/invoice-clean/default",
+                        "{\"version\": 99, \"operator\": \"ops\"}")),
                 entry("not_ready", () -> {
                     String id = api.postJob(ACME, key(), invoice("Waiting")).json().path("job_id").asText();
                     return api.get(ACME, "/v1/jobs/" + id + "/output");
@@ -119,6 +140,11 @@ class ErrorTableTest {
                 entry("invalid_input", () -> api.postJob(ACME, key(), invoice("S".repeat(200)))),
                 entry("unknown_upload", () -> api.postJob(ACME, key(),
                         "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + UUID.randomUUID() + "\"}")),
+                entry("upload_expired", () -> {
+                    String upload = api.upload(ACME, "audio/wav", Samples.wav(321)).json().path("upload_id").asText();
+                    Db.update("UPDATE uploads SET expired_at = now() WHERE upload_id = ?::uuid", upload);
+                    return api.postJob(ACME, key(), "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + upload + "\"}");
+                }),
                 entry("unknown_provider", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"nobody\", "))),
                 entry("provider_not_running", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"noroute\", "))),
                 entry("aspect_class_not_rendered", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"squareonly\", "))),
@@ -146,6 +172,9 @@ class ErrorTableTest {
                     }
                 }),
                 entry("unknown_webhook", () -> post(null, "/v1/providers/nobody/webhook", "application/json", "{}", Map.of())),
+                entry("invalid_signature", () -> post(null, "/v1/providers/fakeasync/webhook", "application/json", "{}",
+                        Map.of("webhook-id", "msg_errors", "webhook-timestamp", Long.toString(java.time.Instant.now().getEpochSecond()),
+                                "webhook-signature", "v1,bm90IHRoZSBzaWduYXR1cmU="))),
                 entry("not_found", () -> api.get(ACME, "/v1/no-such-resource")),
                 entry("method_not_allowed", () -> api.send(api.request("/v1/usage", ACME).DELETE().build())),
                 entry("not_available", () -> {
@@ -166,8 +195,8 @@ class ErrorTableTest {
 
     /** The table: each code with the status its row gives. */
     static List<Arguments> table() throws Exception {
-        String readme = Files.readString(Path.of("README.md"));
-        String section = readme.substring(readme.indexOf("### Errors"));
+        String readme = Files.readString(Path.of("docs/api.md"));
+        String section = readme.substring(readme.indexOf("## Errors"));
         section = section.substring(0, section.indexOf("\n#", 5));
         List<Arguments> rows = new ArrayList<>();
         Pattern row = Pattern.compile("^\\| (\\d{3}) \\| (.*?) \\|", Pattern.MULTILINE);

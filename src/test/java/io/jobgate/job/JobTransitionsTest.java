@@ -153,6 +153,7 @@ class JobTransitionsTest {
             case SUCCEED -> Change.ending(null, null, "{\"ok\": true}", 0);
             case FAIL -> Change.ending("transient", "walked into failure", null, 100);
             case CANCEL -> Change.ending("cancelled", "walked into cancel", null, 100);
+            case REDRIVE -> Change.redrive(NOW.plusSeconds(60), 1, null);
         };
     }
 
@@ -178,7 +179,7 @@ class JobTransitionsTest {
         assertThat(after.job().get("status")).isEqualTo(event.to().wire());
         Set<Effect> effects = event.effects();
         int slotDelta = effects.contains(Effect.RELEASE_SLOT) && job.holdsSlot() ? -1 : 0;
-        int openDelta = effects.contains(Effect.FINALIZE) ? -1 : 0;
+        int openDelta = effects.contains(Effect.FINALIZE) ? -1 : effects.contains(Effect.REOPEN) ? 1 : 0;
         assertThat(after.counters()).isEqualTo(Map.of(
                 "open_jobs", (int) before.counters().get("open_jobs") + openDelta,
                 "running_jobs", (int) before.counters().get("running_jobs") + slotDelta,
@@ -232,6 +233,10 @@ class JobTransitionsTest {
         if (event == Event.SUCCEED) {
             assertThat((String) after.job().get("result")).contains("\"ok\"");
         }
+        if (effects.contains(Effect.REOPEN)) {
+            assertThat(after.job().get("error_category")).isNull();
+            assertThat(after.ledger()).as("nothing was refunded: nothing is charged again").isEqualTo(before.ledger());
+        }
     }
 
     @Test
@@ -277,6 +282,8 @@ class JobTransitionsTest {
         UUID id = jobIn(from).jobId();
         String sql = "UPDATE jobs SET status = '" + to.wire() + "'"
                 + (to.terminal() ? ", finalized_at = now(), lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL" : "")
+                // Out of a terminal state only a redrive (V18): final no more, one more redrive counted.
+                + (from.terminal() && !to.terminal() ? ", finalized_at = NULL, redrives = redrives + 1" : "")
                 + " WHERE job_id = '" + id + "'";
         if (JobTransitions.pairs().contains(List.of(from, to))) {
             jdbc.update(sql);
@@ -289,7 +296,7 @@ class JobTransitionsTest {
 
     @Test
     void theReadmeStateTableIsThisTable() throws Exception {
-        String readme = java.nio.file.Files.readString(java.nio.file.Path.of("README.md"));
+        String readme = java.nio.file.Files.readString(java.nio.file.Path.of("docs/api.md"));
         String table = readme.substring(readme.indexOf("<!-- state-table:start -->") + "<!-- state-table:start -->".length(),
                 readme.indexOf("<!-- state-table:end -->")).strip();
         StringBuilder expected = new StringBuilder("| event | from | to | effects |\n| --- | --- | --- | --- |");

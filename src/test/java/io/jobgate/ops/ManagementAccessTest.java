@@ -84,10 +84,22 @@ class ManagementAccessTest {
         assertThat(read.json().path("status").asInt()).as(read.text()).isEqualTo(200);
         assertThat(read.json().path("value").asText()).isEqualTo("Started");
 
-        ApiClient.Response write = jolokia("""
+        String tracingOn = """
                 {"type": "write", "mbean": "org.apache.camel:context=jobgate,type=context,name=\\"jobgate\\"",
-                 "attribute": "Tracing", "value": true}""");
+                 "attribute": "Tracing", "value": true}""";
+        // An outsider's write (no key, a wrong key) is refused before Jolokia sees it.
+        for (String key : new String[] {null, "not-the-key"}) {
+            HttpRequest.Builder outsider = HttpRequest.newBuilder(URI.create(api.base() + "/observe/jolokia/"))
+                    .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(tracingOn));
+            if (key != null) {
+                outsider.header("Authorization", "Bearer " + key);
+            }
+            ApiClient.Response refused = api.send(outsider.build());
+            assertThat(refused.status()).as(refused.text()).isEqualTo(401);
+        }
+        ApiClient.Response write = jolokia(tracingOn);
         assertThat(write.json().path("status").asInt()).as(write.text()).isEqualTo(403);
+        assertThat(context.isTracing()).isFalse();
         ApiClient.Response gc = jolokia("""
                 {"type": "exec", "mbean": "java.lang:type=Memory", "operation": "gc"}""");
         assertThat(gc.json().path("status").asInt()).as(gc.text()).isEqualTo(403);
@@ -95,6 +107,18 @@ class ManagementAccessTest {
                 {"type": "exec", "mbean": "org.apache.camel:context=jobgate,type=context,name=\\"jobgate\\"", "operation": "stop"}""");
         assertThat(stopContext.json().path("status").asInt()).as(stopContext.text()).isEqualTo(403);
         assertThat(context.getStatus()).isEqualTo(ServiceStatus.Started);
+
+        // The read-only dumps Hawtio draws diagrams from; not the form that resolves placeholders (secrets).
+        String camelContext = "org.apache.camel:context=jobgate,type=context,name=\\\"jobgate\\\"";
+        ApiClient.Response dump = jolokia("{\"type\": \"exec\", \"mbean\": \"" + camelContext + "\", \"operation\": \"dumpRoutesAsXml()\"}");
+        assertThat(dump.json().path("status").asInt()).as(dump.text()).isEqualTo(200);
+        assertThat(dump.json().path("value").asText()).contains("create-job");
+        ApiClient.Response stats = jolokia("{\"type\": \"exec\", \"mbean\": \"" + camelContext
+                + "\", \"operation\": \"dumpRoutesStatsAsXml\", \"arguments\": [true, true]}");
+        assertThat(stats.json().path("status").asInt()).as(stats.text()).isEqualTo(200);
+        ApiClient.Response resolved = jolokia("{\"type\": \"exec\", \"mbean\": \"" + camelContext
+                + "\", \"operation\": \"dumpRoutesAsXml(boolean)\", \"arguments\": [true]}");
+        assertThat(resolved.json().path("status").asInt()).as(resolved.text()).isEqualTo(403);
 
         // An operator may suspend and resume a route.
         String route = "org.apache.camel:context=jobgate,type=routes,name=\\\"metrics-gauges\\\"";

@@ -71,6 +71,10 @@ class MetricsTest {
         assertThat(m.value("jobgate_attempts_total", "provider", "fakeasync", "tenant", "acme", "outcome", "pending")).isEqualTo(1);
         assertThat(m.value("jobgate_attempts_total", "provider", "openai", "tenant", "acme", "outcome", "succeeded")).isEqualTo(1);
         assertThat(m.value("jobgate_provider_rate_limited_total", "provider", "fakeimg", "tenant", "acme")).isEqualTo(5);
+        // The same outcomes by the derived adapter revision (label@hash), what a canary compares.
+        assertThat(m.find("jobgate_revision_attempts_total", "provider", "fakeimg", "outcome", "succeeded")).singleElement()
+                .satisfies(s -> assertThat(s.labels().get("revision")).matches("fake-r1@[0-9a-f]{10}"))
+                .satisfies(s -> assertThat(s.value()).isEqualTo(2));
 
         // Refusals through both doors, by problem code.
         assertThat(m.value("jobgate_admission_refusals_total", "tenant", "acme", "code", "unknown_preset")).isEqualTo(1);
@@ -108,7 +112,7 @@ class MetricsTest {
         assertThat(m.find("camel_exchanges_total")).as("Camel's own meters stay").isNotEmpty();
         assertThat(m.samples()).filteredOn(s -> s.name().startsWith("jobgate_"))
                 .allSatisfy(s -> assertThat(s.labels().keySet()).as("%s", s).isSubsetOf("tenant", "provider", "status",
-                        "category", "code", "outcome", "unit", "kind", "le"));
+                        "category", "code", "outcome", "unit", "kind", "le", "revision")); // revisions: a few per provider
     }
 
     static double ledger(String kind) {

@@ -139,6 +139,16 @@ class OutputPromotionTest {
         assertThat(api.get(GLOBEX, "/v1/jobs/" + id + "/output").status()).as("another tenant's output").isEqualTo(404);
         assertThat(keys("quarantine/" + id + "/")).as("quarantine emptied after promotion").isEmpty();
 
+        // The job itself shows its output: where to read it and what it is.
+        JsonNode view = api.get(ACME, "/v1/jobs/" + id).json();
+        assertThat(view.path("links").path("output").asText()).isEqualTo("/v1/jobs/" + id + "/output");
+        assertThat(view.path("output").path("media_type").asText()).isEqualTo("image/png");
+        assertThat(view.path("output").path("bytes").asLong()).isEqualTo(png.length);
+        assertThat(view.path("output").path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
+        assertThat(view.path("output").path("width").asInt()).isEqualTo(1024);
+        assertThat(view.path("output").path("height").asInt()).isEqualTo(1536);
+        assertThat(api.get(ACME, "/v1/jobs/" + id).text()).doesNotContain("outputs/acme");
+
         JsonNode result = Json.MAPPER.readTree((String) job(id).get("result"));
         assertThat(result.path("output_key").asText()).isEqualTo("outputs/acme/" + id + "/output.png");
         assertThat(s3.headObject(b -> b.bucket("jobgate").key("outputs/acme/" + id + "/output.png")).contentType())
@@ -146,7 +156,7 @@ class OutputPromotionTest {
         assertThat(result.path("width").asInt()).isEqualTo(1024);
         assertThat(result.path("height").asInt()).isEqualTo(1536);
         assertThat(result.path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
-        assertThat(result.path("adapter_revision").asText()).isEqualTo("fake-r1");
+        assertThat(result.path("adapter_revision").asText()).matches("fake-r1@[0-9a-f]{10}");
 
         JsonNode manifest = Json.MAPPER.readTree(s3.getObjectAsBytes(b -> b.bucket("jobgate")
                 .key("outputs/acme/" + id + "/manifest.json")).asByteArray());
@@ -154,7 +164,7 @@ class OutputPromotionTest {
         assertThat(manifest.path("preset").path("version").asInt()).isEqualTo(2);
         assertThat(manifest.path("aspect_class").asText()).isEqualTo("portrait");
         assertThat(manifest.path("adapter").path("name").asText()).isEqualTo("fakeimg");
-        assertThat(manifest.path("adapter").path("revision").asText()).isEqualTo("fake-r1");
+        assertThat(manifest.path("adapter").path("revision").asText()).matches("fake-r1@[0-9a-f]{10}");
         assertThat(manifest.path("output").path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
         JsonNode expected = manifest.path("expected");
         assertThat(expected.path("supplier_name").asText()).isEqualTo(tag);
@@ -187,6 +197,11 @@ class OutputPromotionTest {
         }
         assertThat((String) job(wrongType).get("error_message")).contains("image/jpeg");
         assertThat((String) job(wrongSize).get("error_message")).contains("1024x1024").contains("1024x1536");
+        // What the tenant reads never names where jobgate keeps things.
+        for (UUID id : List.of(wrongType, wrongSize)) {
+            assertThat(api.get(ACME, "/v1/jobs/" + id).json().path("error").path("message").asText())
+                    .isNotBlank().doesNotContain("quarantine/").doesNotContain(id + "/");
+        }
     }
 
     @Test

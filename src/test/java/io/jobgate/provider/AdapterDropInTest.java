@@ -118,6 +118,9 @@ class AdapterDropInTest {
                 .until(() -> submit("square"), r -> !"unknown_provider".equals(r.code()));
         assertThat(refused.status()).as(refused.text()).isEqualTo(422);
         assertThat(refused.code()).isEqualTo("provider_not_running");
+        assertThat(refused.text()).as("the drop-in that did not load is named with its reason")
+                .contains("no adapter route is loaded for direct:provider-dropin")
+                .contains("the last route reload failed");
 
         dropRoute(ROUTE);
         await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(300))
@@ -132,6 +135,9 @@ class AdapterDropInTest {
         assertThat(portrait.status()).as(portrait.text()).isEqualTo(422);
         assertThat(portrait.code()).isEqualTo("aspect_class_not_rendered");
         assertThat(portrait.json().path("renders").toString()).contains("square").contains("landscape").doesNotContain("portrait");
+        assertThat(api.get(null, "/observe/health?exposureLevel=full&data=true").text())
+                .as("health shows, for a provider dropped in after the start, the classes it is left out for")
+                .contains("left out for invoice-clean v2 portrait");
 
         dropSettings("jobgate.provider.dropin.size.square = 1024x1024\njobgate.provider.dropin.size.landscape = 1536x1024\n"
                 + "jobgate.provider.dropin.size.portrait = 1024x1536\n");

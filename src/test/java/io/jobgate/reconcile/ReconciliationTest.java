@@ -530,6 +530,7 @@ class ReconciliationTest {
         assertThat(line.path("kind").asText()).isEqualTo("image");
         assertThat(line.path("unit").asText()).isEqualTo("images");
         assertThat(line.path("jobs").asLong()).isEqualTo(2);
+        assertThat(line.path("units").isNumber()).as("units are a number").isTrue();
         assertThat(line.path("units").asText()).as("two metered, one given back").isEqualTo("1");
         assertThat(line.path("debited_micros").asLong()).isEqualTo(14_000);
         assertThat(line.path("refunded_micros").asLong()).isEqualTo(7_000);
@@ -537,7 +538,13 @@ class ReconciliationTest {
         var billed = usage.json().path("provider_billing");
         assertThat(billed).hasSize(1);
         assertThat(billed.get(0).path("unit").asText()).isEqualTo("predict_seconds");
+        assertThat(billed.get(0).path("units").isNumber()).isTrue();
         assertThat(billed.get(0).path("units").asText()).isEqualTo("2.5");
+        // The balance now, as the ledger keeps it: the figure a 402 compares a job's cost with.
+        long balance = Db.single("SELECT balance_micros FROM tenant_accounts WHERE tenant_id = 'acme'").get("balance_micros") instanceof Number n
+                ? n.longValue() : -1;
+        assertThat(usage.json().path("balance").path("amount_micros").isNumber()).isTrue();
+        assertThat(usage.json().path("balance").path("amount_micros").asLong()).isEqualTo(balance);
 
         assertThat(api.get(ACME, "/v1/usage?from=last-week").code()).isEqualTo("invalid_parameter");
         assertThat(api.get(GLOBEX, "/v1/usage?from=" + from).json().path("lines")).as("another tenant sees none of it").isEmpty();
@@ -561,7 +568,8 @@ class ReconciliationTest {
                 "from=" + today + "&to=" + today.plus(Duration.ofDays(1)),                       // one whole day
                 "from=" + today.minus(Duration.ofDays(3)) + "&to=" + today.plus(Duration.ofDays(2)), // whole days
                 "from=" + Instant.now().minusSeconds(3600) + "&to=" + Instant.now().plusSeconds(3600), // partial days only
-                "from=" + today.minus(Duration.ofHours(30)) + "&to=" + Instant.now().plusSeconds(60)); // edges and a whole day
+                "from=" + today.minus(Duration.ofHours(30)) + "&to=" + Instant.now().plusSeconds(60), // edges and a whole day
+                "");                                                                                  // the default: whole days, today too
         // The roll-up here is this test's own (the route runs with the sweeper role).
         boolean rolling = context.getRouteController().getRouteStatus("usage-rollups").isStarted();
         if (rolling) {

@@ -211,7 +211,7 @@ abstract class BrokerFlowsContract {
     }
 
     /**
-     * The README's Python example (examples/python/send_job.py, Qpid Proton from Debian's
+     * The Python example of docs/jms.md (examples/python/send_job.py, Qpid Proton from Debian's
      * python3-qpid-proton) as a producer runs it: the 202 reply with its correlation id, the job of
      * its login's tenant; the same key again: the same job, marked replayed; a wrong password: no job.
      */
@@ -239,6 +239,25 @@ abstract class BrokerFlowsContract {
         String refused = "py-" + UUID.randomUUID();
         sendWithPython(refused, "wrong-password", -1);
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = ?", refused)).as("no job without a login").isZero();
+    }
+
+    /**
+     * The send-job command (the JMS intake from a shell, core protocol): the 202 reply with its
+     * correlation id and the job of its login's tenant; the same key again: the same job, replayed.
+     */
+    @Test
+    void sendJobCommand_getsItsJobAndAResendTheSameJob() throws Exception {
+        String key = "cmd-" + UUID.randomUUID();
+        var first = io.jobgate.demo.SendJob.send("tcp://" + producerHostPort(), PRODUCER, PRODUCER_PASSWORD, key,
+                "corr-" + key, io.jobgate.demo.SendJob.DEMO_JOB, 20_000);
+        assertThat(first.get("status")).as(first.toString()).isEqualTo(202);
+        assertThat(first.get("correlation_id")).isEqualTo("corr-" + key);
+        assertThat(((JsonNode) first.get("body")).path("tenant_id").asText()).isEqualTo("globex");
+
+        var again = io.jobgate.demo.SendJob.send("tcp://" + producerHostPort(), PRODUCER, PRODUCER_PASSWORD, key,
+                null, io.jobgate.demo.SendJob.DEMO_JOB, 20_000);
+        assertThat(again.get("job_id")).isEqualTo(first.get("job_id"));
+        assertThat(again.get("replayed")).isEqualTo(true);
     }
 
     private static String python() {

@@ -87,4 +87,16 @@ public final class Db {
             throw new IllegalStateException(e);
         }
     }
+
+    /** One statement with parameters. */
+    public static int update(String sql, Object... args) {
+        try (Connection c = TestDatabase.connect(); var s = c.prepareStatement(sql)) {
+            for (int i = 0; i < args.length; i++) {
+                s.setObject(i + 1, args[i]);
+            }
+            return s.executeUpdate();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
 }

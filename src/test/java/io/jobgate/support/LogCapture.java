@@ -13,6 +13,7 @@ import org.apache.logging.log4j.core.config.Property;
 public final class LogCapture implements AutoCloseable {
 
     private final List<String> lines = new CopyOnWriteArrayList<>();
+    private final List<String> leveled = new CopyOnWriteArrayList<>();
     private final AbstractAppender appender;
     private final LoggerContext context;
 
@@ -23,6 +24,7 @@ public final class LogCapture implements AutoCloseable {
             public void append(LogEvent event) {
                 String thrown = event.getThrown() == null ? "" : " " + event.getThrown();
                 lines.add(event.getLoggerName() + " " + event.getMessage().getFormattedMessage() + thrown);
+                leveled.add(event.getLevel() + " " + event.getLoggerName() + " " + event.getMessage().getFormattedMessage() + thrown);
             }
         };
         appender.start();
@@ -32,6 +34,11 @@ public final class LogCapture implements AutoCloseable {
 
     public List<String> lines() {
         return List.copyOf(lines);
+    }
+
+    /** The same lines, each after its level: {@code INFO jobgate.attempts attempt job=…}. */
+    public List<String> linesWithLevel() {
+        return List.copyOf(leveled);
     }
 
     @Override

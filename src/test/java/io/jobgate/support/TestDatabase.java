@@ -37,7 +37,11 @@ public final class TestDatabase {
                     Path dir = Files.createTempDirectory("jobgate-test-pg");
                     System.setProperty("ot.epg.working-dir", dir.resolve("bin").toString());
                     EmbeddedPostgres pg = EmbeddedPostgres.builder().setDataDirectory(dir.resolve("data"))
-                            .setServerConfig("max_connections", "300").start();
+                            .setServerConfig("max_connections", "300")
+                            // HotPathPlansTest reads what the gateway ran from pg_stat_statements.
+                            .setServerConfig("shared_preload_libraries", "pg_stat_statements")
+                            .setServerConfig("pg_stat_statements.track", "all")
+                            .setServerConfig("track_activity_query_size", "16384").start();
                     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
                         try {
                             pg.close();
@@ -84,6 +88,12 @@ public final class TestDatabase {
             }
             if (migrated) {
                 s.execute("TRUNCATE ledger, outbox, jobs, uploads RESTART IDENTITY CASCADE");
+                try (var rs = s.executeQuery("SELECT to_regclass('public.preset_defaults') IS NOT NULL")) {
+                    rs.next();
+                    if (rs.getBoolean(1)) {
+                        s.execute("TRUNCATE preset_defaults, preset_default_changes"); // an operator's choices: per test class
+                    }
+                }
                 try (var rs = s.executeQuery("SELECT to_regclass('public.usage_daily') IS NOT NULL")) {
                     rs.next();
                     if (rs.getBoolean(1)) {

@@ -51,6 +51,8 @@ class OpenAiAdapterTest {
 
     @BeanInject
     S3Client s3;
+    @BeanInject
+    io.jobgate.provider.ProviderCatalog providers;
 
     @BeforeAll
     void boot() throws Exception {
@@ -117,7 +119,14 @@ class OpenAiAdapterTest {
         byte[] stored = s3.getObjectAsBytes(b -> b.bucket("jobgate").key(result.path("output_key").asText())).asByteArray();
         assertThat(stored).isEqualTo(png);
         assertThat(Db.single("SELECT provider_request_id, adapter_revision FROM attempts WHERE job_id = ?", id))
-                .containsEntry("provider_request_id", "req_abc123").containsEntry("adapter_revision", "openai-images-2");
+                .containsEntry("provider_request_id", "req_abc123").hasEntrySatisfying("adapter_revision", v -> assertThat((String) v).matches("openai-images-2@[0-9a-f]{10}"));
+        // Derived from the loaded route file (its digest) and the effective settings, as the catalog says now.
+        io.jobgate.provider.Provider loaded = providers.find("openai").orElseThrow();
+        assertThat(loaded.adapter().digest()).isEqualTo(Digests.sha256Hex(java.nio.file.Files.readString(
+                java.nio.file.Path.of("routes/providers/openai.camel.yaml"))));
+        assertThat(loaded.adapter().settingKeys()).contains("image-model", "image-quality", "base-url"); // api-key too: secrets are left out of the hash
+        assertThat(Db.single("SELECT adapter_revision FROM attempts WHERE job_id = ?", id).get("adapter_revision"))
+                .isEqualTo(loaded.revision("image"));
     }
 
     @Test
@@ -264,7 +273,7 @@ class OpenAiAdapterTest {
                     .key(result.path("output_key").asText().replaceFirst("output\\.[a-z]+$", "manifest.json"))).asByteArray());
             assertThat(manifest.path("output").path("width").asInt()).isEqualTo(size[0]);
             assertThat(manifest.path("output").path("height").asInt()).isEqualTo(size[1]);
-            assertThat(manifest.path("adapter").path("revision").asText()).isEqualTo("openai-images-2");
+            assertThat(manifest.path("adapter").path("revision").asText()).matches("openai-images-2@[0-9a-f]{10}");
         }
     }
 
@@ -304,8 +313,8 @@ class OpenAiAdapterTest {
         assertThat(fields).containsEntry("language", "de").containsEntry("prompt", tag + ", Kubernetes, Acme GmbH");
         assertThat(fields.get("prompt")).hasSizeLessThanOrEqualTo(224).doesNotContain("<input").doesNotContain("Transcribe");
         assertThat(Db.single("SELECT adapter_revision FROM attempts WHERE job_id = ?", id))
-                .containsEntry("adapter_revision", "openai-transcription-2");
-        assertThat(api.get(ACME, "/v1/jobs/" + id).json().path("adapter_revision").asText()).isEqualTo("openai-transcription-2");
+                .hasEntrySatisfying("adapter_revision", v -> assertThat((String) v).matches("openai-transcription-2@[0-9a-f]{10}"));
+        assertThat(api.get(ACME, "/v1/jobs/" + id).json().path("adapter_revision").asText()).matches("openai-transcription-2@[0-9a-f]{10}");
     }
 
     /** The same error table as images: a used-up credit is billing, failed at once, never retried as a rate limit. */

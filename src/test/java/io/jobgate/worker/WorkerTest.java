@@ -179,7 +179,7 @@ class WorkerTest {
                 .contains("\"output_key\": \"outputs/acme/" + id + "/output.png\"").contains("\"attempt\": 1");
         Map<String, Object> attempt = attempts(id).get(0);
         assertThat(attempt).containsEntry("outcome", "succeeded").containsEntry("http_status", 200)
-                .containsEntry("adapter", "fakeimg").containsEntry("adapter_revision", "fake-r1");
+                .containsEntry("adapter", "fakeimg").hasEntrySatisfying("adapter_revision", v -> assertThat((String) v).matches("fake-r1@[0-9a-f]{10}"));
         assertThat(Db.single("SELECT provider_request_id FROM attempts WHERE job_id = ?", id))
                 .containsEntry("provider_request_id", "req-" + tag);
         LoggedRequest call = requests(tag).get(0);
@@ -450,6 +450,28 @@ class WorkerTest {
     }
 
     @Test
+    void aCancelWhileTheCallIsInFlightIsLoggedAsAnExpectedEndingAtInfo() {
+        String tag = Jobs.tag();
+        // Past the call deadline: the call ends as ambiguous, after the tenant cancelled the job.
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(3000)));
+        List<String> lines;
+        UUID id;
+        try (io.jobgate.support.LogCapture log = new io.jobgate.support.LogCapture()) {
+            id = submit(tag, "fakeimg");
+            Jobs.awaitStatus(id, "submitting");
+            assertThat(api.post(ACME, "/v1/jobs/" + id + "/cancel").status()).isEqualTo(200);
+            UUID cancelled = id;
+            await().atMost(Duration.ofSeconds(15)).until(() -> log.linesWithLevel().stream()
+                    .anyMatch(l -> l.contains("jobgate.attempts attempt job=" + cancelled)));
+            lines = log.linesWithLevel();
+        }
+        assertThat(lines).filteredOn(l -> l.contains("jobgate.attempts attempt job=" + id)).singleElement().asString()
+                .startsWith("INFO ").contains("outcome=cancelled_in_flight").doesNotContain("category=");
+        assertThat(Jobs.status(id)).isEqualTo("cancelled");
+    }
+
+    @Test
     void aWorkerKilledMidAttemptLeavesALeaseThatExpiresIntoANewAttemptOfTheSameJob() {
         String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200).withBody(pngReply())));
@@ -648,7 +670,9 @@ class WorkerTest {
                 jobgate.provider.dropin.size.portrait = 1024x1536
                 """);
         await().atMost(Duration.ofSeconds(5)).until(() -> providers.find("dropin").isPresent());
-        Files.writeString(dropInRoutes.resolve("dropin.camel.yaml"), """
+        // Written beside, then moved in at once: one file event, one load (a write in place can fire two
+        // events, and the second reload removes the route for a moment, as the first job arrives).
+        Path written = Files.writeString(Files.createTempFile(dropInRoutes.getParent(), "dropin", ".tmp"), """
                 - route:
                     id: provider-dropin
                     from:
@@ -668,12 +692,14 @@ class WorkerTest {
                                   jsonpath: "$.image"
                               - setProperty: {name: JobgateOutcome, constant: succeeded}
                 """);
-        await().atMost(Duration.ofSeconds(20)).until(() -> context.getRoute("provider-dropin") != null);
+        Files.move(written, dropInRoutes.resolve("dropin.camel.yaml"), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        await().atMost(Duration.ofSeconds(20)).until(() -> context.getRoute("provider-dropin") != null
+                && providers.notRunning("dropin").isEmpty());
 
         UUID id = submit(tag, "dropin");
         Jobs.awaitStatus(id, "succeeded");
         assertThat(fake.findAll(postRequestedFor(urlEqualTo("/dropin/generate")).withRequestBody(containing(tag)))).hasSize(1);
-        assertThat(attempts(id).get(0)).containsEntry("adapter", "dropin").containsEntry("adapter_revision", "dropin-7");
+        assertThat(attempts(id).get(0)).containsEntry("adapter", "dropin").hasEntrySatisfying("adapter_revision", v -> assertThat((String) v).matches("dropin-7@[0-9a-f]{10}"));
     }
 
     @Test

@@ -1,0 +1,114 @@
+package io.jobgate.bench;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import javax.sql.DataSource;
+
+/**
+ * Flat cost as history grows: the same figures on a fresh database and again after seeding a history
+ * of finished jobs of the same tenants, printed side by side as ratios. The history is what such
+ * traffic leaves behind with retention on: per job an attempt and a debit (kept forever, with their
+ * usage rollups), and the published outbox events of the last day only (older ones are removed by
+ * retention). Seeded by SQL with triggers off (their effects written directly), then VACUUM ANALYZE.
+ */
+final class HistoryBench {
+
+    private final DataSource dataSource;
+    private final int port;
+    private final List<String> tenantIds;
+    private final List<String> apiKeys;
+    private final DrainBench drain;
+    private final Runnable loadAdapter;
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
+    HistoryBench(DataSource dataSource, int port, List<String> tenantIds, List<String> apiKeys, DrainBench drain,
+                 Runnable loadAdapter) {
+        this.loadAdapter = loadAdapter;
+        this.dataSource = dataSource;
+        this.port = port;
+        this.tenantIds = tenantIds;
+        this.apiKeys = apiKeys;
+        this.drain = drain;
+    }
+
+    void run(int history, int drainJobs, int samples, int clients) throws Exception {
+        Map<String, Double> fresh = figures(drainJobs, samples, clients, true);
+        long seeded = System.nanoTime();
+        HistorySeed.seed(dataSource, tenantIds, FakeProvider.NAME, history, Duration.ofDays(1));
+        System.out.printf("%nHistory: %,d finished jobs of %d tenants over 90 days seeded and analysed in %.0f s%n",
+                history, tenantIds.size(), (System.nanoTime() - seeded) / 1e9);
+        Map<String, Double> aged = figures(drainJobs, samples, clients, false);
+        System.out.printf("%nFlat cost as history grows (%,d finished jobs of history; p50 of %d calls each):%n", history, samples);
+        System.out.printf("  %-34s %12s %14s %8s%n", "figure", "fresh", "with history", "ratio");
+        fresh.forEach((name, value) -> {
+            double with = aged.get(name);
+            boolean rate = name.endsWith("jobs/s");
+            System.out.printf("  %-34s %12.2f %14.2f %8.2f%s%n", name, value, with, rate ? value / with : with / value,
+                    rate ? "  (fresh / with history)" : "");
+        });
+        System.out.println("  ratio: how many times slower with history (1.0 is flat)");
+    }
+
+    private Map<String, Double> figures(int drainJobs, int samples, int clients, boolean warmUp) throws Exception {
+        Map<String, Double> figures = new LinkedHashMap<>();
+        loadAdapter.run();
+        AdmissionLoad one = new AdmissionLoad(port, apiKeys.get(0), FakeProvider.BODY);
+        List<String> timed = new ArrayList<>();
+        for (int i = 0; i < samples; i++) {
+            timed.add(one.postOne()); // warm
+        }
+        double[] admit = new double[samples];
+        for (int i = 0; i < samples; i++) {
+            long t = System.nanoTime();
+            timed.add(one.postOne());
+            admit[i] = (System.nanoTime() - t) / 1e6;
+        }
+        // Cancelled, so the drain below counts only its own jobs.
+        for (String job : timed) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/jobs/" + job + "/cancel"))
+                    .header("Authorization", "Bearer " + apiKeys.get(0)).POST(HttpRequest.BodyPublishers.noBody()).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() != 200) {
+                throw new IllegalStateException("cancel answered " + r.statusCode() + ": " + r.body());
+            }
+        }
+        figures.put("admission, one client, p50 ms", p50(admit));
+        figures.put("GET /v1/jobs?limit=50, p50 ms", p50(timeGets("/v1/jobs?limit=50", samples)));
+        figures.put("GET /v1/usage, p50 ms", p50(timeGets("/v1/usage", samples)));
+        figures.put("processing, jobs/s", drain.run(drainJobs, warmUp ? Math.min(2000, drainJobs) : 0, clients));
+        return figures;
+    }
+
+    private double[] timeGets(String path, int samples) throws Exception {
+        double[] millis = new double[samples];
+        for (int i = -samples; i < samples; i++) {
+            String key = apiKeys.get(Math.floorMod(i, apiKeys.size()));
+            HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+                    .header("Authorization", "Bearer " + key).GET().build();
+            long t = System.nanoTime();
+            HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
+            if (r.statusCode() != 200) {
+                throw new IllegalStateException(path + " answered " + r.statusCode() + ": " + r.body());
+            }
+            if (i >= 0) {
+                millis[i] = (System.nanoTime() - t) / 1e6;
+            }
+        }
+        return millis;
+    }
+
+    private static double p50(double[] values) {
+        double[] sorted = values.clone();
+        Arrays.sort(sorted);
+        return sorted[sorted.length / 2];
+    }
+}

@@ -1,0 +1,72 @@
+package io.jobgate.canary;
+
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.Map;
+
+import io.jobgate.provider.Provider;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * Judges one adapter revision by its recent attempts (the sliding window of {@link GateThresholds}),
+ * read from the attempts table — the same evidence on every instance, so every instance reaches the
+ * same verdict. Gates: error rate (attempts that ended in an error, 429s and the job's own caps or
+ * cancel excepted: those say nothing about the revision), p95 call time, rejected outputs
+ * ({@code invalid_output}). Below the minimum sample no gate judges.
+ */
+public final class CanaryGates {
+
+    /** Error categories that are no fault of the revision: the provider's rate limit, the job's caps, its tenant. */
+    static final String NOT_ITS_FAULT = "rate_limited,exhausted,expired,cancelled";
+
+    private final JdbcTemplate jdbc;
+    private final Clock clock;
+
+    public CanaryGates(JdbcTemplate jdbc, Clock clock) {
+        this.jdbc = jdbc;
+        this.clock = clock;
+    }
+
+    /**
+     * What the window shows of {@code revision} of {@code provider}.
+     *
+     * @param tripped the first gate crossed ({@code error_rate}, {@code p95_latency}, {@code invalid_output})
+     *                with its numbers, or null while it passes or the sample is too small
+     */
+    public record Verdict(String revision, long sample, double errorRate, long p95Millis, double invalidOutputRate,
+                          boolean judged, String tripped) {
+    }
+
+    public Verdict judge(Provider provider, String revision, GateThresholds gates) {
+        Instant since = clock.instant().minus(gates.window());
+        Map<String, Object> w = jdbc.queryForMap("""
+                SELECT count(*) AS sample,
+                       count(*) FILTER (WHERE error_category IS NOT NULL
+                                          AND error_category <> ALL (string_to_array(?, ','))) AS errors,
+                       count(*) FILTER (WHERE error_category = 'invalid_output') AS invalid,
+                       coalesce(percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms), 0) AS p95
+                  FROM attempts
+                 WHERE adapter_revision = ? AND adapter = ? AND started_at >= ? AND ended_at IS NOT NULL
+                   AND outcome NOT IN ('lease_lost', 'ended_with_job')""",
+                NOT_ITS_FAULT, revision, provider.name(), Timestamp.from(since));
+        long sample = ((Number) w.get("sample")).longValue();
+        double errorRate = sample == 0 ? 0 : ((Number) w.get("errors")).doubleValue() / sample;
+        double invalidRate = sample == 0 ? 0 : ((Number) w.get("invalid")).doubleValue() / sample;
+        long p95 = ((Number) w.get("p95")).longValue();
+        boolean judged = sample >= gates.minSample();
+        String tripped = null;
+        if (judged && errorRate > gates.maxErrorRate()) {
+            tripped = "error_rate " + percent(errorRate) + " > " + percent(gates.maxErrorRate()) + " of " + sample + " attempts";
+        } else if (judged && invalidRate > gates.maxInvalidOutputRate()) {
+            tripped = "invalid_output " + percent(invalidRate) + " > " + percent(gates.maxInvalidOutputRate()) + " of " + sample + " attempts";
+        } else if (judged && p95 > gates.maxP95Millis()) {
+            tripped = "p95_latency " + p95 + " ms > " + gates.maxP95Millis() + " ms over " + sample + " attempts";
+        }
+        return new Verdict(revision, sample, errorRate, p95, invalidRate, judged, tripped);
+    }
+
+    private static String percent(double share) {
+        return String.format(java.util.Locale.ROOT, "%.1f %%", share * 100);
+    }
+}

@@ -1,0 +1,217 @@
+package io.jobgate.ops;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import javax.sql.DataSource;
+
+import io.jobgate.Gateway;
+import io.jobgate.bench.HistorySeed;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.TestDatabase;
+import org.apache.camel.BeanInject;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Flat cost as history grows, proven on the plans: with a history of finished jobs in the database
+ * (and their attempts, debits, events), the scripted run (successes, 429s, failures, an async job,
+ * a transcription, refusals) plus listing, usage, the sweeper, retention and the rollups; then every
+ * statement the gateway ran — read from pg_stat_statements under the gateway's own database role —
+ * is planned again the way the gateway runs it (a generic plan), and none may read a history table
+ * (jobs, attempts, the ledger, the outbox, uploads, webhook receipts) by a sequential scan.
+ */
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class HotPathPlansTest {
+
+    static final String ROLE = "jobgate_hot_path";
+    static final Pattern HISTORY_SCAN = Pattern.compile(
+            "Seq Scan on (jobs|attempts|ledger|outbox|uploads|webhook_receipts)\\b");
+    static final Pattern PARAMETER = Pattern.compile("\\$(\\d+)");
+
+    final ScriptedRun run = new ScriptedRun();
+
+    @BeanInject("dataSource")
+    DataSource dataSource;
+
+    @BeforeAll
+    void boot() throws Exception {
+        try (Connection c = TestDatabase.connect(); Statement s = c.createStatement()) {
+            // The gateway's statements are told apart from this test's by the role that ran them.
+            s.execute("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '" + ROLE + "') THEN "
+                    + "CREATE ROLE " + ROLE + " LOGIN SUPERUSER; END IF; END $$");
+            s.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+        }
+        run.api = new ApiClient(GatewayTestSupport.prepare(GatewayTestSupport.with(run.settings(), Map.of(
+                // A user named in the URL (the embedded server's) would win over the setting.
+                "jobgate.db.url", TestDatabase.url().replaceFirst("([?&])user=[^&]*&?", "$1").replaceFirst("[?&]$", ""),
+                "jobgate.db.user", ROLE,
+                "jobgate.db.password", "",
+                "jobgate.sweeper.enabled", "true",
+                "jobgate.sweeper.period-ms", "200",
+                "jobgate.retention.period-ms", "300",
+                "jobgate.usage.rollup-period-ms", "300"))));
+    }
+
+    @AfterAll
+    void stop() {
+        run.stop();
+    }
+
+    @Test
+    void noStatementOfTheHotPathReadsAHistoryTableSequentially() throws Exception {
+        HistorySeed.seed(dataSource, List.of("acme", "globex"), "fakeimg", 30_000, Duration.ofDays(90));
+        try (Connection c = TestDatabase.connect(); Statement s = c.createStatement()) {
+            // What the history spent, granted again: the run's jobs must not be refused for budget.
+            s.execute("INSERT INTO ledger (tenant_id, entry_type, amount_micros, reference) "
+                    + "SELECT tenant_id, 'adjustment', 2 * sum(cost_micros), 'history seed' FROM jobs "
+                    + "WHERE adapter_revision = 'history' GROUP BY tenant_id");
+            s.execute("SELECT pg_stat_statements_reset()");
+        }
+        ActivitySampler sampler = new ActivitySampler();
+        Thread sampling = new Thread(sampler, "hot-path-sampler");
+        sampling.setDaemon(true);
+        sampling.start();
+
+        run.run();
+        for (String path : new String[] {"/v1/jobs?limit=50", "/v1/jobs?limit=50&status=failed", "/v1/usage",
+                "/v1/usage?from=2026-01-01T10:00:00Z"}) {
+            ApiClient.Response r = run.api.get(ScriptedRun.ACME, path);
+            assertThat(r.status()).as(path + ": " + r.text()).isEqualTo(200);
+        }
+        // The periodic work has run since the reset: retention removed old events, the rollups folded
+        // the run's ledger entries.
+        for (String periodic : new String[] {"DELETE FROM outbox", "DELETE FROM webhook_receipts", "INSERT INTO usage_daily",
+                "UPDATE uploads SET expired_at"}) {
+            try {
+                await(periodic).atMost(Duration.ofSeconds(30)).until(() -> ran(periodic));
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                Db.rows("SELECT state, wait_event_type, wait_event, left(query, 200) AS q FROM pg_stat_activity WHERE usename = '" + ROLE + "'")
+                        .forEach(r -> System.out.println("HotPathPlansTest: activity " + r));
+                Db.rows("SELECT calls, left(query, 150) AS q FROM pg_stat_statements ORDER BY calls DESC LIMIT 60")
+                        .forEach(r -> System.out.println("HotPathPlansTest: ran " + r));
+                throw e;
+            }
+        }
+
+        sampler.stop = true;
+        sampling.join();
+
+        List<String> scans = new ArrayList<>();
+        List<String> uncaptured = new ArrayList<>();
+        TreeSet<String> unplanned = new TreeSet<>();
+        int planned = 0;
+        try (Connection c = TestDatabase.connect(); Statement s = c.createStatement()) {
+            s.execute("SET plan_cache_mode = force_generic_plan");
+            Map<Long, String> statements = new java.util.LinkedHashMap<>();
+            try (ResultSet rs = s.executeQuery("SELECT queryid, query FROM pg_stat_statements WHERE toplevel AND userid = "
+                    + "(SELECT oid FROM pg_roles WHERE rolname = '" + ROLE + "') AND dbid = "
+                    + "(SELECT oid FROM pg_database WHERE datname = current_database())")) {
+                while (rs.next()) {
+                    statements.put(rs.getLong(1), rs.getString(2));
+                }
+            }
+            for (Map.Entry<Long, String> statement : statements.entrySet()) {
+                // The text as the gateway sent it (its literals in place: partial indexes depend on them);
+                // pg_stat_statements keeps only the normalized text, with every literal a parameter.
+                String query = sampler.seen.get(statement.getKey());
+                if (query == null) {
+                    uncaptured.add(oneLine(statement.getValue()));
+                    continue;
+                }
+                String head = query.stripLeading().toUpperCase(java.util.Locale.ROOT);
+                if (!(head.startsWith("SELECT") || head.startsWith("WITH") || head.startsWith("INSERT")
+                        || head.startsWith("UPDATE") || head.startsWith("DELETE"))) {
+                    continue; // BEGIN, COMMIT, SET, LISTEN, ...
+                }
+                String plan;
+                try {
+                    plan = genericPlan(s, query);
+                } catch (java.sql.SQLException e) {
+                    unplanned.add(e.getMessage().lines().findFirst().orElse("") + " :: " + oneLine(query));
+                    continue;
+                }
+                planned++;
+                Matcher scan = HISTORY_SCAN.matcher(plan);
+                if (scan.find()) {
+                    scans.add(scan.group() + " in: " + oneLine(query));
+                }
+            }
+        }
+        unplanned.forEach(u -> System.out.println("HotPathPlansTest: not planned: " + u));
+        uncaptured.forEach(u -> System.out.println("HotPathPlansTest: not seen in pg_stat_activity: " + u));
+        assertThat(planned).as("statements of the gateway planned").isGreaterThan(50);
+        assertThat(uncaptured.size()).as("statements whose text was not seen as sent").isLessThan(planned / 4);
+        assertThat(scans).as("statements that read a history table sequentially").isEmpty();
+    }
+
+    /** What each of the gateway's sessions last ran, by query id, sampled every few milliseconds. */
+    static final class ActivitySampler implements Runnable {
+        final Map<Long, String> seen = new java.util.concurrent.ConcurrentHashMap<>();
+        volatile boolean stop;
+
+        @Override
+        public void run() {
+            try (Connection c = TestDatabase.connect(); java.sql.PreparedStatement p = c.prepareStatement(
+                    "SELECT query_id, query FROM pg_stat_activity WHERE usename = ? AND query_id IS NOT NULL")) {
+                p.setString(1, ROLE);
+                while (!stop) {
+                    try (ResultSet rs = p.executeQuery()) {
+                        while (rs.next()) {
+                            seen.putIfAbsent(rs.getLong(1), rs.getString(2));
+                        }
+                    }
+                    Thread.sleep(2); // a sampling interval, not a wait for a condition
+                }
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    boolean ran(String fragment) {
+        return Db.count("SELECT count(*) FROM pg_stat_statements WHERE query LIKE ? AND userid = "
+                + "(SELECT oid FROM pg_roles WHERE rolname = '" + ROLE + "')", "%" + fragment + "%") > 0;
+    }
+
+    /** The plan the gateway gets for {@code query}: prepared with its parameters unknown, planned generically. */
+    static String genericPlan(Statement s, String query) throws java.sql.SQLException {
+        int parameters = 0;
+        Matcher m = PARAMETER.matcher(query);
+        while (m.find()) {
+            parameters = Math.max(parameters, Integer.parseInt(m.group(1)));
+        }
+        s.execute("DEALLOCATE ALL");
+        s.execute("PREPARE hot_path AS " + query);
+        StringBuilder plan = new StringBuilder();
+        String args = parameters == 0 ? "" : "(" + String.join(", ", java.util.Collections.nCopies(parameters, "NULL")) + ")";
+        try (ResultSet rs = s.executeQuery("EXPLAIN EXECUTE hot_path" + args)) {
+            while (rs.next()) {
+                plan.append(rs.getString(1)).append('\n');
+            }
+        }
+        return plan.toString();
+    }
+
+    static String oneLine(String query) {
+        String line = query.replaceAll("\\s+", " ").trim();
+        return line.length() > 300 ? line.substring(0, 300) + "..." : line;
+    }
+}
