@@ -197,8 +197,10 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.millis("jobgate.providers.readiness-period-ms", 1000, 86_400_000),
                 settings.millis("jobgate.providers.readiness-backoff-ms", 10, 60_000)));
         OutputStore outputs = new OutputStore(context.createProducerTemplate(), bucket, workerSettings.maxOutputBytes(),
-                workerSettings.inMemoryOutputBytes(), presets);
+                workerSettings.inMemoryOutputBytes(), presets, s3);
         AdapterCaller adapters = new AdapterCaller(context);
+        io.jobgate.adapter.ProviderCancel providerCancel = new io.jobgate.adapter.ProviderCancel(jdbc, providers, adapters);
+        registry.bind("providerCancel", providerCancel);
         registry.bind("jobLeases", leases);
         registry.bind("outputStore", outputs);
         registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer(providers));
@@ -224,6 +226,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.
         LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");
         worker.useMeters(meters);
+        worker.useProviderCancel(providerCancel);
         // Alive while this process lives (a lock PostgreSQL drops with the process): if it dies, the
         // leases and claims below are taken over at the next sweep instead of when they run out.
         // Taken when the context starts, before the routes that lease and claim.

@@ -55,6 +55,12 @@ public final class AdapterContract {
     public static final String SUBMIT = "submit";
     public static final String LOOKUP = "lookup";
     public static final String WEBHOOK = "webhook";
+    /**
+     * Ask the provider to stop the task {@code JobgateProviderTask} of a job its tenant cancelled (adapters
+     * listing {@code cancel} in {@code operations}); the adapter answers outcome {@code cancelled} when the
+     * provider took note (or had nothing left to stop).
+     */
+    public static final String CANCEL = "cancel";
     /** The provider's name: its error table classifies a reply the adapter set no outcome for. */
     public static final String PROVIDER = "JobgateProvider";
     public static final String JOB_ID = "JobgateJobId";
@@ -63,11 +69,14 @@ public final class AdapterContract {
     public static final String IDEMPOTENCY_KEY = "JobgateIdempotencyKey";
     public static final String PRESET_ID = "JobgatePresetId";
     public static final String PRESET_VERSION = "JobgatePresetVersion";
-    /** {@code image} or {@code transcription}. */
+    /** {@code image}, {@code transcription} or {@code video}. */
     public static final String KIND = "JobgateKind";
     public static final String ASPECT_CLASS = "JobgateAspectClass";
     public static final String WIDTH = "JobgateWidth";
     public static final String HEIGHT = "JobgateHeight";
+    /** Video: the ordered whole seconds and resolution class ({@code 720p}, {@code 1080p}); WIDTH and HEIGHT are its frame. */
+    public static final String DURATION_SECONDS = "JobgateDurationSeconds";
+    public static final String RESOLUTION = "JobgateResolution";
     /** The rendered prompt, raw (for form fields) and as a quoted JSON string literal (for JSON bodies). */
     public static final String PROMPT = "JobgatePrompt";
     public static final String PROMPT_JSON = "JobgatePromptJson";

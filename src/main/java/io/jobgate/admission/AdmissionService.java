@@ -15,6 +15,7 @@ import io.jobgate.common.Json;
 import io.jobgate.preset.InputValidator;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
+import io.jobgate.preset.VideoOrder;
 import io.jobgate.provider.Pricing;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
@@ -79,10 +80,11 @@ public final class AdmissionService {
                                                 JobRequest request) {
         Preset preset = presets.resolve(request.presetId(), request.presetVersion());
         PresetCatalog.aspect(preset, request.aspectClass());
+        VideoOrder video = VideoOrder.of(preset, request.inputs()); // its own codes, before the generic field checks
         InputValidator.validate(preset, request.inputs());
         Provider provider = providers.choose(request.provider(), preset, request.aspectClass());
         Upload source = source(tenant, preset, request);
-        long cost = Pricing.costMicros(preset, provider, source);
+        long cost = Pricing.costMicros(preset, provider, source, video);
         Instant now = clock.instant().truncatedTo(ChronoUnit.MICROS); // what PostgreSQL stores
         Job job = new Job(JobIds.next(clock), tenant.id(), idempotencyKey, request.fingerprint(), JobStatus.QUEUED,
                 preset.id(), preset.version(), preset.kind(), request.aspectClass(), provider.name(),
@@ -90,7 +92,7 @@ public final class AdmissionService {
                 source == null ? 0 : source.bytes(), correlationId, cost, limits.maxAttempts(),
                 limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null, null);
         return new AdmissionWriter.Candidate(job, Json.write(request.inputs()), source == null ? null : source.objectKey(),
-                Pricing.metered(preset, source));
+                Pricing.metered(preset, source, video));
     }
 
     private Admission replay(Job existing, String fingerprint) {

@@ -13,6 +13,7 @@ import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.reconcile.Reconciler;
 import io.jobgate.reconcile.WaitingJob;
 import io.jobgate.reconcile.WebhookSignature;
+import io.jobgate.reconcile.FalWebhookSignature;
 import io.jobgate.adapter.AdapterCaller;
 import io.jobgate.adapter.AdapterContract;
 import io.jobgate.adapter.AdapterResult;
@@ -38,6 +39,7 @@ public final class WebhooksApi {
     private final JdbcTemplate jdbc;
     private final Clock clock;
     private final Duration tolerance;
+    private final FalWebhookSignature falSignatures;
 
     public WebhooksApi(ProviderCatalog providers, AdapterCaller adapters, Reconciler reconciler, JdbcTemplate jdbc, Clock clock,
                        Duration tolerance) {
@@ -47,23 +49,56 @@ public final class WebhooksApi {
         this.jdbc = jdbc;
         this.clock = clock;
         this.tolerance = tolerance;
+        this.falSignatures = new FalWebhookSignature(clock);
+    }
+
+    /**
+     * The job a webhook URL names ({@code ?job=<id>}, for adapters that put it there) when no job
+     * knows its task: a submit whose reply was lost. Only a job of this provider still waiting
+     * without a task reference qualifies; the signature already proved the provider sent it.
+     */
+    private Optional<WaitingJob> lostReply(String provider, String jobParam) {
+        if (jobParam == null) {
+            return Optional.empty();
+        }
+        try {
+            return reconciler.find(java.util.UUID.fromString(jobParam.trim()))
+                    .filter(j -> j.provider().equals(provider) && j.providerTask() == null);
+        } catch (IllegalArgumentException e) {
+            return Optional.empty();
+        }
     }
 
     public void receive(Exchange exchange) {
         String name = exchange.getIn().getHeader("provider", String.class);
         Provider provider = providers.find(name).filter(p -> p.supports(AdapterContract.WEBHOOK))
                 .orElseThrow(() -> ApiProblem.of(404, "unknown_webhook", "No provider '" + name + "' takes webhooks here."));
-        String secret = provider.settings().get("webhook-secret");
+        boolean fal = "fal-ed25519".equals(provider.settings().get("webhook-scheme"));
+        String secret = provider.settings().get(fal ? "webhook-jwks-url" : "webhook-secret");
         if (secret == null || secret.isBlank()) {
-            throw ApiProblem.of(404, "unknown_webhook", "Provider '" + name + "' has no webhook secret configured.");
+            throw ApiProblem.of(404, "unknown_webhook", "Provider '" + name + "' has no webhook "
+                    + (fal ? "JWKS URL" : "secret") + " configured.");
         }
         byte[] body = Optional.ofNullable(exchange.getIn().getBody(byte[].class)).orElse(new byte[0]);
         if (body.length > MAX_BODY_BYTES) {
             throw ApiProblem.of(413, "request_too_large", "A webhook is at most " + MAX_BODY_BYTES + " bytes.");
         }
-        String id = exchange.getIn().getHeader("webhook-id", String.class);
-        Optional<String> invalid = WebhookSignature.verify(secret, id, exchange.getIn().getHeader("webhook-timestamp", String.class),
-                exchange.getIn().getHeader("webhook-signature", String.class), body, clock.instant(), tolerance);
+        String id;
+        Optional<String> invalid;
+        if (fal) {
+            // fal resends a delivery with the same request id: that is the dedupe key.
+            Map<String, String> headers = new java.util.HashMap<>();
+            for (String h : new String[] {FalWebhookSignature.REQUEST_ID, FalWebhookSignature.USER_ID,
+                    FalWebhookSignature.TIMESTAMP, FalWebhookSignature.SIGNATURE}) {
+                headers.put(h, exchange.getIn().getHeader(h, String.class));
+            }
+            id = headers.get(FalWebhookSignature.REQUEST_ID);
+            invalid = falSignatures.verify(secret, headers, body, tolerance);
+        } else {
+            id = exchange.getIn().getHeader("webhook-id", String.class);
+            invalid = WebhookSignature.verify(secret, id, exchange.getIn().getHeader("webhook-timestamp", String.class),
+                    exchange.getIn().getHeader("webhook-signature", String.class), body, clock.instant(), tolerance);
+        }
         if (invalid.isPresent()) {
             throw ApiProblem.of(401, "invalid_signature", "Webhook signature refused: " + invalid.get() + ".");
         }
@@ -85,6 +120,9 @@ public final class WebhooksApi {
                 Map.of());
         Optional<WaitingJob> job = evidence.providerTask() == null ? Optional.empty()
                 : reconciler.findByTask(name, evidence.providerTask());
+        if (job.isEmpty() && evidence.providerTask() != null) {
+            job = lostReply(name, exchange.getIn().getHeader("job", String.class));
+        }
         Map<String, Object> reply = new LinkedHashMap<>();
         reply.put("matched", job.isPresent());
         String outcome = null;

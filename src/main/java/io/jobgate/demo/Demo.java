@@ -18,7 +18,8 @@ import io.jobgate.common.Json;
 
 /**
  * {@code java -jar jobgate.jar demo [--url http://localhost:8080] [--jobs 10]}: submits a mixed batch
- * (two tenants, both invoice presets, a few injected simulator faults) to a running gateway, shows
+ * (two tenants, both invoice presets, a few injected simulator faults, and one video clip of an
+ * invoice for the first tenant) to a running gateway, shows
  * live progress per tenant until every job is final, then a summary and where the outputs are.
  */
 public final class Demo {
@@ -66,8 +67,13 @@ public final class Demo {
         Map<String, List<String>> submitted = new TreeMap<>();
         Map<String, String> faultOf = new LinkedHashMap<>(); // job id -> the fault injected into it
         int n = 0;
+        String video = null;
         for (var tenant : new TreeMap<>(TENANTS).entrySet()) {
             List<String> ids = new ArrayList<>();
+            if (submitted.isEmpty()) {
+                video = submitVideo(tenant.getValue()); // not counted in n: the faults fall on the same invoices
+                ids.add(video);
+            }
             for (int i = 0; i < jobsPerTenant; i++, n++) {
                 String preset = i % 2 == 0 ? "invoice-clean" : "invoice-scan";
                 String fault = i % 5 == 4 ? FAULTS[(n / 5) % FAULTS.length] : null;
@@ -79,7 +85,8 @@ public final class Demo {
             }
             submitted.put(tenant.getKey(), ids);
         }
-        out.printf("Submitted %d jobs for %s; faults injected into every fifth job.%n", n, submitted.keySet());
+        out.printf("Submitted %d jobs for %s (one a 4 s video clip); faults injected into every fifth job.%n", n + 1,
+                submitted.keySet());
         Map<String, Map<String, JsonNode>> last = new TreeMap<>();
         boolean allFinal = false;
         boolean tty = System.console() != null;
@@ -135,7 +142,12 @@ public final class Demo {
         }
         List<String> unexpected = faults(last, faultOf);
         out.printf("%nAll final: %s, in %.1f s.%n", allFinal, took.toMillis() / 1000.0);
-        out.println("Outputs (PNG/JPEG, tenant key required): GET " + (outputs.isEmpty() ? "-" : outputs.get(0)) + " …");
+        String videoOutput = base + "/v1/jobs/" + video + "/output";
+        String image = outputs.stream().filter(o -> !o.equals(videoOutput)).findFirst().orElse("-");
+        out.println("Outputs (PNG/JPEG, tenant key required): GET " + image + " …");
+        String videoKey = TENANTS.get(submitted.keySet().iterator().next());
+        JsonNode clip = video == null ? null : get(videoKey, "/v1/jobs/" + video);
+        out.println("Video clip (MP4, " + (clip == null ? "-" : clip.path("status").asText()) + "): GET " + videoOutput);
         out.println("Stored under outputs/<tenant>/<job>/output.<ext> with manifest.json beside it, in the S3 bucket "
                 + "(embedded: data/objects/jobgate/).");
         return new Summary(byTenant, outputs, allFinal, took, unexpected);
@@ -220,6 +232,23 @@ public final class Demo {
         HttpResponse<String> r = http.send(request.build(), HttpResponse.BodyHandlers.ofString());
         if (r.statusCode() != 202) {
             throw new IllegalStateException("the gateway refused a demo job: " + r.statusCode() + " " + r.body());
+        }
+        return Json.MAPPER.readTree(r.body()).path("job_id").asText();
+    }
+
+    /** One short clip presenting an invoice (preset invoice-clip): 4 s at 720p, landscape. */
+    private String submitVideo(String key) throws Exception {
+        String body = """
+                {"preset_id": "invoice-clip", "aspect_class": "landscape",
+                 "inputs": {"duration_seconds": 4, "resolution": "720p", "supplier_name": "Demo Supplier Video",
+                            "customer_name": "Demo Customer", "invoice_id": "DEMO-CLIP-1", "invoice_date": "2026-11-30",
+                            "currency": "EUR", "total": 625.9}}""";
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(base + "/v1/jobs"))
+                .header("Authorization", "Bearer " + key).header("Content-Type", "application/json")
+                .header("Idempotency-Key", "demo-" + UUID.randomUUID()).POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+                HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() != 202) {
+            throw new IllegalStateException("the gateway refused the demo video job: " + r.statusCode() + " " + r.body());
         }
         return Json.MAPPER.readTree(r.body()).path("job_id").asText();
     }

@@ -26,8 +26,12 @@ public final class Manifest {
         m.put("job_id", job.jobId().toString());
         m.put("preset", Map.of("id", job.presetId(), "version", job.presetVersion()));
         m.put("aspect_class", job.aspectClass());
-        m.put("output", ordered("key", outputKey, "media_type", checked.mediaType(), "width", checked.width(),
-                "height", checked.height(), "sha256", sha256));
+        Map<String, Object> output = ordered("key", outputKey, "media_type", checked.mediaType(), "width", checked.width(),
+                "height", checked.height(), "sha256", sha256);
+        if (checked.durationMillis() != null) {
+            output.put("duration_ms", checked.durationMillis()); // read from the container, not the order
+        }
+        m.put("output", output);
         m.put("source_sha256", job.sourceSha256());
         m.put("adapter", Map.of("name", job.adapter(), "revision", job.revision()));
         m.put("attempt", job.attempt());

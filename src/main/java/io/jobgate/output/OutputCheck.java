@@ -26,8 +26,34 @@ public final class OutputCheck {
     private OutputCheck() {
     }
 
-    /** A checked output: its real media type and, for images, its size. */
-    public record Checked(String mediaType, Integer width, Integer height) {
+    /** A checked output: its real media type and, for images and video, its size; for video its real duration. */
+    public record Checked(String mediaType, Integer width, Integer height, Long durationMillis) {
+        public Checked(String mediaType, Integer width, Integer height) {
+            this(mediaType, width, height, null);
+        }
+    }
+
+    /**
+     * A video, read from its container while it streamed to quarantine ({@link Mp4Probe}): an ISO BMFF
+     * file (ftyp first) the preset expects, the exact frame size of the adapter's size table, and the
+     * ordered duration within the provider's tolerance.
+     */
+    public static Checked checkVideo(Mp4Probe.Scan scan, Preset preset, PixelSize size, OutputSubject.Video video) throws Refused {
+        if (!preset.outputMediaTypes().contains(MediaTypes.MP4)) {
+            throw new Refused("output is a video, the preset expects " + preset.outputMediaTypes());
+        }
+        if (scan.facts() == null) {
+            throw new Refused("output is not a readable MP4: " + scan.unreadable());
+        }
+        Mp4Probe.VideoFacts f = scan.facts();
+        if (size != null && (f.width() != size.width() || f.height() != size.height())) {
+            throw new Refused("output is " + f.width() + "x" + f.height() + ", the adapter renders the order at " + size);
+        }
+        if (video != null && Math.abs(f.durationMillis() - video.durationSeconds() * 1000L) > video.toleranceMillis()) {
+            throw new Refused("output lasts " + f.durationMillis() + " ms, the order is " + video.durationSeconds()
+                    + " s (tolerance " + video.toleranceMillis() + " ms)");
+        }
+        return new Checked(MediaTypes.MP4, f.width(), f.height(), f.durationMillis());
     }
 
     /** Why an output is refused ({@code invalid_output}). */

@@ -27,6 +27,7 @@ import org.apache.camel.Exchange;
 import org.apache.camel.Message;
 import org.apache.camel.ProducerTemplate;
 import org.apache.camel.component.aws2.s3.AWS2S3Constants;
+import software.amazon.awssdk.services.s3.S3Client;
 
 /**
  * A successful adapter's output (URL to fetch, base64 bytes or text) on its way to being readable:
@@ -51,12 +52,16 @@ public final class OutputStore {
             .connectTimeout(Duration.ofSeconds(10)).build();
 
     private final PresetCatalog presets;
+    private final S3Client s3;
 
     /**
      * @param inMemoryMaxBytes outputs up to this size are checked in memory and written once, to their
      *                         readable key (no quarantine put, copy and delete); bigger ones go through quarantine
+     * @param s3               video outputs stream into quarantine by multipart upload, never held whole
      */
-    public OutputStore(ProducerTemplate producer, String bucket, long maxBytes, long inMemoryMaxBytes, PresetCatalog presets) {
+    public OutputStore(ProducerTemplate producer, String bucket, long maxBytes, long inMemoryMaxBytes, PresetCatalog presets,
+                       S3Client s3) {
+        this.s3 = s3;
         this.producer = producer;
         this.inMemoryMaxBytes = inMemoryMaxBytes;
         this.presets = presets;
@@ -96,7 +101,19 @@ public final class OutputStore {
      * Step 1's result: the output's bytes and their quarantine key; {@code inMemory}: small enough to be
      * checked before any write (the route then puts nothing in quarantine unless the checks refuse it).
      */
-    record Quarantined(Preset preset, AspectClass aspect, PixelSize size, byte[] bytes, String key, boolean inMemory) {
+    record Quarantined(Preset preset, AspectClass aspect, PixelSize size, byte[] bytes, String key, boolean inMemory,
+                       Streamed streamed) {
+        Quarantined(Preset preset, AspectClass aspect, PixelSize size, byte[] bytes, String key, boolean inMemory) {
+            this(preset, aspect, size, bytes, key, inMemory, null);
+        }
+
+        long length() {
+            return streamed != null ? streamed.scan().bytes() : bytes.length;
+        }
+    }
+
+    /** A video already streamed into its quarantine key: what its container said, and its digest. */
+    record Streamed(Mp4Probe.Scan scan, String sha256) {
     }
 
     /** Step 2's result: what the checks found, and where the output is promoted to. */
@@ -108,6 +125,8 @@ public final class OutputStore {
     static final String QUARANTINED = "jobgateOutputQuarantined";
     /** True for an output checked in memory before any write (the route's branch). */
     static final String IN_MEMORY = "jobgateOutputInMemory";
+    /** True for a video streamed into quarantine by step 1 itself (the route puts nothing). */
+    static final String STREAMED = "jobgateOutputStreamed";
     static final String CHECKED = "jobgateOutputChecked";
     static final String FAILURE = "jobgateOutputFailure";
 
@@ -173,6 +192,10 @@ public final class OutputStore {
     public void quarantine(Exchange exchange) {
         Request r = exchange.getProperty(STORING, Request.class);
         Preset preset = presets.resolve(r.job().presetId(), r.job().presetVersion());
+        if (io.jobgate.preset.VideoOrder.KIND.equals(preset.kind())) {
+            streamVideo(exchange, r, preset);
+            return;
+        }
         byte[] bytes;
         try {
             bytes = bytes(r.result(), r.deadline());
@@ -207,7 +230,8 @@ public final class OutputStore {
         }
         OutputCheck.Checked checked;
         try {
-            checked = OutputCheck.check(q.bytes(), q.preset(), q.aspect(), q.size());
+            checked = q.streamed() != null ? OutputCheck.checkVideo(q.streamed().scan(), q.preset(), q.size(), r.job().video())
+                    : OutputCheck.check(q.bytes(), q.preset(), q.aspect(), q.size());
         } catch (OutputCheck.Refused refused) {
             // The tenant reads the reason; where the refused object lies is for operators (the log) only.
             LOG.info("output of job {} attempt {} refused ({}); kept in quarantine at {}", r.job().jobId(),
@@ -218,7 +242,8 @@ public final class OutputStore {
         }
         String prefix = "outputs/" + r.job().tenantId() + "/" + r.job().jobId() + "/";
         String outputKey = prefix + "output" + MediaTypes.extension(checked.mediaType());
-        exchange.setProperty(CHECKED, new Checked(checked, Digests.sha256Hex(q.bytes()), outputKey, prefix + "manifest.json"));
+        exchange.setProperty(CHECKED, new Checked(checked, q.streamed() != null ? q.streamed().sha256() : Digests.sha256Hex(q.bytes()),
+                outputKey, prefix + "manifest.json"));
         faults.accept("checked");
         decide(exchange, r.stillOurs().getAsBoolean() ? "promote" : "superseded", null);
         Message m = exchange.getMessage();
@@ -263,12 +288,89 @@ public final class OutputStore {
         record.put("media_type", c.checked().mediaType());
         record.put("width", c.checked().width());
         record.put("height", c.checked().height());
-        record.put("bytes", q.bytes().length);
+        if (c.checked().durationMillis() != null) {
+            record.put("duration_ms", c.checked().durationMillis());
+        }
+        record.put("bytes", q.length());
         record.put("sha256", c.sha256());
         record.put("adapter", r.job().adapter());
         record.put("adapter_revision", r.job().revision());
         record.put("attempt", r.job().attempt());
         return Json.write(record);
+    }
+
+    /**
+     * Step 1 of a video: from the provider (or the adapter's bytes) straight into its quarantine key
+     * by multipart upload, its container read on the way ({@link Mp4Probe}); never whole in memory.
+     */
+    private void streamVideo(Exchange exchange, Request r, Preset preset) {
+        String key = "quarantine/" + r.job().jobId() + "/" + r.job().attempt() + "/output-"
+                + UUID.randomUUID().toString().substring(0, 8);
+        MultipartUpload upload = null;
+        try (InputStream in = open(r.result(), r.deadline())) {
+            java.security.MessageDigest sha256 = java.security.MessageDigest.getInstance("SHA-256");
+            upload = new MultipartUpload(s3, bucket, key, MediaTypes.MP4);
+            Mp4Probe.Scan scan = Mp4Probe.copy(in, new java.security.DigestOutputStream(upload, sha256),
+                    r.job().video() == null ? OutputSubject.Video.MAX_BYTES : r.job().video().maxBytes());
+            upload.close();
+            exchange.setProperty(QUARANTINED, new Quarantined(preset, PresetCatalog.aspect(preset, r.job().aspectClass()),
+                    r.job().size(), null, key, false, new Streamed(scan, java.util.HexFormat.of().formatHex(sha256.digest()))));
+            exchange.setProperty(IN_MEMORY, false);
+            exchange.setProperty(STREAMED, true);
+            exchange.getMessage().setBody(null);
+        } catch (OutputUnavailable e) {
+            abort(upload);
+            decide(exchange, "unavailable", e);
+        } catch (Mp4Probe.TooLarge e) {
+            abort(upload);
+            decide(exchange, "unavailable", new OutputUnavailable(ErrorCategory.INVALID_OUTPUT, e.getMessage()));
+        } catch (IOException | software.amazon.awssdk.core.exception.SdkException e) {
+            abort(upload);
+            decide(exchange, "unavailable", new OutputUnavailable(ErrorCategory.TRANSIENT,
+                    "output download or quarantine upload failed: " + e.getClass().getSimpleName()));
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void abort(MultipartUpload upload) {
+        if (upload != null) {
+            try {
+                upload.abort();
+            } catch (RuntimeException ignored) {
+                // the bucket's lifecycle removes abandoned parts
+            }
+        }
+    }
+
+    /** The output as a stream: the URL's body, or the adapter's decoded bytes or text. */
+    private InputStream open(AdapterResult result, Duration deadline) throws OutputUnavailable {
+        if (result.outputText() != null) {
+            return new java.io.ByteArrayInputStream(result.outputText().getBytes(StandardCharsets.UTF_8));
+        }
+        if (result.outputBase64() != null) {
+            try {
+                return new java.io.ByteArrayInputStream(Base64.getMimeDecoder().decode(result.outputBase64()));
+            } catch (IllegalArgumentException e) {
+                throw new OutputUnavailable(ErrorCategory.UNPARSEABLE_RESPONSE, "output is not valid base64");
+            }
+        }
+        try {
+            HttpResponse<InputStream> reply = http.send(HttpRequest.newBuilder(URI.create(result.outputUrl())).timeout(deadline)
+                    .GET().build(), HttpResponse.BodyHandlers.ofInputStream());
+            if (reply.statusCode() / 100 != 2) {
+                reply.body().close();
+                throw new OutputUnavailable(ErrorCategory.TRANSIENT, "output download answered HTTP " + reply.statusCode());
+            }
+            return reply.body();
+        } catch (IllegalArgumentException e) {
+            throw new OutputUnavailable(ErrorCategory.UNPARSEABLE_RESPONSE, "output URL is not a URL");
+        } catch (IOException e) {
+            throw new OutputUnavailable(ErrorCategory.TRANSIENT, "output download failed: " + e.getClass().getSimpleName());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new OutputUnavailable(ErrorCategory.TRANSIENT, "output download interrupted");
+        }
     }
 
     private byte[] bytes(AdapterResult result, Duration deadline) throws OutputUnavailable {

@@ -77,6 +77,9 @@ public final class InputValidator {
                 if (!value.isIntegralNumber()) {
                     throw wrongType(at, "a whole number");
                 }
+                if (!field.values().isEmpty() && !field.values().contains(value.asText())) {
+                    throw ApiProblem.invalidInput(at, "Field '" + at + "' must be one of " + field.values() + ".");
+                }
                 checkRange(field, value.decimalValue(), at);
             }
             case NUMBER -> {

@@ -7,7 +7,7 @@ import java.util.Map;
  * An immutable, versioned server-side template with bounded inputs, the aspect classes it allows
  * (each an exact ratio, with a minimum size where needed) and what source upload it takes.
  *
- * @param kind            {@code image} or {@code transcription}: selects providers and pricing
+ * @param kind            {@code image}, {@code transcription} or {@code video}: selects providers and pricing
  * @param sourceMediaTypes media types a source upload may have; empty when the preset takes none
  * @param outputs          how many outputs one job produces (priced per output)
  * @param hints            what a provider is told beside the source (transcription), never the template

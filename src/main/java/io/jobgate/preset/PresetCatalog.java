@@ -156,8 +156,8 @@ public final class PresetCatalog {
             throw new IllegalStateException(where + ": id and version inside must match the path (" + id + " v" + version + ")");
         }
         String kind = root.path("kind").asText();
-        if (!kind.equals("image") && !kind.equals("transcription")) {
-            throw new IllegalStateException(where + ": kind must be image or transcription");
+        if (!kind.equals("image") && !kind.equals("transcription") && !kind.equals(VideoOrder.KIND)) {
+            throw new IllegalStateException(where + ": kind must be image, transcription or video");
         }
         Map<String, AspectClass> aspects = new LinkedHashMap<>();
         root.path("aspect_classes").fields().forEachRemaining(e -> {
@@ -176,10 +176,14 @@ public final class PresetCatalog {
         if (template.isBlank()) {
             throw new IllegalStateException(where + ": template is empty");
         }
-        return new Preset(id, version, kind, root.path("title").asText(id), Collections.unmodifiableMap(aspects),
+        Preset preset = new Preset(id, version, kind, root.path("title").asText(id), Collections.unmodifiableMap(aspects),
                 inputs, source.path("required").asBoolean(false), sourceTypes, strings(root.path("output").path("media_types")),
                 root.path("output").path("count").asInt(1), PromptTemplate.of(template, inputs.keySet()),
                 hints(root.path("hints"), inputs, where), Digests.sha256Hex(bytes));
+        if (kind.equals(VideoOrder.KIND)) {
+            VideoOrder.verifyDeclared(preset, where);
+        }
+        return preset;
     }
 
     /**
@@ -246,9 +250,18 @@ public final class PresetCatalog {
         if (type == InputField.Type.ENUM && !spec.path("values").isArray()) {
             throw new IllegalStateException(where + ": enum field " + name + " needs values");
         }
-        if ((type == InputField.Type.INTEGER || type == InputField.Type.NUMBER)
+        // A whole number may instead come from an allowed set (video durations): never rounded to one of them.
+        boolean integerSet = type == InputField.Type.INTEGER && spec.path("values").isArray();
+        if (integerSet) {
+            for (JsonNode v : spec.path("values")) {
+                if (!v.isIntegralNumber()) {
+                    throw new IllegalStateException(where + ": integer field " + name + " has values that are not whole numbers");
+                }
+            }
+        }
+        if ((type == InputField.Type.INTEGER || type == InputField.Type.NUMBER) && !integerSet
                 && (!spec.hasNonNull("min") || !spec.hasNonNull("max"))) {
-            throw new IllegalStateException(where + ": number field " + name + " needs min and max");
+            throw new IllegalStateException(where + ": number field " + name + " needs min and max (or, whole numbers, values)");
         }
         return new InputField(name, type, spec.path("required").asBoolean(false), maxLength,
                 spec.hasNonNull("pattern") ? java.util.regex.Pattern.compile(spec.get("pattern").asText()) : null, strings(spec.path("values")),

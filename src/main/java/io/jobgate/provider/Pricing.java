@@ -1,6 +1,7 @@
 package io.jobgate.provider;
 
 import io.jobgate.preset.Preset;
+import io.jobgate.preset.VideoOrder;
 import io.jobgate.upload.Upload;
 
 /**
@@ -14,11 +15,15 @@ public final class Pricing {
     private Pricing() {
     }
 
-    public static long costMicros(Preset preset, Provider provider, Upload source) {
+    /** @param video the video order (null for other kinds) */
+    public static long costMicros(Preset preset, Provider provider, Upload source, VideoOrder video) {
         return switch (preset.kind()) {
             case "image" -> Math.multiplyExact(provider.price(ProviderCatalog.IMAGE_PRICE), preset.outputs());
             case "transcription" -> Math.multiplyExact(provider.price(ProviderCatalog.AUDIO_MINUTE_PRICE),
                     billedMinutes(source == null ? null : source.durationMillis()));
+            // model (the adapter's, priced in its file) x resolution x seconds x outputs
+            case VideoOrder.KIND -> Math.multiplyExact(provider.price(ProviderCatalog.videoSecondPrice(video.resolution())),
+                    video.videoSeconds());
             default -> throw new IllegalStateException("no pricing for kind " + preset.kind());
         };
     }
@@ -27,10 +32,11 @@ public final class Pricing {
     public record Usage(long units, String unit) {
     }
 
-    public static Usage metered(Preset preset, Upload source) {
+    public static Usage metered(Preset preset, Upload source, VideoOrder video) {
         return switch (preset.kind()) {
             case "image" -> new Usage(preset.outputs(), "images");
             case "transcription" -> new Usage(billedMinutes(source == null ? null : source.durationMillis()), "audio_minutes");
+            case VideoOrder.KIND -> new Usage(video.videoSeconds(), "video_seconds");
             default -> throw new IllegalStateException("no metering for kind " + preset.kind());
         };
     }

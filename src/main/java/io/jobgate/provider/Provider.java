@@ -22,7 +22,8 @@ import io.jobgate.preset.PixelSize;
  *                         cannot be read ({@code rate-limit-backoff-seconds}): conservative, since
  *                         the provider did ask for a pause and only its length is unknown
  * @param sizes            the size table: for every aspect class it renders, the exact pixel size it
- *                         asks for and gets ({@code size.<class> = <width>x<height>})
+ *                         asks for and gets ({@code size.<class> = <width>x<height>}; video:
+ *                         {@code size.<class>.<resolution>}, keyed {@code <class>.<resolution>})
  * @param errors           the error table of all its operations ({@link ProviderErrors})
  * @param settings         every entry of the file by its short key, after overrides
  * @param adapter          its adapter route file as the catalog last saw it (digest, settings it reads)
@@ -65,6 +66,14 @@ public record Provider(String name, Set<String> kinds, Map<String, Long> prices,
     /** The exact size it renders for an aspect class, if it renders that class. */
     public java.util.Optional<PixelSize> size(String aspectClass) {
         return java.util.Optional.ofNullable(aspectClass == null ? null : sizes.get(aspectClass));
+    }
+
+    /** The exact frame size it renders a video class at, at a resolution class ({@code size.<class>.<resolution>}). */
+    public java.util.Optional<PixelSize> size(String aspectClass, String resolution) {
+        if (resolution == null) {
+            return size(aspectClass);
+        }
+        return java.util.Optional.ofNullable(aspectClass == null ? null : sizes.get(aspectClass + "." + resolution));
     }
 
     public long price(String unit) {

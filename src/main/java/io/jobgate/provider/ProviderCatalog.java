@@ -22,6 +22,7 @@ import io.jobgate.preset.AspectClass;
 import io.jobgate.preset.PixelSize;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
+import io.jobgate.preset.VideoOrder;
 
 /**
  * Providers from {@code <dir>/<name>.properties} in the provider directories. Each entry is named
@@ -34,6 +35,11 @@ public final class ProviderCatalog {
 
     public static final String IMAGE_PRICE = "image-micros";
     public static final String AUDIO_MINUTE_PRICE = "audio-minute-micros";
+
+    /** A second of video at a resolution class: {@code price.video-second-micros.720p}. */
+    public static String videoSecondPrice(String resolution) {
+        return "video-second-micros." + resolution;
+    }
 
     private static final long RESCAN_NANOS = 250_000_000L;
 
@@ -65,7 +71,7 @@ public final class ProviderCatalog {
 
     public static ProviderCatalog load(List<Path> directories, Settings settings) throws IOException {
         Map<String, String> defaults = new LinkedHashMap<>();
-        for (String kind : new String[] {"image", "transcription"}) {
+        for (String kind : new String[] {"image", "transcription", VideoOrder.KIND}) {
             settings.optional("jobgate.providers.default." + kind).ifPresent(n -> defaults.put(kind, n));
         }
         return new ProviderCatalog(scan(directories, settings::resolve), defaults, directories, settings::resolve);
@@ -184,6 +190,24 @@ public final class ProviderCatalog {
         if (kinds.contains("transcription") && !prices.containsKey(AUDIO_MINUTE_PRICE)) {
             throw new IllegalStateException(prefix + "price." + AUDIO_MINUTE_PRICE + " is required for kind transcription");
         }
+        if (kinds.contains(VideoOrder.KIND)) {
+            for (String key : new String[] {"duration-tolerance-ms", "max-video-output-bytes"}) {
+                if (values.containsKey(key)) {
+                    try {
+                        if (Long.parseLong(values.get(key).trim()) < 0) {
+                            throw new NumberFormatException();
+                        }
+                    } catch (NumberFormatException e) {
+                        throw new IllegalStateException(prefix + key + " must be a non-negative whole number");
+                    }
+                }
+            }
+            for (String resolution : VideoOrder.RESOLUTIONS) {
+                if (!prices.containsKey(videoSecondPrice(resolution))) {
+                    throw new IllegalStateException(prefix + "price." + videoSecondPrice(resolution) + " is required for kind video");
+                }
+            }
+        }
         int maxConcurrency = whole(prefix + "max-concurrency", values.getOrDefault("max-concurrency", "8"), 1, 10_000);
         long deadlineMs = whole(prefix + "call-deadline-ms", values.getOrDefault("call-deadline-ms", "120000"), 100, 3_600_000);
         int rateLimitBackoff = whole(prefix + "rate-limit-backoff-seconds",
@@ -191,8 +215,14 @@ public final class ProviderCatalog {
         Map<String, PixelSize> sizes = new TreeMap<>();
         values.forEach((key, value) -> {
             if (key.startsWith("size.")) {
+                // size.<class>, or for video size.<class>.<resolution>
                 String aspect = key.substring("size.".length());
-                if (!PresetCatalog.ASPECT_CLASSES.contains(aspect)) {
+                String resolution = aspect.contains(".") ? aspect.substring(aspect.indexOf('.') + 1) : null;
+                if (resolution != null && !VideoOrder.RESOLUTIONS.contains(resolution)) {
+                    throw new IllegalStateException(prefix + key + ": no resolution class '" + resolution + "'; classes: "
+                            + VideoOrder.RESOLUTIONS);
+                }
+                if (!PresetCatalog.ASPECT_CLASSES.contains(resolution == null ? aspect : aspect.substring(0, aspect.indexOf('.')))) {
                     throw new IllegalStateException(prefix + key + ": no aspect class '" + aspect + "'; classes: "
                             + PresetCatalog.ASPECT_CLASSES);
                 }
@@ -246,6 +276,9 @@ public final class ProviderCatalog {
             return null;
         }
         AspectClass wanted = preset.aspectClasses().get(aspectClass);
+        if (VideoOrder.KIND.equals(preset.kind())) {
+            return videoMisfit(provider, preset, aspectClass, wanted);
+        }
         Optional<PixelSize> size = provider.size(aspectClass);
         if (size.isEmpty()) {
             return "its size table declares no " + aspectClass + " (size." + aspectClass + ")";
@@ -254,6 +287,28 @@ public final class ProviderCatalog {
         return misfit == null ? null : aspectClass + " of " + preset.id() + " v" + preset.version() + " is "
                 + wanted.ratio() + (wanted.minWidth() > 0 ? " from " + wanted.minWidth() + "x" + wanted.minHeight() : "")
                 + ", and " + misfit;
+    }
+
+    /**
+     * A video class fits when the size table declares it at every resolution the preset allows, each at
+     * the class's exact ratio with the resolution's short side (720p: 1280x720 landscape, 720x1280 portrait).
+     */
+    private static String videoMisfit(Provider provider, Preset preset, String aspectClass, AspectClass wanted) {
+        for (String resolution : preset.inputs().get(VideoOrder.RESOLUTION_FIELD).values()) {
+            Optional<PixelSize> size = provider.size(aspectClass, resolution);
+            if (size.isEmpty()) {
+                return "its size table declares no " + aspectClass + " at " + resolution + " (size." + aspectClass + "." + resolution + ")";
+            }
+            String misfit = wanted == null ? null : wanted.misfit(size.get());
+            if (misfit == null && Math.min(size.get().width(), size.get().height()) != VideoOrder.shortSide(resolution)) {
+                misfit = size.get() + " does not have the short side of " + resolution;
+            }
+            if (misfit != null) {
+                return aspectClass + " of " + preset.id() + " v" + preset.version() + " at " + resolution + " is "
+                        + (wanted == null ? "?" : wanted.ratio()) + ", and " + misfit;
+            }
+        }
+        return null;
     }
 
     /** The aspect classes of {@code preset} that {@code provider} renders. */
@@ -311,7 +366,8 @@ public final class ProviderCatalog {
      * The provider a job goes to. A named one must serve the preset's kind ({@code unknown_provider}),
      * run ({@code provider_not_running}: settings valid and its adapter route loaded and started) and
      * render the job's class ({@code aspect_class_not_rendered}, with the classes it renders). Without a
-     * name: the default for the kind when it can, else the first (by name) that can.
+     * name: the default for the kind (for a kind without one, the image default) when it can, else the
+     * first (by name) that can.
      */
     public Provider choose(String requested, Preset preset, String aspectClass) {
         if (requested != null) {
@@ -335,7 +391,8 @@ public final class ProviderCatalog {
             }
             return provider;
         }
-        String preferred = defaults.get(preset.kind());
+        // A kind without a default of its own (video) goes to the image default when it serves it.
+        String preferred = defaults.getOrDefault(preset.kind(), defaults.get("image"));
         List<Provider> candidates = new java.util.ArrayList<>();
         find(preferred == null ? "" : preferred).ifPresent(candidates::add);
         scan.providers().values().stream().filter(p -> !p.name().equals(preferred)).map(this::withAdapter).forEach(candidates::add);

@@ -248,10 +248,9 @@ public final class Reconciler {
         Provider provider = providers.find(job.provider()).orElseThrow();
         String record;
         try {
-            OutputSubject subject = new OutputSubject(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
-                    job.presetVersion(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider.name(),
-                    job.adapterRevision() != null ? job.adapterRevision() : provider.revision(job.kind()),
-                    provider.size(job.aspectClass()).orElse(null));
+            OutputSubject subject = OutputSubject.of(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
+                    job.presetVersion(), job.kind(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider,
+                    job.adapterRevision() != null ? job.adapterRevision() : provider.revision(job.kind()));
             record = outputs.store(subject, evidence, provider.callDeadline(), () -> stillWaiting(job.jobId()));
         } catch (OutputStore.Superseded e) {
             return new Applied(false, "already moved on");

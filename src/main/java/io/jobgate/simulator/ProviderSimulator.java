@@ -33,8 +33,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The bundled, offline provider: an async predictions API in the shape of Replicate's (submit →
- * task id → status → result file, plus signed webhooks), rendering real invoice images and simple
- * transcripts. Fault knobs, per request ({@code X-Simulator-Fault}, first submit of a key only) or
+ * task id → status → result file, plus signed webhooks and cancel), rendering real invoice images,
+ * simple transcripts and real MP4 clips of an invoice. Fault knobs, per request ({@code X-Simulator-Fault}, first submit of a key only) or
  * by rate in settings, drive every error class a real provider shows.
  */
 public final class ProviderSimulator implements AutoCloseable {
@@ -43,7 +43,7 @@ public final class ProviderSimulator implements AutoCloseable {
 
     /** The fault knobs (stable names). */
     public static final String[] FAULTS = {"rate_limit_seconds", "rate_limit_date", "rate_limit_no_header", "server_error",
-        "slow", "wrong_media_type", "wrong_size", "prose", "lose_reply"};
+        "slow", "wrong_media_type", "wrong_size", "wrong_duration", "prose", "lose_reply"};
 
     /** Settings of one simulator. */
     public record Config(int port, Duration processing, Duration slow, String webhookSecret, Map<String, Double> faultRates) {
@@ -111,6 +111,12 @@ public final class ProviderSimulator implements AutoCloseable {
             } else if (http.getRequestMethod().equals("GET") && path.startsWith("/v1/predictions/by-key/")) {
                 String id = byKey.get(path.substring("/v1/predictions/by-key/".length()));
                 reply(http, id == null ? 404 : 200, id == null ? Map.of("detail", "Not found.") : view(tasks.get(id)));
+            } else if (http.getRequestMethod().equals("POST") && path.startsWith("/v1/predictions/") && path.endsWith("/cancel")) {
+                Task task = tasks.get(path.substring("/v1/predictions/".length(), path.length() - "/cancel".length()));
+                if (task != null && !task.status.equals("succeeded") && !task.status.equals("failed")) {
+                    task.status = "canceled"; // a render in progress stops; nothing is delivered
+                }
+                reply(http, task == null ? 404 : 200, task == null ? Map.of("detail", "Not found.") : view(task));
             } else if (http.getRequestMethod().equals("GET") && path.startsWith("/v1/predictions/")) {
                 Task task = tasks.get(path.substring("/v1/predictions/".length()));
                 reply(http, task == null ? 404 : 200, task == null ? Map.of("detail", "Not found.") : view(task));
@@ -195,7 +201,25 @@ public final class ProviderSimulator implements AutoCloseable {
         try {
             JsonNode envelope = task.input;
             String kind = envelope.path("kind").asText("image");
-            if (kind.equals("transcription")) {
+            if (task.status.equals("canceled")) {
+                return;
+            }
+            if (kind.equals("video")) {
+                int width = envelope.path("width").asInt(1280);
+                int seconds = envelope.path("duration_seconds").asInt(4);
+                if ("wrong_size".equals(task.fault)) {
+                    width += 64;
+                }
+                if ("wrong_duration".equals(task.fault)) {
+                    seconds += 2;
+                }
+                byte[] clip = VideoRenderer.render(envelope.path("inputs"), width, envelope.path("height").asInt(720), seconds);
+                if (task.status.equals("canceled")) {
+                    return;
+                }
+                task.output = clip;
+                task.mediaType = MediaTypes.MP4;
+            } else if (kind.equals("transcription")) {
                 long bytes = envelope.path("source").path("bytes").asLong(16_000);
                 task.output = Transcripts.render(envelope.path("inputs").path("language").asText("en"),
                         envelope.path("inputs").path("speakers").asInt(2), bytes);
@@ -244,7 +268,7 @@ public final class ProviderSimulator implements AutoCloseable {
     private void file(HttpExchange http) throws IOException {
         try (http) {
             String name = http.getRequestURI().getPath().substring("/files/".length());
-            Task task = tasks.get(name.replaceFirst("\\.[a-z]+$", ""));
+            Task task = tasks.get(name.replaceFirst("\\.[a-z0-9]+$", ""));
             if (task == null || task.output == null) {
                 reply(http, 404, Map.of("detail", "Not found."));
                 return;

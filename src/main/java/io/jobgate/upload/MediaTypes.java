@@ -17,6 +17,8 @@ public final class MediaTypes {
     public static final String PDF = "application/pdf";
     public static final String WAV = "audio/wav";
     public static final String MP3 = "audio/mpeg";
+    /** Outputs only (video jobs): not an upload type. */
+    public static final String MP4 = "video/mp4";
 
     public static final List<String> SUPPORTED = List.of(PNG, JPEG, WEBP, PDF, WAV, MP3);
 
@@ -47,6 +49,7 @@ public final class MediaTypes {
             case PDF -> ".pdf";
             case WAV -> ".wav";
             case MP3 -> ".mp3";
+            case MP4 -> ".mp4";
             case "application/json" -> ".json";
             default -> type.startsWith("text/") ? ".txt" : ".bin";
         };
@@ -65,6 +68,9 @@ public final class MediaTypes {
         }
         if (startsWith(b, 0, 'R', 'I', 'F', 'F') && startsWith(b, 8, 'W', 'A', 'V', 'E')) {
             return Optional.of(WAV);
+        }
+        if (startsWith(b, 4, 'f', 't', 'y', 'p')) {
+            return Optional.of(MP4); // ISO BMFF: the file type box comes first
         }
         if (startsWith(b, 0, '%', 'P', 'D', 'F', '-')) {
             return Optional.of(PDF);

@@ -26,6 +26,7 @@ import io.jobgate.output.OutputSubject;
 import io.jobgate.preset.PixelSize;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
+import io.jobgate.preset.VideoOrder;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.relay.OutboxRelay;
@@ -101,6 +102,13 @@ public final class Worker {
         this.meters = meters;
     }
 
+    private volatile io.jobgate.adapter.ProviderCancel providerCancel;
+
+    /** Who asks a provider to stop a task whose job was cancelled meanwhile. */
+    public void useProviderCancel(io.jobgate.adapter.ProviderCancel cancel) {
+        this.providerCancel = cancel;
+    }
+
     /** Test hook: a crash injected at a named step (the process dies there, leaving its lease). */
     @FunctionalInterface
     public interface FaultPoint {
@@ -172,6 +180,7 @@ public final class Worker {
         try {
             preset = presets.resolve(job.presetId(), job.presetVersion());
             PresetCatalog.aspect(preset, job.aspectClass());
+            VideoOrder.stored(preset, job.inputsJson());
         } catch (ApiProblem problem) {
             verdict(exchange, loaded, ErrorCategory.INVALID_REQUEST, "stored request no longer validates: " + problem.getMessage(), false);
             return;
@@ -204,8 +213,10 @@ public final class Worker {
                     + misfit, false);
             return;
         }
-        // The exact size is the adapter's (its size table), never the preset's.
-        PixelSize size = provider.get().size(job.aspectClass()).orElse(null);
+        // The exact size is the adapter's (its size table; video: at the ordered resolution), never the preset's.
+        String resolution = VideoOrder.resolutionOf(preset.kind(), job.inputsJson());
+        Integer durationSeconds = VideoOrder.durationOf(preset.kind(), job.inputsJson());
+        PixelSize size = provider.get().size(job.aspectClass(), resolution).orElse(null);
         JsonNode inputs = Json.parseObject(job.inputsJson().getBytes(java.nio.charset.StandardCharsets.UTF_8));
         String prompt = preset.template().render(inputs);
         String language = preset.hints().language(inputs);
@@ -221,6 +232,10 @@ public final class Worker {
         envelope.put("height", size == null ? null : size.height());
         envelope.put("output_media_types", preset.outputMediaTypes());
         envelope.put("outputs", preset.outputs());
+        if (durationSeconds != null) {
+            envelope.put("duration_seconds", durationSeconds);
+            envelope.put("resolution", resolution);
+        }
         envelope.put("prompt", prompt);
         if (language != null) {
             envelope.put("language", language);
@@ -248,6 +263,8 @@ public final class Worker {
         call.put(AdapterContract.LANGUAGE, language);
         call.put(AdapterContract.VOCABULARY_HINT, vocabulary);
         call.put(AdapterContract.CORRELATION_ID, job.correlationId());
+        call.put(AdapterContract.DURATION_SECONDS, durationSeconds);
+        call.put(AdapterContract.RESOLUTION, resolution);
         if (source != null) {
             call.put(AdapterContract.SOURCE, source);
             call.put(AdapterContract.SOURCE_MEDIA_TYPE, job.sourceMediaType());
@@ -313,10 +330,9 @@ public final class Worker {
         if (result.succeeded()) {
             // The output goes through direct:store-output next, promoted only while this lease holds.
             Lease lease = started.lease();
-            outputs.begin(exchange, new OutputSubject(lease.jobId(), lease.tenantId(), started.attempt(), lease.presetId(),
-                    lease.presetVersion(), lease.aspectClass(), lease.inputsJson(), lease.sourceSha256(),
-                    started.provider().name(), started.provider().revision(lease.kind()),
-                    started.provider().size(lease.aspectClass()).orElse(null)), result, started.provider().callDeadline(),
+            outputs.begin(exchange, OutputSubject.of(lease.jobId(), lease.tenantId(), started.attempt(), lease.presetId(),
+                    lease.presetVersion(), lease.kind(), lease.aspectClass(), lease.inputsJson(), lease.sourceSha256(),
+                    started.provider(), started.provider().revision(lease.kind())), result, started.provider().callDeadline(),
                     () -> leases.holds(lease.jobId(), lease.token()));
         }
     }
@@ -381,6 +397,10 @@ public final class Worker {
         boolean cancelledInFlight = outcome.equals("lease_lost") && leases.cancelled(lease.jobId());
         if (cancelledInFlight) {
             outcome = "cancelled_in_flight";
+            if (result.pending() && result.providerTask() != null && providerCancel != null) {
+                // Its submit was on the wire: the task the provider just started is stopped too.
+                providerCancel.orphaned(lease.jobId(), provider, result.providerTask());
+            }
         }
         String counted = result.succeeded() || result.pending() ? d.outcome
                 : result.category() == null ? outcome : result.category().wire();

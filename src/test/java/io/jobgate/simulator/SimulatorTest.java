@@ -144,9 +144,9 @@ class SimulatorTest {
         assertThat(summary.allFinal()).isTrue();
         assertThat(summary.byTenant()).containsOnlyKeys("acme", "globex");
         int total = summary.byTenant().values().stream().flatMap(m -> m.values().stream()).mapToInt(Integer::intValue).sum();
-        assertThat(total).isEqualTo(10);
-        assertThat(summary.byTenant().get("acme").getOrDefault("succeeded", 0)).isGreaterThanOrEqualTo(4);
-        assertThat(printed.toString()).contains("succeeded").contains("All final: true");
+        assertThat(total).as("five invoices per tenant and one video clip").isEqualTo(11);
+        assertThat(summary.byTenant().get("acme").getOrDefault("succeeded", 0)).isGreaterThanOrEqualTo(5);
+        assertThat(printed.toString()).contains("succeeded").contains("All final: true").contains("Video clip (MP4, succeeded)");
         // The summary names the faults it injected and says which failures were expected.
         // Five jobs a tenant: the fifth of each gets a fault (server_error, then rate_limit_seconds).
         assertThat(printed.toString()).contains("Faults injected").contains("server_error").contains("rate_limit_seconds")

@@ -1,0 +1,83 @@
+package io.jobgate.adapter;
+
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import io.jobgate.provider.Provider;
+import io.jobgate.provider.ProviderCatalog;
+import org.apache.camel.Exchange;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * After a tenant cancelled a job that a provider is working on, asks the provider to stop it
+ * (operation {@code cancel}, for adapters that list it): a long render is not left running for
+ * nothing. The job is already cancelled and refunded by the documented rule; what the provider
+ * answers changes nothing of it and is logged.
+ */
+public final class ProviderCancel {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ProviderCancel.class);
+
+    private final JdbcTemplate jdbc;
+    private final ProviderCatalog providers;
+    private final AdapterCaller adapters;
+
+    public ProviderCancel(JdbcTemplate jdbc, ProviderCatalog providers, AdapterCaller adapters) {
+        this.jdbc = jdbc;
+        this.providers = providers;
+        this.adapters = adapters;
+    }
+
+    /** Route step after {@code jobsApi.cancel} (property {@code jobgateCancelledJob}: the path's job id); leaves the reply as it is. */
+    public void afterCancel(Exchange exchange) {
+        String id = exchange.getProperty("jobgateCancelledJob", String.class);
+        try {
+            cancel(UUID.fromString(id));
+        } catch (IllegalArgumentException | NullPointerException e) {
+            // not a job id: the reply already says so
+        }
+    }
+
+    /**
+     * A task the provider started for a job that was cancelled while the submit was on the wire (its
+     * reference was never recorded): stopped like any other, when the job is indeed cancelled.
+     */
+    public String orphaned(UUID jobId, Provider provider, String task) {
+        if (!provider.supports(AdapterContract.CANCEL) || jdbc.queryForList(
+                "SELECT 1 FROM jobs WHERE job_id = ? AND status = 'cancelled'", jobId).isEmpty()) {
+            return null;
+        }
+        return ask(jobId, provider, task, null);
+    }
+
+    /** @return the adapter's outcome, or null when there was nothing to ask */
+    public String cancel(UUID jobId) {
+        List<Map<String, Object>> rows = jdbc.queryForList("""
+                SELECT provider, provider_task, kind FROM jobs
+                 WHERE job_id = ? AND status = 'cancelled' AND provider_task IS NOT NULL""", jobId);
+        if (rows.isEmpty()) {
+            return null;
+        }
+        Provider provider = providers.find((String) rows.get(0).get("provider")).orElse(null);
+        if (provider == null || !provider.supports(AdapterContract.CANCEL)) {
+            return null;
+        }
+        return ask(jobId, provider, (String) rows.get(0).get("provider_task"), (String) rows.get(0).get("kind"));
+    }
+
+    private String ask(UUID jobId, Provider provider, String task, String kind) {
+        Map<String, Object> properties = new java.util.LinkedHashMap<>();
+        properties.put(AdapterContract.JOB_ID, jobId.toString());
+        properties.put(AdapterContract.IDEMPOTENCY_KEY, AdapterContract.idempotencyKey(jobId));
+        properties.put(AdapterContract.PROVIDER_TASK, task);
+        properties.put(AdapterContract.KIND, kind);
+        AdapterResult answer = adapters.call(provider, AdapterContract.CANCEL, null, properties);
+        String outcome = answer.category() == null ? answer.outcome() : answer.category().wire();
+        LOG.info("cancel job={} provider={} task={} provider answered {} (HTTP {})", jobId, provider.name(), task, outcome,
+                answer.httpStatus());
+        return outcome;
+    }
+}
