@@ -61,6 +61,14 @@ class ErrorTableTest {
                 .method(method, java.net.http.HttpRequest.BodyPublishers.ofString(json)).build());
     }
 
+    /** A video job (preset invoice-clip) with these inputs; the rest valid. */
+    static String clip(String seconds, String resolution) {
+        return """
+                {"preset_id": "invoice-clip", "aspect_class": "landscape",
+                 "inputs": {"duration_seconds": %s, "resolution": %s, "supplier_name": "Clip GmbH",
+                            "invoice_id": "V-1", "currency": "EUR", "total": 1200.5}}""".formatted(seconds, resolution);
+    }
+
     static String invoice(String supplier) {
         return """
                 {"preset_id": "invoice-clean", "aspect_class": "portrait",
@@ -118,6 +126,8 @@ class ErrorTableTest {
                             + "WHERE job_id = '" + id + "'");
                     return admin("POST", "/v1/admin/jobs/" + id + "/redrive", "{\"operator\": \"ops\"}");
                 }),
+                entry("invalid_duration", () -> api.postJob(ACME, key(), clip("5", "\"720p\""))),
+                entry("invalid_resolution", () -> api.postJob(ACME, key(), clip("4", "\"4k\""))),
                 entry("preset_not_found", () -> admin("PUT", "/v1/admin/presets/no-such-preset/default",
                         "{\"version\": 1, \"operator\": \"ops\"}")),
                 entry("unknown_preset_version", () -> admin("PUT", "/v1/admin/presets/invoice-clean/default",
