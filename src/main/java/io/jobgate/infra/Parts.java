@@ -114,7 +114,8 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
         StartingDataSource relayPool = Database.startingPool("jobgate-relay-db", url, user, password, 4,
                 "-c synchronous_commit=off");
         BackgroundStart<EmbeddedPostgresServer> postgres = embedded;
-        context.addService(ManagedResource.startedAndStoppedBy("database", () -> {
+        // Named for what stops last: the embedded server, or only the pools.
+        context.addService(ManagedResource.startedAndStoppedBy(postgres != null ? "embedded-postgres" : "db-pools", () -> {
             try {
                 if (postgres != null) {
                     postgres.await();
