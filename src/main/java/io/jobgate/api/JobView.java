@@ -75,6 +75,10 @@ public final class JobView {
         // Images have a size; a transcript has none.
         output.put("width", r.path("width").isNumber() ? r.path("width").asInt() : null);
         output.put("height", r.path("height").isNumber() ? r.path("height").asInt() : null);
+        // A video's duration as read from its container (not as ordered).
+        if (r.path("duration_ms").isNumber()) {
+            output.put("duration_ms", r.path("duration_ms").asLong());
+        }
         return output;
     }
 

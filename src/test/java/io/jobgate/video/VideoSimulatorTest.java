@@ -106,6 +106,11 @@ class VideoSimulatorTest {
         assertThat(s3.headObject(b -> b.bucket("jobgate").key("outputs/acme/" + id + "/output.mp4")).contentType())
                 .isEqualTo("video/mp4");
         assertThat(keys("quarantine/" + id + "/")).isEmpty();
+        JsonNode shown = api.get(ACME, "/v1/jobs/" + id).json().path("output");
+        assertThat(shown.path("media_type").asText()).isEqualTo("video/mp4");
+        assertThat(shown.path("duration_ms").asLong()).as("the job shows what the container says").isEqualTo(4000);
+        assertThat(shown.path("width").asInt()).isEqualTo(1280);
+        assertThat(shown.path("height").asInt()).isEqualTo(720);
 
         assertThat(job(portrait)).containsEntry("status", "succeeded");
         assertThat(probe(api.getBytes(ACME, "/v1/jobs/" + portrait + "/output")).facts())
