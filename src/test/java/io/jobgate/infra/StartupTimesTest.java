@@ -16,6 +16,8 @@ class StartupTimesTest {
             p.setProperty("camel.server.port", port);
             p.setProperty("jobgate.runs.api", runsApi);
             context.getPropertiesComponent().setInitialProperties(p);
+            // Over the system properties an earlier test class may have left (they win over initial ones).
+            p.forEach((k, v) -> context.getPropertiesComponent().addOverrideProperty((String) k, (String) v));
             return StartupTimes.whereAndNext(context);
         }
     }

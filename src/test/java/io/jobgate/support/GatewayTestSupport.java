@@ -99,7 +99,23 @@ public final class GatewayTestSupport {
         }
     }
 
+    /**
+     * A free port below Linux's ephemeral range (32768 and up): a port the kernel handed out for
+     * ServerSocket(0) and released can be handed out again at once to any client socket (the many
+     * connections to PostgreSQL) before the test's server binds it.
+     */
     public static int freePort() throws IOException {
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int i = 0; i < 200; i++) {
+            int port = random.nextInt(20_000, 32_000);
+            try (ServerSocket socket = new ServerSocket()) {
+                socket.setReuseAddress(false);
+                socket.bind(new java.net.InetSocketAddress("0.0.0.0", port));
+                return port;
+            } catch (IOException taken) {
+                // try another
+            }
+        }
         try (ServerSocket socket = new ServerSocket(0)) {
             return socket.getLocalPort();
         }
