@@ -11,14 +11,23 @@ import static org.assertj.core.api.Assertions.assertThat;
 class StartupTimesTest {
 
     static String whereAndNext(String port, String runsApi) throws Exception {
+        // System properties an earlier test class left would win over the initial properties: set aside.
+        java.util.Map<String, String> saved = new java.util.HashMap<>();
+        for (String key : new String[] {"camel.server.port", "jobgate.runs.api"}) {
+            String value = System.getProperty(key);
+            if (value != null) {
+                saved.put(key, value);
+                System.clearProperty(key);
+            }
+        }
         try (DefaultCamelContext context = new DefaultCamelContext()) {
             Properties p = new Properties();
             p.setProperty("camel.server.port", port);
             p.setProperty("jobgate.runs.api", runsApi);
             context.getPropertiesComponent().setInitialProperties(p);
-            // Over the system properties an earlier test class may have left (they win over initial ones).
-            p.forEach((k, v) -> context.getPropertiesComponent().addOverrideProperty((String) k, (String) v));
             return StartupTimes.whereAndNext(context);
+        } finally {
+            saved.forEach(System::setProperty);
         }
     }
 
