@@ -171,6 +171,46 @@ class FalAdapterTest {
     }
 
     @Test
+    void anErrorWebhookFailsTheJobOnARefusalAndTriesAgainOnAFault() throws Exception {
+        // The model refused the input (fal: "Invalid status code: 422"): terminal, refunded, one submit.
+        String tag = Jobs.tag();
+        String id = "req-" + tag.toLowerCase();
+        fal.stubFor(post(urlPathEqualTo(SUBMIT)).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(200).withBody(queued(id))));
+        fal.stubFor(get("/fal-ai/veo3/requests/" + id + "/status").willReturn(aResponse().withStatus(202)
+                .withBody("{\"status\": \"IN_PROGRESS\", \"request_id\": \"" + id + "\"}")));
+        UUID job = submit(tag, 4, "720p");
+        Jobs.awaitStatus(job, "provider_pending");
+        ApiClient.Response hook = webhook(job, "{\"request_id\": \"" + id + "\", \"gateway_request_id\": \"" + id
+                + "\", \"status\": \"ERROR\", \"error\": \"Invalid status code: 422\", \"payload\": {\"detail\": "
+                + "[{\"loc\": [\"body\", \"prompt\"], \"msg\": \"refused\", \"type\": \"value_error\"}]}}");
+        assertThat(hook.status()).as(hook.text()).isEqualTo(200);
+        Jobs.awaitFinal(job);
+        assertThat(Db.single("SELECT status, error_category, error_message FROM jobs WHERE job_id = ?", job))
+                .containsEntry("status", "failed").containsEntry("error_category", "terminal_request");
+        assertThat((String) Db.single("SELECT error_message FROM jobs WHERE job_id = ?", job).get("error_message"))
+                .contains("Invalid status code: 422");
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'refund'", job)).isEqualTo(1);
+        assertThat(fal.findAll(postRequestedFor(urlPathEqualTo(SUBMIT)).withRequestBody(containing(tag)))).hasSize(1);
+
+        // A fault on fal's side (a runner timed out): not the job's fault, so it is submitted again.
+        String flaky = Jobs.tag();
+        String first = "req-" + flaky.toLowerCase();
+        fal.stubFor(post(urlPathEqualTo(SUBMIT)).withRequestBody(containing(flaky)).willReturn(aResponse().withStatus(200)
+                .withBody(queued(first))));
+        fal.stubFor(get("/fal-ai/veo3/requests/" + first + "/status").willReturn(aResponse().withStatus(202)
+                .withBody("{\"status\": \"IN_PROGRESS\", \"request_id\": \"" + first + "\"}")));
+        UUID retried = submit(flaky, 4, "720p");
+        Jobs.awaitStatus(retried, "provider_pending");
+        assertThat(webhook(retried, "{\"request_id\": \"" + first + "\", \"gateway_request_id\": \"" + first
+                + "\", \"status\": \"ERROR\", \"error\": \"Invalid status code: 504\", \"payload\": null}").status())
+                .isEqualTo(200);
+        await().atMost(java.time.Duration.ofSeconds(30)).until(() ->
+                fal.findAll(postRequestedFor(urlPathEqualTo(SUBMIT)).withRequestBody(containing(flaky))).size() == 2);
+        assertThat(Jobs.status(retried)).isNotIn("failed", "cancelled");
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'refund'", retried)).isZero();
+    }
+
+    @Test
     void cancellingARunningVideoJobCancelsItAtFalAndRefundsIt() {
         String tag = Jobs.tag();
         String id = "req-" + tag.toLowerCase();
