@@ -114,7 +114,7 @@ public final class AdmissionService {
         Upload upload = uploads.find(tenant.id(), request.uploadId())
                 .orElseThrow(() -> ApiProblem.of(422, "unknown_upload", "No upload '" + request.uploadId() + "'.")
                         .with("field", "upload_id"));
-        if (uploads.expired(upload.id())) {
+        if (upload.expired()) {
             throw ApiProblem.of(422, "upload_expired", "Upload '" + request.uploadId() + "' was not used for longer than it is kept; "
                     + "upload the same bytes again (POST /v1/uploads) and send the upload_id it answers.")
                     .with("field", "upload_id");

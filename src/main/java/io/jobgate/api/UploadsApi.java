@@ -71,7 +71,7 @@ public final class UploadsApi {
         }
         String sha256 = Digests.sha256Hex(bytes);
         Upload upload = new Upload(JobIds.next(clock), tenant.id(), sha256, bytes.length, declared, SOURCE_PREFIX + sha256,
-                AudioDuration.millis(declared, bytes), clock.instant());
+                AudioDuration.millis(declared, bytes), clock.instant(), false);
         exchange.setProperty(UPLOAD, upload);
         Message out = exchange.getMessage();
         out.removeHeaders("*");

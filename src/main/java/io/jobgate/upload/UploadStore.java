@@ -66,17 +66,11 @@ public final class UploadStore {
                 .stream().findFirst();
     }
 
-    /** Whether the upload expired (retention): new jobs may not name it until its bytes are uploaded again. */
-    public boolean expired(UUID uploadId) {
-        return Boolean.TRUE.equals(jdbc.queryForObject("SELECT expired_at IS NOT NULL FROM uploads WHERE upload_id = ?",
-                Boolean.class, uploadId));
-    }
-
     private static Upload map(ResultSet rs, int row) throws SQLException {
         long duration = rs.getLong("duration_ms");
         return new Upload(rs.getObject("upload_id", UUID.class), rs.getString("tenant_id"), rs.getString("sha256"),
                 rs.getLong("bytes"), rs.getString("media_type"), rs.getString("object_key"),
-                rs.wasNull() ? null : duration, rs.getTimestamp("created_at").toInstant());
+                rs.wasNull() ? null : duration, rs.getTimestamp("created_at").toInstant(), rs.getTimestamp("expired_at") != null);
     }
 
     public record Stored(Upload upload, boolean created) {
