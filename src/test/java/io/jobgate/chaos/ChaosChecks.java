@@ -269,7 +269,7 @@ public final class ChaosChecks {
         long examined = 0;
         try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery("""
                 SELECT a.job_id::text, a.attempt, a.ended_at, a.retry_after, a.retry_after_understood, a.next_attempt_at,
-                       n.started_at
+                       n.started_at, a.started_at + make_interval(secs => coalesce(a.duration_ms, 0) / 1000.0) AS answered
                   FROM attempts a JOIN attempts n ON n.job_id = a.job_id AND n.attempt = a.attempt + 1
                  WHERE a.http_status = 429""")) {
             while (rs.next()) {
@@ -279,14 +279,16 @@ public final class ChaosChecks {
                 Object understood = rs.getObject(5);
                 Timestamp recorded = rs.getTimestamp(6);
                 Instant next = rs.getTimestamp(7).toInstant();
+                // The header's seconds count from the answer: the attempt's start plus its call's duration
+                // (never later than the gateway read it). Its end is recorded later, by a load-dependent delay.
+                Instant answered = rs.getTimestamp(8).toInstant();
                 Instant due = recorded == null ? ended : recorded.toInstant();
                 if (header != null && Boolean.TRUE.equals(understood)) {
-                    Instant said = header.chars().allMatch(Character::isDigit) ? ended.plusSeconds(Long.parseLong(header))
+                    Instant said = header.chars().allMatch(Character::isDigit) ? answered.plusSeconds(Long.parseLong(header))
                             : ZonedDateTime.parse(header, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
-                    // The header's seconds count from the answer; the attempt ends just after it was read.
-                    due = max(due, said.minusMillis(header.chars().allMatch(Character::isDigit) ? 100 : 0));
+                    due = max(due, said);
                 } else if (header != null) {
-                    due = max(due, ended.plus(rateLimitBackoff).minusMillis(100));
+                    due = max(due, answered.plus(rateLimitBackoff));
                 }
                 if (next.isBefore(due)) {
                     wrong.add("job " + rs.getString(1) + " attempt " + (rs.getInt(2) + 1) + " at " + next + ", the 429's "
