@@ -35,18 +35,23 @@ public final class Gateway {
     /** Starts the gateway on a background thread and returns once its Camel context runs (bench, tests). */
     public static Main startInBackground(java.time.Duration timeout) throws Exception {
         Main main = gateway();
+        java.util.concurrent.atomic.AtomicReference<Exception> failure = new java.util.concurrent.atomic.AtomicReference<>();
         Thread runner = new Thread(() -> {
             try {
                 main.run();
             } catch (Exception e) {
-                throw new IllegalStateException(e);
+                failure.set(e);
             }
         }, "jobgate-main");
         runner.setDaemon(true);
         runner.start();
         long deadline = System.nanoTime() + timeout.toNanos();
         while (main.getCamelContext() == null || !main.getCamelContext().isStarted()) {
-            if (System.nanoTime() > deadline || !runner.isAlive()) {
+            if (!runner.isAlive()) {
+                Exception cause = failure.get();
+                throw new IllegalStateException("the gateway did not start" + (cause == null ? "" : ": " + cause.getMessage()), cause);
+            }
+            if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("the gateway did not start within " + timeout);
             }
             Thread.sleep(50); // start-up poll of a background thread; nothing to wait on instead

@@ -53,6 +53,9 @@ class EmbeddedDefaultsTest {
             assertThat(show(db, "fsync")).isEqualTo("on");
             assertThat(show(db, "synchronous_commit")).isEqualTo("on");
             assertThat(show(db, "full_page_writes")).isEqualTo("on");
+            // A second gateway on the same directory stops at once and says why, instead of waiting
+            // for ever on the journal's live lock as an Artemis backup would.
+            assertThatThrownBy(EmbeddedDefaultsTest::start).hasStackTraceContaining("is in use by another running gateway");
             uploadId = api.upload("dev-acme-key", "audio/wav", Samples.wav(800)).json().path("upload_id").asText();
             ApiClient.Response job = api.postJob("dev-acme-key", "restart-1",
                     "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + uploadId + "\"}");

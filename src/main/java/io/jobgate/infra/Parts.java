@@ -43,6 +43,15 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
         BrokerLogins brokerLogins = !brokerEmbedded ? null
                 : new BrokerLogins(brokerUser, brokerPassword, producerPasswordDigests, producerTenants);
 
+        // One gateway per data directory, decided before any embedded part touches it; held until
+        // the context has stopped everything else (the first service added stops last).
+        boolean embeddedData = brokerEmbedded || settings.optional("jobgate.db.url").isEmpty()
+                || settings.optional("jobgate.s3.endpoint").isEmpty();
+        DataDirectoryLock dataLock = embeddedData ? DataDirectoryLock.acquire(dataDir) : null;
+        if (dataLock != null) {
+            context.addService(ManagedResource.stoppedBy("data-directory-lock", dataLock::close), true, true);
+        }
+
         // The embedded parts start side by side; PostgreSQL and Flyway on this thread meanwhile.
         // (Settings are read here, on the configuring thread.)
         Path brokerXml = settings.path("jobgate.broker.config");
@@ -80,6 +89,9 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
             }
             s3.stopIfUnclaimed(ObjectStorage.Started::stop);
             sideParts.values().forEach(started -> started.stopIfUnclaimed(SidePart.Running::close));
+            if (dataLock != null) {
+                dataLock.close();
+            }
             throw e;
         }
     }
