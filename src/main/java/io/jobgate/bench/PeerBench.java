@@ -110,9 +110,9 @@ final class PeerBench {
     @SuppressWarnings("unchecked")
     List<Figures> run(String jdbcUrl, String user, String password, int jobs, int warmUp, int threads) throws Exception {
         List<Figures> all = new ArrayList<>();
-        System.out.printf("%nPeers: %,d jobs each after an unmeasured round of %,d, enqueued from %d threads (one job per call), "
-                + "then drained by %d worker threads; same PostgreSQL, a schema of its own each (created, then dropped)%n",
-                jobs, warmUp, threads, threads);
+        System.out.printf("%nPeers: %,d jobs each%s, enqueued from %d threads (one job per call), then drained by %d worker "
+                + "threads; same PostgreSQL, a schema of its own each (created, then dropped)%n",
+                jobs, warmUp > 0 ? String.format(" after an unmeasured round of %,d", warmUp) : "", threads, threads);
         // DriverManager lists the drivers once, through the context class loader of its first use: let
         // that be the gateway's, or the gateway's own JDBC calls would find only the peers' driver (not
         // visible to them) afterwards.
