@@ -4,13 +4,15 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.function.IntConsumer;
-
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -94,7 +96,7 @@ final class PeerDatabase implements AutoCloseable {
     /** The version in the name of the jar a class came from: "16.7.1" of db-scheduler-16.7.1.jar. */
     static String version(Class<?> type) {
         String path = type.getProtectionDomain().getCodeSource().getLocation().getPath();
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("-(\\d[^/]*)\\.jar$").matcher(path);
+        Matcher m = Pattern.compile("-(\\d[^/]*)\\.jar$").matcher(path);
         return m.find() ? m.group(1) : "?";
     }
 
@@ -105,7 +107,7 @@ final class PeerDatabase implements AutoCloseable {
     static Map<String, Object> warmThenMeasure(Map<String, String> settings, Round round) throws Exception {
         int warmUp = Integer.parseInt(settings.getOrDefault("warm-up", "0"));
         if (warmUp > 0) {
-            Map<String, String> warm = new java.util.HashMap<>(settings);
+            Map<String, String> warm = new HashMap<>(settings);
             warm.put("jobs", Integer.toString(warmUp));
             round.run(warm);
         }
