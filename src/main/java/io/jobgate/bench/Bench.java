@@ -16,14 +16,17 @@ import org.apache.camel.main.Main;
 
 /**
  * {@code java -jar target/jobgate.jar bench [--jdbc-url URL] [--db-user U] [--db-password P]
- * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker|drain|history|restart] [--artemis-home DIR]
- * [--drain-jobs 20000] [--drain-tenants 20] [--drain-warm-up N] [--history 1000000]}:
+ * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker|drain|history|restart|peers, or several: admission,drain] [--artemis-home DIR]
+ * [--drain-jobs 20000] [--drain-tenants 20] [--drain-warm-up N] [--history 1000000]
+ * [--peers [db-scheduler,db-scheduler-lock-and-fetch,jobrunr|all] [--peer-jobs 20000] [--peer-warm-up N] [--peer-threads 16] [--peers-dir DIR]]}:
  * admission jobs/s and latency over real HTTP against PostgreSQL, beside pgbench running the same
  * three inserts in one transaction on the same server; then the relay's events/s beside the
  * broker's own ceiling, and the fairness ratio (see {@link RelayBench}); then a backlog drained
  * through the whole path (see {@link DrainBench}). {@code --only restart [--restarts 3]} times the
  * packaged gateway's restarts instead ({@link RestartBench}); {@code --only history} prints admission,
  * listing, usage and processing figures fresh and again with a seeded history, as ratios ({@link HistoryBench}).
+ * {@code --peers} (or {@code --only peers}) also runs db-scheduler and JobRunr on the same PostgreSQL and
+ * prints them beside the run's admission and drain figures ({@link PeerBench}).
  */
 public final class Bench {
 
@@ -32,6 +35,20 @@ public final class Bench {
 
     public static void main(String[] args) throws Exception {
         Map<String, String> opts = options(args);
+        String only = opts.getOrDefault("only", "all");
+        // --only admission,drain runs those steps of a full run (in a full run's order).
+        java.util.Set<String> steps = new java.util.HashSet<>(List.of(only.split(",")));
+        java.util.function.Predicate<String> step = name -> steps.contains("all") || steps.contains(name);
+        // Before anything starts: --peers fails at once when the peers were not built beside the jar.
+        PeerBench peers = null;
+        if (opts.containsKey("peers") || steps.contains("peers")) {
+            try {
+                peers = PeerBench.locate(opts.get("peers"), opts.get("peers-dir"));
+            } catch (IllegalStateException | IllegalArgumentException e) {
+                System.err.println(e.getMessage());
+                System.exit(2);
+            }
+        }
         int seconds = Integer.parseInt(opts.getOrDefault("seconds", "10"));
         List<Integer> clients = new ArrayList<>();
         for (String c : opts.getOrDefault("clients", "1,16,64").split(",")) {
@@ -47,7 +64,6 @@ public final class Bench {
         }
         String apiKey = "bench-" + System.nanoTime();
         String quietKey = "bench-quiet-" + System.nanoTime();
-        String only = opts.getOrDefault("only", "all");
         // Tenants of this run only: earlier runs on the same database cannot skew it.
         String run = Long.toHexString(System.nanoTime() & 0xFFFFFFL);
         Path tenants = dataDir.resolve("bench-tenants.yaml");
@@ -64,7 +80,7 @@ public final class Bench {
                     credit_grants: {bench-%d: 1000000000000}
                 """.formatted(run, Digests.sha256Hex(apiKey), System.nanoTime(), run, Digests.sha256Hex(quietKey), System.nanoTime()));
         boolean history = only.equals("history");
-        boolean drain = only.equals("all") || only.equals("drain") || history;
+        boolean drain = step.test("drain") || history;
         int drainTenants = Integer.parseInt(opts.getOrDefault("drain-tenants", "20"));
         List<String> drainKeys = new ArrayList<>();
         if (drain) {
@@ -98,9 +114,9 @@ public final class Bench {
         // Workers start only for the worker section (the others inspect jobs.dispatch themselves).
         settings.put("jobgate.roles", "api,relay,sweeper,reconciler");
         settings.put("jobgate.providers.dirs", "config/providers," + dataDir.resolve("providers"));
-        FakeProvider fake = only.equals("all") || only.equals("worker") || drain
+        FakeProvider fake = step.test("worker") || drain
                 ? new FakeProvider(dataDir.resolve("providers")) : null;
-        WorkerBench workerBench = only.equals("all") || only.equals("worker") ? new WorkerBench(fake) : null;
+        WorkerBench workerBench = step.test("worker") ? new WorkerBench(fake) : null;
         settings.forEach(System::setProperty);
 
         Main gateway = Gateway.startInBackground(Duration.ofSeconds(120));
@@ -114,10 +130,19 @@ public final class Bench {
                         Integer.parseInt(opts.getOrDefault("samples", "50")),
                         Integer.parseInt(opts.getOrDefault("worker-warm-up", "45")));
             }
-            if (only.equals("all") || only.equals("admission")) {
-                admission(pgbench, port, apiKey, seconds, clients, opts);
+            AdmissionLoad.Result bestAdmission = null;
+            int bestClients = 0;
+            if (step.test("admission")) {
+                Map<Integer, AdmissionLoad.Result> byClients = admission(pgbench, port, apiKey, seconds, clients, opts);
+                for (var e : byClients.entrySet()) {
+                    if (bestAdmission == null || e.getValue().perSecond() > bestAdmission.perSecond()) {
+                        bestAdmission = e.getValue();
+                        bestClients = e.getKey();
+                    }
+                }
             }
-            if (only.equals("all") || only.equals("relay")) {
+            Double drained = null;
+            if (step.test("relay")) {
                 new RelayBench(gateway.getCamelContext(), run, new AdmissionLoad(port, quietKey), brokerPort,
                         RelayBench.artemisHome(opts.get("artemis-home")))
                         .run(Integer.parseInt(opts.getOrDefault("relay-tenants", "50")),
@@ -147,9 +172,18 @@ public final class Bench {
                             Integer.parseInt(opts.getOrDefault("samples", "50")), clientsOfDrain);
                 } else {
                     int jobs = Integer.parseInt(opts.getOrDefault("drain-jobs", "20000"));
-                    drainBench.run(jobs, Integer.parseInt(opts.getOrDefault("drain-warm-up", Integer.toString(Math.min(2000, jobs / 10)))),
+                    drained = drainBench.run(jobs, Integer.parseInt(opts.getOrDefault("drain-warm-up", Integer.toString(Math.min(2000, jobs / 10)))),
                             clientsOfDrain);
                 }
+            }
+            if (peers != null) {
+                com.zaxxer.hikari.HikariDataSource hikari = (com.zaxxer.hikari.HikariDataSource) ds;
+                int peerJobs = Integer.parseInt(opts.getOrDefault("peer-jobs", "20000"));
+                List<PeerBench.Figures> figures = peers.run(hikari.getJdbcUrl(), hikari.getUsername(), hikari.getPassword(),
+                        peerJobs, Integer.parseInt(opts.getOrDefault("peer-warm-up", Integer.toString(Math.min(2000, peerJobs / 10)))),
+                        Integer.parseInt(opts.getOrDefault("peer-threads", "16")));
+                PeerBench.printRatios(figures, bestAdmission == null ? null : bestAdmission.perSecond(),
+                        Integer.toString(bestClients), drained);
             }
             pgbench.cleanUp();
             try (var c = ds.getConnection(); var st = c.createStatement()) {
@@ -174,8 +208,10 @@ public final class Bench {
         System.exit(0);
     }
 
-    private static void admission(PgBench pgbench, int port, String apiKey, int seconds, List<Integer> clients,
-                                  Map<String, String> opts) throws Exception {
+    /** Prints the admission table; returns each client count's result. */
+    private static Map<Integer, AdmissionLoad.Result> admission(PgBench pgbench, int port, String apiKey, int seconds,
+                                                                List<Integer> clients, Map<String, String> opts) throws Exception {
+        Map<Integer, AdmissionLoad.Result> results = new LinkedHashMap<>();
         AdmissionLoad load = new AdmissionLoad(port, apiKey);
         WrkLoad wrk = WrkLoad.locate(port, apiKey, AdmissionLoad.BODY);
         // Warm the JIT before measuring: on two cores C2 competes with the workload for a minute or
@@ -205,6 +241,7 @@ public final class Bench {
         for (int c : clients) {
             AdmissionLoad.Result r = wrk != null ? wrk.run(c, Duration.ofSeconds(seconds))
                     : load.run(c, Duration.ofSeconds(2), Duration.ofSeconds(seconds));
+            results.put(c, r);
             Double tps = pgbench.run(c, seconds);
             System.out.printf("%8d %12.0f %9.2f %9.2f %14s %8s%n", c, r.perSecond(), r.p50Millis(), r.p99Millis(),
                     tps == null ? "n/a" : String.format("%.0f", tps),
@@ -213,16 +250,19 @@ public final class Bench {
                 System.out.printf("%8s %d requests were not 202: %s%n", "", r.errors(), r.firstError());
             }
         }
+        return results;
     }
 
     private static Map<String, String> options(String[] args) {
         Map<String, String> opts = new LinkedHashMap<>();
         for (int i = 0; i < args.length; i++) {
-            if (args[i].startsWith("--") && i + 1 < args.length) {
+            if (args[i].equals("--peers") && (i + 1 == args.length || args[i + 1].startsWith("--"))) {
+                opts.put("peers", PeerBench.DEFAULT_PEERS); // a flag, or followed by the peers' names
+            } else if (args[i].startsWith("--") && i + 1 < args.length) {
                 opts.put(args[i].substring(2), args[++i]);
             } else {
                 throw new IllegalArgumentException("unexpected argument " + args[i]
-                        + "; usage: bench [--jdbc-url URL] [--db-user U] [--db-password P] [--seconds N] [--clients 1,16,64]");
+                        + "; usage: bench [--jdbc-url URL] [--db-user U] [--db-password P] [--seconds N] [--clients 1,16,64] [--peers]");
             }
         }
         return opts;
