@@ -5,9 +5,10 @@
 # integrity pinned in pom.xml), its min/vs under static/monaco/vs, the loader pointed there, and
 # jobgate's name on the console. Run by exec-maven-plugin at process-resources.
 #
-#   hawtio-webapp.sh WEBAPP_DIR OUT_WAR MONACO_VERSION MONACO_INTEGRITY JAR_TOOL
+#   hawtio-webapp.sh WEBAPP_DIR OUT_WAR MONACO_VERSION MONACO_INTEGRITY JAR_TOOL [ENTRY_DATE]
+# ENTRY_DATE (project.build.outputTimestamp): every entry's time, so two builds give the same war.
 set -euo pipefail
-unpacked=$1 out=$2 version=$3 integrity=$4 jar=$5
+unpacked=$1 out=$2 version=$3 integrity=$4 jar=$5 date=${6:-2026-01-01T00:00:00Z}
 script=${BASH_SOURCE[0]}
 
 # Up to date (same inputs, built after this script and the unpacked war): nothing to do, so
@@ -66,5 +67,5 @@ sed -i 's#"appName": "Hawtio Management Console"#"appName": "jobgate · Hawtio"#
 
 mkdir -p "$(dirname "$out")"
 rm -f "$out"
-"$jar" --create --no-manifest --file "$out" -C "$webapp" .
+"$jar" --create --no-manifest --date="$date" --file "$out" -C "$webapp" .
 printf '%s' "$inputs" > "$stamp"

@@ -34,8 +34,8 @@ import static io.jobgate.job.JobStatus.SUCCEEDED;
  * {@code jobs.status}; the database refuses any other pair (table {@code job_status_transitions},
  * written from {@link #pairs()} by migration V6 and compared with it by a test).
  *
- * <p>Lock order, shared with the relay and admission: the job's outbox rows, then its row, then the
- * tenant's counters, then the release shards of the gateway and window counters (rows that only
+ * <p>Lock order, shared with the relay and admission: the job's outbox rows, then its row, then its provider
+ * slot (V19), then the tenant's counters, then the release shards of the gateway and window counters (rows that only
  * releases lock; admission and the relay lock row 1). Time is this class's clock, passed into SQL.
  */
 public final class JobTransitions {
@@ -337,12 +337,13 @@ public final class JobTransitions {
             String update = (lockEvents ? "WITH waiting_events AS (SELECT event_id FROM outbox WHERE job_id = :job"
                     + " AND event_type = 'dispatch' AND published_at IS NULL FOR UPDATE) " : "")
                     + "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event, change, p, now)
-                    + " FROM (SELECT job_id, dispatched_at, status, updated_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
+                    + " FROM (SELECT job_id, dispatched_at, status, updated_at, lease_token FROM jobs WHERE job_id = :job FOR UPDATE) old"
                     + " WHERE j.job_id = old.job_id" + (event.has(Effect.REOPEN) ? "" : " AND j.finalized_at IS NULL")
                     + " AND j.status = ANY (string_to_array(:from, ','))"
                     + (lockEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards
                     + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token, j.redrives,"
-                    + " old.dispatched_at IS NOT NULL AS held_slot, j.provider, old.status AS from_status, old.updated_at AS entered_at"
+                    + " old.dispatched_at IS NOT NULL AS held_slot, j.provider, old.status AS from_status, old.updated_at AS entered_at,"
+                    + " old.lease_token AS left_lease_token"
                     + (event == Event.SUCCEED ? ", (SELECT d.units FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_units,"
                             + " (SELECT d.unit FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_unit" : "")
                     + (returning == null ? "" : ", " + returning);
@@ -364,6 +365,13 @@ public final class JobTransitions {
             int attempts = ((Number) row.get("attempts")).intValue();
             boolean heldSlot = Boolean.TRUE.equals(row.get("held_slot"));
             p.addValue("tenant", tenant).addValue("attempts", attempts).addValue("redrives", ((Number) row.get("redrives")).intValue());
+            if (SUBMITTING.wire().equals(row.get("from_status")) && event.to() != SUBMITTING) {
+                // The call is over (as far as this job's state goes): its provider slot is free (V19),
+                // whichever event ended it. The slot row comes after the job row, as when it was taken.
+                p.addValue("leftToken", row.get("left_lease_token"));
+                jdbc.update("UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL"
+                        + " WHERE lease_token = :leftToken AND job_id = :job", p);
+            }
             if (event.has(Effect.REFUND) && change.refundPercent() > 0) {
                 long cost = ((Number) row.get("cost_micros")).longValue();
                 long refund = Math.multiplyExact(cost, (long) change.refundPercent()) / 100;

@@ -28,7 +28,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  * The worker's side of the job state machine: which dispatch may start an attempt, and the
  * lease, caps and provider gate of a start in one transaction; every status change is a
  * {@link JobTransitions} event. Lock order, shared with the relay and the finalizer: outbox rows,
- * then the job row, then the provider gate, then tenant and window counters. Every write after the
+ * then the job row, then a provider slot, then tenant and window counters. Every write after the
  * lease is conditional on the lease token, so a worker whose lease the sweeper ended changes nothing.
  */
 public final class JobLeases {
@@ -38,6 +38,7 @@ public final class JobLeases {
     private final JobTransitions transitions;
     private final JobFinalizer finalizer;
     private final Clock clock;
+    private final io.jobgate.job.ProviderSlots slots;
 
     public JobLeases(JdbcTemplate jdbc, TransactionTemplate transactions, JobTransitions transitions, JobFinalizer finalizer) {
         this.jdbc = jdbc;
@@ -45,6 +46,7 @@ public final class JobLeases {
         this.transitions = transitions;
         this.finalizer = finalizer;
         this.clock = transitions.clock();
+        this.slots = new io.jobgate.job.ProviderSlots(jdbc);
     }
 
     /** The lease columns as the LEASE transition returns them (job row aliased j). */
@@ -120,7 +122,7 @@ public final class JobLeases {
     /**
      * In one transaction: the lease (fresh token, owner, expiry), then what re-validation decided, the
      * job's caps, and the provider's gate — closed until a Retry-After, or full at the provider's
-     * concurrency limit, counted across all instances under the gate row's lock. A closed or full
+     * concurrency limit, its slots (V19) all held across instances. A closed or full
      * gate snoozes the job without spending an attempt; passing opens the attempt row.
      */
     public GatePass start(UUID jobId, long eventId, String worker, Duration leaseFor, Provider provider,
@@ -147,16 +149,14 @@ public final class JobLeases {
                 wakeAt = now.plus(deferDelay);
                 reason = verdict.message();
             } else {
-                // Locks the gate row and counts the provider's calls in flight after the lock, in one
-                // round trip (V10's provider_gate_state): the lock is held for the SUBMIT and the commit only.
-                Map<String, Object> gate = jdbc.queryForMap("SELECT closed_until, in_flight FROM provider_gate_state(?)",
-                        provider.name());
-                Instant closedUntil = gate.get("closed_until") == null ? null : ((Timestamp) gate.get("closed_until")).toInstant();
-                long inFlight = ((Number) gate.get("in_flight")).longValue();
-                if (closedUntil != null && closedUntil.isAfter(now)) {
+                // Closed by a Retry-After: read, not locked (a close that races this start is the same
+                // as one just after it). Full: no free slot of the provider's limit (V19), claimed here.
+                Instant closedUntil = jdbc.query("SELECT closed_until FROM provider_gates WHERE provider = ? AND closed_until > ?",
+                        rs -> rs.next() ? rs.getTimestamp(1).toInstant() : null, provider.name(), Timestamp.from(now));
+                if (closedUntil != null) {
                     wakeAt = closedUntil;
                     reason = "provider " + provider.name() + " gate closed until " + closedUntil;
-                } else if (inFlight >= provider.maxConcurrency()) {
+                } else if (!slots.claim(provider.name(), provider.maxConcurrency(), jobId, lease.token(), now)) {
                     wakeAt = now.plus(fullDelay);
                     reason = "provider " + provider.name() + " at its concurrency limit " + provider.maxConcurrency();
                 }

@@ -344,7 +344,8 @@ public final class ChaosChecks {
 
     /**
      * Every job terminal, so nothing may still be held: no tenant's running slot or open job or queued
-     * bytes, no in-flight count of the gateway, no dispatch window slot (sums over the release shards).
+     * bytes, no in-flight count of the gateway, no dispatch window slot (sums over the release shards),
+     * no provider slot (a call in flight).
      */
     private void nothingHeld() throws Exception {
         Map<String, Long> held = counts("""
@@ -352,8 +353,10 @@ public final class ChaosChecks {
                   FROM tenant_accounts WHERE running_jobs <> 0 OR open_jobs <> 0 OR queued_bytes <> 0
                 UNION ALL SELECT 'gateway in flight', sum(in_flight)::bigint FROM gateway_capacity HAVING sum(in_flight) <> 0
                 UNION ALL SELECT 'dispatch window', sum(running)::bigint FROM dispatch_window HAVING sum(running) <> 0
-                UNION ALL SELECT 'leases', count(*) FROM jobs WHERE lease_token IS NOT NULL HAVING count(*) > 0""");
-        check("nothing held once every job is terminal: slots, reservations, leases", 4,
+                UNION ALL SELECT 'leases', count(*) FROM jobs WHERE lease_token IS NOT NULL HAVING count(*) > 0
+                UNION ALL SELECT 'provider ' || provider || ' slots (calls in flight)', count(*) FROM provider_slots
+                           WHERE lease_token IS NOT NULL GROUP BY provider""");
+        check("nothing held once every job is terminal: slots, reservations, leases, provider calls", 5,
                 held.entrySet().stream().map(e -> e.getKey() + " = " + e.getValue()).toList());
     }
 

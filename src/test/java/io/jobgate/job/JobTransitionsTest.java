@@ -117,6 +117,11 @@ class JobTransitionsTest {
         jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES (?, ?, 'dispatch', now() + interval '1 hour')",
                 id, TENANT);
         long newest = jdbc.queryForObject("SELECT max(event_id) FROM outbox WHERE job_id = ?", Long.class, id);
+        if (status == JobStatus.SUBMITTING) {
+            // Its call holds a slot of the provider's limit (V19).
+            jdbc.update("INSERT INTO provider_slots (provider, slot, lease_token, job_id, taken_at) VALUES ('fakeimg', ?, ?, ?, now())",
+                    SLOTS.getAndIncrement(), token, id);
+        }
         if (!status.terminal()) {
             jdbc.update("UPDATE tenant_accounts SET open_jobs = open_jobs + 1, running_jobs = running_jobs + ? WHERE tenant_id = ?",
                     slot ? 1 : 0, TENANT);
@@ -126,9 +131,11 @@ class JobTransitionsTest {
         return new Fixture(id, token, newest, slot);
     }
 
+    private static final java.util.concurrent.atomic.AtomicInteger SLOTS = new java.util.concurrent.atomic.AtomicInteger();
+
     /** What a job and its counters look like, to compare before and after. */
     record Snapshot(Map<String, Object> job, List<Map<String, Object>> outbox, List<Map<String, Object>> ledger,
-                    List<Map<String, Object>> attempts, Map<String, Object> counters) {
+                    List<Map<String, Object>> attempts, Map<String, Object> counters, boolean holdsProviderSlot) {
     }
 
     Snapshot snapshot(UUID id) {
@@ -140,7 +147,8 @@ class JobTransitionsTest {
                 jdbc.queryForList("SELECT entry_type, amount_micros FROM ledger WHERE job_id = ? ORDER BY entry_id", id),
                 jdbc.queryForList("SELECT attempt, lease_token, adapter FROM attempts WHERE job_id = ? ORDER BY attempt", id),
                 jdbc.queryForMap("SELECT a.open_jobs, a.running_jobs, (SELECT sum(in_flight)::int FROM gateway_capacity) AS in_flight, "
-                        + "(SELECT sum(running)::int FROM dispatch_window) AS window_running FROM tenant_accounts a WHERE tenant_id = ?", TENANT));
+                        + "(SELECT sum(running)::int FROM dispatch_window) AS window_running FROM tenant_accounts a WHERE tenant_id = ?", TENANT),
+                Boolean.TRUE.equals(jdbc.queryForObject("SELECT EXISTS (SELECT 1 FROM provider_slots WHERE job_id = ?)", Boolean.class, id)));
     }
 
     static Change change(Event event) {
@@ -185,6 +193,8 @@ class JobTransitionsTest {
                 "running_jobs", (int) before.counters().get("running_jobs") + slotDelta,
                 "in_flight", (int) before.counters().get("in_flight") + openDelta,
                 "window_running", (int) before.counters().get("window_running") + slotDelta));
+        // Whatever takes a job out of submitting frees its call's provider slot; the claim is the worker's (JobLeases).
+        assertThat(after.holdsProviderSlot()).isEqualTo(before.holdsProviderSlot() && event.to() == JobStatus.SUBMITTING);
         assertThat(after.job().get("dispatched_at") == null)
                 .isEqualTo(effects.contains(Effect.RELEASE_SLOT) || before.job().get("dispatched_at") == null);
 
