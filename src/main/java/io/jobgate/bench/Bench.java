@@ -166,7 +166,7 @@ public final class Bench {
                         } catch (Exception e) {
                             throw new IllegalStateException(e);
                         }
-                    }).run(
+                    }, () -> camel.createProducerTemplate().sendBody(io.jobgate.relay.RelayWakeup.QUEUE, null)).run(
                             Integer.parseInt(opts.getOrDefault("history", "1000000")),
                             Integer.parseInt(opts.getOrDefault("drain-jobs", "1500")),
                             Integer.parseInt(opts.getOrDefault("samples", "50")), clientsOfDrain);

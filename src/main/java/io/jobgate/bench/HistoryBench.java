@@ -28,11 +28,13 @@ final class HistoryBench {
     private final List<String> apiKeys;
     private final DrainBench drain;
     private final Runnable loadAdapter;
+    private final Runnable wakeRelay;
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
     HistoryBench(DataSource dataSource, int port, List<String> tenantIds, List<String> apiKeys, DrainBench drain,
-                 Runnable loadAdapter) {
+                 Runnable loadAdapter, Runnable wakeRelay) {
         this.loadAdapter = loadAdapter;
+        this.wakeRelay = wakeRelay;
         this.dataSource = dataSource;
         this.port = port;
         this.tenantIds = tenantIds;
@@ -51,7 +53,7 @@ final class HistoryBench {
         System.out.printf("  %-34s %12s %14s %8s%n", "figure", "fresh", "with history", "ratio");
         fresh.forEach((name, value) -> {
             double with = aged.get(name);
-            boolean rate = name.endsWith("jobs/s");
+            boolean rate = name.endsWith("/s");
             System.out.printf("  %-34s %12.2f %14.2f %8.2f%s%n", name, value, with, rate ? value / with : with / value,
                     rate ? "  (fresh / with history)" : "");
         });
@@ -84,8 +86,41 @@ final class HistoryBench {
         figures.put("admission, one client, p50 ms", p50(admit));
         figures.put("GET /v1/jobs?limit=50, p50 ms", p50(timeGets("/v1/jobs?limit=50", samples)));
         figures.put("GET /v1/usage, p50 ms", p50(timeGets("/v1/usage", samples)));
+        figures.put("relay, status events/s", relayRate(timed, RELAY_EVENTS));
         figures.put("processing, jobs/s", drain.run(drainJobs, warmUp ? Math.min(2000, drainJobs) : 0, clients));
         return figures;
+    }
+
+    static final int RELAY_EVENTS = 5_000;
+
+    /**
+     * The relay alone: about {@code events} status events of the given (cancelled) jobs made due at
+     * once, the relay woken, timed until all are published to the status topic. No worker is involved.
+     */
+    private double relayRate(List<String> jobs, int events) throws Exception {
+        try (java.sql.Connection c = dataSource.getConnection(); java.sql.PreparedStatement insert = c.prepareStatement("""
+                INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, created_at)
+                SELECT j.job_id, j.tenant_id, 'status', jsonb_build_object('status', 'cancelled', 'attempt', 0), now(), now()
+                  FROM jobs j CROSS JOIN generate_series(1, ?) g WHERE j.job_id = ANY (?)""")) {
+            insert.setInt(1, (events + jobs.size() - 1) / jobs.size());
+            insert.setArray(2, c.createArrayOf("uuid", jobs.stream().map(java.util.UUID::fromString).toArray()));
+            int inserted = insert.executeUpdate();
+            long t0 = System.nanoTime();
+            wakeRelay.run();
+            try (java.sql.Statement s = c.createStatement()) {
+                while (true) {
+                    try (java.sql.ResultSet rs = s.executeQuery(
+                            "SELECT count(*) FROM outbox WHERE published_at IS NULL AND event_type = 'status'")) {
+                        rs.next();
+                        if (rs.getLong(1) == 0) {
+                            break;
+                        }
+                    }
+                    Thread.sleep(5); // progress poll of a run of about a second, not a measured wait
+                }
+            }
+            return inserted / ((System.nanoTime() - t0) / 1e9);
+        }
     }
 
     private double[] timeGets(String path, int samples) throws Exception {

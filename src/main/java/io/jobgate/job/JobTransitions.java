@@ -338,7 +338,10 @@ public final class JobTransitions {
                     + " AND event_type = 'dispatch' AND published_at IS NULL FOR UPDATE) " : "")
                     + "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event, change, p, now)
                     + " FROM (SELECT job_id, dispatched_at, status, updated_at, lease_token FROM jobs WHERE job_id = :job FOR UPDATE) old"
-                    + " WHERE j.job_id = old.job_id" + (event.has(Effect.REOPEN) ? "" : " AND j.finalized_at IS NULL")
+                    // j by its key, and no "finalized_at IS NULL" (the status check implies it, by the jobs
+                    // table's CHECK): with it, the generic plan read j through a partial index of open jobs
+                    // and joined by filter, a row per open job for every transition (seen with 1M of history).
+                    + " WHERE j.job_id = :job AND j.job_id = old.job_id"
                     + " AND j.status = ANY (string_to_array(:from, ','))"
                     + (lockEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards
                     + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token, j.redrives,"
@@ -469,14 +472,17 @@ public final class JobTransitions {
         MapSqlParameterSource p = new MapSqlParameterSource().addValue("job", jobId)
                 .addValue("from", JobStatus.sqlList(event.from()))
                 .addValue("token", guard.leaseToken()).addValue("event", guard.dispatchEvent());
-        return jdbc.queryForList("SELECT " + columns + " FROM jobs j WHERE j.job_id = :job AND j.finalized_at IS NULL"
+        // No "finalized_at IS NULL": the status implies it, and it let the plan scan open jobs (see apply).
+        return jdbc.queryForList("SELECT " + columns + " FROM jobs j WHERE j.job_id = :job"
                 + " AND j.status = ANY (string_to_array(:from, ','))" + guardSql(guard), p).stream().findFirst();
     }
 
     private static String guardSql(Guard guard) {
         StringBuilder sql = new StringBuilder();
         if (guard.leaseToken() != null) {
-            sql.append(" AND j.lease_token = :token");
+            // Not "=": it would imply lease_token IS NOT NULL, and the generic plan may then read the
+            // partial index of every leased job instead of the job by its key (HotPathPlansTest).
+            sql.append(" AND j.lease_token IS NOT DISTINCT FROM :token");
         }
         if (guard.dispatchEvent() != null) {
             // Only a dispatched, unleased job, and only for its newest dispatch event: an older,

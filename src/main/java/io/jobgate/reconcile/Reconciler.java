@@ -268,7 +268,7 @@ public final class Reconciler {
 
     private boolean stillWaiting(UUID jobId) {
         return Boolean.TRUE.equals(jdbc.queryForObject("""
-                SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND finalized_at IS NULL AND status = ANY (?::text[]))""",
+                SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND status = ANY (?::text[]))""",
                 Boolean.class, jobId, WAITING.stream().map(JobStatus::wire).toArray(String[]::new)));
     }
 

@@ -64,8 +64,9 @@ public final class JobLeases {
 
     /** Does {@code leaseToken} still hold the job? (Asked before a worker promotes an output.) */
     public boolean holds(UUID jobId, UUID leaseToken) {
-        return Boolean.TRUE.equals(jdbc.queryForObject(
-                "SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND lease_token = ?)", Boolean.class, jobId, leaseToken));
+        // IS NOT DISTINCT FROM, not "=": see JobTransitions' lease guard (the plan reads the job by its key).
+        return leaseToken != null && Boolean.TRUE.equals(jdbc.queryForObject(
+                "SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND lease_token IS NOT DISTINCT FROM ?)", Boolean.class, jobId, leaseToken));
     }
 
     /** Was the job cancelled (by its tenant)? Asked when a worker's lease was lost during its call. */

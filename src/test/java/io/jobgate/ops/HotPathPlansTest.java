@@ -45,6 +45,10 @@ class HotPathPlansTest {
     static final Pattern HISTORY_SCAN = Pattern.compile(
             "Seq Scan on (jobs|attempts|ledger|outbox|uploads|webhook_receipts)\\b");
     static final Pattern PARAMETER = Pattern.compile("\\$(\\d+)");
+    /** A statement about one job, event or upload, named by a parameter. */
+    static final Pattern ONE_ROW = Pattern.compile("(?i)\\b(job_id|event_id|upload_id)\\s*=\\s*\\$\\d+");
+    static final Pattern HISTORY_INDEX_SCAN = Pattern.compile(
+            "Index (Only )?Scan (Backward )?using \\S+ on (jobs|attempts|ledger|outbox|uploads|webhook_receipts)\\b.*");
 
     final ScriptedRun run = new ScriptedRun();
 
@@ -153,6 +157,11 @@ class HotPathPlansTest {
                 if (scan.find()) {
                     scans.add(scan.group() + " in: " + oneLine(query));
                 }
+                if (ONE_ROW.matcher(query).find()) {
+                    // About one row, so read by key: an index scan without a condition reads every row of
+                    // the index (a partial one of open jobs, of waiting events: a cost that grows with them).
+                    unconditionedIndexScans(plan).forEach(node -> scans.add(node + " (no Index Cond) in: " + oneLine(query)));
+                }
             }
         }
         unplanned.forEach(u -> System.out.println("HotPathPlansTest: not planned: " + u));
@@ -208,6 +217,32 @@ class HotPathPlansTest {
             }
         }
         return plan.toString();
+    }
+
+    /** The plan's index scans of history tables that have no Index Cond (EXPLAIN's text form). */
+    static List<String> unconditionedIndexScans(String plan) {
+        List<String> found = new ArrayList<>();
+        String[] lines = plan.split("\n");
+        for (int i = 0; i < lines.length; i++) {
+            Matcher node = HISTORY_INDEX_SCAN.matcher(lines[i]);
+            if (!node.find()) {
+                continue;
+            }
+            boolean conditioned = false;
+            // The node's properties follow it until the next node ("->") or a line less indented.
+            int indent = lines[i].indexOf(node.group());
+            for (int j = i + 1; j < lines.length && !lines[j].contains("->"); j++) {
+                int at = lines[j].length() - lines[j].stripLeading().length();
+                if (at <= indent - 4) {
+                    break;
+                }
+                conditioned |= lines[j].stripLeading().startsWith("Index Cond:");
+            }
+            if (!conditioned) {
+                found.add(node.group().replaceAll("\\s+\\(cost=.*", ""));
+            }
+        }
+        return found;
     }
 
     static String oneLine(String query) {
