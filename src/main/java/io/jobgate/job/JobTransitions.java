@@ -337,7 +337,7 @@ public final class JobTransitions {
             String update = (lockEvents ? "WITH waiting_events AS (SELECT event_id FROM outbox WHERE job_id = :job"
                     + " AND event_type = 'dispatch' AND published_at IS NULL FOR UPDATE) " : "")
                     + "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event, change, p, now)
-                    + " FROM (SELECT job_id, dispatched_at, status, updated_at, lease_token FROM jobs WHERE job_id = :job FOR UPDATE) old"
+                    + " FROM (SELECT job_id, dispatched_at, status, updated_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
                     // j by its key, and no "finalized_at IS NULL" (the status check implies it, by the jobs
                     // table's CHECK): with it, the generic plan read j through a partial index of open jobs
                     // and joined by filter, a row per open job for every transition (seen with 1M of history).
@@ -345,8 +345,7 @@ public final class JobTransitions {
                     + " AND j.status = ANY (string_to_array(:from, ','))"
                     + (lockEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards
                     + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token, j.redrives,"
-                    + " old.dispatched_at IS NOT NULL AS held_slot, j.provider, old.status AS from_status, old.updated_at AS entered_at,"
-                    + " old.lease_token AS left_lease_token"
+                    + " old.dispatched_at IS NOT NULL AS held_slot, j.provider, old.status AS from_status, old.updated_at AS entered_at"
                     + (event == Event.SUCCEED ? ", (SELECT d.units FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_units,"
                             + " (SELECT d.unit FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_unit" : "")
                     + (returning == null ? "" : ", " + returning);
@@ -371,9 +370,8 @@ public final class JobTransitions {
             if (SUBMITTING.wire().equals(row.get("from_status")) && event.to() != SUBMITTING) {
                 // The call is over (as far as this job's state goes): its provider slot is free (V19),
                 // whichever event ended it. The slot row comes after the job row, as when it was taken.
-                p.addValue("leftToken", row.get("left_lease_token"));
-                jdbc.update("UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL"
-                        + " WHERE lease_token = :leftToken AND job_id = :job", p);
+                // By the job alone: a job is in one call at a time, so whichever slot names it is its call's.
+                jdbc.update("UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL WHERE job_id = :job", p);
             }
             if (event.has(Effect.REFUND) && change.refundPercent() > 0) {
                 long cost = ((Number) row.get("cost_micros")).longValue();

@@ -66,6 +66,9 @@ public final class OutboxRelay {
         m.setHeader("claimSeconds", claimSeconds);
         m.setHeader("maxRunning", maxRunning);
         m.setHeader("statusBatch", statusBatch);
+        // camel-sql looks every :#parameter up in the body first, converting it to a Map each time: an
+        // empty Map answers at once (another body costs a failed type conversion per parameter).
+        m.setBody(Map.of());
     }
 
     /** Publishes the claimed dispatch rows to jobs.dispatch; sets {@code eventIds} for the mark. */
@@ -100,6 +103,7 @@ public final class OutboxRelay {
         }
         m.setHeader("eventIds", ids.toString());
         m.setHeader("published", rows.size());
+        m.setBody(Map.of()); // the mark's parameters are headers (see prepareRound)
     }
 
     /** One claimed dispatch row → the message workers consume from jobs.dispatch. */
