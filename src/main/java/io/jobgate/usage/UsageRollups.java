@@ -6,14 +6,16 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * The roll-up step (route {@code usage-rollups}): moves rows of the pending queues ({@code
  * usage_pending}, {@code billing_pending}, filled by triggers in the writers' own transactions) into
  * the day rows. Each queue is drained by one statement that deletes the rows it adds, so a crash
- * neither skips nor counts a row twice; instances drain side by side (SKIP LOCKED).
+ * neither skips nor counts a row twice; instances drain side by side (SKIP LOCKED). The batch is
+ * chosen once (= ANY (ARRAY(...)), an initplan): as "IN (SELECT ...)" a plan made while the queue
+ * looked empty ran the locking subquery again for every row it deleted (seen: 584 rows, 92 ms).
  */
 public final class UsageRollups {
 
     private static final String LEDGER = """
             WITH taken AS (
                 DELETE FROM usage_pending p
-                 WHERE p.entry_id IN (SELECT entry_id FROM usage_pending ORDER BY entry_id LIMIT ? FOR UPDATE SKIP LOCKED)
+                 WHERE p.entry_id = ANY (ARRAY(SELECT entry_id FROM usage_pending ORDER BY entry_id LIMIT ? FOR UPDATE SKIP LOCKED))
                 RETURNING p.entry_id),
             rolled AS (
                 INSERT INTO usage_daily AS d (tenant_id, day, provider, kind, unit, jobs, units, debited_micros, refunded_micros)
@@ -33,7 +35,7 @@ public final class UsageRollups {
     private static final String BILLING = """
             WITH taken AS (
                 DELETE FROM billing_pending p
-                 WHERE p.pending_id IN (SELECT pending_id FROM billing_pending ORDER BY pending_id LIMIT ? FOR UPDATE SKIP LOCKED)
+                 WHERE p.pending_id = ANY (ARRAY(SELECT pending_id FROM billing_pending ORDER BY pending_id LIMIT ? FOR UPDATE SKIP LOCKED))
                 RETURNING p.*),
             rolled AS (
                 INSERT INTO billing_daily AS d (tenant_id, day, provider, kind, unit, attempts, units)
