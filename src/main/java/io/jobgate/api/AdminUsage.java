@@ -40,7 +40,8 @@ public final class AdminUsage {
     }
 
     public void get(Exchange exchange) {
-        Instant to = UsageApi.instant(exchange.getIn().getHeader("to", String.class), "to", clock.instant());
+        Instant now = clock.instant(); // one "now" for the range and the report (see UsageApi)
+        Instant to = UsageApi.instant(exchange.getIn().getHeader("to", String.class), "to", now);
         // The same default range as the tenant's report: whole UTC days, from the start of the day 30 days ago.
         Instant from = UsageApi.instant(exchange.getIn().getHeader("from", String.class), "from",
                 to.minus(UsageApi.DEFAULT_RANGE).truncatedTo(java.time.temporal.ChronoUnit.DAYS));
@@ -52,7 +53,7 @@ public final class AdminUsage {
         }
         List<Map<String, Object>> tenants = new ArrayList<>();
         for (String tenant : report.tenants()) {
-            List<Map<String, Object>> lines = lines(report.lines(tenant, from, to), report.providerBilling(tenant, from, to));
+            List<Map<String, Object>> lines = lines(report.lines(tenant, from, to, now), report.providerBilling(tenant, from, to, now));
             if (lines.isEmpty()) {
                 continue;
             }

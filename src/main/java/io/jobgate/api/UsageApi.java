@@ -36,7 +36,10 @@ public final class UsageApi {
 
     public void get(Exchange exchange) {
         Tenant tenant = TenantAuth.tenant(exchange);
-        Instant to = instant(exchange.getIn().getHeader("to", String.class), "to", clock.instant());
+        // One "now" for the range and the report: a report that ends now reads today from the rollups
+        // (a second reading of the clock, a moment later, made every such report read today's raw rows).
+        Instant now = clock.instant();
+        Instant to = instant(exchange.getIn().getHeader("to", String.class), "to", now);
         // By default the 30 whole UTC days before today and today so far: whole days are read from the
         // daily rollups, so the default report costs the same however long the history.
         Instant from = instant(exchange.getIn().getHeader("from", String.class), "from",
@@ -47,8 +50,8 @@ public final class UsageApi {
         if (Duration.between(from, to).compareTo(MAX_RANGE) > 0) {
             throw invalid("from", "A usage report spans at most 366 days.");
         }
-        List<Map<String, Object>> lines = report.lines(tenant.id(), from, to);
-        List<Map<String, Object>> billed = report.providerBilling(tenant.id(), from, to);
+        List<Map<String, Object>> lines = report.lines(tenant.id(), from, to, now);
+        List<Map<String, Object>> billed = report.providerBilling(tenant.id(), from, to, now);
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("tenant_id", tenant.id());
         body.put("from", from.toString());

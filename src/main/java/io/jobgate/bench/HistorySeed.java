@@ -23,7 +23,7 @@ public final class HistorySeed {
      * {@code jobs} finished jobs of {@code tenantIds} (round robin) at {@code provider}, spread over the
      * 90 days before the last hour, each with its attempt and debit, one upload per three jobs, and the
      * published outbox events and webhook receipts of those of the last {@code outboxWindow} (what
-     * retention leaves); then VACUUM ANALYZE.
+     * retention leaves); then VACUUM ANALYZE and a CHECKPOINT.
      */
     public static void seed(DataSource dataSource, List<String> tenantIds, String provider, int jobs, Duration outboxWindow)
             throws Exception {
@@ -67,9 +67,13 @@ public final class HistorySeed {
                             + " SELECT j.provider, 'history-' || j.idempotency_key, j.job_id, 'applied', j.finalized_at " + ofHistory
                             + " AND j.created_at > now() - ?::interval",
                     // One upload per three jobs, none named by a job now (the history's sources).
-                    "INSERT INTO uploads (upload_id, tenant_id, sha256, bytes, media_type, object_key, created_at)"
+                    // As upload retention leaves them (its default 168 h): older ones expired and purged, so the
+                    // figures with history do not include retention catching up on a seeded backlog.
+                    "INSERT INTO uploads (upload_id, tenant_id, sha256, bytes, media_type, object_key, created_at, expired_at, purged_at)"
                             + " SELECT gen_random_uuid(), j.tenant_id, encode(sha256(j.idempotency_key::bytea), 'hex'), 1000,"
-                            + " 'audio/wav', 'sources/sha256/' || encode(sha256(j.idempotency_key::bytea), 'hex'), j.created_at "
+                            + " 'audio/wav', 'sources/sha256/' || encode(sha256(j.idempotency_key::bytea), 'hex'), j.created_at,"
+                            + " CASE WHEN j.created_at < now() - interval '168 hours' THEN j.created_at + interval '168 hours' END,"
+                            + " CASE WHEN j.created_at < now() - interval '168 hours' THEN j.created_at + interval '169 hours' END "
                             + ofHistory + " AND abs(hashtext(j.idempotency_key)) % 3 = 0",
                     "INSERT INTO usage_daily AS d (tenant_id, day, provider, kind, unit, jobs, units, debited_micros, refunded_micros)"
                             + " SELECT j.tenant_id, (j.created_at AT TIME ZONE 'UTC')::date, j.provider, j.kind, 'image', count(*),"
@@ -100,6 +104,12 @@ public final class HistorySeed {
             c.commit();
             c.setAutoCommit(true);
             s.execute("VACUUM ANALYZE");
+            // The seed's WAL would otherwise be checkpointed while the figures with history are taken.
+            try {
+                s.execute("CHECKPOINT");
+            } catch (java.sql.SQLException notAllowed) {
+                // CHECKPOINT needs a superuser (or pg_checkpoint): the figures then include it.
+            }
         }
     }
 }

@@ -68,7 +68,15 @@ public final class UsageReport {
     }
 
     public List<Map<String, Object>> lines(String tenant, Instant from, Instant to) {
-        Days days = Days.within(from, to, clock.instant());
+        return lines(tenant, from, to, clock.instant());
+    }
+
+    /**
+     * @param asOf the instant the caller took as "now" ({@code to} of a report that ends now is this
+     *             same instant): such a report reads today from the rollups, not today's raw rows
+     */
+    public List<Map<String, Object>> lines(String tenant, Instant from, Instant to, Instant asOf) {
+        Days days = Days.within(from, to, asOf);
         return jdbc.query("""
                 SELECT provider, kind, nullif(unit, '') AS unit, sum(jobs) AS jobs, sum(units) AS units,
                        sum(debited) AS debited_micros, sum(refunded) AS refunded_micros
@@ -107,7 +115,12 @@ public final class UsageReport {
 
     /** What the providers billed, per provider, kind and unit: attempts and units, as they reported them. */
     public List<Map<String, Object>> providerBilling(String tenant, Instant from, Instant to) {
-        Days days = Days.within(from, to, clock.instant());
+        return providerBilling(tenant, from, to, clock.instant());
+    }
+
+    /** @param asOf as for {@link #lines(String, Instant, Instant, Instant)} */
+    public List<Map<String, Object>> providerBilling(String tenant, Instant from, Instant to, Instant asOf) {
+        Days days = Days.within(from, to, asOf);
         return jdbc.query("""
                 SELECT provider, kind, nullif(unit, '') AS unit, sum(attempts) AS attempts, sum(units) AS units
                   FROM (SELECT provider, kind, unit, attempts, units FROM billing_daily WHERE tenant_id = ? AND day >= ? AND day < ?
