@@ -39,7 +39,20 @@ public final class CanaryGates {
     }
 
     public Verdict judge(Provider provider, String revision, GateThresholds gates) {
+        return judge(provider, revision, java.util.List.of(revision), gates, null);
+    }
+
+    /**
+     * What the window shows of a candidate's attempts over all its per-kind {@code revisions} (one
+     * verdict for the candidate, reported as {@code label}), counting only attempts started from
+     * {@code judgedFrom} on when that is later than the window's start (a restart's clean slate).
+     */
+    public Verdict judge(Provider provider, String label, java.util.List<String> revisions, GateThresholds gates,
+                         Instant judgedFrom) {
         Instant since = clock.instant().minus(gates.window());
+        if (judgedFrom != null && judgedFrom.isAfter(since)) {
+            since = judgedFrom;
+        }
         Map<String, Object> w = jdbc.queryForMap("""
                 SELECT count(*) AS sample,
                        count(*) FILTER (WHERE error_category IS NOT NULL
@@ -47,9 +60,9 @@ public final class CanaryGates {
                        count(*) FILTER (WHERE error_category = 'invalid_output') AS invalid,
                        coalesce(percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms), 0) AS p95
                   FROM attempts
-                 WHERE adapter_revision = ? AND adapter = ? AND started_at >= ? AND ended_at IS NOT NULL
+                 WHERE adapter_revision = ANY (?) AND adapter = ? AND started_at >= ? AND ended_at IS NOT NULL
                    AND outcome NOT IN ('lease_lost', 'ended_with_job')""",
-                NOT_ITS_FAULT, revision, provider.name(), Timestamp.from(since));
+                NOT_ITS_FAULT, revisions.toArray(String[]::new), provider.name(), Timestamp.from(since));
         long sample = ((Number) w.get("sample")).longValue();
         double errorRate = sample == 0 ? 0 : ((Number) w.get("errors")).doubleValue() / sample;
         double invalidRate = sample == 0 ? 0 : ((Number) w.get("invalid")).doubleValue() / sample;
@@ -63,7 +76,7 @@ public final class CanaryGates {
         } else if (judged && p95 > gates.maxP95Millis()) {
             tripped = "p95_latency " + p95 + " ms > " + gates.maxP95Millis() + " ms over " + sample + " attempts";
         }
-        return new Verdict(revision, sample, errorRate, p95, invalidRate, judged, tripped);
+        return new Verdict(label, sample, errorRate, p95, invalidRate, judged, tripped);
     }
 
     private static String percent(double share) {

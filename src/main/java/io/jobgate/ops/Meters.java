@@ -78,6 +78,12 @@ public final class Meters {
                 "revision", revision, "outcome", outcome).increment();
     }
 
+    /** A canary candidate was stopped: by a gate ({@code error_rate}, {@code p95_latency}, {@code invalid_output}, …) or {@code operator}. */
+    public void canaryStopped(String provider, String gate) {
+        counter("jobgate_canary_stops_total", "canary candidates stopped, by the gate crossed", "provider", provider, "gate", gate)
+                .increment();
+    }
+
     public void rateLimited(String provider, String tenant) {
         counter("jobgate_provider_rate_limited_total", "429 answers of providers", "provider", provider, "tenant", tenant).increment();
     }
