@@ -235,6 +235,17 @@ public class JobgateConfiguration implements CamelConfiguration {
         worker.useCanaries(canaries);
         reconciler.useCanaries(canaries);
         registry.bind("canaries", canaries);
+        // Evaluation (docs/evaluation.md): outputs read back by the evaluator route and scored.
+        registry.bind("tesseractOcr", new io.jobgate.evaluation.TesseractOcr(settings.required("jobgate.evaluation.tesseract-command"),
+                java.time.Duration.ofMillis(settings.intValue("jobgate.evaluation.deadline-ms", 1000, 3_600_000))));
+        io.jobgate.evaluation.Evaluations evaluations = new io.jobgate.evaluation.Evaluations(jdbc, s3, bucket,
+                context.createProducerTemplate(), clock, settings.intValue("jobgate.evaluation.batch", 1, 1000),
+                java.time.Duration.ofHours(settings.intValue("jobgate.evaluation.lookback-hours", 1, 24 * 365)));
+        evaluations.onScored((provider, revision, held, score) -> meters.evaluated(provider, revision, score.correct(), score.total(),
+                score.totalsCorrect()));
+        registry.bind("evaluations", evaluations);
+        context.getPropertiesComponent().addOverrideProperty("jobgate.evaluation.run",
+                Boolean.toString(roles.runs(Roles.Role.WORKER) && settings.bool("jobgate.evaluation.enabled")));
         canaryNotes.set(canaries::healthNotes);
         // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.
         LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");
@@ -273,7 +284,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("usageRollups", new io.jobgate.usage.UsageRollups(jdbc, settings.intValue("jobgate.usage.rollup-batch", 1, 100_000)));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
-        registry.bind("canaryAdmin", new io.jobgate.api.CanaryAdmin(canaries));
+        registry.bind("canaryAdmin", new io.jobgate.api.CanaryAdmin(canaries, evaluations, clock));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs,
                 new io.jobgate.job.Redrives(jdbc, transactions, transitions)));
         registry.bind("presetsAdmin", new io.jobgate.api.PresetsAdmin(presetDefaults));

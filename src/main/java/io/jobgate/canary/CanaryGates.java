@@ -76,7 +76,40 @@ public final class CanaryGates {
         } else if (judged && p95 > gates.maxP95Millis()) {
             tripped = "p95_latency " + p95 + " ms > " + gates.maxP95Millis() + " ms over " + sample + " attempts";
         }
+        if (tripped == null) {
+            tripped = quality(provider, revisions, gates, since);
+        }
         return new Verdict(label, sample, errorRate, p95, invalidRate, judged, tripped);
+    }
+
+    /**
+     * The quality gate: what the evaluator read back from the revision's outputs (held or promoted) of
+     * attempts started within the window ({@code evaluations}, io.jobgate.evaluation): field accuracy and
+     * the share whose totals all read right. Below {@code min-evaluated} outputs it does not judge.
+     */
+    private String quality(Provider provider, java.util.List<String> revisions, GateThresholds gates, Instant since) {
+        Map<String, Object> q = jdbc.queryForMap("""
+                SELECT count(*) AS evaluated, coalesce(sum(e.fields_correct), 0) AS correct, coalesce(sum(e.fields_total), 0) AS total,
+                       count(*) FILTER (WHERE e.totals_correct) AS totals
+                  FROM evaluations e JOIN attempts a ON a.job_id = e.job_id AND a.attempt = e.attempt
+                 WHERE e.revision = ANY (?) AND e.provider = ? AND e.evaluated_at IS NOT NULL AND a.started_at >= ?""",
+                revisions.toArray(String[]::new), provider.name(), Timestamp.from(since));
+        long evaluated = ((Number) q.get("evaluated")).longValue();
+        if (evaluated < gates.minEvaluated()) {
+            return null;
+        }
+        long total = ((Number) q.get("total")).longValue();
+        double accuracy = total == 0 ? 0 : ((Number) q.get("correct")).doubleValue() / total;
+        double totals = ((Number) q.get("totals")).doubleValue() / evaluated;
+        if (accuracy < gates.minFieldAccuracy()) {
+            return "quality field accuracy " + percent(accuracy) + " < " + percent(gates.minFieldAccuracy()) + " of " + evaluated
+                    + " evaluated outputs";
+        }
+        if (totals < gates.minTotalsCorrect()) {
+            return "quality totals correct " + percent(totals) + " < " + percent(gates.minTotalsCorrect()) + " of " + evaluated
+                    + " evaluated outputs";
+        }
+        return null;
     }
 
     private static String percent(double share) {
