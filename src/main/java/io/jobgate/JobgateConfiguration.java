@@ -286,7 +286,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
         registry.bind("canaryAdmin", new io.jobgate.api.CanaryAdmin(canaries, evaluations, clock));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs,
-                new io.jobgate.job.Redrives(jdbc, transactions, transitions)));
+                new io.jobgate.job.Redrives(jdbc, transactions, transitions)).withEvaluations(evaluations));
         registry.bind("presetsAdmin", new io.jobgate.api.PresetsAdmin(presetDefaults));
         registry.bind("adminUsage", new io.jobgate.api.AdminUsage(new io.jobgate.usage.UsageReport(jdbc, clock), providers, clock));
         registry.bind("jmsIntake", new JmsIntake(tenants, admission, meters));

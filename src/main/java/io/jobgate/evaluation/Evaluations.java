@@ -167,6 +167,22 @@ public final class Evaluations {
                 due.jobId(), due.attempt());
     }
 
+    /** A job's evaluated outputs, by attempt: what an operator sees beside its attempts. */
+    public List<Map<String, Object>> ofJob(UUID jobId) {
+        List<Map<String, Object>> all = new ArrayList<>();
+        for (Map<String, Object> r : jdbc.queryForList("""
+                SELECT attempt, revision, held, evaluated_at, evaluator, fields_correct, fields_total, totals_correct,
+                       scores::text AS scores, error
+                  FROM evaluations WHERE job_id = ? ORDER BY attempt""", jobId)) {
+            Map<String, Object> v = new LinkedHashMap<>(r);
+            v.put("evaluated_at", r.get("evaluated_at") instanceof Timestamp t ? t.toInstant().toString() : null);
+            v.put("scores", r.get("scores") == null ? null : Json.parseObject(((String) r.get("scores")).getBytes(
+                    java.nio.charset.StandardCharsets.UTF_8)));
+            all.add(v);
+        }
+        return all;
+    }
+
     /**
      * Per preset and revision, outputs evaluated since {@code since}: jobs, field accuracy, totals correct,
      * and the outputs the checks rejected ({@code invalid_output} attempts) of the same revisions.

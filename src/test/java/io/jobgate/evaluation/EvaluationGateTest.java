@@ -142,6 +142,14 @@ class EvaluationGateTest {
         assertThat(held.path("totals_correct").asLong()).as("garbled totals never read right").isZero();
         assertThat(held.path("field_accuracy").asDouble()).isLessThan(stable.path("field_accuracy").asDouble());
 
+        // Stored with the job: its operator view lists both outputs' scores beside its attempts.
+        JsonNode attempts = api.get(ADMIN, "/v1/admin/jobs/" + ids.get(0) + "/attempts").json();
+        assertThat(attempts.path("evaluations")).hasSize(2);
+        assertThat(attempts.path("evaluations").get(0).path("held").asBoolean()).isTrue();
+        assertThat(attempts.path("evaluations").get(0).path("totals_correct").asBoolean()).isFalse();
+        assertThat(attempts.path("evaluations").get(1).path("held").asBoolean()).isFalse();
+        assertThat(attempts.path("evaluations").get(1).path("scores").path("fields").isArray()).isTrue();
+
         ByteArrayOutputStream printed = new ByteArrayOutputStream();
         EvaluateCommand.print(answer.json(), new PrintStream(printed, true, StandardCharsets.UTF_8));
         String table = printed.toString(StandardCharsets.UTF_8);
