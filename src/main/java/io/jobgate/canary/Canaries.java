@@ -234,6 +234,29 @@ public final class Canaries {
         return jobKey + "-canary-" + attempt;
     }
 
+    /**
+     * A candidate's task (attempt {@code attempt}) succeeded while its job waits on the provider: if the job
+     * is still on that attempt, in {@code from}, the attempt ends as {@code candidate_output} with its held
+     * output recorded and the job takes {@code resubmit}, due now, for an attempt on the stable revision.
+     * One transaction, the job's row locked first (a job waiting on its provider has no unpublished dispatch
+     * event for the transition to lock), so stale evidence — a poller's lookup that started before the job
+     * moved on to its next attempt — changes nothing.
+     *
+     * @return false when the job had moved on (nothing changed)
+     */
+    public boolean requeueHeld(UUID jobId, int attempt, JobStatus from, String heldRecord) {
+        return Boolean.TRUE.equals(transactions.execute(tx -> {
+            if (jdbc.queryForList("SELECT 1 FROM jobs WHERE job_id = ? AND attempts = ? AND status = ? AND finalized_at IS NULL FOR UPDATE",
+                    Integer.class, jobId, attempt, from.wire()).isEmpty()) {
+                return false;
+            }
+            jdbc.update("UPDATE attempts SET outcome = 'candidate_output', held_output = CAST(? AS jsonb) WHERE job_id = ? AND attempt = ?",
+                    heldRecord, jobId, attempt);
+            return transitions.apply(jobId, JobTransitions.Event.RESUBMIT, JobTransitions.Guard.from(java.util.Set.of(from)),
+                    JobTransitions.Change.retryAt(clock.instant(), 0, null)).isPresent();
+        }));
+    }
+
     /** Keeps a candidate's checked output record (quarantine keys) on its attempt: evaluation evidence. */
     public void heldOutput(UUID jobId, int attempt, String record) {
         jdbc.update("UPDATE attempts SET held_output = CAST(? AS jsonb) WHERE job_id = ? AND attempt = ?", record, jobId, attempt);

@@ -281,9 +281,6 @@ public final class Reconciler {
      * and the job is due now for an attempt on the stable revision, within its caps.
      */
     private Applied candidateOutput(WaitingJob job, String heldRecord) {
-        jdbc.update("""
-                UPDATE attempts SET outcome = 'candidate_output', held_output = CAST(? AS jsonb)
-                 WHERE job_id = ? AND attempt = ?""", heldRecord, job.jobId(), job.attempts());
         Instant now = clock.instant();
         Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(job.attempts(), job.maxAttempts(), job.expiresAt(), now,
                 "a canary candidate's output is not the job's");
@@ -292,10 +289,10 @@ public final class Reconciler {
                     capped.get().category().wire(), capped.get().message()));
             return new Applied(won, capped.get().category().wire() + ": candidate output held");
         }
-        boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.RESUBMIT,
-                JobTransitions.Guard.from(java.util.Set.of(JobStatus.fromWire(job.status()).orElseThrow())),
-                JobTransitions.Change.retryAt(now, 0, null)).isPresent();
-        return new Applied(moved, "candidate output held in quarantine; retry_wait for the stable revision");
+        // Only while the job is still on the candidate's attempt: evidence read before it moved on changes nothing.
+        boolean moved = canaries.requeueHeld(job.jobId(), job.attempts(), JobStatus.fromWire(job.status()).orElseThrow(), heldRecord);
+        return new Applied(moved, moved ? "candidate output held in quarantine; retry_wait for the stable revision"
+                : "candidate output held in quarantine; the job had moved on");
     }
 
     private volatile Canaries canaries;
