@@ -10,7 +10,7 @@ import io.jobgate.bench.Bench;
 
 /**
  * One binary, several commands: {@code run} (default) starts the gateway, {@code bench} measures it,
- * {@code simulator} runs the bundled provider on its own, {@code demo} drives a running gateway, {@code hawtio} serves the console on one.
+ * {@code simulator} runs the bundled provider on its own, {@code demo} drives a running gateway, {@code evaluate} prints what its evaluator read back, {@code hawtio} serves the console on one.
  * {@code help} (or {@code --help}) lists them; {@code <command> --help} describes one without
  * running it. The commands depend on the gateway ({@link Gateway}), never the other way round.
  */
@@ -49,6 +49,13 @@ public final class App {
                       route diagrams through its Jolokia (<gateway>/observe/jolokia). A gateway on another host needs
                       the admin key: set JOBGATE_ADMIN_API_KEY. Anyone who reaches the console acts as that operator,
                       so it listens on loopback unless --host says otherwise. docs/hawtio.md."""),
+            new Command("evaluate", "print what a running gateway's evaluator read back: a table per preset and revision",
+                    """
+                    usage: java -jar jobgate.jar evaluate [--since 2026-12-01 | --since 2026-12-01T10:00:00Z]
+                                 [--url http://127.0.0.1:8080] [--admin-key KEY]
+                      Per preset and revision since then (default: the last 24 hours): jobs, field accuracy, outputs
+                      whose totals read right, rejected outputs. Admin key: --admin-key or JOBGATE_ADMIN_API_KEY.
+                      Needs jobgate.evaluation.enabled on the gateway. docs/evaluation.md."""),
             new Command("bench", "measure the gateway: admission, relay, worker latency, backlog drain, history, restart",
                     """
                     usage: java -jar jobgate.jar bench [--jdbc-url URL --db-user U [--db-password P]]
@@ -83,6 +90,7 @@ public final class App {
             case "bench" -> Bench.main(rest);
             case "simulator" -> io.jobgate.simulator.SimulatorCommand.main(rest);
             case "demo" -> io.jobgate.demo.Demo.main(rest);
+            case "evaluate" -> io.jobgate.evaluation.EvaluateCommand.main(rest);
             case "send-job" -> io.jobgate.demo.SendJob.main(rest);
             // By name only here: Jetty and the war load when this command runs, never on the gateway's start.
             case "hawtio" -> io.jobgate.hawtio.HawtioCommand.main(rest);

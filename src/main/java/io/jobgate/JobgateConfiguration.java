@@ -146,8 +146,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("presetCatalog", presets);
         registry.bind("providerCatalog", providers);
         // Health shows each provider: its gate, and whether its route runs and which classes it was left out for.
+        var canaryNotes = new java.util.concurrent.atomic.AtomicReference<java.util.function.Supplier<Map<String, String>>>(Map::of);
         registry.bind("providerGatesHealthCheck", new io.jobgate.ops.ProviderGatesHealthCheck(dataSource,
-                () -> providerNotes(providers, providers.leftOut(presets.all())), clock));
+                () -> providerNotes(providers, providers.leftOut(presets.all()), canaryNotes.get().get()), clock));
 
         // --- Metrics: jobgate's series beside Camel's ---------------------------------------------------
         io.jobgate.ops.Meters meters = new io.jobgate.ops.Meters(context, jdbc, clock,
@@ -223,6 +224,29 @@ public class JobgateConfiguration implements CamelConfiguration {
         Worker worker = new Worker(workerSettings, leases, gates, finalizer, presets, providers, s3, bucket, outputs,
                 clock, backoff, reconciler.firstCheck());
         registry.bind("worker", worker);
+        // Canary candidates beside stable adapters (docs/canary.md): a share of attempts, gates, stop, rollback.
+        io.jobgate.canary.Canaries canaries = new io.jobgate.canary.Canaries(jdbc, transactions, transitions, providers,
+                adapterRoutes::candidateSource);
+        canaries.onStop((provider, revision, gate, reason, requeued) -> meters.canaryStopped(provider, gate));
+        org.apache.camel.ProducerTemplate canaryEvents = context.createProducerTemplate();
+        canaries.publishWith(event -> canaryEvents.sendBodyAndHeader("jms:topic:" + OutboxRelay.EVENTS_TOPIC,
+                io.jobgate.common.Json.write(event), "JobgateEvent", "canary"));
+        leases.useCanaries(canaries);
+        worker.useCanaries(canaries);
+        reconciler.useCanaries(canaries);
+        registry.bind("canaries", canaries);
+        // Evaluation (docs/evaluation.md): outputs read back by the evaluator route and scored.
+        registry.bind("tesseractOcr", new io.jobgate.evaluation.TesseractOcr(settings.required("jobgate.evaluation.tesseract-command"),
+                java.time.Duration.ofMillis(settings.intValue("jobgate.evaluation.deadline-ms", 1000, 3_600_000))));
+        io.jobgate.evaluation.Evaluations evaluations = new io.jobgate.evaluation.Evaluations(jdbc, s3, bucket,
+                context.createProducerTemplate(), clock, settings.intValue("jobgate.evaluation.batch", 1, 1000),
+                java.time.Duration.ofHours(settings.intValue("jobgate.evaluation.lookback-hours", 1, 24 * 365)));
+        evaluations.onScored((provider, revision, held, score) -> meters.evaluated(provider, revision, score.correct(), score.total(),
+                score.totalsCorrect()));
+        registry.bind("evaluations", evaluations);
+        context.getPropertiesComponent().addOverrideProperty("jobgate.evaluation.run",
+                Boolean.toString(roles.runs(Roles.Role.WORKER) && settings.bool("jobgate.evaluation.enabled")));
+        canaryNotes.set(canaries::healthNotes);
         // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.
         LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");
         worker.useMeters(meters);
@@ -260,8 +284,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("usageRollups", new io.jobgate.usage.UsageRollups(jdbc, settings.intValue("jobgate.usage.rollup-batch", 1, 100_000)));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
+        registry.bind("canaryAdmin", new io.jobgate.api.CanaryAdmin(canaries, evaluations, clock));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs,
-                new io.jobgate.job.Redrives(jdbc, transactions, transitions)));
+                new io.jobgate.job.Redrives(jdbc, transactions, transitions)).withEvaluations(evaluations));
         registry.bind("presetsAdmin", new io.jobgate.api.PresetsAdmin(presetDefaults));
         registry.bind("adminUsage", new io.jobgate.api.AdminUsage(new io.jobgate.usage.UsageReport(jdbc, clock), providers, clock));
         registry.bind("jmsIntake", new JmsIntake(tenants, admission, meters));
@@ -270,11 +295,14 @@ public class JobgateConfiguration implements CamelConfiguration {
     }
 
     /** Per provider what health adds to its gate: its route not running (why), classes it was left out for. */
-    private static Map<String, String> providerNotes(ProviderCatalog providers, List<String> leftOut) {
+    private static Map<String, String> providerNotes(ProviderCatalog providers, List<String> leftOut, Map<String, String> canaries) {
         Map<String, String> notes = new java.util.TreeMap<>();
         for (io.jobgate.provider.Provider provider : providers.all()) {
             List<String> parts = new java.util.ArrayList<>();
             providers.notRunning(provider.name()).ifPresent(why -> parts.add("not running: " + why));
+            if (canaries.containsKey(provider.name())) {
+                parts.add(canaries.get(provider.name()));
+            }
             leftOut.stream().filter(line -> line.startsWith(provider.name() + " left out for "))
                     .map(line -> line.substring(provider.name().length() + 1)).forEach(parts::add);
             notes.put(provider.name(), String.join("; ", parts));

@@ -34,10 +34,15 @@ public final class AdapterCaller {
     }
 
     public AdapterResult call(Provider provider, String operation, Object body, Map<String, Object> properties) {
+        return call(provider, provider.adapterUri(), operation, body, properties);
+    }
+
+    /** The same through another route of the provider ({@code uri}: a canary candidate's, docs/canary.md). */
+    public AdapterResult call(Provider provider, String uri, String operation, Object body, Map<String, Object> properties) {
         Exchange adapter = new DefaultExchange(context);
         AdapterContract.request(adapter, provider, operation, body, properties);
         long deadline = provider.callDeadline().toMillis();
-        Future<Exchange> reply = calls.submit(() -> producer.send(provider.adapterUri(), adapter));
+        Future<Exchange> reply = calls.submit(() -> producer.send(uri, adapter));
         try {
             return AdapterResult.of(reply.get(deadline + GRACE_MILLIS, TimeUnit.MILLISECONDS), provider.errors());
         } catch (TimeoutException e) {

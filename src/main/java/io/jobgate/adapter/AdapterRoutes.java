@@ -57,6 +57,31 @@ public final class AdapterRoutes implements Function<String, String> {
         return AdapterSource.UNKNOWN;
     }
 
+    /**
+     * The candidate route file of {@code provider} (consuming {@code direct:provider-<name>-candidate}) as
+     * loaded, when that route is started; null when none runs. Its placeholders of the provider's settings
+     * count in its revision, as for the stable file.
+     */
+    public AdapterSource candidateSource(String provider) {
+        String uri = "direct://provider-" + provider + "-candidate";
+        for (Route route : context.getRoutes()) {
+            if (uri.equals(route.getEndpoint().getEndpointUri())) {
+                ServiceStatus status = context.getRouteController().getRouteStatus(route.getRouteId());
+                if (status == null || !status.isStarted()) {
+                    return null;
+                }
+                String key = provider + "-candidate";
+                Loaded loaded = sources.get(key);
+                if (loaded == null || loaded.route() != route) {
+                    loaded = new Loaded(route, read(provider, route));
+                    sources.put(key, loaded);
+                }
+                return loaded.source();
+            }
+        }
+        return null;
+    }
+
     private record Loaded(Route route, AdapterSource source) {
     }
 

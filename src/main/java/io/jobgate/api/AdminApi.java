@@ -28,6 +28,14 @@ public final class AdminApi {
     private final JobStore jobs;
     private final io.jobgate.job.Redrives redrives;
 
+    private volatile io.jobgate.evaluation.Evaluations evaluations;
+
+    /** The job's evaluated outputs are listed beside its attempts (docs/evaluation.md). */
+    public AdminApi withEvaluations(io.jobgate.evaluation.Evaluations evaluations) {
+        this.evaluations = evaluations;
+        return this;
+    }
+
     public AdminApi(String keySha256, Reconciler reconciler, JobStore jobs, io.jobgate.job.Redrives redrives) {
         this.keySha256 = keySha256;
         this.reconciler = reconciler;
@@ -49,6 +57,9 @@ public final class AdminApi {
         reply.put("status", job.status().wire());
         reply.put("attempts", jobs.attempts(id, true));
         reply.put("redrives", redrives.history(id).stream().map(AdminApi::redriveView).toList());
+        if (evaluations != null) {
+            reply.put("evaluations", evaluations.ofJob(id));
+        }
         HttpReply.json(exchange, 200, reply, Map.of());
     }
 

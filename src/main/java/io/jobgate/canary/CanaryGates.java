@@ -39,7 +39,20 @@ public final class CanaryGates {
     }
 
     public Verdict judge(Provider provider, String revision, GateThresholds gates) {
+        return judge(provider, revision, java.util.List.of(revision), gates, null);
+    }
+
+    /**
+     * What the window shows of a candidate's attempts over all its per-kind {@code revisions} (one
+     * verdict for the candidate, reported as {@code label}), counting only attempts started from
+     * {@code judgedFrom} on when that is later than the window's start (a restart's clean slate).
+     */
+    public Verdict judge(Provider provider, String label, java.util.List<String> revisions, GateThresholds gates,
+                         Instant judgedFrom) {
         Instant since = clock.instant().minus(gates.window());
+        if (judgedFrom != null && judgedFrom.isAfter(since)) {
+            since = judgedFrom;
+        }
         Map<String, Object> w = jdbc.queryForMap("""
                 SELECT count(*) AS sample,
                        count(*) FILTER (WHERE error_category IS NOT NULL
@@ -47,9 +60,9 @@ public final class CanaryGates {
                        count(*) FILTER (WHERE error_category = 'invalid_output') AS invalid,
                        coalesce(percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms), 0) AS p95
                   FROM attempts
-                 WHERE adapter_revision = ? AND adapter = ? AND started_at >= ? AND ended_at IS NOT NULL
+                 WHERE adapter_revision = ANY (?) AND adapter = ? AND started_at >= ? AND ended_at IS NOT NULL
                    AND outcome NOT IN ('lease_lost', 'ended_with_job')""",
-                NOT_ITS_FAULT, revision, provider.name(), Timestamp.from(since));
+                NOT_ITS_FAULT, revisions.toArray(String[]::new), provider.name(), Timestamp.from(since));
         long sample = ((Number) w.get("sample")).longValue();
         double errorRate = sample == 0 ? 0 : ((Number) w.get("errors")).doubleValue() / sample;
         double invalidRate = sample == 0 ? 0 : ((Number) w.get("invalid")).doubleValue() / sample;
@@ -63,7 +76,40 @@ public final class CanaryGates {
         } else if (judged && p95 > gates.maxP95Millis()) {
             tripped = "p95_latency " + p95 + " ms > " + gates.maxP95Millis() + " ms over " + sample + " attempts";
         }
-        return new Verdict(revision, sample, errorRate, p95, invalidRate, judged, tripped);
+        if (tripped == null) {
+            tripped = quality(provider, revisions, gates, since);
+        }
+        return new Verdict(label, sample, errorRate, p95, invalidRate, judged, tripped);
+    }
+
+    /**
+     * The quality gate: what the evaluator read back from the revision's outputs (held or promoted) of
+     * attempts started within the window ({@code evaluations}, io.jobgate.evaluation): field accuracy and
+     * the share whose totals all read right. Below {@code min-evaluated} outputs it does not judge.
+     */
+    private String quality(Provider provider, java.util.List<String> revisions, GateThresholds gates, Instant since) {
+        Map<String, Object> q = jdbc.queryForMap("""
+                SELECT count(*) AS evaluated, coalesce(sum(e.fields_correct), 0) AS correct, coalesce(sum(e.fields_total), 0) AS total,
+                       count(*) FILTER (WHERE e.totals_correct) AS totals
+                  FROM evaluations e JOIN attempts a ON a.job_id = e.job_id AND a.attempt = e.attempt
+                 WHERE e.revision = ANY (?) AND e.provider = ? AND e.evaluated_at IS NOT NULL AND a.started_at >= ?""",
+                revisions.toArray(String[]::new), provider.name(), Timestamp.from(since));
+        long evaluated = ((Number) q.get("evaluated")).longValue();
+        if (evaluated < gates.minEvaluated()) {
+            return null;
+        }
+        long total = ((Number) q.get("total")).longValue();
+        double accuracy = total == 0 ? 0 : ((Number) q.get("correct")).doubleValue() / total;
+        double totals = ((Number) q.get("totals")).doubleValue() / evaluated;
+        if (accuracy < gates.minFieldAccuracy()) {
+            return "quality field accuracy " + percent(accuracy) + " < " + percent(gates.minFieldAccuracy()) + " of " + evaluated
+                    + " evaluated outputs";
+        }
+        if (totals < gates.minTotalsCorrect()) {
+            return "quality totals correct " + percent(totals) + " < " + percent(gates.minTotalsCorrect()) + " of " + evaluated
+                    + " evaluated outputs";
+        }
+        return null;
     }
 
     private static String percent(double share) {

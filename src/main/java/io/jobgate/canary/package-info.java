@@ -1,8 +1,8 @@
 /**
- * Canary adapter revisions (issue 14, docs/canary.md): the gates that judge a candidate revision
- * over a sliding window of its attempts. Routing a share of attempts to a candidate, stopping and
- * rolling it back are the next slices.
+ * Canary adapter revisions (issue 14, docs/canary.md): which attempts go to a provider's candidate
+ * revision, the gates that judge it over a sliding window of its attempts, its automatic stop and
+ * rollback onto the stable revision, and the operator's stop, promote and restart.
  *
- * <p>May use: common, provider.
+ * <p>May use: common, provider, job (the state machine: a rollback is a transition).
  */
 package io.jobgate.canary;

@@ -78,6 +78,22 @@ public final class Meters {
                 "revision", revision, "outcome", outcome).increment();
     }
 
+    /** A canary candidate was stopped: by a gate ({@code error_rate}, {@code p95_latency}, {@code invalid_output}, …) or {@code operator}. */
+    public void canaryStopped(String provider, String gate) {
+        counter("jobgate_canary_stops_total", "canary candidates stopped, by the gate crossed", "provider", provider, "gate", gate)
+                .increment();
+    }
+
+    /** An output read back by the evaluator: its fields right and wrong, and whether its totals all read right, by revision. */
+    public void evaluated(String provider, String revision, int correct, int total, boolean totalsCorrect) {
+        counter("jobgate_evaluated_fields_total", "invoice fields read back by the evaluator", "provider", provider,
+                "revision", revision, "outcome", "correct").increment(correct);
+        counter("jobgate_evaluated_fields_total", "invoice fields read back by the evaluator", "provider", provider,
+                "revision", revision, "outcome", "wrong").increment(total - correct);
+        counter("jobgate_evaluations_total", "outputs read back by the evaluator, by whether their totals read right",
+                "provider", provider, "revision", revision, "totals", totalsCorrect ? "correct" : "wrong").increment();
+    }
+
     public void rateLimited(String provider, String tenant) {
         counter("jobgate_provider_rate_limited_total", "429 answers of providers", "provider", provider, "tenant", tenant).increment();
     }

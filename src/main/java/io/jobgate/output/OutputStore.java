@@ -93,8 +93,28 @@ public final class OutputStore {
         }
     }
 
-    /** What the route is asked to store (property {@value #STORING}, set by {@link #begin}). */
-    public record Request(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs) {
+    /**
+     * A canary candidate's output (docs/canary.md): checked like any, then kept in quarantine with its
+     * manifest beside it, never promoted; {@link #record()} is the record of where it lies.
+     */
+    public static final class Held extends Exception {
+        private final String record;
+
+        Held(String record) {
+            super("held in quarantine");
+            this.record = record;
+        }
+
+        public String record() {
+            return record;
+        }
+    }
+
+    /**
+     * What the route is asked to store (property {@value #STORING}, set by {@link #begin}); {@code hold}:
+     * a canary candidate's output, checked and kept in quarantine, never promoted.
+     */
+    public record Request(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs, boolean hold) {
     }
 
     /**
@@ -156,7 +176,17 @@ public final class OutputStore {
      */
     public String store(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs)
             throws OutputUnavailable, Superseded {
-        Exchange done = producer.send(ROUTE, e -> begin(e, job, result, deadline, stillOurs));
+        try {
+            return store(job, result, deadline, stillOurs, false);
+        } catch (Held e) {
+            throw new IllegalStateException("an output not asked to be held was held", e);
+        }
+    }
+
+    /** {@link #store}, or with {@code hold} a candidate's: checked, kept in quarantine, {@link Held} thrown. */
+    public String store(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs, boolean hold)
+            throws OutputUnavailable, Superseded, Held {
+        Exchange done = producer.send(ROUTE, e -> begin(e, job, result, deadline, stillOurs, hold));
         if (done.getException() != null) {
             throw done.getException() instanceof RuntimeException r ? r : new IllegalStateException(done.getException());
         }
@@ -165,7 +195,12 @@ public final class OutputStore {
 
     /** Sets up {@code exchange} for {@link #ROUTE} (a route that calls it itself, as the worker's does). */
     public void begin(Exchange exchange, OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs) {
-        exchange.setProperty(STORING, new Request(job, result, deadline, stillOurs));
+        begin(exchange, job, result, deadline, stillOurs, false);
+    }
+
+    public void begin(Exchange exchange, OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs,
+                      boolean hold) {
+        exchange.setProperty(STORING, new Request(job, result, deadline, stillOurs, hold));
     }
 
     /**
@@ -173,10 +208,12 @@ public final class OutputStore {
      *
      * @return the result record stored with the job (JSON)
      */
-    public String finish(Exchange exchange) throws OutputUnavailable, Superseded {
+    public String finish(Exchange exchange) throws OutputUnavailable, Superseded, Held {
         Request request = exchange.getProperty(STORING, Request.class);
         switch (exchange.getProperty(VERDICT, String.class)) {
             case "unavailable", "refused" -> throw exchange.getProperty(FAILURE, OutputUnavailable.class);
+            case "hold" -> throw new Held(record(request, exchange.getProperty(QUARANTINED, Quarantined.class),
+                    exchange.getProperty(CHECKED, Checked.class)));
             case "superseded" -> throw new Superseded("job " + request.job().jobId() + " moved on before its output was promoted");
             default -> {
                 return record(request, exchange.getProperty(QUARANTINED, Quarantined.class), exchange.getProperty(CHECKED, Checked.class));
@@ -241,10 +278,18 @@ public final class OutputStore {
             return; // the message is still the quarantine put of step 1
         }
         String prefix = "outputs/" + r.job().tenantId() + "/" + r.job().jobId() + "/";
-        String outputKey = prefix + "output" + MediaTypes.extension(checked.mediaType());
+        String outputKey = r.hold() ? q.key() : prefix + "output" + MediaTypes.extension(checked.mediaType());
+        // A candidate's output stays at its quarantine key, its manifest beside it (evaluation evidence).
         exchange.setProperty(CHECKED, new Checked(checked, q.streamed() != null ? q.streamed().sha256() : Digests.sha256Hex(q.bytes()),
-                outputKey, prefix + "manifest.json"));
+                outputKey, r.hold() ? q.key() + ".manifest.json" : prefix + "manifest.json"));
         faults.accept("checked");
+        if (r.hold()) {
+            LOG.info("output of job {} attempt {} (candidate revision {}) checked and held in quarantine at {}", r.job().jobId(),
+                    r.job().attempt(), r.job().revision(), q.key());
+            decide(exchange, "hold", null);
+            exchange.getMessage().setHeader(AWS2S3Constants.KEY, q.key()); // in memory: the put of step 1, to quarantine
+            return;
+        }
         decide(exchange, r.stillOurs().getAsBoolean() ? "promote" : "superseded", null);
         Message m = exchange.getMessage();
         if (q.inMemory()) {

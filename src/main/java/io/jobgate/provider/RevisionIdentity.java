@@ -26,7 +26,7 @@ public final class RevisionIdentity {
 
     /** Settings that never shape a request: labels, prices, error tables, limits, readiness. */
     private static final Pattern NOT_SHAPING = Pattern.compile(
-            "revision(\\..*)?|price\\..*|error.*|max-concurrency|rate-limit-backoff-seconds|readiness.*|idempotent-submit|operations|kinds");
+            "revision(\\..*)?|price\\..*|error.*|max-concurrency|rate-limit-backoff-seconds|readiness.*|idempotent-submit|operations|kinds|canary\\..*");
 
     private RevisionIdentity() {
     }

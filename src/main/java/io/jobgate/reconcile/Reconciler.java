@@ -1,5 +1,7 @@
 package io.jobgate.reconcile;
 
+import io.jobgate.canary.Canaries;
+
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
@@ -183,12 +185,17 @@ public final class Reconciler {
         }
         Map<String, Object> properties = new LinkedHashMap<>();
         properties.put(AdapterContract.JOB_ID, job.jobId().toString());
-        properties.put(AdapterContract.IDEMPOTENCY_KEY, AdapterContract.idempotencyKey(job.jobId()));
+        // A canary candidate's attempt is asked about through its own route, by its own key (docs/canary.md).
+        boolean candidate = canaries != null && !canaries.approved(job.adapterRevision());
+        properties.put(AdapterContract.IDEMPOTENCY_KEY, candidate
+                ? Canaries.candidateKey(AdapterContract.idempotencyKey(job.jobId()), job.attempts())
+                : AdapterContract.idempotencyKey(job.jobId()));
         properties.put(AdapterContract.PROVIDER_TASK, job.providerTask());
         properties.put(AdapterContract.PROVIDER_REQUEST_ID, job.providerRequestId());
         properties.put(AdapterContract.KIND, job.kind());
         properties.put(AdapterContract.OUTPUT_MEDIA_TYPE, expectedMediaType(job));
-        AdapterResult answer = adapters.call(provider, AdapterContract.LOOKUP, null, properties);
+        AdapterResult answer = canaries == null ? adapters.call(provider, AdapterContract.LOOKUP, null, properties)
+                : adapters.call(provider, canaries.adapterUri(provider, job.adapterRevision()), AdapterContract.LOOKUP, null, properties);
         if (answer.category() == ErrorCategory.RATE_LIMITED && !answer.declared()) {
             return rateLimited(job, provider, answer);
         }
@@ -247,11 +254,14 @@ public final class Reconciler {
     private Applied succeed(WaitingJob job, AdapterResult evidence) {
         Provider provider = providers.find(job.provider()).orElseThrow();
         String record;
+        boolean hold = canaries != null && !canaries.approved(job.adapterRevision());
         try {
             OutputSubject subject = OutputSubject.of(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
                     job.presetVersion(), job.kind(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider,
                     job.adapterRevision() != null ? job.adapterRevision() : provider.revision(job.kind()));
-            record = outputs.store(subject, evidence, provider.callDeadline(), () -> stillWaiting(job.jobId()));
+            record = outputs.store(subject, evidence, provider.callDeadline(), () -> stillWaiting(job.jobId()), hold);
+        } catch (OutputStore.Held e) {
+            return candidateOutput(job, e.record());
         } catch (OutputStore.Superseded e) {
             return new Applied(false, "already moved on");
         } catch (OutputStore.OutputUnavailable e) {
@@ -264,6 +274,32 @@ public final class Reconciler {
         }
         boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING, JobFinalizer.Outcome.succeeded(record));
         return new Applied(won, won ? "succeeded" : "already moved on");
+    }
+
+    /**
+     * A canary candidate's task succeeded: its checked output stays in quarantine (recorded on its attempt)
+     * and the job is due now for an attempt on the stable revision, within its caps.
+     */
+    private Applied candidateOutput(WaitingJob job, String heldRecord) {
+        Instant now = clock.instant();
+        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(job.attempts(), job.maxAttempts(), job.expiresAt(), now,
+                "a canary candidate's output is not the job's");
+        if (capped.isPresent()) {
+            boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING, JobFinalizer.Outcome.failed(
+                    capped.get().category().wire(), capped.get().message()));
+            return new Applied(won, capped.get().category().wire() + ": candidate output held");
+        }
+        // Only while the job is still on the candidate's attempt: evidence read before it moved on changes nothing.
+        boolean moved = canaries.requeueHeld(job.jobId(), job.attempts(), JobStatus.fromWire(job.status()).orElseThrow(), heldRecord);
+        return new Applied(moved, moved ? "candidate output held in quarantine; retry_wait for the stable revision"
+                : "candidate output held in quarantine; the job had moved on");
+    }
+
+    private volatile Canaries canaries;
+
+    /** Jobs whose attempt ran on a canary candidate are asked about through its route, and their outputs held. */
+    public void useCanaries(Canaries canaries) {
+        this.canaries = canaries;
     }
 
     private boolean stillWaiting(UUID jobId) {

@@ -32,6 +32,16 @@ public final class InvoiceRenderer {
     }
 
     public static byte[] render(JsonNode inputs, int width, int height, String mediaType, boolean scan, long seed) {
+        return render(inputs, width, height, mediaType, scan, seed, false);
+    }
+
+    /**
+     * @param garbleTotals the fault knob {@code garbled_totals}: subtotal, tax and total are printed wrong
+     *                     (off by 10.07 each), as a model that cannot add would — the output passes every
+     *                     check but its evaluation
+     */
+    public static byte[] render(JsonNode inputs, int width, int height, String mediaType, boolean scan, long seed,
+                                boolean garbleTotals) {
         BufferedImage page = new BufferedImage(width, height, BufferedImage.TYPE_INT_RGB);
         Graphics2D g = page.createGraphics();
         g.setRenderingHint(RenderingHints.KEY_TEXT_ANTIALIASING, RenderingHints.VALUE_TEXT_ANTIALIAS_ON);
@@ -94,7 +104,11 @@ public final class InvoiceRenderer {
                 y += (int) (line * 1.3);
                 g.setFont(total.equals("total") ? bold : body);
                 g.drawString(total.substring(0, 1).toUpperCase() + total.substring(1), cols[2], y);
-                g.drawString(plain(expected.get(total)) + " " + currency, cols[3], y);
+                Object amount = expected.get(total);
+                if (garbleTotals && amount instanceof java.math.BigDecimal d) {
+                    amount = d.add(new java.math.BigDecimal("10.07"));
+                }
+                g.drawString(plain(amount) + " " + currency, cols[3], y);
             }
         }
         if (inputs.hasNonNull("notes")) {

@@ -43,7 +43,7 @@ public final class ProviderSimulator implements AutoCloseable {
 
     /** The fault knobs (stable names). */
     public static final String[] FAULTS = {"rate_limit_seconds", "rate_limit_date", "rate_limit_no_header", "server_error",
-        "slow", "wrong_media_type", "wrong_size", "wrong_duration", "prose", "lose_reply"};
+        "slow", "wrong_media_type", "wrong_size", "wrong_duration", "prose", "lose_reply", "garbled_totals"};
 
     /** Settings of one simulator. */
     public record Config(int port, Duration processing, Duration slow, String webhookSecret, Map<String, Double> faultRates) {
@@ -235,7 +235,8 @@ public final class ProviderSimulator implements AutoCloseable {
                     width += 64;
                 }
                 boolean scan = envelope.path("preset_id").asText().contains("scan");
-                task.output = InvoiceRenderer.render(envelope.path("inputs"), width, height, mediaType, scan, task.id.hashCode());
+                task.output = InvoiceRenderer.render(envelope.path("inputs"), width, height, mediaType, scan, task.id.hashCode(),
+                        "garbled_totals".equals(task.fault));
                 task.mediaType = mediaType;
             }
             task.status = "succeeded";

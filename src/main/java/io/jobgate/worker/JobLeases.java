@@ -1,6 +1,7 @@
 package io.jobgate.worker;
 
 import io.jobgate.adapter.AdapterResult;
+import io.jobgate.canary.Canaries;
 import io.jobgate.job.AttemptCaps;
 import io.jobgate.job.ErrorCategory;
 import java.sql.ResultSet;
@@ -104,8 +105,11 @@ public final class JobLeases {
     public sealed interface GatePass permits Submitting, Snoozed, Ended, NotLeased {
     }
 
-    /** The attempt started under {@code lease}: the job is {@code submitting}, its attempt row is open. */
-    public record Submitting(Lease lease, int attempt) implements GatePass {
+    /**
+     * The attempt started under {@code lease}: the job is {@code submitting}, its attempt row is open;
+     * {@code route}: the revision it runs on (a canary's candidate or the stable one; null: stable).
+     */
+    public record Submitting(Lease lease, int attempt, Canaries.Choice route) implements GatePass {
     }
 
     /** The gate was closed or full, or re-validation asked to wait: back to {@code retry_wait} until {@code until}. */
@@ -172,12 +176,22 @@ public final class JobLeases {
                         verdict == null ? null : verdict.category().wire());
                 return new Snoozed(wakeAt, reason);
             }
+            // The stable revision or a canary's candidate (docs/canary.md): decided from the attempt alone.
+            Canaries.Choice route = canaries == null ? null
+                    : canaries.choose(provider, jobId, lease.kind(), lease.attempts(), lease.maxAttempts());
             int attempt = transitions.apply(jobId, Event.SUBMIT, Guard.lease(lease.token()),
-                            Change.attempt(worker, provider.name(), provider.revision(lease.kind())))
+                            Change.attempt(worker, provider.name(), route == null ? provider.revision(lease.kind()) : route.revision()))
                     .map(m -> ((Number) m.row().get("opened_attempt")).intValue())
                     .orElseThrow(() -> new IllegalStateException("lease of job " + jobId + " lost within its own transaction"));
-            return new Submitting(lease, attempt);
+            return new Submitting(lease, attempt, route);
         });
+    }
+
+    private volatile Canaries canaries;
+
+    /** Attempts may go to a provider's canary candidate (docs/canary.md); without it every attempt is stable. */
+    public void useCanaries(Canaries canaries) {
+        this.canaries = canaries;
     }
 
     private Ended end(Lease lease, ErrorCategory category, String message) {

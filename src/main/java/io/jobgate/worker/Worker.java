@@ -5,6 +5,7 @@ import io.jobgate.adapter.AdapterContract;
 import io.jobgate.adapter.AdapterResult;
 import io.jobgate.adapter.Backoff;
 import io.jobgate.adapter.RateLimitWait;
+import io.jobgate.canary.Canaries;
 import io.jobgate.job.AttemptCaps;
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.output.OutputStore;
@@ -60,8 +61,10 @@ public final class Worker {
     public static final String PREPARED = "jobgatePrepared";
     public static final String STARTED = "jobgateStarted";
     public static final String CALLED = "jobgateCalled";
-    /** The started attempt's provider name, for the route's {@code toD} to its adapter. */
+    /** The started attempt's provider name. */
     public static final String PROVIDER = "jobgateProvider";
+    /** The started attempt's adapter route ({@code direct:provider-<name>}, or its canary candidate's), for the route's enrich. */
+    public static final String ADAPTER_URI = "jobgateAdapterUri";
 
     /** A dispatch message that may start an attempt of {@code job}. */
     public record Loaded(Lease job, long eventId) {
@@ -71,8 +74,23 @@ public final class Worker {
     public record Prepared(Lease job, long eventId, JobLeases.Verdict verdict, String envelope, Map<String, Object> call) {
     }
 
-    /** The attempt started under {@code lease}: the adapter is called next. */
-    public record Started(Lease lease, int attempt, Provider provider, long startedNanos) {
+    /**
+     * The attempt started under {@code lease}: the adapter is called next; {@code route}: the revision it
+     * runs on (null: the provider's stable one).
+     */
+    public record Started(Lease lease, int attempt, Provider provider, long startedNanos, Canaries.Choice route) {
+        public String revision() {
+            return route == null ? provider.revision(lease.kind()) : route.revision();
+        }
+
+        public String adapterUri() {
+            return route == null ? provider.adapterUri() : route.adapterUri();
+        }
+
+        /** A canary candidate's attempt whose output must stay in quarantine (its revision is not approved). */
+        public boolean holdsOutput() {
+            return route != null && !route.approved();
+        }
     }
 
     /** What the adapter answered, in how long. */
@@ -103,6 +121,12 @@ public final class Worker {
     }
 
     private volatile io.jobgate.adapter.ProviderCancel providerCancel;
+    private volatile Canaries canaries;
+
+    /** Where a canary candidate's held output is recorded (docs/canary.md); set with {@link JobLeases#useCanaries}. */
+    public void useCanaries(Canaries canaries) {
+        this.canaries = canaries;
+    }
 
     /** Who asks a provider to stop a task whose job was cancelled meanwhile. */
     public void useProviderCancel(io.jobgate.adapter.ProviderCancel cancel) {
@@ -284,7 +308,8 @@ public final class Worker {
                 backoff.delay(Math.max(1, job.attempts())));
         if (pass instanceof JobLeases.Submitting submitting) {
             faults.at("submitting");
-            exchange.setProperty(STARTED, new Started(submitting.lease(), submitting.attempt(), provider, System.nanoTime()));
+            exchange.setProperty(STARTED, new Started(submitting.lease(), submitting.attempt(), provider, System.nanoTime(),
+                    submitting.route()));
         } else if (pass instanceof JobLeases.NotLeased lost) {
             acknowledgeWithoutCall(job.jobId(), lost.reason());
         } else {
@@ -313,8 +338,13 @@ public final class Worker {
         Map<String, Object> call = new LinkedHashMap<>(prepared.call());
         call.put(AdapterContract.ATTEMPT, started.attempt());
         call.put(AdapterContract.WEBHOOK_URL, webhookUrl(started.provider()));
+        if (started.holdsOutput()) {
+            call.put(AdapterContract.IDEMPOTENCY_KEY, Canaries.candidateKey((String) call.get(AdapterContract.IDEMPOTENCY_KEY),
+                    started.attempt()));
+        }
         AdapterContract.request(exchange, started.provider(), AdapterContract.SUBMIT, prepared.envelope(), call);
         exchange.setProperty(PROVIDER, started.provider().name());
+        exchange.setProperty(ADAPTER_URI, started.adapterUri());
     }
 
     /** Step 5: what the adapter answered ({@link AdapterAnswer}; an exception it threw included). */
@@ -332,8 +362,8 @@ public final class Worker {
             Lease lease = started.lease();
             outputs.begin(exchange, OutputSubject.of(lease.jobId(), lease.tenantId(), started.attempt(), lease.presetId(),
                     lease.presetVersion(), lease.kind(), lease.aspectClass(), lease.inputsJson(), lease.sourceSha256(),
-                    started.provider(), started.provider().revision(lease.kind())), result, started.provider().callDeadline(),
-                    () -> leases.holds(lease.jobId(), lease.token()));
+                    started.provider(), started.revision()), result, started.provider().callDeadline(),
+                    () -> leases.holds(lease.jobId(), lease.token()), started.holdsOutput());
         }
     }
 
@@ -351,9 +381,12 @@ public final class Worker {
         AdapterResult answered = called.result();
         String promoted = null;
         boolean superseded = false;
+        String held = null;
         if (answered.succeeded()) {
             try {
                 promoted = outputs.finish(exchange); // object storage: outside the transaction below
+            } catch (OutputStore.Held e) {
+                held = e.record(); // a canary candidate's checked output: kept in quarantine, never the job's
             } catch (OutputStore.Superseded e) {
                 superseded = true;
             } catch (OutputStore.OutputUnavailable e) {
@@ -363,12 +396,19 @@ public final class Worker {
         AdapterResult result = answered;
         String record = promoted;
         boolean lost = superseded;
+        String heldRecord = held;
         // The job's move and the attempt's close commit together: a process that died between them
         // would leave an attempt open that nothing closes (the job no longer holds the lease by which
         // the sweeper closes the attempts of dead workers).
         Decision d = leases.inOneTransaction(() -> {
             Decision decided;
-            if (result.succeeded() && !lost) {
+            if (result.succeeded() && heldRecord != null) {
+                // The job's output comes from an approved revision: a new attempt now, on the stable one.
+                decided = candidateOutput(lease);
+                leases.closeAttempt(lease.jobId(), attempt, lease.token(), decided.outcome, result, durationMs, decided.at, null);
+                canaries.heldOutput(lease.jobId(), attempt, heldRecord);
+                return decided;
+            } else if (result.succeeded() && !lost) {
                 // The attempt is closed first, as succeeded, so the finalize's counter rows (shared with
                 // admission and the relay) are the transaction's last statement before its commit; a
                 // lease lost meanwhile corrects the attempt's outcome in the same transaction.
@@ -405,12 +445,12 @@ public final class Worker {
         String counted = result.succeeded() || result.pending() ? d.outcome
                 : result.category() == null ? outcome : result.category().wire();
         meters.attempt(provider.name(), lease.tenantId(), counted);
-        meters.revisionAttempt(provider.name(), provider.revision(lease.kind()), counted);
+        meters.revisionAttempt(provider.name(), called.started().revision(), counted);
         if (result.category() == ErrorCategory.RATE_LIMITED) {
             meters.rateLimited(provider.name(), lease.tenantId());
         }
         AttemptLog.write(new AttemptLog.Line(lease.jobId().toString(), lease.correlationId(), lease.presetId(),
-                lease.presetVersion(), lease.aspectClass(), provider.name(), provider.revision(lease.kind()), attempt, durationMs,
+                lease.presetVersion(), lease.aspectClass(), provider.name(), called.started().revision(), attempt, durationMs,
                 result.httpStatus(), outcome, result.category() == null || cancelledInFlight ? null : result.category().wire(), next));
     }
 
@@ -472,6 +512,22 @@ public final class Worker {
 
     private Decision ended(Lease lease, ErrorCategory category, String message) {
         return ended(lease, category, message, null);
+    }
+
+    /**
+     * A canary candidate's output was checked and kept in quarantine: the job is due again now, for an
+     * attempt on the stable revision (its last ran on the candidate), within its caps.
+     */
+    private Decision candidateOutput(Lease lease) {
+        Instant now = clock.instant();
+        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(lease.attempts() + 1, lease.maxAttempts(), lease.expiresAt(),
+                now, "a canary candidate's output is not the job's");
+        if (capped.isPresent()) {
+            Decision ended = ended(lease, capped.get().category(), capped.get().message());
+            return new Decision(ended.outcome.equals("failed") ? "candidate_output" : ended.outcome, ended.next, null);
+        }
+        boolean mine = leases.requeue(lease.jobId(), lease.token(), now, 0, null);
+        return new Decision(mine ? "candidate_output" : "lease_lost", mine ? "retry_wait" : "none", mine ? now : null);
     }
 
     /** @param cause what used the caps up, when it was a 429 (the metrics' 429-caused failures) */

@@ -126,6 +126,16 @@ class ErrorTableTest {
                             + "WHERE job_id = '" + id + "'");
                     return admin("POST", "/v1/admin/jobs/" + id + "/redrive", "{\"operator\": \"ops\"}");
                 }),
+                entry("canary_not_found", () -> admin("POST", "/v1/admin/providers/simulator/canary/stop",
+                        "{\"operator\": \"ops\"}")),
+                entry("canary_conflict", () -> {
+                    // A running canary cannot be restarted (its row as the canary-gates route writes it).
+                    Db.update("""
+                            INSERT INTO canaries (revision, provider, revisions, status, judged_from, changed_by, changed_at, created_at)
+                            VALUES ('errors-1-candidate@0000000000', 'errors', '{errors-1-candidate@0000000001}', 'running',
+                                    now(), 'drop-in', now(), now()) ON CONFLICT DO NOTHING""");
+                    return admin("POST", "/v1/admin/providers/errors/canary/restart", "{\"operator\": \"ops\"}");
+                }),
                 entry("invalid_duration", () -> api.postJob(ACME, key(), clip("5", "\"720p\""))),
                 entry("invalid_resolution", () -> api.postJob(ACME, key(), clip("4", "\"4k\""))),
                 entry("preset_not_found", () -> admin("PUT", "/v1/admin/presets/no-such-preset/default",

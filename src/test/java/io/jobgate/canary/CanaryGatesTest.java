@@ -146,4 +146,31 @@ class CanaryGatesTest {
         assertThatThrownBy(() -> GateThresholds.of(provider.withSettings("canary.min-sample", "0")))
                 .hasMessageContaining("canary.min-sample must be a whole number");
     }
+
+    /** The evaluator's scores of {@code n} of the revision's attempts: {@code correct} of 11 fields, totals right or not. */
+    void evaluated(String revision, int n, int correct, boolean totals) {
+        List<UUID> jobs = jdbc.queryForList("""
+                SELECT a.job_id FROM attempts a WHERE a.adapter_revision = ?
+                   AND NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.job_id = a.job_id) LIMIT ?""", UUID.class, revision, n);
+        for (UUID job : jobs) {
+            jdbc.update("""
+                    INSERT INTO evaluations (job_id, attempt, provider, revision, preset_id, preset_version, held, claimed_at,
+                                             evaluated_at, fields_correct, fields_total, totals_correct)
+                    VALUES (?, 1, 'fakeimg', ?, 'invoice-clean', 2, true, now(), now(), ?, 11, ?)""", job, revision, correct, totals);
+        }
+    }
+
+    @Test
+    void garbledTotalsTripTheQualityGateOnceEnoughOutputsWereReadBack() {
+        attempts("garbled@1", 20, "candidate_output", null, 300, Duration.ofMinutes(1));
+        evaluated("garbled@1", 4, 11, true);
+        assertThat(gates.judge(provider, "garbled@1", thresholds()).tripped()).as("4 < the 5 evaluated outputs it needs").isNull();
+        evaluated("garbled@1", 1, 11, true);
+        assertThat(gates.judge(provider, "garbled@1", thresholds()).tripped()).as("all read right").isNull();
+        evaluated("garbled@1", 3, 8, false);
+        assertThat(gates.judge(provider, "garbled@1", thresholds()).tripped())
+                .startsWith("quality field accuracy 89.8 % < 90.0 % of 8 evaluated outputs");
+        assertThat(gates.judge(provider, "garbled@1", new GateThresholds(Duration.ofMinutes(10), 20, 0.2, 1500, 0.05, 5, 0.8, 0.8))
+                .tripped()).startsWith("quality totals correct 62.5 % < 80.0 % of 8 evaluated outputs");
+    }
 }

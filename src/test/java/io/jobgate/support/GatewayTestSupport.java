@@ -17,7 +17,7 @@ public final class GatewayTestSupport {
     }
 
     /** The shipped routes plus the test adapters (fake providers). */
-    public static final String ROUTES = "file:routes/*.camel.yaml,file:routes/providers/*.camel.yaml,"
+    public static final String ROUTES = "file:routes/*.camel.yaml,file:routes/providers/*.camel.yaml,file:routes/evaluators/*.camel.yaml,"
             + "file:src/test/resources/adapters/*.camel.yaml";
 
     /** Workers and a fast poller: jobs waiting on a provider are asked about within a fraction of a second. */

@@ -101,6 +101,12 @@ public final class TestDatabase {
                         s.execute("TRUNCATE usage_daily, billing_daily, billing_pending");
                     }
                 }
+                try (var rs = s.executeQuery("SELECT to_regclass('public.canaries') IS NOT NULL")) {
+                    rs.next();
+                    if (rs.getBoolean(1)) {
+                        s.execute("TRUNCATE canaries, canary_actions"); // a class's canary candidates (evaluations went with jobs)
+                    }
+                }
                 // A gate a class closed (a 429 in a test) must not hold the next class's jobs.
                 s.execute("DELETE FROM provider_gates");
                 try (var rs = s.executeQuery("SELECT to_regclass('public.provider_slots') IS NOT NULL")) {

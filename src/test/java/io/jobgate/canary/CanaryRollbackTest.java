@@ -1,0 +1,158 @@
+package io.jobgate.canary;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.jobgate.infra.Database;
+import io.jobgate.infra.RetryingTransactions;
+import io.jobgate.infra.Settings;
+import io.jobgate.job.JobTransitions;
+import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.support.TestDatabase;
+import org.apache.camel.impl.DefaultCamelContext;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.namedparam.NamedParameterJdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A stop's rollback in PostgreSQL, state by state: a job waiting on the candidate's task takes
+ * {@code resubmit} (to {@code retry_wait}, a dispatch event due now, a status event), a job waiting for
+ * its retry after a candidate attempt is due now; jobs of the stable revision, final jobs and their
+ * attempts are untouched; the stop is recorded once with who and how many jobs it re-queued.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class CanaryRollbackTest {
+
+    static final Instant NOW = Instant.now().truncatedTo(ChronoUnit.MICROS);
+    static final String TENANT = "rollback";
+    static final String CANDIDATE = "fakeimg-1-candidate@0000000001";
+
+    HikariDataSource pool;
+    JdbcTemplate jdbc;
+    Canaries canaries;
+
+    @BeforeAll
+    void migrate() throws Exception {
+        pool = Database.pool(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 2);
+        Database.migrate(pool);
+        TestDatabase.reset();
+        jdbc = new JdbcTemplate(pool);
+        jdbc.update("""
+                INSERT INTO tenants (tenant_id, display_name, api_key_sha256, max_open_jobs, max_running_jobs, max_queued_bytes)
+                VALUES (?, 'Rollback', 'rollback-key-digest', 10, 10, 1000) ON CONFLICT DO NOTHING""", TENANT);
+        Clock clock = Clock.fixed(NOW, ZoneOffset.UTC);
+        RetryingTransactions transactions = new RetryingTransactions(pool, 3);
+        JobTransitions transitions = new JobTransitions(new NamedParameterJdbcTemplate(jdbc), transactions, clock);
+        Path dir = Files.createTempDirectory("jobgate-rollback");
+        Files.copy(Path.of("src/test/resources/providers/fakeimg.properties"), dir.resolve("fakeimg.properties"));
+        ProviderCatalog providers = ProviderCatalog.load(List.of(dir), new Settings(new DefaultCamelContext()));
+        canaries = new Canaries(jdbc, transactions, transitions, providers, name -> null);
+        jdbc.update("""
+                INSERT INTO canaries (revision, provider, revisions, status, judged_from, changed_by, changed_at, created_at)
+                VALUES ('fakeimg-1-candidate@000000000c', 'fakeimg', ?, 'running', now(), 'drop-in', now(), now())""",
+                (Object) new String[] {CANDIDATE});
+    }
+
+    @AfterAll
+    void close() {
+        pool.close();
+    }
+
+    UUID job(String status, String revision, Instant nextAttempt) {
+        UUID job = UUID.randomUUID();
+        boolean terminal = status.equals("succeeded");
+        jdbc.update("""
+                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version, kind,
+                                  provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at, attempts,
+                                  adapter_revision, dispatched_at, next_attempt_at, finalized_at)
+                VALUES (?, ?, ?, 'x', ?, 'invoice-clean', 2, 'image', 'fakeimg', '{}', 0, 4, 1800, ?, 1, ?, ?, ?, ?)""",
+                job, TENANT, "rollback-" + job, status, Timestamp.from(NOW.plusSeconds(1800)), revision,
+                status.equals("provider_pending") ? Timestamp.from(NOW) : null,
+                nextAttempt == null ? null : Timestamp.from(nextAttempt), terminal ? Timestamp.from(NOW) : null);
+        jdbc.update("""
+                INSERT INTO attempts (job_id, attempt, lease_token, worker, adapter, adapter_revision, started_at, ended_at, outcome,
+                                      error_category)
+                VALUES (?, 1, ?, 'w', 'fakeimg', ?, ?, ?, ?, ?)""", job, UUID.randomUUID(), revision, Timestamp.from(NOW.minusSeconds(5)),
+                Timestamp.from(NOW.minusSeconds(4)), status.equals("retry_wait") ? "retry_wait" : "pending",
+                status.equals("retry_wait") ? "transient" : null);
+        if (nextAttempt != null) {
+            jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, available_at, created_at) VALUES (?, ?, 'dispatch', ?, ?)",
+                    job, TENANT, Timestamp.from(nextAttempt), Timestamp.from(NOW));
+        }
+        return job;
+    }
+
+    Map<String, Object> row(UUID job) {
+        return jdbc.queryForMap("""
+                SELECT j.status, j.next_attempt_at,
+                       (SELECT max(available_at) FROM outbox o WHERE o.job_id = j.job_id AND o.event_type = 'dispatch'
+                           AND o.published_at IS NULL) AS due,
+                       (SELECT count(*) FROM outbox o WHERE o.job_id = j.job_id AND o.event_type = 'status') AS status_events,
+                       (SELECT count(*) FROM attempts a WHERE a.job_id = j.job_id) AS attempts
+                  FROM jobs j WHERE j.job_id = ?""", job);
+    }
+
+    @Test
+    void aStopReQueuesTheCandidatesOpenJobsOnTheStableRevisionAndTouchesNothingElse() {
+        UUID waitingOnTask = job("provider_pending", CANDIDATE, null);
+        UUID waitingForRetry = job("retry_wait", CANDIDATE, NOW.plusSeconds(300));
+        UUID stableWaiting = job("provider_pending", "fakeimg-1@0000000002", null);
+        UUID stableRetry = job("retry_wait", "fakeimg-1@0000000002", NOW.plusSeconds(300));
+        UUID finished = job("succeeded", CANDIDATE, null);
+
+        assertThat(canaries.stop("fakeimg-1-candidate@000000000c", "operator", "bad build", "alice")).contains(2);
+
+        Map<String, Object> resubmitted = row(waitingOnTask);
+        assertThat(resubmitted.get("status")).isEqualTo("retry_wait");
+        assertThat(((Timestamp) resubmitted.get("due")).toInstant()).isEqualTo(NOW);
+        assertThat(((Number) resubmitted.get("status_events")).intValue()).isEqualTo(1);
+        Map<String, Object> brought = row(waitingForRetry);
+        assertThat(brought.get("status")).isEqualTo("retry_wait");
+        assertThat(((Timestamp) brought.get("due")).toInstant()).isEqualTo(NOW);
+        assertThat(((Timestamp) brought.get("next_attempt_at")).toInstant()).isEqualTo(NOW);
+
+        assertThat(row(stableWaiting).get("status")).isEqualTo("provider_pending");
+        assertThat(((Timestamp) row(stableRetry).get("due")).toInstant()).isEqualTo(NOW.plusSeconds(300));
+        assertThat(row(finished).get("status")).isEqualTo("succeeded");
+        for (UUID job : List.of(waitingOnTask, waitingForRetry, stableWaiting, stableRetry, finished)) {
+            assertThat(((Number) row(job).get("attempts")).intValue()).as("every attempt kept").isEqualTo(1);
+        }
+        Map<String, Object> action = jdbc.queryForMap("SELECT action, gate, operator, requeued FROM canary_actions");
+        assertThat(action).containsEntry("action", "stopped").containsEntry("gate", "operator").containsEntry("operator", "alice")
+                .containsEntry("requeued", 2);
+        assertThat(canaries.stop("fakeimg-1-candidate@000000000c", "operator", "again", "bob")).as("stopped once").isEmpty();
+        assertThat(canaries.approved(CANDIDATE)).as("a stopped candidate's outputs stay held").isFalse();
+        assertThat(canaries.approved("fakeimg-1@0000000002")).isTrue();
+    }
+
+    @Test
+    void aCandidatesSuccessReadAfterItsJobMovedOnChangesNothing() {
+        UUID moved = job("provider_pending", "fakeimg-1@0000000002", null);
+        jdbc.update("UPDATE jobs SET attempts = 2 WHERE job_id = ?", moved); // its attempt 2 waits on the stable task now
+        assertThat(canaries.requeueHeld(moved, 1, io.jobgate.job.JobStatus.PROVIDER_PENDING, "{\"output_key\": \"q\"}"))
+                .as("stale evidence of attempt 1").isFalse();
+        assertThat(row(moved).get("status")).isEqualTo("provider_pending");
+        assertThat(jdbc.queryForObject("SELECT held_output IS NULL FROM attempts WHERE job_id = ? AND attempt = 1", Boolean.class, moved))
+                .isTrue();
+
+        UUID current = job("provider_pending", CANDIDATE, null);
+        assertThat(canaries.requeueHeld(current, 1, io.jobgate.job.JobStatus.PROVIDER_PENDING, "{\"output_key\": \"q\"}")).isTrue();
+        assertThat(row(current).get("status")).isEqualTo("retry_wait");
+        assertThat(jdbc.queryForObject("SELECT outcome FROM attempts WHERE job_id = ? AND attempt = 1", String.class, current))
+                .isEqualTo("candidate_output");
+    }
+}
