@@ -324,22 +324,23 @@ public final class JobTransitions {
                 .addValue("event", guard.dispatchEvent());
         String guards = guardSql(guard);
         Optional<Moved> moved = transactions.execute(tx -> {
-            // A job's waiting events are found through the job's index (outbox_job). "published_at IS NOT
-            // DISTINCT FROM NULL" says "IS NULL" without letting the planner prove the predicate of the
-            // relay's partial indexes of waiting events: with statistics taken while few events waited, a
+            // A job's waiting events are found through the job's index (outbox_job). The CASE says
+            // "published_at IS NULL" in a form the planner cannot use to prove the predicate of the
+            // relay's partial indexes of waiting events (a plain IS NULL, or IS NOT DISTINCT FROM NULL,
+            // which the parser turns into one, can): with statistics taken while few events waited, a
             // generic plan read one of those whole, every tenant's waiting event, to find this job's.
             if (event.has(Effect.DROP_DISPATCH)) {
                 // Only while the transition applies (checked, not locked: the job row comes second).
                 jdbc.update("""
                         DELETE FROM outbox o USING jobs j
-                         WHERE o.job_id = :job AND o.event_type = 'dispatch' AND o.published_at IS NOT DISTINCT FROM NULL
+                         WHERE o.job_id = :job AND o.event_type = 'dispatch' AND CASE WHEN o.published_at IS NULL THEN true END
                            AND j.job_id = o.job_id AND j.status = ANY (string_to_array(:from, ','))""" + guards, p);
             }
             // Taking a lease locks the job's waiting dispatch events first, then its row (the relay's
             // and finalize's order), in the same statement: one initplan, no extra round trip.
             boolean lockEvents = event.has(Effect.TAKE_LEASE);
             String update = (lockEvents ? "WITH waiting_events AS (SELECT event_id FROM outbox WHERE job_id = :job"
-                    + " AND event_type = 'dispatch' AND published_at IS NOT DISTINCT FROM NULL FOR UPDATE) " : "")
+                    + " AND event_type = 'dispatch' AND CASE WHEN published_at IS NULL THEN true END FOR UPDATE) " : "")
                     + "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event, change, p, now)
                     + " FROM (SELECT job_id, dispatched_at, status, updated_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
                     // j by its key, and no "finalized_at IS NULL" (the status check implies it, by the jobs
