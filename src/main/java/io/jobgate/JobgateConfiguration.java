@@ -280,7 +280,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, settings.longValue("jobgate.uploads.max-bytes", 1, 1L << 31),
                 s3, bucket));
-        registry.bind("usageApi", new io.jobgate.api.UsageApi(new io.jobgate.usage.UsageReport(jdbc, clock), clock));
+        registry.bind("usageApi", new io.jobgate.api.UsageApi(new io.jobgate.usage.UsageReport(jdbc), clock));
         registry.bind("usageRollups", new io.jobgate.usage.UsageRollups(jdbc, settings.intValue("jobgate.usage.rollup-batch", 1, 100_000)));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
@@ -288,7 +288,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs,
                 new io.jobgate.job.Redrives(jdbc, transactions, transitions)).withEvaluations(evaluations));
         registry.bind("presetsAdmin", new io.jobgate.api.PresetsAdmin(presetDefaults));
-        registry.bind("adminUsage", new io.jobgate.api.AdminUsage(new io.jobgate.usage.UsageReport(jdbc, clock), providers, clock));
+        registry.bind("adminUsage", new io.jobgate.api.AdminUsage(new io.jobgate.usage.UsageReport(jdbc), providers, clock));
         registry.bind("jmsIntake", new JmsIntake(tenants, admission, meters));
         registry.bind("startupTimes", startupTimes);
         startupTimes.wired();

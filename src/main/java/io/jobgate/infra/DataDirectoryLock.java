@@ -34,12 +34,7 @@ public final class DataDirectoryLock implements AutoCloseable {
         Path file = dataDir.resolve(FILE);
         FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
                 StandardOpenOption.WRITE);
-        FileLock lock;
-        try {
-            lock = channel.tryLock();
-        } catch (OverlappingFileLockException heldInThisJvm) {
-            lock = null;
-        }
+        FileLock lock = tryLock(channel);
         if (lock == null) {
             String holder = new String(Files.readAllBytes(file), StandardCharsets.UTF_8).trim();
             channel.close();
@@ -50,6 +45,15 @@ public final class DataDirectoryLock implements AutoCloseable {
         channel.truncate(0);
         channel.write(java.nio.ByteBuffer.wrap((ProcessHandle.current().pid() + "\n").getBytes(StandardCharsets.UTF_8)), 0);
         return new DataDirectoryLock(channel, lock);
+    }
+
+    /** The lock, or null when a process holds it: another one, or this JVM (Java then throws instead of answering). */
+    static FileLock tryLock(FileChannel channel) throws IOException {
+        try {
+            return channel.tryLock();
+        } catch (OverlappingFileLockException heldInThisJvm) {
+            return null;
+        }
     }
 
     @Override

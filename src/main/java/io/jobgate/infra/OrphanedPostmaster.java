@@ -3,7 +3,6 @@ package io.jobgate.infra;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -55,7 +54,7 @@ final class OrphanedPostmaster {
         long pid = Long.parseLong(lines.get(0).trim());
         Files.createDirectories(dataDir);
         try (FileChannel channel = FileChannel.open(dataDir.resolve(OWNER_LOCK), StandardOpenOption.CREATE,
-                StandardOpenOption.WRITE); FileLock owner = tryLock(channel)) {
+                StandardOpenOption.WRITE); FileLock owner = DataDirectoryLock.tryLock(channel)) {
             if (owner == null) {
                 // A live gateway (here or in another JVM) runs this server: never take it away.
                 throw new IllegalStateException("The embedded PostgreSQL data directory " + dataDir
@@ -80,14 +79,6 @@ final class OrphanedPostmaster {
             stop(process.get(), dataDir, fastShutdownWait);
             LOG.info("Stopped the orphaned PostgreSQL (pid {}) in {} ms", pid, (System.nanoTime() - started) / 1_000_000);
             return Optional.of(pid);
-        }
-    }
-
-    private static FileLock tryLock(FileChannel channel) throws IOException {
-        try {
-            return channel.tryLock();
-        } catch (OverlappingFileLockException heldInThisJvm) {
-            return null;
         }
     }
 

@@ -53,14 +53,4 @@ public final class ProviderSlots {
                 RETURNING s.slot""", Integer.class, leaseToken, jobId, Timestamp.from(now), provider, provider, limit);
         return !slot.isEmpty();
     }
-
-    /** Calls in flight per provider (held slots), for metrics and health. */
-    public java.util.Map<String, Long> held() {
-        java.util.Map<String, Long> held = new java.util.TreeMap<>();
-        jdbc.query("SELECT provider, count(*) FROM provider_slots WHERE lease_token IS NOT NULL GROUP BY provider",
-                rs -> {
-                    held.put(rs.getString(1), rs.getLong(2));
-                });
-        return held;
-    }
 }

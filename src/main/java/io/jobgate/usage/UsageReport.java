@@ -22,11 +22,10 @@ import org.springframework.jdbc.core.JdbcTemplate;
 public final class UsageReport {
 
     private final JdbcTemplate jdbc;
-    private final java.time.Clock clock;
 
-    public UsageReport(JdbcTemplate jdbc, java.time.Clock clock) {
+    /** "Now" is the caller's: see {@link #lines}'s {@code asOf}. */
+    public UsageReport(JdbcTemplate jdbc) {
         this.jdbc = jdbc;
-        this.clock = clock;
     }
 
     /**
@@ -65,10 +64,6 @@ public final class UsageReport {
         Long balance = jdbc.query("SELECT balance_micros FROM tenant_accounts WHERE tenant_id = ?",
                 rs -> rs.next() ? rs.getLong(1) : null, tenant);
         return balance == null ? 0 : balance;
-    }
-
-    public List<Map<String, Object>> lines(String tenant, Instant from, Instant to) {
-        return lines(tenant, from, to, clock.instant());
     }
 
     /**
@@ -114,11 +109,7 @@ public final class UsageReport {
     }
 
     /** What the providers billed, per provider, kind and unit: attempts and units, as they reported them. */
-    public List<Map<String, Object>> providerBilling(String tenant, Instant from, Instant to) {
-        return providerBilling(tenant, from, to, clock.instant());
-    }
-
-    /** @param asOf as for {@link #lines(String, Instant, Instant, Instant)} */
+    /** @param asOf as for {@link #lines} */
     public List<Map<String, Object>> providerBilling(String tenant, Instant from, Instant to, Instant asOf) {
         Days days = Days.within(from, to, asOf);
         return jdbc.query("""
