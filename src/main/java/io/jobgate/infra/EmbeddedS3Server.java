@@ -30,9 +30,12 @@ public final class EmbeddedS3Server {
     }
 
     public static EmbeddedS3Server start(Path baseDir, int port) throws Exception {
+        return start(baseDir, port, newAccessKey(), newSecretKey());
+    }
+
+    /** With credentials made beforehand, so a client can be built before the server listens. */
+    public static EmbeddedS3Server start(Path baseDir, int port, String accessKey, String secretKey) throws Exception {
         Files.createDirectories(baseDir);
-        String accessKey = "jobgate-" + UUID.randomUUID().toString().substring(0, 8);
-        String secretKey = UUID.randomUUID().toString();
         S3Proxy proxy = S3Proxy.builder()
                 .blobStore(new FilesystemNio2BlobStore(baseDir.toString()))
                 .endpoint(URI.create("http://127.0.0.1:" + port))
@@ -43,6 +46,14 @@ public final class EmbeddedS3Server {
         LOG.info("Embedded S3 API (S3Proxy) on 127.0.0.1:{} with objects in {} ({} ms)", proxy.getPort(), baseDir,
                 (System.nanoTime() - started) / 1_000_000);
         return new EmbeddedS3Server(proxy, accessKey, secretKey);
+    }
+
+    public static String newAccessKey() {
+        return "jobgate-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    public static String newSecretKey() {
+        return UUID.randomUUID().toString();
     }
 
     public String endpoint() {

@@ -1,8 +1,8 @@
 package io.jobgate.infra;
 
 import java.net.URI;
-import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
 
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
@@ -11,7 +11,7 @@ import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.NoSuchBucketException;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 
-/** The S3 client (path-style, endpoint override) shared by camel-aws2-s3 and the gateway's beans. */
+/** The S3 client (path-style to one endpoint) shared by camel-aws2-s3 and the gateway's beans. */
 public final class ObjectStorage {
 
     private ObjectStorage() {
@@ -30,41 +30,49 @@ public final class ObjectStorage {
         }
     }
 
+    /** The client, usable at once, and what stands behind it starting in the background. */
+    public record Starting(S3Client client, BackgroundStart<Started> started) {
+    }
+
     /**
-     * Starts the embedded S3 server unless {@code jobgate.s3.endpoint} is set, then builds the client
-     * and ensures the bucket, on a thread of its own (settings are read here, on the calling thread).
+     * Starts the embedded S3 server unless {@code jobgate.s3.endpoint} is set, and ensures the
+     * bucket, on a thread of its own (settings are read here, on the calling thread). The client is
+     * built here, before the server listens: its endpoint is the server's once it does (a request
+     * made earlier waits for it), so the beans holding it are wired meanwhile.
      */
-    public static BackgroundStart<Started> startInBackground(Settings settings, Path objectsDir, int embeddedPort) {
+    public static Starting startInBackground(Settings settings, Path objectsDir, int embeddedPort) {
         String endpoint = settings.optional("jobgate.s3.endpoint").orElse(null);
-        String accessKey = settings.optional("jobgate.s3.access-key").orElse(null);
-        String secretKey = settings.optional("jobgate.s3.secret-key").orElse(null);
         String region = settings.required("jobgate.s3.region");
         String bucket = settings.required("jobgate.s3.bucket");
+        String accessKey = settings.optional("jobgate.s3.access-key").orElse(endpoint == null ? EmbeddedS3Server.newAccessKey() : null);
+        String secretKey = settings.optional("jobgate.s3.secret-key").orElse(endpoint == null ? EmbeddedS3Server.newSecretKey() : null);
         if (endpoint != null && (accessKey == null || secretKey == null)) {
             throw new IllegalStateException("jobgate.s3.access-key and jobgate.s3.secret-key are required with jobgate.s3.endpoint");
         }
-        return BackgroundStart.of("s3", () -> {
-            EmbeddedS3Server server = endpoint != null ? null : EmbeddedS3Server.start(objectsDir, embeddedPort);
-            S3Client client = null;
+        CompletableFuture<URI> serverEndpoint = endpoint != null ? CompletableFuture.completedFuture(URI.create(endpoint))
+                : new CompletableFuture<>();
+        S3Client client = client(serverEndpoint, region, accessKey, secretKey);
+        BackgroundStart<Started> started = BackgroundStart.of("s3", () -> {
+            EmbeddedS3Server server = null;
             try {
-                client = server == null ? client(endpoint, region, accessKey, secretKey)
-                        : client(server.endpoint(), region, server.accessKey(), server.secretKey());
-                // The embedded server keeps a bucket as a folder: on a restart it is there, and the
-                // SDK's first request (a good part of its start-up cost) waits for the first real use.
-                if (server == null || !Files.isDirectory(objectsDir.resolve(bucket))) {
-                    ensureBucket(client, bucket);
+                if (endpoint == null) {
+                    server = EmbeddedS3Server.start(objectsDir, embeddedPort, accessKey, secretKey);
+                    serverEndpoint.complete(URI.create(server.endpoint()));
                 }
+                // Also the SDK's first request, a good part of its start-up cost: made here, beside
+                // the wiring, it leaves camel-aws2-s3's own bucket check at route start a quick one.
+                ensureBucket(client, bucket);
                 return new Started(server, client);
             } catch (Exception | Error e) {
-                if (client != null) {
-                    client.close();
-                }
+                serverEndpoint.completeExceptionally(e); // a request made meanwhile fails instead of waiting
+                client.close();
                 if (server != null) {
                     server.stop();
                 }
                 throw e;
             }
         });
+        return new Starting(client, started);
     }
 
     /**
@@ -76,10 +84,12 @@ public final class ObjectStorage {
      * records and checks each output's own digest).
      */
     public static S3Client client(String endpoint, String region, String accessKey, String secretKey) {
-        URI base = URI.create(endpoint);
+        return client(CompletableFuture.completedFuture(URI.create(endpoint)), region, accessKey, secretKey);
+    }
+
+    private static S3Client client(CompletableFuture<URI> endpoint, String region, String accessKey, String secretKey) {
         return S3Client.builder()
-                .endpointOverride(base)
-                .endpointProvider(pathStyle(base))
+                .endpointProvider(pathStyle(endpoint))
                 .region(Region.of(region))
                 .forcePathStyle(true)
                 .requestChecksumCalculation(software.amazon.awssdk.core.checksums.RequestChecksumCalculation.WHEN_REQUIRED)
@@ -89,10 +99,12 @@ public final class ObjectStorage {
     }
 
     /** {@code base/bucket} for every request that names a bucket, {@code base} otherwise. */
-    static software.amazon.awssdk.services.s3.endpoints.S3EndpointProvider pathStyle(URI base) {
-        String root = base.toString().replaceAll("/+$", "");
-        return params -> java.util.concurrent.CompletableFuture.completedFuture(software.amazon.awssdk.endpoints.Endpoint.builder()
-                .url(URI.create(params.bucket() == null ? root : root + "/" + params.bucket())).build());
+    static software.amazon.awssdk.services.s3.endpoints.S3EndpointProvider pathStyle(CompletableFuture<URI> base) {
+        return params -> base.thenApply(uri -> {
+            String root = uri.toString().replaceAll("/+$", "");
+            return software.amazon.awssdk.endpoints.Endpoint.builder()
+                    .url(URI.create(params.bucket() == null ? root : root + "/" + params.bucket())).build();
+        });
     }
 
     public static void ensureBucket(S3Client s3, String bucket) {

@@ -63,7 +63,7 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
                         brokerPort, brokerLogins));
         // The S3 client is built and its bucket ensured on that thread too: the AWS SDK's first
         // client and call cost about as much as the embedded server's start.
-        BackgroundStart<ObjectStorage.Started> s3 = ObjectStorage.startInBackground(settings, dataDir.resolve("objects"), s3Port);
+        ObjectStorage.Starting s3 = ObjectStorage.startInBackground(settings, dataDir.resolve("objects"), s3Port);
         // Side parts found on the class path (the bundled provider simulator): named by none of this code.
         Map<SidePart, BackgroundStart<SidePart.Running>> sideParts = new LinkedHashMap<>();
         for (SidePart part : ServiceLoader.load(SidePart.class)) {
@@ -87,7 +87,7 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
             if (embeddedBroker != null) {
                 embeddedBroker.stopIfUnclaimed(EmbeddedBroker::stop);
             }
-            s3.stopIfUnclaimed(ObjectStorage.Started::stop);
+            s3.started().stopIfUnclaimed(ObjectStorage.Started::stop);
             sideParts.values().forEach(started -> started.stopIfUnclaimed(SidePart.Running::close));
             if (dataLock != null) {
                 dataLock.close();
@@ -186,32 +186,16 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
     }
 
     /**
-     * The S3 client the beans and camel-aws2-s3 hold: it forwards to the real one, which is built in
-     * the background with the embedded server. Awaited when the context starts, before any route, so
-     * no call reaches it earlier (the wiring makes none).
+     * The S3 client the beans and camel-aws2-s3 hold; the embedded server behind it is awaited when
+     * the context starts, before any route. (A dynamic proxy of S3Client handed out here once cost
+     * half a second of start-up: it loads and initialises every request class of the S3 API.)
      */
-    private static S3Client objectStorage(CamelContext context, BackgroundStart<ObjectStorage.Started> s3, StartupTimes times)
+    private static S3Client objectStorage(CamelContext context, ObjectStorage.Starting s3, StartupTimes times)
             throws Exception {
         context.addService(ManagedResource.startedAndStoppedBy("s3", () -> {
-            s3.await();
-            times.part("s3", s3.millis());
-        }, () -> s3.stop(ObjectStorage.Started::stop)), true, true);
-        return (S3Client) java.lang.reflect.Proxy.newProxyInstance(S3Client.class.getClassLoader(),
-                new Class<?>[] {S3Client.class}, (proxy, method, args) -> {
-                    if (method.getDeclaringClass() == Object.class) {
-                        return switch (method.getName()) {
-                            case "equals" -> proxy == args[0];
-                            case "hashCode" -> System.identityHashCode(proxy);
-                            default -> "S3Client (started in the background)";
-                        };
-                    }
-                    try {
-                        return method.invoke(s3.await().client(), args);
-                    } catch (java.lang.reflect.InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
+            s3.started().await();
+            times.part("s3", s3.started().millis());
+        }, () -> s3.started().stop(ObjectStorage.Started::stop)), true, true);
+        return s3.client();
     }
-
-
 }
