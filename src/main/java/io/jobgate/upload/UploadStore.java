@@ -67,10 +67,9 @@ public final class UploadStore {
     }
 
     private static Upload map(ResultSet rs, int row) throws SQLException {
-        long duration = rs.getLong("duration_ms");
         return new Upload(rs.getObject("upload_id", UUID.class), rs.getString("tenant_id"), rs.getString("sha256"),
                 rs.getLong("bytes"), rs.getString("media_type"), rs.getString("object_key"),
-                rs.wasNull() ? null : duration, rs.getTimestamp("created_at").toInstant(), rs.getTimestamp("expired_at") != null);
+                rs.getObject("duration_ms", Long.class), rs.getTimestamp("created_at").toInstant(), rs.getTimestamp("expired_at") != null);
     }
 
     public record Stored(Upload upload, boolean created) {

@@ -79,6 +79,9 @@ class UploadApiTest {
         Response again = api.upload(ACME, "image/png", png);
         assertThat(again.status()).isEqualTo(200);
         assertThat(again.json().path("upload_id").asText()).isEqualTo(r.json().path("upload_id").asText());
+        // An image has no duration, whether the record is new or read back.
+        assertThat(r.json().path("duration_ms").isNull()).as(r.text()).isTrue();
+        assertThat(again.json().path("duration_ms").isNull()).as(again.text()).isTrue();
     }
 
     @Test
@@ -91,6 +94,7 @@ class UploadApiTest {
         assertThat(wav.status()).isEqualTo(201);
         assertThat(wav.json().path("media_type").asText()).isEqualTo("audio/wav");
         assertThat(wav.json().path("duration_ms").asLong()).isEqualTo(2500);
+        assertThat(api.upload(ACME, "audio/x-wav", Samples.wav(2500)).json().path("duration_ms").asLong()).isEqualTo(2500);
         Response mp3 = api.upload(ACME, "audio/mpeg", Samples.mp3(100));
         assertThat(mp3.status()).isEqualTo(201);
         assertThat(mp3.json().path("duration_ms").asLong()).isBetween(2500L, 2700L);
