@@ -92,7 +92,11 @@ public final class JobFinalizer {
      * {@code onlyFrom} (when given): evidence about a provider task applies to a job still waiting on it.
      */
     public boolean finalizeJob(UUID jobId, UUID leaseToken, java.util.Set<JobStatus> onlyFrom, Outcome outcome) {
-        JobTransitions.Guard guard = new JobTransitions.Guard(leaseToken, null, onlyFrom);
+        return finalizeJobIf(jobId, new JobTransitions.Guard(leaseToken, null, onlyFrom, null), outcome);
+    }
+
+    /** As {@link #finalizeJob(UUID, Outcome)}, only while {@code guard} holds. */
+    public boolean finalizeJobIf(UUID jobId, JobTransitions.Guard guard, Outcome outcome) {
         int refund = outcome.refund() == RefundPolicy.NONE ? 0
                 : outcome.status() == JobStatus.CANCELLED ? cancelledRefundPercent : failedRefundPercent;
         return transitions.apply(jobId, JobTransitions.Event.ending(outcome.status()), guard,

@@ -155,23 +155,29 @@ public final class JobTransitions {
 
     /**
      * Who may make the transition: the holder of a lease token, the dispatch event a worker got (for
-     * {@link Event#LEASE}), or anyone, optionally narrowed to some of the event's "from" states.
+     * {@link Event#LEASE}), or anyone, optionally narrowed to some of the event's "from" states and
+     * to one attempt (evidence about a provider task moves only a job still on the task's attempt).
      */
-    public record Guard(UUID leaseToken, Long dispatchEvent, Set<JobStatus> onlyFrom) {
+    public record Guard(UUID leaseToken, Long dispatchEvent, Set<JobStatus> onlyFrom, Integer attempt) {
         public static Guard anyone() {
-            return new Guard(null, null, null);
+            return new Guard(null, null, null, null);
         }
 
         public static Guard lease(UUID token) {
-            return new Guard(token, null, null);
+            return new Guard(token, null, null, null);
         }
 
         public static Guard dispatchEvent(long eventId) {
-            return new Guard(null, eventId, null);
+            return new Guard(null, eventId, null, null);
         }
 
         public static Guard from(Set<JobStatus> statuses) {
-            return new Guard(null, null, Set.copyOf(statuses));
+            return new Guard(null, null, Set.copyOf(statuses), null);
+        }
+
+        /** Only from {@code statuses}, and only while the job is on {@code attempt}. */
+        public static Guard onAttempt(int attempt, Set<JobStatus> statuses) {
+            return new Guard(null, null, Set.copyOf(statuses), attempt);
         }
     }
 
@@ -321,7 +327,8 @@ public final class JobTransitions {
                 .addValue("from", JobStatus.sqlList(from))
                 .addValue("now", Timestamp.from(now))
                 .addValue("token", guard.leaseToken())
-                .addValue("event", guard.dispatchEvent());
+                .addValue("event", guard.dispatchEvent())
+                .addValue("attempt", guard.attempt());
         String guards = guardSql(guard);
         Optional<Moved> moved = transactions.execute(tx -> {
             // A job's waiting events are found through the job's index (outbox_job). The CASE says
@@ -474,7 +481,8 @@ public final class JobTransitions {
     public Optional<Map<String, Object>> peek(UUID jobId, Event event, Guard guard, String columns) {
         MapSqlParameterSource p = new MapSqlParameterSource().addValue("job", jobId)
                 .addValue("from", JobStatus.sqlList(event.from()))
-                .addValue("token", guard.leaseToken()).addValue("event", guard.dispatchEvent());
+                .addValue("token", guard.leaseToken()).addValue("event", guard.dispatchEvent())
+                .addValue("attempt", guard.attempt());
         // No "finalized_at IS NULL": the status implies it, and it let the plan scan open jobs (see apply).
         return jdbc.queryForList("SELECT " + columns + " FROM jobs j WHERE j.job_id = :job"
                 + " AND j.status = ANY (string_to_array(:from, ','))" + guardSql(guard), p).stream().findFirst();
@@ -492,6 +500,9 @@ public final class JobTransitions {
             // duplicated message must not start an attempt before its time.
             sql.append(" AND j.lease_token IS NULL AND j.dispatched_at IS NOT NULL AND :event = "
                     + "(SELECT max(o.event_id) FROM outbox o WHERE o.job_id = j.job_id AND o.event_type = 'dispatch')");
+        }
+        if (guard.attempt() != null) {
+            sql.append(" AND j.attempts = :attempt");
         }
         return sql.toString();
     }

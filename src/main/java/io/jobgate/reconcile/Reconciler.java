@@ -223,11 +223,10 @@ public final class Reconciler {
             return new Applied(false, "job is " + job.status() + ", not waiting on the provider");
         }
         if (evidence.billedAmount() != null) {
-            // Billing reported with the task's end belongs to the attempt that submitted it.
-            jdbc.update("""
-                    UPDATE attempts SET billed_units = ?, billed_unit = ?
-                     WHERE job_id = ? AND attempt = (SELECT max(attempt) FROM attempts WHERE job_id = ?)""",
-                    evidence.billedAmount(), evidence.billedUnit(), job.jobId(), job.jobId());
+            // Billing reported with the task's end belongs to the attempt that submitted it, even
+            // when the job has moved on to another since.
+            jdbc.update("UPDATE attempts SET billed_units = ?, billed_unit = ? WHERE job_id = ? AND attempt = ?",
+                    evidence.billedAmount(), evidence.billedUnit(), job.jobId(), Math.max(1, job.attempts()));
         }
         Applied applied;
         if (evidence.succeeded()) {
@@ -237,7 +236,7 @@ public final class Reconciler {
         } else if (evidence.absent()) {
             applied = resubmit(job, "provider has no such request");
         } else if (evidence.declared() && evidence.category().handling() == ErrorCategory.Handling.FAIL) {
-            boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING,
+            boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job),
                     JobFinalizer.Outcome.failed(evidence.category().wire(), evidence.message()));
             applied = new Applied(won, won ? "failed: " + evidence.category().wire() : "already moved on");
         } else if (evidence.declared() && evidence.category().handling() == ErrorCategory.Handling.RETRY) {
@@ -259,20 +258,20 @@ public final class Reconciler {
             OutputSubject subject = OutputSubject.of(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
                     job.presetVersion(), job.kind(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider,
                     job.adapterRevision() != null ? job.adapterRevision() : provider.revision(job.kind()));
-            record = outputs.store(subject, evidence, provider.callDeadline(), () -> stillWaiting(job.jobId()), hold);
+            record = outputs.store(subject, evidence, provider.callDeadline(), () -> stillWaiting(job), hold);
         } catch (OutputStore.Held e) {
             return candidateOutput(job, e.record());
         } catch (OutputStore.Superseded e) {
             return new Applied(false, "already moved on");
         } catch (OutputStore.OutputUnavailable e) {
             if (e.category().handling() == ErrorCategory.Handling.FAIL) {
-                boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING,
+                boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job),
                         JobFinalizer.Outcome.failed(e.category().wire(), e.getMessage()));
                 return new Applied(won, "output refused: " + e.getMessage());
             }
             return schedule(job, "output not retrievable yet: " + e.getMessage());
         }
-        boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING, JobFinalizer.Outcome.succeeded(record));
+        boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job), JobFinalizer.Outcome.succeeded(record));
         return new Applied(won, won ? "succeeded" : "already moved on");
     }
 
@@ -285,7 +284,7 @@ public final class Reconciler {
         Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(job.attempts(), job.maxAttempts(), job.expiresAt(), now,
                 "a canary candidate's output is not the job's");
         if (capped.isPresent()) {
-            boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING, JobFinalizer.Outcome.failed(
+            boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job), JobFinalizer.Outcome.failed(
                     capped.get().category().wire(), capped.get().message()));
             return new Applied(won, capped.get().category().wire() + ": candidate output held");
         }
@@ -302,15 +301,25 @@ public final class Reconciler {
         this.canaries = canaries;
     }
 
-    private boolean stillWaiting(UUID jobId) {
+    private boolean stillWaiting(WaitingJob job) {
         return Boolean.TRUE.equals(jdbc.queryForObject("""
-                SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND status = ANY (?::text[]))""",
-                Boolean.class, jobId, WAITING.stream().map(JobStatus::wire).toArray(String[]::new)));
+                SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND attempts = ? AND status = ANY (?::text[]))""",
+                Boolean.class, job.jobId(), job.attempts(), WAITING.stream().map(JobStatus::wire).toArray(String[]::new)));
+    }
+
+    /**
+     * Evidence is about the task of the attempt the job was on when it was read (claimed, or found by
+     * a webhook's task): once the job moved on to another attempt, it changes nothing but that
+     * attempt's billing. A failure of the old task must not fail, nor a "not found" resubmit, a job
+     * whose next attempt is at the provider.
+     */
+    private static JobTransitions.Guard onItsAttempt(WaitingJob job) {
+        return JobTransitions.Guard.onAttempt(job.attempts(), WAITING);
     }
 
     private Applied stillPending(WaitingJob job, AdapterResult evidence) {
         if (job.status().equals(JobStatus.SUBMISSION_UNKNOWN.wire())) {
-            boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.TASK_FOUND, JobTransitions.Guard.anyone(),
+            boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.TASK_FOUND, onItsAttempt(job),
                     JobTransitions.Change.checkFrom(nextCheck(0), evidence.providerTask(), null, null)).isPresent();
             return new Applied(moved, "provider has the task: provider_pending");
         }
@@ -322,12 +331,12 @@ public final class Reconciler {
         Instant at = clock.instant().plus(retryBackoff.delay(Math.max(1, job.attempts())));
         Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(job.attempts(), job.maxAttempts(), job.expiresAt(), at, why);
         if (capped.isPresent()) {
-            boolean won = finalizer.finalizeJob(job.jobId(), null, WAITING, JobFinalizer.Outcome.failed(
+            boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job), JobFinalizer.Outcome.failed(
                     capped.get().category().wire(), capped.get().message()));
             return new Applied(won, capped.get().category().wire() + ": " + why);
         }
         boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.RESUBMIT,
-                JobTransitions.Guard.from(java.util.Set.of(JobStatus.fromWire(job.status()).orElseThrow())),
+                JobTransitions.Guard.onAttempt(job.attempts(), java.util.Set.of(JobStatus.fromWire(job.status()).orElseThrow())),
                 JobTransitions.Change.retryAt(at, 0, ErrorCategory.AMBIGUOUS.wire())).isPresent();
         return new Applied(moved, "retry_wait: " + why);
     }
@@ -337,8 +346,8 @@ public final class Reconciler {
     }
 
     private Applied scheduleAt(WaitingJob job, Instant at, String why) {
-        jdbc.update("UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL WHERE job_id = ? AND status = ? AND finalized_at IS NULL",
-                Timestamp.from(at), job.jobId(), job.status());
+        jdbc.update("UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL WHERE job_id = ? AND status = ? AND attempts = ?",
+                Timestamp.from(at), job.jobId(), job.status(), job.attempts());
         return new Applied(false, why);
     }
 

@@ -440,6 +440,58 @@ class ReconciliationTest {
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id)).isEqualTo(1);
     }
 
+    /**
+     * A poller read the job on its first attempt; before its lookup answered, the provider lost that
+     * task and the job went on to a second attempt, now at the provider. The late answers about the
+     * first task (failed; not found; succeeded with its billing) must leave the second attempt alone.
+     */
+    @Test
+    void evidenceAboutAnEarlierAttemptLeavesTheJobOnItsNextAttempt() throws Exception {
+        String tag = Jobs.tag();
+        context.getRouteController().suspendRoute("reconciler");
+        fake.stubFor(post(PREDICTIONS).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
+                .willSetStateTo("second").willReturn(aResponse().withStatus(201)
+                        .withBody("{\"id\": \"p-" + tag + "\", \"status\": \"starting\"}")));
+        fake.stubFor(post(PREDICTIONS).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("second")
+                .willReturn(aResponse().withStatus(201).withBody("{\"id\": \"p2-" + tag + "\", \"status\": \"starting\"}")));
+        UUID id = submit(tag);
+        Jobs.awaitStatus(id, "provider_pending");
+        WaitingJob readOnTheFirst = reconciler.find(id).orElseThrow();
+        assertThat(readOnTheFirst.attempts()).isEqualTo(1);
+
+        fake.stubFor(get(PREDICTIONS + "/p-" + tag).willReturn(aResponse().withStatus(404).withBody("{\"detail\": \"Not found.\"}")));
+        assertThat(reconciler.check(reconciler.find(id).orElseThrow(), "test").changed()).isTrue();
+        await().atMost(Duration.ofSeconds(30)).until(() -> "p2-".concat(tag).equals(job(id).get("provider_task"))
+                && "provider_pending".equals(job(id).get("status")));
+        Map<String, Object> second = job(id);
+        assertThat(second.get("attempts")).isEqualTo(2);
+
+        // The first task's late answers: not found, failed, then succeeded with its run time billed.
+        assertThat(reconciler.check(readOnTheFirst, "poller").changed()).isFalse();
+        lookupAnswers(tag, "failed");
+        assertThat(reconciler.check(readOnTheFirst, "poller").changed()).isFalse();
+        lookupAnswers(tag, "succeeded");
+        assertThat(reconciler.check(readOnTheFirst, "poller").changed()).isFalse();
+
+        Map<String, Object> after = job(id);
+        assertThat(after.get("status")).isEqualTo("provider_pending");
+        assertThat(after.get("attempts")).isEqualTo(2);
+        assertThat(after.get("provider_task")).isEqualTo("p2-" + tag);
+        assertThat(after.get("result")).isNull();
+        assertThat(submits(tag)).isEqualTo(2);
+        assertThat(refunds(id)).isZero();
+        assertThat(Db.single("SELECT billed_units::text AS units FROM attempts WHERE job_id = ? AND attempt = 1", id).get("units"))
+                .isEqualTo("2.5");
+        assertThat(Db.single("SELECT billed_units::text AS units FROM attempts WHERE job_id = ? AND attempt = 2", id).get("units"))
+                .isNull();
+
+        // The second task's own answer still finishes the job.
+        fake.stubFor(get(PREDICTIONS + "/p2-" + tag).willReturn(aResponse().withStatus(200)
+                .withBody(prediction(tag, "succeeded").replace("\"p-" + tag, "\"p2-" + tag))));
+        assertThat(reconciler.check(reconciler.find(id).orElseThrow(), "poller").changed()).isTrue();
+        assertThat(job(id).get("status")).isEqualTo("succeeded");
+    }
+
     @Test
     void anOperatorRepairOfATerminalJobChangesNothing() {
         String tag = Jobs.tag();
