@@ -20,6 +20,11 @@ public final class App {
     record Command(String name, String summary, String usage) {
     }
 
+    static {
+        // First of all: the commands' classes make loggers, and the first logger starts JUL.
+        io.jobgate.common.LogSetup.use();
+    }
+
     static final List<Command> COMMANDS = List.of(
             new Command("run", "start the gateway (the default): API on camel.server.port, embedded parts unless configured",
                     """

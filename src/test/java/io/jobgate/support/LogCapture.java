@@ -2,34 +2,40 @@ package io.jobgate.support;
 
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
-import org.apache.logging.log4j.LogManager;
-import org.apache.logging.log4j.core.LogEvent;
-import org.apache.logging.log4j.core.LoggerContext;
-import org.apache.logging.log4j.core.appender.AbstractAppender;
-import org.apache.logging.log4j.core.config.Property;
+import io.jobgate.common.LogLines;
 
 /** Every log line of the JVM while open (logger name and formatted message), for assertions on what is logged. */
 public final class LogCapture implements AutoCloseable {
 
     private final List<String> lines = new CopyOnWriteArrayList<>();
     private final List<String> leveled = new CopyOnWriteArrayList<>();
-    private final AbstractAppender appender;
-    private final LoggerContext context;
+    private final Logger root = Logger.getLogger("");
+    private final Handler handler = new Handler() {
+        private final LogLines format = new LogLines(false);
+
+        @Override
+        public void publish(LogRecord record) {
+            String thrown = record.getThrown() == null ? "" : " " + record.getThrown();
+            String line = record.getLoggerName() + " " + format.formatMessage(record) + thrown;
+            lines.add(line);
+            leveled.add(LogLines.levelName(record.getLevel()) + " " + line);
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+        }
+    };
 
     public LogCapture() {
-        context = (LoggerContext) LogManager.getContext(false);
-        appender = new AbstractAppender("capture-" + System.nanoTime(), null, null, true, Property.EMPTY_ARRAY) {
-            @Override
-            public void append(LogEvent event) {
-                String thrown = event.getThrown() == null ? "" : " " + event.getThrown();
-                lines.add(event.getLoggerName() + " " + event.getMessage().getFormattedMessage() + thrown);
-                leveled.add(event.getLevel() + " " + event.getLoggerName() + " " + event.getMessage().getFormattedMessage() + thrown);
-            }
-        };
-        appender.start();
-        context.getConfiguration().getRootLogger().addAppender(appender, null, null);
-        context.updateLoggers();
+        root.addHandler(handler);
     }
 
     public List<String> lines() {
@@ -43,8 +49,6 @@ public final class LogCapture implements AutoCloseable {
 
     @Override
     public void close() {
-        context.getConfiguration().getRootLogger().removeAppender(appender.getName());
-        context.updateLoggers();
-        appender.stop();
+        root.removeHandler(handler);
     }
 }
