@@ -9,5 +9,8 @@ WITH picked AS (
 claimed AS (
     UPDATE outbox o SET claimed_until = CAST(:#now AS timestamptz) + make_interval(secs => :#claimSeconds), claim_token = :#claimToken::uuid, claimed_by = :#claimOwner
       FROM picked p WHERE o.event_id = p.event_id
-    RETURNING o.event_id, o.job_id, o.tenant_id, o.payload::text AS payload, o.created_at)
+    -- The payload's members as columns: the relay builds each message without parsing JSON.
+    RETURNING o.event_id, o.job_id, o.tenant_id, coalesce(o.payload->>'status', '') AS status,
+              coalesce((o.payload->>'attempt')::int, 0) AS attempt, o.payload->>'error_category' AS error_category,
+              o.created_at)
 SELECT * FROM claimed ORDER BY event_id

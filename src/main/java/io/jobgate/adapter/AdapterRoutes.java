@@ -27,15 +27,32 @@ public final class AdapterRoutes implements Function<String, String> {
     /** @return null when the route consuming {@code direct:provider-<name>} is started, else why not */
     @Override
     public String apply(String provider) {
+        // Asked on every admission: the route found last time answers while it still runs (a
+        // direct endpoint has one consumer, so a started route is the one), without a scan of all routes.
+        Route known = running.get(provider);
+        if (known != null && started(known)) {
+            return null;
+        }
         String uri = "direct://provider-" + provider;
         for (Route route : context.getRoutes()) {
             if (uri.equals(route.getEndpoint().getEndpointUri())) {
                 ServiceStatus status = context.getRouteController().getRouteStatus(route.getRouteId());
-                return status != null && status.isStarted() ? null
-                        : "its adapter route " + route.getRouteId() + " is " + (status == null ? "not started" : status.name().toLowerCase());
+                if (status != null && status.isStarted()) {
+                    running.put(provider, route);
+                    return null;
+                }
+                return "its adapter route " + route.getRouteId() + " is " + (status == null ? "not started" : status.name().toLowerCase());
             }
         }
         return "no adapter route is loaded for direct:provider-" + provider + lastReloadError();
+    }
+
+    /** The route last seen running for each provider's {@code direct:provider-<name>}. */
+    private final java.util.Map<String, Route> running = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Whether that route object still consumes: false once it is stopped, suspended or removed (a hot reload). */
+    private static boolean started(Route route) {
+        return route.getConsumer() instanceof org.apache.camel.StatefulService consumer && consumer.isStarted();
     }
 
     /**
@@ -43,6 +60,10 @@ public final class AdapterRoutes implements Function<String, String> {
      * loaded route: a hot reload makes a new route object, so its file is read again.
      */
     public AdapterSource source(String provider) {
+        Loaded known = sources.get(provider);
+        if (known != null && started(known.route())) {
+            return known.source(); // that route still consumes the endpoint: no other route can
+        }
         String uri = "direct://provider-" + provider;
         for (Route route : context.getRoutes()) {
             if (uri.equals(route.getEndpoint().getEndpointUri())) {

@@ -21,7 +21,7 @@ public final class HttpReply {
 
     public static void write(Exchange exchange, int status, String contentType, Object body, Map<String, String> headers) {
         Message message = exchange.getMessage();
-        message.removeHeaders("*");
+        message.getHeaders().clear(); // all of them (removeHeaders("*") matched and removed them one by one)
         message.setHeader(Exchange.HTTP_RESPONSE_CODE, status);
         message.setHeader(Exchange.CONTENT_TYPE, contentType);
         headers.forEach(message::setHeader);

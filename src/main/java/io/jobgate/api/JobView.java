@@ -2,9 +2,15 @@ package io.jobgate.api;
 
 import io.jobgate.job.Job;
 import io.jobgate.job.JobStatus;
+import java.io.IOException;
 import java.math.BigDecimal;
 import java.util.LinkedHashMap;
 import java.util.Map;
+
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.databind.JsonSerializable;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.jsontype.TypeSerializer;
 
 /** The canonical JSON shape of a job (API v1). */
 public final class JobView {
@@ -16,49 +22,83 @@ public final class JobView {
         return "/v1/jobs/" + job.id();
     }
 
-    public static Map<String, Object> of(Job job) {
-        Map<String, Object> view = new LinkedHashMap<>();
-        view.put("job_id", job.id().toString());
-        view.put("status", job.status().wire());
-        view.put("tenant_id", job.tenantId());
-        view.put("preset", ordered("id", job.presetId(), "version", job.presetVersion()));
-        view.put("kind", job.kind());
-        view.put("aspect_class", job.aspectClass());
-        view.put("provider", job.provider());
-        if (job.uploadId() != null) {
-            view.put("source", ordered("upload_id", job.uploadId().toString(), "sha256", job.sourceSha256(),
-                    "bytes", job.sourceBytes()));
-        } else {
-            view.put("source", null);
+    /**
+     * The job as the API shows it. Written by Jackson as it is (a {@link JsonSerializable}), member
+     * by member into the output: one of these answers every admission, and a tree of maps built only
+     * to be written out cost more than writing it.
+     */
+    public static JsonSerializable of(Job job) {
+        return new View(job);
+    }
+
+    private record View(Job job) implements JsonSerializable {
+
+        @Override
+        public void serialize(JsonGenerator g, SerializerProvider provider) throws IOException {
+            g.writeStartObject();
+            g.writeStringField("job_id", job.id().toString());
+            g.writeStringField("status", job.status().wire());
+            g.writeStringField("tenant_id", job.tenantId());
+            g.writeObjectFieldStart("preset");
+            g.writeStringField("id", job.presetId());
+            g.writeNumberField("version", job.presetVersion());
+            g.writeEndObject();
+            g.writeStringField("kind", job.kind());
+            g.writeStringField("aspect_class", job.aspectClass());
+            g.writeStringField("provider", job.provider());
+            if (job.uploadId() != null) {
+                g.writeObjectFieldStart("source");
+                g.writeStringField("upload_id", job.uploadId().toString());
+                g.writeStringField("sha256", job.sourceSha256());
+                g.writeNumberField("bytes", job.sourceBytes());
+                g.writeEndObject();
+            } else {
+                g.writeNullField("source");
+            }
+            g.writeObjectFieldStart("limits");
+            g.writeNumberField("max_attempts", job.maxAttempts());
+            g.writeNumberField("max_lifetime_seconds", job.maxLifetimeSeconds());
+            g.writeStringField("expires_at", job.expiresAt().toString());
+            g.writeEndObject();
+            g.writeNumberField("attempts", job.attempts());
+            // Waiting for a retry is not a failure: the job shows when it runs next, not an error.
+            g.writeStringField("next_attempt_at", job.status() == JobStatus.RETRY_WAIT && job.nextAttemptAt() != null
+                    ? job.nextAttemptAt().toString() : null);
+            g.writeStringField("adapter_revision", job.adapterRevision());
+            g.writeObjectFieldStart("cost");
+            g.writeNumberField("amount_micros", job.costMicros());
+            g.writeStringField("amount", BigDecimal.valueOf(job.costMicros(), 6).stripTrailingZeros().toPlainString());
+            g.writeEndObject();
+            g.writeStringField("correlation_id", job.correlationId());
+            g.writeStringField("idempotency_key", job.idempotencyKey());
+            if (job.errorCategory() != null) {
+                g.writeObjectFieldStart("error");
+                g.writeStringField("category", job.errorCategory());
+                g.writeStringField("message", job.errorMessage());
+                g.writeEndObject();
+            } else {
+                g.writeNullField("error");
+            }
+            g.writeStringField("created_at", job.createdAt().toString());
+            g.writeStringField("updated_at", job.updatedAt().toString());
+            g.writeStringField("finalized_at", job.finalizedAt() == null ? null : job.finalizedAt().toString());
+            // A succeeded job shows its output: what it is and where to read it (never its storage key).
+            Map<String, Object> output = output(job);
+            g.writeFieldName("output");
+            provider.defaultSerializeValue(output, g);
+            g.writeObjectFieldStart("links");
+            g.writeStringField("self", location(job));
+            if (output != null) {
+                g.writeStringField("output", location(job) + "/output");
+            }
+            g.writeEndObject();
+            g.writeEndObject();
         }
-        view.put("limits", ordered("max_attempts", job.maxAttempts(), "max_lifetime_seconds", job.maxLifetimeSeconds(),
-                "expires_at", job.expiresAt().toString()));
-        view.put("attempts", job.attempts());
-        // Waiting for a retry is not a failure: the job shows when it runs next, not an error.
-        view.put("next_attempt_at", job.status() == JobStatus.RETRY_WAIT && job.nextAttemptAt() != null
-                ? job.nextAttemptAt().toString() : null);
-        view.put("adapter_revision", job.adapterRevision());
-        view.put("cost", ordered("amount_micros", job.costMicros(),
-                "amount", BigDecimal.valueOf(job.costMicros(), 6).stripTrailingZeros().toPlainString()));
-        view.put("correlation_id", job.correlationId());
-        view.put("idempotency_key", job.idempotencyKey());
-        if (job.errorCategory() != null) {
-            Map<String, Object> error = new LinkedHashMap<>();
-            error.put("category", job.errorCategory());
-            error.put("message", job.errorMessage());
-            view.put("error", error);
-        } else {
-            view.put("error", null);
+
+        @Override
+        public void serializeWithType(JsonGenerator g, SerializerProvider provider, TypeSerializer typeSer) throws IOException {
+            serialize(g, provider);
         }
-        view.put("created_at", job.createdAt().toString());
-        view.put("updated_at", job.updatedAt().toString());
-        view.put("finalized_at", job.finalizedAt() == null ? null : job.finalizedAt().toString());
-        // A succeeded job shows its output: what it is and where to read it (never its storage key).
-        Map<String, Object> output = output(job);
-        view.put("output", output);
-        view.put("links", output == null ? ordered("self", location(job))
-                : ordered("self", location(job), "output", location(job) + "/output"));
-        return view;
     }
 
     /** The promoted output's description, from the job's result record; null unless it succeeded with one. */
@@ -80,13 +120,5 @@ public final class JobView {
             output.put("duration_ms", r.path("duration_ms").asLong());
         }
         return output;
-    }
-
-    private static Map<String, Object> ordered(Object... keysAndValues) {
-        Map<String, Object> map = new LinkedHashMap<>();
-        for (int i = 0; i < keysAndValues.length; i += 2) {
-            map.put((String) keysAndValues[i], keysAndValues[i + 1]);
-        }
-        return map;
     }
 }

@@ -237,15 +237,25 @@ public final class Bench {
         System.out.println("Each job: HTTP POST /v1/jobs -> auth, preset + input validation, pricing, one transaction "
                 + "(job + outbox + ledger debit + tenant and global reservations) -> 202.");
         System.out.println("pgbench: the same job, outbox and ledger inserts in one transaction, plain tables, same server.");
-        System.out.printf("%n%8s %12s %9s %9s %14s %8s%n", "clients", "jobs/s", "p50 ms", "p99 ms", "pgbench tps", "ratio");
+        System.out.println("CPU ms/job: the gateway JVM's process CPU time (and PostgreSQL's, when it runs here) over the "
+                + "step, per admitted job.");
+        System.out.printf("%n%8s %12s %9s %9s %14s %8s %11s %9s%n", "clients", "jobs/s", "p50 ms", "p99 ms", "pgbench tps",
+                "ratio", "JVM CPU ms", "PG CPU ms");
+        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
         for (int c : clients) {
+            long cpu = os.getProcessCpuTime();
+            Long pgTicks = pgbench.serverCpuTicks();
             AdmissionLoad.Result r = wrk != null ? wrk.run(c, Duration.ofSeconds(seconds))
                     : load.run(c, Duration.ofSeconds(2), Duration.ofSeconds(seconds));
+            double jvmMs = (os.getProcessCpuTime() - cpu) / 1e6 / Math.max(1, r.requests());
+            Long pgTicksAfter = pgbench.serverCpuTicks();
             results.put(c, r);
             Double tps = pgbench.run(c, seconds);
-            System.out.printf("%8d %12.0f %9.2f %9.2f %14s %8s%n", c, r.perSecond(), r.p50Millis(), r.p99Millis(),
+            System.out.printf("%8d %12.0f %9.2f %9.2f %14s %8s %11.3f %9s%n", c, r.perSecond(), r.p50Millis(), r.p99Millis(),
                     tps == null ? "n/a" : String.format("%.0f", tps),
-                    tps == null ? "n/a" : String.format("%.2f", r.perSecond() / tps));
+                    tps == null ? "n/a" : String.format("%.2f", r.perSecond() / tps), jvmMs,
+                    pgTicks == null || pgTicksAfter == null ? "n/a"
+                            : String.format("%.3f", (pgTicksAfter - pgTicks) * 10.0 / Math.max(1, r.requests())));
             if (r.errors() > 0) {
                 System.out.printf("%8s %d requests were not 202: %s%n", "", r.errors(), r.firstError());
             }

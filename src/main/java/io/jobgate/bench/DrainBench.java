@@ -250,7 +250,7 @@ final class DrainBench {
     }
 
     /** CPU ticks of the server's processes, when it runs on this machine and /proc can be read. */
-    private static Long postgresCpuTicks(Statement s) {
+    static Long postgresCpuTicks(Statement s) {
         try (ResultSet rs = s.executeQuery("SELECT current_setting('data_directory')")) {
             rs.next();
             Path pidFile = Path.of(rs.getString(1), "postmaster.pid");

@@ -63,6 +63,15 @@ final class PgBench {
                 hikari.getUsername(), hikari.getPassword(), version);
     }
 
+    /** CPU ticks of the server's processes so far, when it runs on this machine; else null. */
+    Long serverCpuTicks() {
+        try (java.sql.Connection c = dataSource.getConnection(); java.sql.Statement s = c.createStatement()) {
+            return DrainBench.postgresCpuTicks(s);
+        } catch (java.sql.SQLException e) {
+            return null;
+        }
+    }
+
     String serverDescription() {
         return "PostgreSQL " + version + " at " + host + ":" + port + (binary == null ? " (pgbench not found)" : "");
     }

@@ -19,10 +19,21 @@ public final class Digests {
         return sha256Hex(text.getBytes(StandardCharsets.UTF_8));
     }
 
+    /** Copied per digest: a clone skips the security providers' lookup that getInstance does (twice per admission). */
+    private static final MessageDigest SHA_256;
+
+    static {
+        try {
+            SHA_256 = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     private static MessageDigest sha256() {
         try {
-            return MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException e) {
+            return (MessageDigest) SHA_256.clone();
+        } catch (CloneNotSupportedException e) {
             throw new IllegalStateException(e);
         }
     }

@@ -106,11 +106,16 @@ public final class ProviderCatalog {
 
     /** The provider of that name; an unknown name re-reads the directories (at most once a second). */
     public Optional<Provider> find(String name) {
+        return Optional.ofNullable(settingsOf(name)).map(this::withAdapter);
+    }
+
+    /** The provider of that name as its settings file has it (without its adapter file), or null. */
+    private Provider settingsOf(String name) {
         Provider provider = scan.providers().get(name);
         if (provider == null && rescan()) {
             provider = scan.providers().get(name);
         }
-        return Optional.ofNullable(provider).map(this::withAdapter);
+        return provider;
     }
 
     /**
@@ -393,12 +398,14 @@ public final class ProviderCatalog {
         }
         // A kind without a default of its own (video) goes to the image default when it serves it.
         String preferred = defaults.getOrDefault(preset.kind(), defaults.get("image"));
-        List<Provider> candidates = new java.util.ArrayList<>();
-        find(preferred == null ? "" : preferred).ifPresent(candidates::add);
-        scan.providers().values().stream().filter(p -> !p.name().equals(preferred)).map(this::withAdapter).forEach(candidates::add);
-        return candidates.stream()
+        // Fit and running are decided on the settings alone; only the chosen one gets its adapter
+        // file's revision (looked up among the routes: once per admission, not once per provider).
+        Stream<Provider> candidates = Stream.concat(Stream.ofNullable(settingsOf(preferred == null ? "" : preferred)),
+                scan.providers().values().stream().filter(p -> !p.name().equals(preferred)));
+        return candidates
                 .filter(p -> misfit(p, preset, aspectClass) == null && whyNotRunning.apply(p.name()) == null)
                 .findFirst()
+                .map(this::withAdapter)
                 .orElseThrow(() -> ApiProblem.of(422, "aspect_class_not_rendered", "No running provider renders "
                         + (aspectClass == null ? preset.kind() + " jobs" : aspectClass + " of " + preset.id() + " v" + preset.version())
                         + " now.").with("field", aspectClass == null ? "provider" : "aspect_class"));
