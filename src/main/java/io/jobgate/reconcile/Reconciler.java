@@ -337,7 +337,10 @@ public final class Reconciler {
     }
 
     private Applied scheduleAt(WaitingJob job, Instant at, String why) {
-        jdbc.update("UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL WHERE job_id = ? AND status = ? AND finalized_at IS NULL",
+        // "Still open" in a form the planner cannot use to prove a partial index of open jobs
+        // (jobs_lifetime): with a plain IS NULL the generic plan read every open job to find this one.
+        jdbc.update("UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL WHERE job_id = ? AND status = ? "
+                + "AND CASE WHEN finalized_at IS NULL THEN true END",
                 Timestamp.from(at), job.jobId(), job.status());
         return new Applied(false, why);
     }
