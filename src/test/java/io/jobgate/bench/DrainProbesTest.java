@@ -46,7 +46,7 @@ class DrainProbesTest {
 
     @Test
     void theDrainsProbesReadItsOwnJobsAndWaitingEventsNotTheHistory() throws Exception {
-        HistorySeed.seed(dataSource, TENANTS, "fakeimg", 30_000, Duration.ofDays(90));
+        HistorySeed.seed(dataSource, TENANTS, "fakeimg", 30_000, Duration.ofDays(1));
         List<String> scans = new ArrayList<>();
         try (Connection c = TestDatabase.connect(); Statement s = c.createStatement()) {
             s.execute("SET plan_cache_mode = force_generic_plan");
