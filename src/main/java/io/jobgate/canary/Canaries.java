@@ -246,7 +246,9 @@ public final class Canaries {
      */
     public boolean requeueHeld(UUID jobId, int attempt, JobStatus from, String heldRecord) {
         return Boolean.TRUE.equals(transactions.execute(tx -> {
-            if (jdbc.queryForList("SELECT 1 FROM jobs WHERE job_id = ? AND attempts = ? AND status = ? AND finalized_at IS NULL FOR UPDATE",
+            // By the job's key ("still open" as a CASE, which cannot select a partial index of open jobs).
+            if (jdbc.queryForList("SELECT 1 FROM jobs WHERE job_id = ? AND attempts = ? AND status = ? "
+                    + "AND CASE WHEN finalized_at IS NULL THEN true END FOR UPDATE",
                     Integer.class, jobId, attempt, from.wire()).isEmpty()) {
                 return false;
             }

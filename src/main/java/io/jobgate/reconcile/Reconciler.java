@@ -346,6 +346,8 @@ public final class Reconciler {
     }
 
     private Applied scheduleAt(WaitingJob job, Instant at, String why) {
+        // No "finalized_at IS NULL": the waiting status implies it, and the planner could use it to
+        // read a partial index of open jobs whole instead of this one job by its key.
         jdbc.update("UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL WHERE job_id = ? AND status = ? AND attempts = ?",
                 Timestamp.from(at), job.jobId(), job.status(), job.attempts());
         return new Applied(false, why);

@@ -1,0 +1,114 @@
+package io.jobgate.bench;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.regex.Pattern;
+
+import javax.sql.DataSource;
+
+import io.jobgate.Gateway;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.TestDatabase;
+import org.apache.camel.BeanInject;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The history bench measures the drain with and without 1M finished jobs of the drain's own tenants;
+ * what the bench itself runs while its clock runs must not grow with that history, or it measures
+ * itself. Proven on the plans, as {@code HotPathPlansTest} does for the gateway's statements: with a
+ * history of the drain tenants seeded, none of the drain's probes reads jobs or the outbox whole.
+ */
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class DrainProbesTest {
+
+    static final Pattern WHOLE_TABLE = Pattern.compile("Seq Scan on (jobs|outbox)\\b");
+    static final List<String> TENANTS = List.of("bench-1-drain-00", "bench-1-drain-01");
+
+    @BeanInject("dataSource")
+    DataSource dataSource;
+
+    @BeforeAll
+    void boot() throws Exception {
+        GatewayTestSupport.prepare(Map.of());
+    }
+
+    @Test
+    void theDrainsProbesReadItsOwnJobsAndWaitingEventsNotTheHistory() throws Exception {
+        HistorySeed.seed(dataSource, TENANTS, "fakeimg", 30_000, Duration.ofDays(1));
+        List<String> scans = new ArrayList<>();
+        try (Connection c = TestDatabase.connect(); Statement s = c.createStatement()) {
+            s.execute("SET plan_cache_mode = force_generic_plan");
+            for (String probe : List.of(DrainBench.STILL_OPEN, DrainBench.FAILED, DrainBench.STATUS_WAITING,
+                    DrainBench.RELEASE)) {
+                String plan = genericPlan(s, probe);
+                if (WHOLE_TABLE.matcher(plan).find()) {
+                    scans.add(probe + "\n" + plan);
+                }
+            }
+            // The check sees what it is for: the drain tenants' jobs counted by tenant, as the probe was.
+            assertThat(genericPlan(s, "SELECT count(*) FILTER (WHERE finalized_at IS NULL) FROM jobs WHERE tenant_id LIKE ?"))
+                    .containsPattern(WHOLE_TABLE);
+        }
+        assertThat(scans).as("probes of the drain that read a history table whole").isEmpty();
+
+        // What the probes count: of the given jobs, the open ones and the failed ones.
+        List<UUID> some = new ArrayList<>();
+        try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("SELECT job_id FROM jobs WHERE tenant_id = 'bench-1-drain-00' LIMIT 3")) {
+            while (rs.next()) {
+                some.add(rs.getObject(1, UUID.class));
+            }
+            assertThat(some).hasSize(3);
+            // Seeded as succeeded: none open, none failed; an id of no job counts nothing.
+            some.add(UUID.randomUUID());
+            UUID[] given = some.toArray(UUID[]::new);
+            assertThat(DrainBench.stillOpen(c, given)).isEmpty();
+            assertThat(DrainBench.failed(c, given)).isZero();
+            s.execute("INSERT INTO tenants (tenant_id, display_name, api_key_sha256, max_open_jobs, max_running_jobs, "
+                    + "max_queued_bytes) VALUES ('bench-1-drain-00', 'drain', 'probe-test', 10, 10, 0) ON CONFLICT DO NOTHING");
+            UUID open = UUID.randomUUID();
+            UUID failed = UUID.randomUUID();
+            s.execute("INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version, kind, "
+                    + "provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at, finalized_at, error_category) "
+                    + "VALUES ('" + open + "', 'bench-1-drain-00', 'probe-open', 'x', 'queued', 'p', 1, 'image', 'fakeimg', '{}', 0, 1, 60, "
+                    + "now() + interval '1 minute', NULL, NULL), ('" + failed + "', 'bench-1-drain-00', 'probe-failed', 'x', 'failed', "
+                    + "'p', 1, 'image', 'fakeimg', '{}', 0, 1, 60, now() + interval '1 minute', now(), 'transient')");
+            some.add(open);
+            some.add(failed);
+            given = some.toArray(UUID[]::new);
+            assertThat(DrainBench.stillOpen(c, given)).containsExactly(open);
+            assertThat(DrainBench.failed(c, given)).isEqualTo(1);
+        }
+    }
+
+    /** The plan a prepared statement gets with its parameters unknown (the bench prepares each probe once). */
+    static String genericPlan(Statement s, String query) throws java.sql.SQLException {
+        int parameters = query.length() - query.replace("?", "").length();
+        String numbered = query;
+        for (int i = 1; i <= parameters; i++) {
+            numbered = numbered.replaceFirst("\\?", "\\$" + i);
+        }
+        s.execute("DEALLOCATE ALL");
+        s.execute("PREPARE probe AS " + numbered);
+        StringBuilder plan = new StringBuilder();
+        String args = parameters == 0 ? "" : "(" + String.join(", ", java.util.Collections.nCopies(parameters, "NULL")) + ")";
+        try (ResultSet rs = s.executeQuery("EXPLAIN EXECUTE probe" + args)) {
+            while (rs.next()) {
+                plan.append(rs.getString(1)).append('\n');
+            }
+        }
+        return plan.toString();
+    }
+}
