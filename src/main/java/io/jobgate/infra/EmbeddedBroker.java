@@ -77,12 +77,10 @@ public final class EmbeddedBroker {
      */
     static FileConfiguration read(Path brokerXml, Path dataDir) throws Exception {
         FileConfiguration configuration = new FileConfiguration();
-        java.security.MessageDigest sha = java.security.MessageDigest.getInstance("SHA-256");
-        sha.update(java.nio.file.Files.readAllBytes(brokerXml));
-        sha.update(org.apache.activemq.artemis.utils.VersionLoader.getVersion().getFullVersion().getBytes(java.nio.charset.StandardCharsets.UTF_8));
-        String digest = java.util.HexFormat.of().formatHex(sha.digest());
+        String stamp = io.jobgate.common.Digests.sha256Hex(java.nio.file.Files.readAllBytes(brokerXml))
+                + " artemis " + org.apache.activemq.artemis.utils.VersionLoader.getVersion().getFullVersion();
         Path checked = dataDir.resolve("broker-xml.checked");
-        if (java.nio.file.Files.exists(checked) && java.nio.file.Files.readString(checked).trim().equals(digest)) {
+        if (java.nio.file.Files.exists(checked) && java.nio.file.Files.readString(checked).trim().equals(stamp)) {
             java.net.URL url = brokerXml.toUri().toURL();
             org.w3c.dom.Element root = org.apache.activemq.artemis.utils.XMLUtil.urlToElement(url);
             configuration.parse((org.w3c.dom.Element) root.getElementsByTagName(configuration.getRootElement()).item(0), url);
@@ -92,7 +90,7 @@ public final class EmbeddedBroker {
         deployment.addDeployable(configuration);
         deployment.readConfiguration(); // validates, then parses
         java.nio.file.Files.createDirectories(dataDir);
-        java.nio.file.Files.writeString(checked, digest + "\n");
+        java.nio.file.Files.writeString(checked, stamp + "\n");
         return configuration;
     }
 

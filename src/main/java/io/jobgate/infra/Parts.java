@@ -61,8 +61,8 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
         BackgroundStart<EmbeddedBroker> embeddedBroker = !brokerEmbedded ? null
                 : BackgroundStart.of("artemis", () -> EmbeddedBroker.start(brokerXml, dataDir.resolve("artemis"), brokerHost,
                         brokerPort, brokerLogins));
-        // The S3 client is built and its bucket ensured on that thread too: the AWS SDK's first
-        // client and call cost about as much as the embedded server's start.
+        // The S3 server starts, and the bucket is checked (the AWS SDK's first request, as costly as
+        // the server's start), on a thread of their own too; the client is handed out at once.
         ObjectStorage.Starting s3 = ObjectStorage.startInBackground(settings, dataDir.resolve("objects"), s3Port);
         // Side parts found on the class path (the bundled provider simulator): named by none of this code.
         Map<SidePart, BackgroundStart<SidePart.Running>> sideParts = new LinkedHashMap<>();

@@ -52,13 +52,13 @@ class DrainProbesTest {
             s.execute("SET plan_cache_mode = force_generic_plan");
             for (String probe : List.of(DrainBench.STILL_OPEN, DrainBench.FAILED, DrainBench.STATUS_WAITING,
                     DrainBench.RELEASE)) {
-                String plan = genericPlan(s, probe);
+                String plan = io.jobgate.support.GenericPlans.ofJdbc(s, probe);
                 if (WHOLE_TABLE.matcher(plan).find()) {
                     scans.add(probe + "\n" + plan);
                 }
             }
             // The check sees what it is for: the drain tenants' jobs counted by tenant, as the probe was.
-            assertThat(genericPlan(s, "SELECT count(*) FILTER (WHERE finalized_at IS NULL) FROM jobs WHERE tenant_id LIKE ?"))
+            assertThat(io.jobgate.support.GenericPlans.ofJdbc(s, "SELECT count(*) FILTER (WHERE finalized_at IS NULL) FROM jobs WHERE tenant_id LIKE ?"))
                     .containsPattern(WHOLE_TABLE);
         }
         assertThat(scans).as("probes of the drain that read a history table whole").isEmpty();
@@ -91,24 +91,5 @@ class DrainProbesTest {
             assertThat(DrainBench.stillOpen(c, given)).containsExactly(open);
             assertThat(DrainBench.failed(c, given)).isEqualTo(1);
         }
-    }
-
-    /** The plan a prepared statement gets with its parameters unknown (the bench prepares each probe once). */
-    static String genericPlan(Statement s, String query) throws java.sql.SQLException {
-        int parameters = query.length() - query.replace("?", "").length();
-        String numbered = query;
-        for (int i = 1; i <= parameters; i++) {
-            numbered = numbered.replaceFirst("\\?", "\\$" + i);
-        }
-        s.execute("DEALLOCATE ALL");
-        s.execute("PREPARE probe AS " + numbered);
-        StringBuilder plan = new StringBuilder();
-        String args = parameters == 0 ? "" : "(" + String.join(", ", java.util.Collections.nCopies(parameters, "NULL")) + ")";
-        try (ResultSet rs = s.executeQuery("EXPLAIN EXECUTE probe" + args)) {
-            while (rs.next()) {
-                plan.append(rs.getString(1)).append('\n');
-            }
-        }
-        return plan.toString();
     }
 }

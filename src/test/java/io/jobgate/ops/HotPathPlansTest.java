@@ -44,7 +44,6 @@ class HotPathPlansTest {
     static final String ROLE = "jobgate_hot_path";
     static final Pattern HISTORY_SCAN = Pattern.compile(
             "Seq Scan on (jobs|attempts|ledger|outbox|uploads|webhook_receipts)\\b");
-    static final Pattern PARAMETER = Pattern.compile("\\$(\\d+)");
     /** A statement about one job, event or upload, named by a parameter. */
     static final Pattern ONE_ROW = Pattern.compile("(?i)\\b(job_id|event_id|upload_id)\\s*=\\s*\\$\\d+");
     static final Pattern HISTORY_INDEX_SCAN = Pattern.compile(
@@ -147,7 +146,7 @@ class HotPathPlansTest {
                 }
                 String plan;
                 try {
-                    plan = genericPlan(s, query);
+                    plan = io.jobgate.support.GenericPlans.of(s, query);
                 } catch (java.sql.SQLException e) {
                     unplanned.add(e.getMessage().lines().findFirst().orElse("") + " :: " + oneLine(query));
                     continue;
@@ -198,25 +197,6 @@ class HotPathPlansTest {
     boolean ran(String fragment) {
         return Db.count("SELECT count(*) FROM pg_stat_statements WHERE query LIKE ? AND userid = "
                 + "(SELECT oid FROM pg_roles WHERE rolname = '" + ROLE + "')", "%" + fragment + "%") > 0;
-    }
-
-    /** The plan the gateway gets for {@code query}: prepared with its parameters unknown, planned generically. */
-    static String genericPlan(Statement s, String query) throws java.sql.SQLException {
-        int parameters = 0;
-        Matcher m = PARAMETER.matcher(query);
-        while (m.find()) {
-            parameters = Math.max(parameters, Integer.parseInt(m.group(1)));
-        }
-        s.execute("DEALLOCATE ALL");
-        s.execute("PREPARE hot_path AS " + query);
-        StringBuilder plan = new StringBuilder();
-        String args = parameters == 0 ? "" : "(" + String.join(", ", java.util.Collections.nCopies(parameters, "NULL")) + ")";
-        try (ResultSet rs = s.executeQuery("EXPLAIN EXECUTE hot_path" + args)) {
-            while (rs.next()) {
-                plan.append(rs.getString(1)).append('\n');
-            }
-        }
-        return plan.toString();
     }
 
     /** The plan's index scans of history tables that have no Index Cond (EXPLAIN's text form). */
