@@ -68,6 +68,9 @@ public final class Database {
         var result = Flyway.configure()
                 .dataSource(dataSource)
                 .locations("classpath:" + MigrationStamp.LOCATION)
+                // A session lock rather than one held in an open transaction: CREATE INDEX CONCURRENTLY
+                // (V23) waits for every open transaction, Flyway's own included, and would never finish.
+                .configuration(java.util.Map.of("flyway.postgresql.transactional.lock", "false"))
                 .load()
                 .migrate();
         MigrationStamp.record(dataSource);
