@@ -8,9 +8,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.UUID;
 
-/** Closed-loop HTTP load: N clients each post jobs back to back with fresh idempotency keys. */
+/**
+ * Closed-loop HTTP load: N clients each post jobs back to back with fresh idempotency keys, random
+ * UUIDs as real clients send them (each lands on its own page of the key index, as it would with a
+ * large history, where sequential keys would all touch the same hot page).
+ */
 final class AdmissionLoad {
 
     static final String BODY = """
@@ -21,7 +25,6 @@ final class AdmissionLoad {
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
     private final URI uri;
     private final String apiKey;
-    private final AtomicLong sequence = new AtomicLong();
     private final String body;
 
     AdmissionLoad(int port, String apiKey) {
@@ -38,7 +41,7 @@ final class AdmissionLoad {
     String postOne() throws Exception {
         HttpRequest request = HttpRequest.newBuilder(uri)
                 .header("Authorization", "Bearer " + apiKey)
-                .header("Idempotency-Key", "bench-one-" + sequence.incrementAndGet() + "-" + System.nanoTime())
+                .header("Idempotency-Key", randomKey())
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body)).build();
         HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
@@ -73,7 +76,7 @@ final class AdmissionLoad {
                 while (System.nanoTime() < end) {
                     HttpRequest request = HttpRequest.newBuilder(uri)
                             .header("Authorization", "Bearer " + apiKey)
-                            .header("Idempotency-Key", "bench-" + sequence.incrementAndGet() + "-" + System.nanoTime())
+                            .header("Idempotency-Key", randomKey())
                             .header("Content-Type", "application/json")
                             .POST(HttpRequest.BodyPublishers.ofString(BODY)).build();
                     long t0 = System.nanoTime();
@@ -119,5 +122,9 @@ final class AdmissionLoad {
             return Double.NaN;
         }
         return sorted[(int) Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] / 1e6;
+    }
+
+    static String randomKey() {
+        return UUID.randomUUID().toString();
     }
 }

@@ -38,7 +38,7 @@ public final class HistorySeed {
                                       expires_at, attempts, created_at, updated_at, finalized_at, adapter_revision, result)
                     SELECT (lpad(to_hex(floor(extract(epoch FROM ts) * 1000)::bigint), 12, '0') || '7'
                             || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text), 4, 15))::uuid,
-                           (?::text[])[1 + g % ?], 'history-' || g, md5(g::text), 'succeeded', 'invoice-clean', 2,
+                           (?::text[])[1 + g % ?], md5('history-' || g)::uuid::text, md5(g::text), 'succeeded', 'invoice-clean', 2,
                            'image', 'square', ?, '{}'::jsonb, 40000, 4, 1800, ts + interval '30 minutes', 1,
                            ts, ts + interval '5 seconds', ts + interval '5 seconds', 'history', '{}'::jsonb
                       FROM generate_series(1, ?) g,
