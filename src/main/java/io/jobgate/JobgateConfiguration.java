@@ -174,6 +174,16 @@ public class JobgateConfiguration implements CamelConfiguration {
         RelaySettings relay = RelaySettings.from(settings, roles.runs(Roles.Role.RELAY));
         RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relay.enabled());
         writer.afterCommit(wakeup::wake);
+        // A dispatch this instance wrote for later (a retry, a gate's reopening) wakes its relay when due.
+        io.jobgate.relay.RelayTimer relayTimer = new io.jobgate.relay.RelayTimer(clock, wakeup::wake);
+        if (relay.enabled()) {
+            context.addService(relayTimer, true, true);
+            transitions.observe((event, moved, change) -> {
+                if (event.has(JobTransitions.Effect.DISPATCH_AT)) {
+                    relayTimer.wakeAt(change.at());
+                }
+            });
+        }
         writer.onAdmitted(job -> meters.ledger(job.tenantId(), "debit", job.costMicros()));
         if (relay.enabled()) {
             // Admissions on other instances wake this relay too (PostgreSQL LISTEN/NOTIFY).
@@ -193,6 +203,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         Backoff backoff = workerSettings.backoff();
         JobLeases leases = new JobLeases(jdbc, transactions, transitions, finalizer);
         io.jobgate.job.ProviderGates gates = new io.jobgate.job.ProviderGates(jdbc, transactions, clock);
+        gates.onDispatchDue(relayTimer::wakeAt); // a no-op unless the relay (and so its timer) runs here
         registry.bind("providerGates", gates);
         registry.bind("providerReadiness", new io.jobgate.adapter.ProviderReadiness(providers, gates, clock,
                 settings.millis("jobgate.providers.readiness-period-ms", 1000, 86_400_000),

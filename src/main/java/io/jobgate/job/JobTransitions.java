@@ -287,10 +287,11 @@ public final class JobTransitions {
     private final NamedParameterJdbcTemplate jdbc;
     private final TransactionTemplate transactions;
     private final Clock clock;
-    private volatile Observer observer = (event, moved, change) -> { };
+    private final List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
 
+    /** Adds an observer, told of each transition once it applied (after its transaction, when outermost). */
     public void observe(Observer observer) {
-        this.observer = observer;
+        observers.add(observer);
     }
 
     public JobTransitions(NamedParameterJdbcTemplate jdbc, TransactionTemplate transactions, Clock clock) {
@@ -445,7 +446,7 @@ public final class JobTransitions {
             }
             return Optional.of(new Moved(tenant, attempts, row, now));
         });
-        moved.ifPresent(m -> observer.moved(event, m, change));
+        moved.ifPresent(m -> observers.forEach(o -> o.moved(event, m, change)));
         return moved;
     }
 

@@ -20,10 +20,17 @@ public final class ProviderGates {
     private final TransactionTemplate transactions;
     private final Clock clock;
 
+    private volatile java.util.function.Consumer<Instant> dispatchDueAt = at -> { };
+
     public ProviderGates(JdbcTemplate jdbc, TransactionTemplate transactions, Clock clock) {
         this.jdbc = jdbc;
         this.transactions = transactions;
         this.clock = clock;
+    }
+
+    /** Told when waiting dispatch events were moved to a new due time (the relay's timer). */
+    public void onDispatchDue(java.util.function.Consumer<Instant> dispatchDueAt) {
+        this.dispatchDueAt = dispatchDueAt;
     }
 
     /**
@@ -54,6 +61,9 @@ public final class ProviderGates {
                       FROM moved m WHERE j.job_id = m.job_id AND j.status = 'retry_wait' AND j.next_attempt_at < ?)
                 SELECT count(*) FROM moved""",
                 Integer.class, Timestamp.from(until), Timestamp.from(until), provider, Timestamp.from(until), Timestamp.from(until)));
+        if (moved != null && moved > 0) {
+            dispatchDueAt.accept(until);
+        }
         return moved == null ? 0 : moved;
     }
 
@@ -89,6 +99,9 @@ public final class ProviderGates {
                     now, closed.get(0), provider, now, closed.get(0));
             return true;
         });
+        if (Boolean.TRUE.equals(opened)) {
+            dispatchDueAt.accept(now.toInstant());
+        }
         return Boolean.TRUE.equals(opened);
     }
 
