@@ -64,7 +64,7 @@ public final class App {
             new Command("bench", "measure the gateway: admission, relay, worker latency, backlog drain, history, restart",
                     """
                     usage: java -jar jobgate.jar bench [--jdbc-url URL --db-user U [--db-password P]]
-                                 [--only worker|admission|relay|drain|history|restart|peers] [--peers] [options]
+                                 [--only worker|admission|relay|drain|mixed|history|restart|peers] [--peers] [options]
                       Prints figures beside the same run's pgbench and artemis perf ceilings, and with --peers
                       beside db-scheduler's and JobRunr's on the same PostgreSQL; asserts nothing.
                       Options and what each figure means: docs/benchmarks.md."""),

@@ -16,13 +16,13 @@ import org.apache.camel.main.Main;
 
 /**
  * {@code java -jar target/jobgate.jar bench [--jdbc-url URL] [--db-user U] [--db-password P]
- * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker|drain|history|restart|peers, or several: admission,drain] [--artemis-home DIR]
+ * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker|drain|mixed|history|restart|peers, or several: admission,drain] [--mixed-jobs 5000] [--mixed-clients 16] [--artemis-home DIR]
  * [--drain-jobs 20000] [--drain-tenants 20] [--drain-warm-up N] [--history 1000000]
  * [--peers [db-scheduler,db-scheduler-lock-and-fetch,jobrunr|all] [--peer-jobs 20000] [--peer-warm-up N] [--peer-threads 16] [--peers-dir DIR]]}:
  * admission jobs/s and latency over real HTTP against PostgreSQL, beside pgbench running the same
  * three inserts in one transaction on the same server; then the relay's events/s beside the
  * broker's own ceiling, and the fairness ratio (see {@link RelayBench}); then a backlog drained
- * through the whole path (see {@link DrainBench}). {@code --only restart [--restarts 3]} times the
+ * through the whole path (see {@link DrainBench}), and admission beside a draining backlog ({@code mixed}). {@code --only restart [--restarts 3]} times the
  * packaged gateway's restarts instead ({@link RestartBench}); {@code --only history} prints admission,
  * listing, usage and processing figures fresh and again with a seeded history, as ratios ({@link HistoryBench}).
  * {@code --peers} (or {@code --only peers}) also runs db-scheduler and JobRunr on the same PostgreSQL and
@@ -80,7 +80,8 @@ public final class Bench {
                     credit_grants: {bench-%d: 1000000000000}
                 """.formatted(run, Digests.sha256Hex(apiKey), System.nanoTime(), run, Digests.sha256Hex(quietKey), System.nanoTime()));
         boolean history = only.equals("history");
-        boolean drain = step.test("drain") || history;
+        boolean mixed = step.test("mixed") && !history;
+        boolean drain = step.test("drain") || history || mixed; // the drain's tenants and fake provider
         int drainTenants = Integer.parseInt(opts.getOrDefault("drain-tenants", "20"));
         List<String> drainKeys = new ArrayList<>();
         if (drain) {
@@ -170,10 +171,14 @@ public final class Bench {
                             Integer.parseInt(opts.getOrDefault("history", "1000000")),
                             Integer.parseInt(opts.getOrDefault("drain-jobs", "1500")),
                             Integer.parseInt(opts.getOrDefault("samples", "50")), clientsOfDrain);
-                } else {
+                } else if (step.test("drain")) {
                     int jobs = Integer.parseInt(opts.getOrDefault("drain-jobs", "20000"));
                     drained = drainBench.run(jobs, Integer.parseInt(opts.getOrDefault("drain-warm-up", Integer.toString(Math.min(2000, jobs / 10)))),
                             clientsOfDrain);
+                }
+                if (mixed) {
+                    drainBench.mixed(Integer.parseInt(opts.getOrDefault("mixed-jobs", "5000")), clientsOfDrain, loads.get(0),
+                            Integer.parseInt(opts.getOrDefault("mixed-clients", "16")), seconds);
                 }
             }
             if (peers != null) {

@@ -8,6 +8,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.sql.Timestamp;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -113,19 +114,7 @@ final class DrainBench {
         calls.reset();
         Sampler sampler = new Sampler();
         long t0 = System.nanoTime();
-        try (Connection c = dataSource.getConnection()) {
-            c.setAutoCommit(false);
-            try (Statement s = c.createStatement();
-                 PreparedStatement due = c.prepareStatement(RELEASE)) {
-                s.execute("UPDATE provider_gates SET closed_until = '-infinity', closed_reason = NULL WHERE provider = '"
-                        + FakeProvider.NAME + "'");
-                due.setTimestamp(1, Timestamp.from(Instant.now().minusSeconds(1)));
-                due.setString(2, tenantPattern);
-                due.executeUpdate();
-            }
-            c.commit();
-        }
-        context.createProducerTemplate().sendBody(RelayWakeup.QUEUE, null);
+        release();
         Thread sampling = new Thread(sampler, "bench-drain-sampler");
         sampling.setDaemon(true);
         sampling.start();
@@ -140,6 +129,76 @@ final class DrainBench {
         Snapshot after = snapshot(statements);
         return new Figures(jobs / seconds, seconds, jobs / admitSeconds, failed, before, after, calls.copy(), sampler,
                 statements ? topStatements() : List.of());
+    }
+
+    /** Opens the provider gate and makes the held backlog due at once, then wakes the relay. */
+    private void release() throws Exception {
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement();
+                 PreparedStatement due = c.prepareStatement(RELEASE)) {
+                s.execute("UPDATE provider_gates SET closed_until = '-infinity', closed_reason = NULL WHERE provider = '"
+                        + FakeProvider.NAME + "'");
+                due.setTimestamp(1, Timestamp.from(Instant.now().minusSeconds(1)));
+                due.setString(2, tenantPattern);
+                due.executeUpdate();
+            }
+            c.commit();
+        }
+        context.createProducerTemplate().sendBody(RelayWakeup.QUEUE, null);
+    }
+
+    /**
+     * Admission beside processing (issue 12's mixed load): {@code loadClients} clients of one tenant
+     * admit for {@code seconds} with a backlog of {@code jobs} held behind the closed gate (nothing is
+     * processed), then again for as long while the backlog drains. Prints both rates, their ratio,
+     * what the drain did meanwhile and the sessions' lock waits and idle-in-transaction time.
+     *
+     * @return admission's rate while draining over its idle rate
+     */
+    double mixed(int jobs, int clients, AdmissionLoad load, int loadClients, int seconds) throws Exception {
+        provider.loadAdapter(context);
+        context.getRouteController().startRoute("worker");
+        try {
+            ProviderGates gates = context.getRegistry().lookupByNameAndType("providerGates", ProviderGates.class);
+            gates.close(FakeProvider.NAME, Instant.now().plusSeconds(3600), "bench: backlog held");
+            UUID[] backlog = admit(jobs, clients);
+            waitUntil(STATUS_WAITING, 120);
+            AdmissionLoad.Result idle = load.run(loadClients, Duration.ofSeconds(2), Duration.ofSeconds(seconds));
+
+            Sampler sampler = new Sampler();
+            Thread sampling = new Thread(sampler, "bench-mixed-sampler");
+            sampling.setDaemon(true);
+            release();
+            sampling.start();
+            AdmissionLoad.Result busy = load.run(loadClients, Duration.ZERO, Duration.ofSeconds(seconds));
+            sampler.stop();
+            sampling.join();
+            long drained;
+            try (Connection c = dataSource.getConnection()) {
+                drained = jobs - stillOpen(c, backlog).length;
+            }
+            int n = Math.max(1, sampler.samples);
+            System.out.printf("%nMixed load: %d clients admitting for %d s, first with a %,d-job backlog held (nothing "
+                    + "processed), then while it drains%n", loadClients, seconds, jobs);
+            System.out.printf("  admission idle:     %8.0f jobs/s  p50 %.2f ms  p99 %.2f ms%n", idle.perSecond(), idle.p50Millis(), idle.p99Millis());
+            System.out.printf("  admission draining: %8.0f jobs/s  p50 %.2f ms  p99 %.2f ms  (ratio %.2f)%n", busy.perSecond(),
+                    busy.p50Millis(), busy.p99Millis(), busy.perSecond() / Math.max(1e-9, idle.perSecond()));
+            System.out.printf("  drained meanwhile:  %8.0f jobs/s  (%,d of %,d%s)%n", drained / (double) seconds, drained, jobs,
+                    drained == jobs ? "; the backlog ran out within the window, so the rate is a floor" : "");
+            System.out.printf("  sessions (%d samples every 100 ms): waiting on a lock %.2f, idle in transaction %.2f (mean per sample)%n",
+                    sampler.samples, (double) sampler.lockWaits / n, (double) sampler.idleInTransaction / n);
+            Figures.top("idle in transaction after", sampler.idleOn, n);
+            Figures.top("waiting on a lock in", sampler.waitingOn, n);
+            if (idle.errors() + busy.errors() > 0) {
+                System.out.printf("  %d admissions were not 202: %s%n", idle.errors() + busy.errors(),
+                        busy.firstError() != null ? busy.firstError() : idle.firstError());
+            }
+            waitForDrain(backlog);
+            return busy.perSecond() / Math.max(1e-9, idle.perSecond());
+        } finally {
+            context.getRouteController().stopRoute("worker");
+        }
     }
 
     /** @return the admitted jobs' ids */
