@@ -468,15 +468,15 @@ public final class JobTransitions {
     private static void releaseCounters(WriteChain writes, MapSqlParameterSource p, boolean slot, boolean finalize, long bytes) {
         p.addValue("slot", slot ? 1 : 0).addValue("opened", finalize ? 1 : 0).addValue("bytes", bytes)
                 .addValue("shard", 2 + java.util.concurrent.ThreadLocalRandom.current().nextInt(RELEASE_SHARDS));
-        writes.then("tenant", """
+        writes.then("tenant_release", """
                 UPDATE tenant_accounts SET open_jobs = open_jobs - :opened, queued_bytes = queued_bytes - :bytes,
                                            running_jobs = running_jobs - :slot
                  WHERE tenant_id = :tenant AND {after} RETURNING 1""");
         if (finalize) {
-            writes.then("gateway", "UPDATE gateway_capacity SET in_flight = in_flight - :opened WHERE id = :shard AND {after} RETURNING 1");
+            writes.then("gateway_release", "UPDATE gateway_capacity SET in_flight = in_flight - :opened WHERE id = :shard AND {after} RETURNING 1");
         }
         if (slot) {
-            writes.then("dispatch_window", "UPDATE dispatch_window SET running = running - :slot WHERE id = :shard AND {after} RETURNING 1");
+            writes.then("window_release", "UPDATE dispatch_window SET running = running - :slot WHERE id = :shard AND {after} RETURNING 1");
         }
     }
 
