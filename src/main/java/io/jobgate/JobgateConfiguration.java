@@ -79,6 +79,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         roles.placeholders().forEach(context.getPropertiesComponent()::addOverrideProperty);
         roles.notes().forEach(note -> LOG.warn("{} (an old per-role switch; use {})", note, Roles.SETTING));
         Registry registry = context.getRegistry();
+        io.jobgate.adapter.HttpMethodConverter.register(context);
         // The one clock of every decision (due times, leases, lifetimes, checks), passed into SQL:
         // the system's, unless a test bound one of its own before configuration to move time.
         Clock clock = registry.lookupByNameAndType("clock", Clock.class);

@@ -337,18 +337,17 @@ public final class JobTransitions {
             // relay's partial indexes of waiting events (a plain IS NULL, or IS NOT DISTINCT FROM NULL,
             // which the parser turns into one, can): with statistics taken while few events waited, a
             // generic plan read one of those whole, every tenant's waiting event, to find this job's.
-            if (event.has(Effect.DROP_DISPATCH)) {
-                // Only while the transition applies (checked, not locked: the job row comes second).
-                jdbc.update("""
-                        DELETE FROM outbox o USING jobs j
-                         WHERE o.job_id = :job AND o.event_type = 'dispatch' AND CASE WHEN o.published_at IS NULL THEN true END
-                           AND j.job_id = o.job_id AND j.status = ANY (string_to_array(:from, ','))""" + guards, p);
-            }
             // Taking a lease locks the job's waiting dispatch events first, then its row (the relay's
-            // and finalize's order), in the same statement: one initplan, no extra round trip.
+            // and finalize's order), in the same statement: one initplan, no extra round trip. Dropping
+            // them (a newer one, or none, replaces them) deletes them first the same way, only while the
+            // transition applies (checked, not locked: the job row comes second).
             boolean lockEvents = event.has(Effect.TAKE_LEASE);
+            boolean dropEvents = event.has(Effect.DROP_DISPATCH);
             String update = (lockEvents ? "WITH waiting_events AS (SELECT event_id FROM outbox WHERE job_id = :job"
                     + " AND event_type = 'dispatch' AND CASE WHEN published_at IS NULL THEN true END FOR UPDATE) " : "")
+                    + (dropEvents ? "WITH waiting_events AS (DELETE FROM outbox o USING jobs j"
+                    + " WHERE o.job_id = :job AND o.event_type = 'dispatch' AND CASE WHEN o.published_at IS NULL THEN true END"
+                    + " AND j.job_id = o.job_id AND j.status = ANY (string_to_array(:from, ','))" + guards + " RETURNING o.event_id) " : "")
                     + "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event, change, p, now)
                     + " FROM (SELECT job_id, dispatched_at, status, updated_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
                     // j by its key, and no "finalized_at IS NULL" (the status check implies it, by the jobs
@@ -356,7 +355,7 @@ public final class JobTransitions {
                     // and joined by filter, a row per open job for every transition (seen with 1M of history).
                     + " WHERE j.job_id = :job AND j.job_id = old.job_id"
                     + " AND j.status = ANY (string_to_array(:from, ','))"
-                    + (lockEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards
+                    + (lockEvents || dropEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards
                     + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token, j.redrives,"
                     + " old.dispatched_at IS NOT NULL AS held_slot, j.provider, old.status AS from_status, old.updated_at AS entered_at"
                     + (event == Event.SUCCEED ? ", (SELECT d.units FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_units,"
@@ -380,40 +379,6 @@ public final class JobTransitions {
             int attempts = ((Number) row.get("attempts")).intValue();
             boolean heldSlot = Boolean.TRUE.equals(row.get("held_slot"));
             p.addValue("tenant", tenant).addValue("attempts", attempts).addValue("redrives", ((Number) row.get("redrives")).intValue());
-            if (SUBMITTING.wire().equals(row.get("from_status")) && event.to() != SUBMITTING) {
-                // The call is over (as far as this job's state goes): its provider slot is free (V19),
-                // whichever event ended it. The slot row comes after the job row, as when it was taken.
-                // By the job alone: a job is in one call at a time, so whichever slot names it is its call's.
-                jdbc.update("UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL WHERE job_id = :job", p);
-            }
-            if (event.has(Effect.REFUND) && change.refundPercent() > 0) {
-                long cost = ((Number) row.get("cost_micros")).longValue();
-                long refund = Math.multiplyExact(cost, (long) change.refundPercent()) / 100;
-                if (refund > 0) {
-                    // The debit's metered units go back in the same share; once per redrive (V18: a redriven
-                    // job was charged again for what its last failure refunded).
-                    p.addValue("refund", refund).addValue("cost", cost).addValue("reference", change.category());
-                    int refunded = jdbc.update("""
-                            INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at, units, unit, redrive)
-                            SELECT :tenant, :job, 'refund', :refund, :reference, :now, -d.units * :refund / :cost, d.unit, :redrives
-                              FROM ledger d WHERE d.job_id = :job AND d.entry_type = 'debit' AND d.redrive = 0
-                            ON CONFLICT (job_id, entry_type, redrive) WHERE entry_type IN ('debit', 'refund') DO NOTHING""", p);
-                    if (refunded == 1) {
-                        row.put("refunded_micros", refund);
-                    }
-                }
-            }
-            if (event.has(Effect.DISPATCH_AT)) {
-                jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, available_at, created_at) "
-                        + "VALUES (:job, :tenant, 'dispatch', :at, :now)", p);
-            }
-            if (event.has(Effect.STATUS_EVENT)) {
-                p.addValue("category", change.category());
-                jdbc.update("""
-                        INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, created_at)
-                        VALUES (:job, :tenant, 'status', jsonb_build_object('status', CAST(:to AS text),
-                                'attempt', CAST(:attempts AS int), 'error_category', CAST(:category AS text)), :now, :now)""", p);
-            }
             if (event.has(Effect.REOPEN)) {
                 // What the last failure refunded is charged again (nothing when it was not refunded), so
                 // the ledger says what the tenant pays for this job; then its reservations, as admission takes them.
@@ -430,19 +395,60 @@ public final class JobTransitions {
                              WHERE tenant_id = :tenant RETURNING tenant_id)
                         UPDATE gateway_capacity SET in_flight = in_flight + 1 WHERE id = 1 AND (SELECT count(*) FROM tenant) >= 0""", p);
             }
-            // The counters last, in one statement, right before the commit: the tenant's row is
-            // shared with admission and the relay, so it is held for as short a time as possible.
+            // The rest of the transition's writes: one statement, one round trip, its parts in the lock
+            // order (the slot, the tenant's row, then the shards) and the counters last, right before the
+            // commit: the tenant's row is shared with admission and the relay, so it is held for as short
+            // a time as possible.
+            WriteChain writes = new WriteChain();
+            if (SUBMITTING.wire().equals(row.get("from_status")) && event.to() != SUBMITTING) {
+                // The call is over (as far as this job's state goes): its provider slot is free (V19),
+                // whichever event ended it. The slot row comes after the job row, as when it was taken.
+                // By the job alone: a job is in one call at a time, so whichever slot names it is its call's.
+                writes.then("free_slot", "UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL"
+                        + " WHERE job_id = :job AND {after} RETURNING 1");
+            }
+            long refund = 0;
+            if (event.has(Effect.REFUND) && change.refundPercent() > 0) {
+                long cost = ((Number) row.get("cost_micros")).longValue();
+                refund = Math.multiplyExact(cost, (long) change.refundPercent()) / 100;
+                if (refund > 0) {
+                    // The debit's metered units go back in the same share; once per redrive (V18: a redriven
+                    // job was charged again for what its last failure refunded).
+                    p.addValue("refund", refund).addValue("cost", cost).addValue("reference", change.category());
+                    writes.then(WriteChain.REFUND, """
+                            INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at, units, unit, redrive)
+                            SELECT :tenant, :job, 'refund', :refund, :reference, :now, -d.units * :refund / :cost, d.unit, :redrives
+                              FROM ledger d WHERE d.job_id = :job AND d.entry_type = 'debit' AND d.redrive = 0 AND {after}
+                            ON CONFLICT (job_id, entry_type, redrive) WHERE entry_type IN ('debit', 'refund') DO NOTHING
+                            RETURNING 1""");
+                }
+            }
+            if (event.has(Effect.DISPATCH_AT)) {
+                writes.then("dispatch", "INSERT INTO outbox (job_id, tenant_id, event_type, available_at, created_at) "
+                        + "SELECT :job, :tenant, 'dispatch', :at, :now WHERE {after} RETURNING 1");
+            }
+            if (event.has(Effect.STATUS_EVENT)) {
+                p.addValue("category", change.category());
+                writes.then("status_event", """
+                        INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, created_at)
+                        SELECT :job, :tenant, 'status', jsonb_build_object('status', CAST(:to AS text),
+                               'attempt', CAST(:attempts AS int), 'error_category', CAST(:category AS text)), :now, :now
+                         WHERE {after} RETURNING 1""");
+            }
             if (event.has(Effect.FINALIZE)) {
                 // An attempt still open ends with its job (a worker that died or lost its lease before
                 // recording: its lease ended with the job, so no sweep would close it). A worker that
                 // records after this overwrites it with what it saw.
-                jdbc.update("""
+                writes.then("open_attempts", """
                         UPDATE attempts SET ended_at = :now, outcome = 'ended_with_job',
                                error_message = 'the job ended (' || CAST(:to AS text) || ') before this attempt was recorded'
-                         WHERE job_id = :job AND ended_at IS NULL""", p);
-                releaseCounters(p, heldSlot, true, ((Number) row.get("source_bytes")).longValue());
+                         WHERE job_id = :job AND ended_at IS NULL AND {after} RETURNING 1""");
+                releaseCounters(writes, p, heldSlot, true, ((Number) row.get("source_bytes")).longValue());
             } else if (event.has(Effect.RELEASE_SLOT) && heldSlot) {
-                releaseCounters(p, true, false, 0);
+                releaseCounters(writes, p, true, false, 0);
+            }
+            if (writes.refunded(jdbc, p) && refund > 0) {
+                row.put("refunded_micros", refund);
             }
             return Optional.of(new Moved(tenant, attempts, row, now));
         });
@@ -460,19 +466,48 @@ public final class JobTransitions {
      * to a shard row that neither admission nor the relay ever locks (V10); one statement, the tenant's
      * row first, then the shards (the order every releaser keeps; see the lock order above).
      */
-    private void releaseCounters(MapSqlParameterSource p, boolean slot, boolean finalize, long bytes) {
+    private static void releaseCounters(WriteChain writes, MapSqlParameterSource p, boolean slot, boolean finalize, long bytes) {
         p.addValue("slot", slot ? 1 : 0).addValue("opened", finalize ? 1 : 0).addValue("bytes", bytes)
                 .addValue("shard", 2 + java.util.concurrent.ThreadLocalRandom.current().nextInt(RELEASE_SHARDS));
-        jdbc.update("""
-                WITH tenant AS (
-                    UPDATE tenant_accounts SET open_jobs = open_jobs - :opened, queued_bytes = queued_bytes - :bytes,
-                                               running_jobs = running_jobs - :slot
-                     WHERE tenant_id = :tenant RETURNING tenant_id),
-                gateway AS (
-                    UPDATE gateway_capacity SET in_flight = in_flight - :opened
-                     WHERE id = :shard AND :opened = 1 AND (SELECT count(*) FROM tenant) >= 0 RETURNING id)
-                UPDATE dispatch_window SET running = running - :slot
-                 WHERE id = :shard AND :slot = 1 AND (SELECT count(*) FROM gateway) >= 0""", p);
+        writes.then("tenant_release", """
+                UPDATE tenant_accounts SET open_jobs = open_jobs - :opened, queued_bytes = queued_bytes - :bytes,
+                                           running_jobs = running_jobs - :slot
+                 WHERE tenant_id = :tenant AND {after} RETURNING 1""");
+        if (finalize) {
+            writes.then("gateway_release", "UPDATE gateway_capacity SET in_flight = in_flight - :opened WHERE id = :shard AND {after} RETURNING 1");
+        }
+        if (slot) {
+            writes.then("window_release", "UPDATE dispatch_window SET running = running - :slot WHERE id = :shard AND {after} RETURNING 1");
+        }
+    }
+
+    /**
+     * Writes of one transition run as one statement: each a data-modifying CTE whose condition
+     * ({@code {after}} in its text) reads the one before it, so they run in the order they were added
+     * (PostgreSQL promises no order between the parts of a statement otherwise).
+     */
+    static final class WriteChain {
+        static final String REFUND = "refund";
+        private final StringBuilder sql = new StringBuilder();
+        private String last;
+        private boolean refund;
+
+        void then(String name, String write) {
+            sql.append(last == null ? "WITH " : ",\n").append(name).append(" AS (")
+                    .append(write.replace("{after}", last == null ? "true" : "(SELECT count(*) FROM " + last + ") >= 0")).append(')');
+            last = name;
+            refund |= REFUND.equals(name);
+        }
+
+        /** Runs the chain (nothing when empty); @return whether it wrote the refund. */
+        boolean refunded(NamedParameterJdbcTemplate jdbc, MapSqlParameterSource p) {
+            if (last == null) {
+                return false;
+            }
+            Map<String, Object> done = jdbc.queryForMap(sql + "\nSELECT (SELECT count(*) FROM " + last + ") AS written, "
+                    + (refund ? "(SELECT count(*) FROM " + REFUND + ")" : "0") + " AS refunded", p);
+            return ((Number) done.get("refunded")).intValue() == 1;
+        }
     }
 
     /**

@@ -2,7 +2,6 @@ package io.jobgate.job;
 
 import java.sql.Timestamp;
 import java.time.Instant;
-import java.util.List;
 import java.util.UUID;
 
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -24,33 +23,50 @@ public final class ProviderSlots {
     }
 
     /**
-     * Claims a slot of {@code provider} for the job's call under {@code leaseToken}, in the caller's
-     * transaction (after the job row's lock: the order every transition keeps).
-     *
-     * @return false when all {@code limit} slots are held (the provider is at its concurrency limit)
+     * What a start found at the provider: closed until {@code closedUntil} (a Retry-After; no slot
+     * claimed), or open with a slot claimed ({@code claimed}) or none free.
      */
-    public boolean claim(String provider, int limit, UUID jobId, UUID leaseToken, Instant now) {
-        if (take(provider, limit, jobId, leaseToken, now)) {
-            return true;
+    public record Claim(Instant closedUntil, boolean claimed) {
+    }
+
+    /**
+     * Unless the provider's gate is closed (read, not locked: a close that races this start is the
+     * same as one just after it), claims a slot of {@code provider} for the job's call under
+     * {@code leaseToken}, in the caller's transaction (after the job row's lock: the order every
+     * transition keeps). The gate's read and the claim are one statement, one round trip.
+     */
+    public Claim claim(String provider, int limit, UUID jobId, UUID leaseToken, Instant now) {
+        Claim first = take(provider, limit, jobId, leaseToken, now);
+        if (first.closedUntil() != null || first.claimed()) {
+            return first;
         }
         // The provider's first call, or its limit was raised: make the missing rows, then look again.
         Integer rows = jdbc.queryForObject("SELECT count(*) FROM provider_slots WHERE provider = ? AND slot < ?",
                 Integer.class, provider, limit);
         if (rows != null && rows >= limit) {
-            return false;
+            return first;
         }
         jdbc.update("INSERT INTO provider_slots (provider, slot) SELECT ?, g FROM generate_series(0, ? - 1) g ON CONFLICT DO NOTHING",
                 provider, limit);
         return take(provider, limit, jobId, leaseToken, now);
     }
 
-    private boolean take(String provider, int limit, UUID jobId, UUID leaseToken, Instant now) {
-        List<Integer> slot = jdbc.queryForList("""
-                UPDATE provider_slots s SET lease_token = ?, job_id = ?, taken_at = ?
-                 WHERE s.provider = ? AND s.slot = (SELECT f.slot FROM provider_slots f
-                                                     WHERE f.provider = ? AND f.slot < ? AND f.lease_token IS NULL
-                                                     ORDER BY f.slot LIMIT 1 FOR UPDATE SKIP LOCKED)
-                RETURNING s.slot""", Integer.class, leaseToken, jobId, Timestamp.from(now), provider, provider, limit);
-        return !slot.isEmpty();
+    private Claim take(String provider, int limit, UUID jobId, UUID leaseToken, Instant now) {
+        Timestamp at = Timestamp.from(now);
+        // The gate's condition inside the slot's subquery: a closed gate locks no slot row at all.
+        return jdbc.queryForObject("""
+                WITH gate AS (SELECT closed_until FROM provider_gates WHERE provider = ? AND closed_until > ?),
+                taken AS (
+                    UPDATE provider_slots s SET lease_token = ?, job_id = ?, taken_at = ?
+                     WHERE s.provider = ? AND s.slot = (SELECT f.slot FROM provider_slots f
+                                                         WHERE f.provider = ? AND f.slot < ? AND f.lease_token IS NULL
+                                                           AND NOT EXISTS (SELECT 1 FROM gate)
+                                                         ORDER BY f.slot LIMIT 1 FOR UPDATE SKIP LOCKED)
+                    RETURNING s.slot)
+                SELECT (SELECT closed_until FROM gate) AS closed_until, EXISTS (SELECT 1 FROM taken) AS claimed""",
+                (rs, n) -> {
+                    Timestamp closed = rs.getTimestamp("closed_until");
+                    return new Claim(closed == null ? null : closed.toInstant(), rs.getBoolean("claimed"));
+                }, provider, at, leaseToken, jobId, at, provider, provider, limit);
     }
 }

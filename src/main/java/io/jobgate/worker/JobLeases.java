@@ -154,14 +154,13 @@ public final class JobLeases {
                 wakeAt = now.plus(deferDelay);
                 reason = verdict.message();
             } else {
-                // Closed by a Retry-After: read, not locked (a close that races this start is the same
-                // as one just after it). Full: no free slot of the provider's limit (V19), claimed here.
-                Instant closedUntil = jdbc.query("SELECT closed_until FROM provider_gates WHERE provider = ? AND closed_until > ?",
-                        rs -> rs.next() ? rs.getTimestamp(1).toInstant() : null, provider.name(), Timestamp.from(now));
-                if (closedUntil != null) {
-                    wakeAt = closedUntil;
-                    reason = "provider " + provider.name() + " gate closed until " + closedUntil;
-                } else if (!slots.claim(provider.name(), provider.maxConcurrency(), jobId, lease.token(), now)) {
+                // Closed by a Retry-After: no slot claimed. Full: no free slot of the provider's limit (V19).
+                io.jobgate.job.ProviderSlots.Claim claim = slots.claim(provider.name(), provider.maxConcurrency(), jobId,
+                        lease.token(), now);
+                if (claim.closedUntil() != null) {
+                    wakeAt = claim.closedUntil();
+                    reason = "provider " + provider.name() + " gate closed until " + claim.closedUntil();
+                } else if (!claim.claimed()) {
                     wakeAt = now.plus(fullDelay);
                     reason = "provider " + provider.name() + " at its concurrency limit " + provider.maxConcurrency();
                 }
