@@ -72,6 +72,7 @@ final class HistoryBench {
             timed.add(one.postOne()); // warm
         }
         double[] admit = new double[samples];
+        resetStatements();
         for (int i = 0; i < samples; i++) {
             long t = System.nanoTime();
             timed.add(one.postOne());
@@ -86,9 +87,17 @@ final class HistoryBench {
                 throw new IllegalStateException("cancel answered " + r.statusCode() + ": " + r.body());
             }
         }
+        double admitDb = statementMillis() / samples;
         figures.put("admission, one client, p50 ms", p50(admit));
         figures.put("GET /v1/jobs?limit=50, p50 ms", p50(timeGets("/v1/jobs?limit=50", samples)));
+        double listingDb = statementMillis() / samples;
         figures.put("GET /v1/usage, p50 ms", p50(timeGets("/v1/usage", samples)));
+        double usageDb = statementMillis() / samples;
+        // The database's share of each call (every statement run meanwhile, background work included):
+        // what history can make grow, less blurred by the host's load than the calls' wall time.
+        figures.put("admission, DB ms per call", admitDb);
+        figures.put("listing, DB ms per call", listingDb);
+        figures.put("usage, DB ms per call", usageDb);
         figures.put("relay, status events/s", relayRate(timed, RELAY_EVENTS));
         figures.put("processing, jobs/s", drain.run(drainJobs, warmUp ? Math.min(2000, drainJobs) : 0, clients));
         return figures;
@@ -126,9 +135,32 @@ final class HistoryBench {
         }
     }
 
+    private void resetStatements() throws java.sql.SQLException {
+        try (java.sql.Connection c = dataSource.getConnection(); java.sql.Statement s = c.createStatement()) {
+            s.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+            s.execute("SELECT pg_stat_statements_reset()");
+        }
+    }
+
+    /** The execution time of every statement of this database since the last reset, then resets. */
+    private double statementMillis() throws java.sql.SQLException {
+        try (java.sql.Connection c = dataSource.getConnection(); java.sql.Statement s = c.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements "
+                     + "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+                     + "AND query NOT LIKE '%pg_stat_statements%'")) {
+            rs.next();
+            double millis = rs.getDouble(1);
+            resetStatements();
+            return millis;
+        }
+    }
+
     private double[] timeGets(String path, int samples) throws Exception {
         double[] millis = new double[samples];
         for (int i = -samples; i < samples; i++) {
+            if (i == 0) {
+                resetStatements(); // the warm half's statements are not counted
+            }
             String key = apiKeys.get(Math.floorMod(i, apiKeys.size()));
             HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
                     .header("Authorization", "Bearer " + key).GET().build();
