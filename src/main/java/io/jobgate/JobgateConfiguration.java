@@ -73,6 +73,8 @@ public class JobgateConfiguration implements CamelConfiguration {
     public void configure(CamelContext context) throws Exception {
         // Where the start's time goes, logged once the gateway is ready.
         StartupTimes startupTimes = StartupTimes.install(context);
+        // Camel's MBeans described for JMX once the gateway is ready, not on the start's critical path.
+        io.jobgate.ops.LateMBeans.install(context);
         Settings settings = new Settings(context);
         // What this instance runs, decided first: a wrong role name stops the start before any part starts.
         Roles roles = Roles.from(settings);

@@ -16,7 +16,8 @@ import java.util.concurrent.TimeUnit;
  * started as a process of its own on one data directory, first after a clean stop and then after
  * SIGKILL (its PostgreSQL left running, Artemis's lock file left behind): from process start to
  * {@code /observe/health} 200, each run and the median, beside the gateway's own account of where
- * the time went (its "jobgate ready in" line).
+ * the time went (its "jobgate ready in" line) and the CPU the gateway's JVM had used by then (from
+ * {@code /proc}; steadier than the wall clock on a shared machine).
  */
 final class RestartBench {
 
@@ -38,22 +39,29 @@ final class RestartBench {
         awaitReady(gateway);
         List<Long> clean = new ArrayList<>();
         List<Long> killed = new ArrayList<>();
+        List<Long> cleanCpu = new ArrayList<>();
+        List<Long> killedCpu = new ArrayList<>();
         for (int i = 1; i <= restarts; i++) {
             gateway.destroy(); // SIGTERM: a clean stop
             gateway.waitFor(60, TimeUnit.SECONDS);
             gateway = start("clean-" + i);
             clean.add(awaitReady(gateway));
-            System.out.printf("  after a clean stop: %5d ms   %s%n", clean.get(clean.size() - 1), readyLine("clean-" + i));
+            cleanCpu.add(cpuMillis(gateway));
+            System.out.printf("  after a clean stop: %5d ms, CPU %5d ms   %s%n", clean.get(clean.size() - 1),
+                    cleanCpu.get(cleanCpu.size() - 1), readyLine("clean-" + i));
             gateway.destroyForcibly(); // SIGKILL: nothing is stopped
             gateway.waitFor(60, TimeUnit.SECONDS);
             gateway = start("killed-" + i);
             killed.add(awaitReady(gateway));
-            System.out.printf("  after SIGKILL:      %5d ms   %s%n", killed.get(killed.size() - 1), readyLine("killed-" + i));
+            killedCpu.add(cpuMillis(gateway));
+            System.out.printf("  after SIGKILL:      %5d ms, CPU %5d ms   %s%n", killed.get(killed.size() - 1),
+                    killedCpu.get(killedCpu.size() - 1), readyLine("killed-" + i));
         }
         gateway.destroy();
         gateway.waitFor(60, TimeUnit.SECONDS);
         System.out.printf("%nprocess start to /observe/health 200, median of %d: after a clean stop %d ms, after SIGKILL %d ms "
-                + "(runs: %s; %s)%n", restarts, median(clean), median(killed), clean, killed);
+                + "(runs: %s; %s); the gateway JVM's CPU by then, median: %d ms and %d ms (runs: %s; %s)%n",
+                restarts, median(clean), median(killed), clean, killed, median(cleanCpu), median(killedCpu), cleanCpu, killedCpu);
     }
 
     private Process start(String name) throws Exception {
@@ -86,6 +94,19 @@ final class RestartBench {
             Thread.sleep(50); // polling a process from outside: nothing to wait on instead
         }
         throw new IllegalStateException("the gateway was not ready within 120 s; see the logs in " + dataDir);
+    }
+
+    /** CPU (user and system) the process has used so far, in ms; -1 where /proc is not there. */
+    private static long cpuMillis(Process process) {
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(process.pid()), "stat"));
+            // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            long ticks = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+            return ticks * 10; // USER_HZ is 100 on Linux
+        } catch (java.io.IOException | RuntimeException notLinux) {
+            return -1;
+        }
     }
 
     private String readyLine(String name) throws Exception {
