@@ -17,7 +17,11 @@ import java.util.concurrent.TimeUnit;
  * SIGKILL (its PostgreSQL left running, Artemis's lock file left behind): from process start to
  * {@code /observe/health} 200, each run and the median, beside the gateway's own account of where
  * the time went (its "jobgate ready in" line) and the CPU the gateway's JVM had used by then (from
- * {@code /proc}; steadier than the wall clock on a shared machine).
+ * {@code /proc}; steadier than the wall clock on a shared machine). The first start, on a fresh
+ * data directory (PostgreSQL's initdb, the schema's migrations, Artemis's journal created), is
+ * timed too, and at each ready the memory: the JVM's resident set (and its peak so far), and the
+ * embedded PostgreSQL's processes apart, as their proportional set (their shared buffers counted
+ * once across the backends, not once per backend).
  */
 final class RestartBench {
 
@@ -36,7 +40,10 @@ final class RestartBench {
         System.out.printf("%njobgate restart to ready: java -jar %s on embedded defaults, %d cores, data in %s%n",
                 jar.getFileName(), Runtime.getRuntime().availableProcessors(), dataDir);
         Process gateway = start("first");
-        awaitReady(gateway);
+        long fresh = awaitReady(gateway);
+        System.out.printf("  on a fresh data directory: %5d ms, CPU %5d ms, %s   %s%n", fresh, cpuMillis(gateway),
+                memory(gateway), readyLine("first"));
+        List<Long> rss = new ArrayList<>();
         List<Long> clean = new ArrayList<>();
         List<Long> killed = new ArrayList<>();
         List<Long> cleanCpu = new ArrayList<>();
@@ -47,21 +54,80 @@ final class RestartBench {
             gateway = start("clean-" + i);
             clean.add(awaitReady(gateway));
             cleanCpu.add(cpuMillis(gateway));
-            System.out.printf("  after a clean stop: %5d ms, CPU %5d ms   %s%n", clean.get(clean.size() - 1),
-                    cleanCpu.get(cleanCpu.size() - 1), readyLine("clean-" + i));
+            rss.add(rssMiB(gateway));
+            System.out.printf("  after a clean stop: %5d ms, CPU %5d ms, %s   %s%n", clean.get(clean.size() - 1),
+                    cleanCpu.get(cleanCpu.size() - 1), memory(gateway), readyLine("clean-" + i));
             gateway.destroyForcibly(); // SIGKILL: nothing is stopped
             gateway.waitFor(60, TimeUnit.SECONDS);
             gateway = start("killed-" + i);
             killed.add(awaitReady(gateway));
             killedCpu.add(cpuMillis(gateway));
-            System.out.printf("  after SIGKILL:      %5d ms, CPU %5d ms   %s%n", killed.get(killed.size() - 1),
-                    killedCpu.get(killedCpu.size() - 1), readyLine("killed-" + i));
+            rss.add(rssMiB(gateway));
+            System.out.printf("  after SIGKILL:      %5d ms, CPU %5d ms, %s   %s%n", killed.get(killed.size() - 1),
+                    killedCpu.get(killedCpu.size() - 1), memory(gateway), readyLine("killed-" + i));
         }
         gateway.destroy();
         gateway.waitFor(60, TimeUnit.SECONDS);
         System.out.printf("%nprocess start to /observe/health 200, median of %d: after a clean stop %d ms, after SIGKILL %d ms "
                 + "(runs: %s; %s); the gateway JVM's CPU by then, median: %d ms and %d ms (runs: %s; %s)%n",
                 restarts, median(clean), median(killed), clean, killed, median(cleanCpu), median(killedCpu), cleanCpu, killedCpu);
+        System.out.printf("on a fresh data directory: %d ms to ready (issue 12's target: under 10 s); the gateway JVM's resident "
+                + "set at ready, median of the restarts: %d MiB (target: under 512 MiB; runs: %s)%n", fresh, median(rss), rss);
+    }
+
+    /** "JVM 310 MiB (peak 330), PostgreSQL 45 MiB in 9 processes" from /proc; "" where it is not there. */
+    private String memory(Process gateway) {
+        long rss = rssMiB(gateway);
+        if (rss < 0) {
+            return "";
+        }
+        long[] postgres = postgresPssKiB();
+        return String.format("JVM %d MiB (peak %d), PostgreSQL %d MiB in %d processes", rss,
+                statusKiB(gateway.pid(), "VmHWM") / 1024, postgres[0] / 1024, postgres[1]);
+    }
+
+    private static long rssMiB(Process process) {
+        long kib = statusKiB(process.pid(), "VmRSS");
+        return kib < 0 ? -1 : kib / 1024;
+    }
+
+    /** A "Name:   123 kB" line of /proc/PID/status, in KiB; -1 where it is not there. */
+    private static long statusKiB(long pid, String name) {
+        try {
+            return Files.readAllLines(Path.of("/proc", Long.toString(pid), "status")).stream()
+                    .filter(l -> l.startsWith(name + ":")).map(l -> Long.parseLong(l.replaceAll("[^0-9]", "")))
+                    .findFirst().orElse(-1L);
+        } catch (java.io.IOException | RuntimeException notLinux) {
+            return -1;
+        }
+    }
+
+    /**
+     * The embedded PostgreSQL's proportional set size, summed over its processes (those whose command
+     * line names this data directory's server, and the postmaster's children), and their count.
+     */
+    private long[] postgresPssKiB() {
+        String serverDir = dataDir.resolve("postgres").toString();
+        java.util.Set<Long> postmasters = new java.util.HashSet<>();
+        ProcessHandle.allProcesses().filter(p -> p.info().commandLine().map(c -> c.contains(serverDir)).orElse(false))
+                .forEach(p -> postmasters.add(p.pid()));
+        long pss = 0;
+        long count = 0;
+        for (ProcessHandle p : ProcessHandle.allProcesses().toList()) {
+            boolean ours = postmasters.contains(p.pid())
+                    || p.parent().map(parent -> postmasters.contains(parent.pid())).orElse(false);
+            if (!ours) {
+                continue;
+            }
+            try {
+                pss += Files.readAllLines(Path.of("/proc", Long.toString(p.pid()), "smaps_rollup")).stream()
+                        .filter(l -> l.startsWith("Pss:")).mapToLong(l -> Long.parseLong(l.replaceAll("[^0-9]", ""))).sum();
+                count++;
+            } catch (java.io.IOException | RuntimeException gone) {
+                // the process ended meanwhile, or no /proc
+            }
+        }
+        return new long[] {pss, count};
     }
 
     private Process start(String name) throws Exception {
