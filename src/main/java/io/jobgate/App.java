@@ -68,6 +68,12 @@ public final class App {
                       Prints figures beside the same run's pgbench and artemis perf ceilings, and with --peers
                       beside db-scheduler's and JobRunr's on the same PostgreSQL; asserts nothing.
                       Options and what each figure means: docs/benchmarks.md."""),
+            new Command("training-run", "start the gateway on a throwaway data directory and stop it once ready (the build's class-data archive)",
+                    """
+                    usage: java -jar jobgate.jar training-run
+                      What mvn package runs after the jar is made, under -XX:ArchiveClassesAtExit=target/jobgate.jsa:
+                      the classes the start loads go to the archive that the README's run command maps at every
+                      later start. Ephemeral ports; the data directory is deleted afterwards."""),
             new Command("help", "list the commands; '<command> --help' describes one",
                     "usage: java -jar jobgate.jar help | --help | <command> --help"));
 
@@ -93,6 +99,7 @@ public final class App {
         switch (command) {
             case "run" -> Gateway.gateway().run(rest);
             case "bench" -> Bench.main(rest);
+            case "training-run" -> io.jobgate.ops.TrainingRun.main(rest);
             case "simulator" -> io.jobgate.simulator.SimulatorCommand.main(rest);
             case "demo" -> io.jobgate.demo.Demo.main(rest);
             case "evaluate" -> io.jobgate.evaluation.EvaluateCommand.main(rest);

@@ -31,13 +31,29 @@ class PackagedJarIT {
     /** Text of a job that must never reach the log. */
     static final String PROMPT = "Secret Supplier 7f3a9c";
 
+    /**
+     * The build's training run left a class-data archive that this JVM maps (-Xshare:on refuses to
+     * start otherwise) and that holds the gateway's own classes, not only the JDK's.
+     */
+    @Test
+    void theBuildsClassDataArchiveMapsAndHoldsTheGatewaysClasses() throws Exception {
+        Path archive = Path.of("target/jobgate.jsa");
+        assertThat(archive).exists();
+        Process jvm = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-XX:SharedArchiveFile=" + archive,
+                "-Xshare:on", "-Xlog:class+load=info", "-jar", "target/jobgate.jar", "help").redirectErrorStream(true).start();
+        String out = new String(jvm.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(jvm.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(jvm.exitValue()).as(out).isZero();
+        assertThat(out).contains("io.jobgate.App source: shared objects file (top)");
+    }
+
     @Test
     void theShadedJarRunsOnEmbeddedDefaultsAndStopsCleanly() throws Exception {
         Path dataDir = Files.createTempDirectory("jobgate-jar");
         Path log = dataDir.resolve("gateway.log");
         int port = GatewayTestSupport.freePort();
         int brokerPort = GatewayTestSupport.freePort();
-        ProcessBuilder pb = PackagedGateway.builder(dataDir, port, log);
+        ProcessBuilder pb = PackagedGateway.builder(dataDir, port, log, "-XX:SharedArchiveFile=target/jobgate.jsa");
         pb.environment().put("JOBGATE_BROKER_EMBEDDED_PORT", Integer.toString(brokerPort)); // the legacy producers' port
         pb.environment().put("JOBGATE_LOG_FORMAT", "json");
         Process gateway = pb.start();

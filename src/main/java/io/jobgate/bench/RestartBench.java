@@ -37,8 +37,9 @@ final class RestartBench {
     }
 
     void run(int restarts) throws Exception {
-        System.out.printf("%njobgate restart to ready: java -jar %s on embedded defaults, %d cores, data in %s%n",
-                jar.getFileName(), Runtime.getRuntime().availableProcessors(), dataDir);
+        System.out.printf("%njobgate restart to ready: java %s-jar %s on embedded defaults, %d cores, data in %s%n",
+                classDataArchive().map(a -> "-XX:SharedArchiveFile=" + a + " ").orElse(""), jar.getFileName(),
+                Runtime.getRuntime().availableProcessors(), dataDir);
         Process gateway = start("first");
         long fresh = awaitReady(gateway);
         System.out.printf("  on a fresh data directory: %5d ms, CPU %5d ms, %s   %s%n", fresh, cpuMillis(gateway),
@@ -131,7 +132,10 @@ final class RestartBench {
     }
 
     private Process start(String name) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-jar", jar.toString())
+        List<String> command = new ArrayList<>(List.of(System.getProperty("java.home") + "/bin/java"));
+        classDataArchive().ifPresent(archive -> command.add("-XX:SharedArchiveFile=" + archive));
+        command.addAll(List.of("-jar", jar.toString()));
+        ProcessBuilder pb = new ProcessBuilder(command)
                 .redirectErrorStream(true).redirectOutput(dataDir.resolve(name + ".log").toFile());
         pb.environment().keySet().removeIf(k -> k.startsWith("JOBGATE_") || k.startsWith("CAMEL_"));
         pb.environment().put("CAMEL_SERVER_PORT", Integer.toString(port));
@@ -139,6 +143,12 @@ final class RestartBench {
         pb.environment().put("JOBGATE_BROKER_EMBEDDED_PORT", "0");
         pb.environment().put("JOBGATE_SIMULATOR_PORT", "0");
         return pb.start();
+    }
+
+    /** The build's class-data archive beside the jar, which the README's run command maps: started the same way. */
+    private java.util.Optional<Path> classDataArchive() {
+        Path archive = jar.resolveSibling("jobgate.jsa");
+        return Files.isReadable(archive) ? java.util.Optional.of(archive) : java.util.Optional.empty();
     }
 
     /** Milliseconds from now (just after the process started) to the first health 200. */
