@@ -51,12 +51,16 @@ public final class ObjectStorage {
         }
         CompletableFuture<URI> serverEndpoint = endpoint != null ? CompletableFuture.completedFuture(URI.create(endpoint))
                 : new CompletableFuture<>();
-        S3Client client = client(serverEndpoint, endpoint == null || plainHttp(endpoint), region, accessKey, secretKey);
+        // The embedded server's puts go into its store in process (EmbeddedS3Client); the rest over HTTP.
+        CompletableFuture<org.gaul.s3proxy.blobstore.BlobStore> store = new CompletableFuture<>();
+        S3Client http = client(serverEndpoint, endpoint == null || plainHttp(endpoint), region, accessKey, secretKey);
+        S3Client client = endpoint != null ? http : new EmbeddedS3Client(http, store);
         BackgroundStart<Started> started = BackgroundStart.of("s3", () -> {
             EmbeddedS3Server server = null;
             try {
                 if (endpoint == null) {
                     server = EmbeddedS3Server.start(objectsDir, embeddedPort, accessKey, secretKey);
+                    store.complete(server.store());
                     serverEndpoint.complete(URI.create(server.endpoint()));
                 }
                 // Also the SDK's first request, a good part of its start-up cost: made here, beside
@@ -65,6 +69,7 @@ public final class ObjectStorage {
                 return new Started(server, client);
             } catch (Exception | Error e) {
                 serverEndpoint.completeExceptionally(e); // a request made meanwhile fails instead of waiting
+                store.completeExceptionally(e);
                 client.close();
                 if (server != null) {
                     server.stop();

@@ -35,15 +35,28 @@ public enum JobStatus {
      * bound the same way by every driver path: JdbcTemplate, named parameters, camel-sql).
      */
     public static String sqlList(java.util.Collection<JobStatus> statuses) {
-        return statuses.stream().map(JobStatus::wire).sorted().collect(java.util.stream.Collectors.joining(","));
+        // Built on every transition: a walk over the statuses in wire order, no stream or sort.
+        StringBuilder list = new StringBuilder();
+        for (JobStatus status : BY_WIRE) {
+            if (statuses.contains(status)) {
+                list.append(list.isEmpty() ? "" : ",").append(status.wire);
+            }
+        }
+        return list.toString();
     }
+
+    private static final JobStatus[] BY_WIRE = Arrays.stream(values()).sorted(java.util.Comparator.comparing(JobStatus::wire))
+            .toArray(JobStatus[]::new);
+
+    /** Its name in the database and the API. */
+    private final String wire = name().toLowerCase(java.util.Locale.ROOT);
 
     public boolean terminal() {
         return this == SUCCEEDED || this == FAILED || this == CANCELLED;
     }
 
     public String wire() {
-        return name().toLowerCase();
+        return wire;
     }
 
     public static Optional<JobStatus> fromWire(String value) {

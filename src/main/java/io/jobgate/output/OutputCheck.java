@@ -99,7 +99,8 @@ public final class OutputCheck {
         if (mediaType.equals(MediaTypes.WEBP)) {
             return webp(bytes);
         }
-        try (ImageInputStream in = ImageIO.createImageInputStream(new ByteArrayInputStream(bytes))) {
+        // Cached in memory: ImageIO's own choice for a stream is a temporary file per check (its disk cache is on by default).
+        try (ImageInputStream in = new javax.imageio.stream.MemoryCacheImageInputStream(new ByteArrayInputStream(bytes))) {
             Iterator<ImageReader> readers = ImageIO.getImageReaders(in);
             if (!readers.hasNext()) {
                 throw new Refused("output image header unreadable");

@@ -1,7 +1,7 @@
 package io.jobgate.adapter;
 
 import org.apache.camel.CamelContext;
-import org.apache.camel.http.common.HttpMethods;
+import org.apache.camel.component.http.HttpMethods;
 import org.apache.camel.impl.DefaultCamelContext;
 import org.junit.jupiter.api.Test;
 

@@ -1,0 +1,65 @@
+package io.jobgate.infra;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.concurrent.CompletableFuture;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
+
+/** A put made in process reads back over HTTP exactly as one made over HTTP. */
+class EmbeddedS3ClientTest {
+
+    static EmbeddedS3Server server;
+    static S3Client http;
+    static S3Client inProcess;
+
+    @BeforeAll
+    static void start() throws Exception {
+        server = EmbeddedS3Server.start(Files.createTempDirectory("jobgate-s3-client"), 0);
+        http = ObjectStorage.client(server.endpoint(), "us-east-1", server.accessKey(), server.secretKey());
+        inProcess = new EmbeddedS3Client(ObjectStorage.client(server.endpoint(), "us-east-1", server.accessKey(),
+                server.secretKey()), CompletableFuture.completedFuture(server.store()));
+        ObjectStorage.ensureBucket(http, "bkt");
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        inProcess.close();
+        http.close();
+        server.stop();
+    }
+
+    @Test
+    void putInProcessReadsBackLikeAPutOverHttp() {
+        byte[] body = "{\"a\":1}".getBytes(StandardCharsets.UTF_8);
+        String inProcessETag = inProcess.putObject(r -> r.bucket("bkt").key("x/in-process.json").contentType("application/json")
+                .contentLength((long) body.length), RequestBody.fromBytes(body)).eTag();
+        String httpETag = http.putObject(r -> r.bucket("bkt").key("x/http.json").contentType("application/json")
+                .contentLength((long) body.length), RequestBody.fromBytes(body)).eTag();
+
+        assertThat(inProcessETag).isEqualTo(httpETag);
+        HeadObjectResponse a = http.headObject(r -> r.bucket("bkt").key("x/in-process.json"));
+        HeadObjectResponse b = http.headObject(r -> r.bucket("bkt").key("x/http.json"));
+        assertThat(a.contentType()).isEqualTo(b.contentType()).isEqualTo("application/json");
+        assertThat(a.contentLength()).isEqualTo(b.contentLength()).isEqualTo(body.length);
+        assertThat(a.eTag()).isEqualTo(b.eTag());
+        assertThat(http.getObjectAsBytes(r -> r.bucket("bkt").key("x/in-process.json")).asByteArray()).isEqualTo(body);
+        // The other calls go over HTTP and see it.
+        assertThat(inProcess.listObjectsV2(r -> r.bucket("bkt").prefix("x/")).contents()).hasSize(2);
+    }
+
+    @Test
+    void aPutWithoutTypeOrLengthTakesTheBodys() {
+        inProcess.putObject(r -> r.bucket("bkt").key("y/bytes"), RequestBody.fromBytes(new byte[] {1, 2, 3}));
+        HeadObjectResponse head = http.headObject(r -> r.bucket("bkt").key("y/bytes"));
+        assertThat(head.contentLength()).isEqualTo(3);
+        assertThat(head.contentType()).isEqualTo("application/octet-stream");
+    }
+}
