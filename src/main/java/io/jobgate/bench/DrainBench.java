@@ -211,6 +211,7 @@ final class DrainBench {
                     idleSampler.writer(), sampler.writer());
             System.out.printf("  sessions (%d samples every 100 ms): waiting on a lock %.2f, idle in transaction %.2f (mean per sample)%n",
                     sampler.samples, (double) sampler.lockWaits / n, (double) sampler.idleInTransaction / n);
+            Figures.top("the admission writer waited for a lock held by", sampler.writerBlockedBy, n);
             Figures.top("idle in transaction after", sampler.idleOn, n);
             Figures.top("waiting on a lock in", sampler.waitingOn, n);
             if (idle.errors() + busy.errors() > 0) {
@@ -489,6 +490,8 @@ final class DrainBench {
     static final String WRITER_LOCK_GATEWAY = "SELECT g.in_flight";
     static final String WRITER_LOCK_TENANTS = "SELECT a.tenant_id, a.open_jobs";
     static final String WRITER_INSERT = "WITH input AS";
+    /** Since session 10 both locks are one statement. */
+    static final String WRITER_LOCKS = "WITH gateway AS";
 
     /** CPU over a window: the gateway JVM's, PostgreSQL's processes' (when local) and the JIT's compile time. */
     static final class Cpu {
@@ -552,6 +555,8 @@ final class DrainBench {
         final Map<String, Integer> waitingOn = new LinkedHashMap<>();
         /** The admission writer's session, by what it was doing (its statements are known). */
         final Map<String, Integer> writerStates = new java.util.TreeMap<>();
+        /** What held the lock the admission writer waited for (the first blocking session's state and statement). */
+        final Map<String, Integer> writerBlockedBy = new LinkedHashMap<>();
 
         /** The writer's states as shares of the samples ("none" when it was never seen inside a transaction). */
         String writer() {
@@ -577,17 +582,20 @@ final class DrainBench {
             try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
                 while (running) {
                     samples++;
-                    try (ResultSet rs = s.executeQuery("SELECT state, wait_event_type, "
-                            + "left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM pg_stat_activity "
-                            + "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
-                            + "AND state <> 'idle' AND query NOT LIKE '%bench-drain%'")) {
+                    try (ResultSet rs = s.executeQuery("SELECT a.state, a.wait_event_type, "
+                            + "left(regexp_replace(a.query, '\\s+', ' ', 'g'), 90), "
+                            + "(SELECT left(b.state || ': ' || regexp_replace(b.query, '\\s+', ' ', 'g'), 60) FROM pg_stat_activity b "
+                            + "WHERE b.pid = (pg_blocking_pids(a.pid))[1]) FROM pg_stat_activity a "
+                            + "WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.backend_type = 'client backend' "
+                            + "AND a.state <> 'idle' AND a.query NOT LIKE '%bench-drain%'")) {
                         while (rs.next()) {
                             String state = rs.getString(1);
                             String query = rs.getString(3);
                             if (query != null && (query.startsWith(WRITER_LOCK_GATEWAY) || query.startsWith(WRITER_LOCK_TENANTS)
-                                    || query.startsWith(WRITER_INSERT))) {
+                                    || query.startsWith(WRITER_LOCKS) || query.startsWith(WRITER_INSERT))) {
                                 boolean idleInTx = "idle in transaction".equals(state);
-                                String at = query.startsWith(WRITER_INSERT) ? "insert" : query.startsWith(WRITER_LOCK_GATEWAY) ? "gateway lock" : "tenant lock";
+                                String at = query.startsWith(WRITER_INSERT) ? "insert" : query.startsWith(WRITER_LOCK_GATEWAY) ? "gateway lock"
+                                        : query.startsWith(WRITER_LOCKS) ? "locks" : "tenant lock";
                                 writerStates.merge((idleInTx ? "idle in tx after " : "Lock".equals(rs.getString(2)) ? "lock wait in " : "running ")
                                         + at, 1, Integer::sum);
                             }
@@ -599,6 +607,9 @@ final class DrainBench {
                                 if ("Lock".equals(rs.getString(2))) {
                                     lockWaits++;
                                     waitingOn.merge(query, 1, Integer::sum);
+                                    if (query != null && query.startsWith("SELECT a.tenant_id") || query != null && query.startsWith(WRITER_LOCKS)) {
+                                        writerBlockedBy.merge(String.valueOf(rs.getString(4)), 1, Integer::sum);
+                                    }
                                 }
                             }
                         }
