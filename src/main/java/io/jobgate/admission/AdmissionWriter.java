@@ -67,9 +67,10 @@ public final class AdmissionWriter extends ServiceSupport {
      * then for exactly the inserted ones the outbox events (dispatch — due when the provider's gate
      * reopens if a 429 closed it —, and the "queued" status event for followers), the ledger debits
      * (whose trigger derives the balance) and the reservations; and, if any job was inserted, one
-     * notification for the relays of other instances (delivered at commit).
+     * notification for the relays of other instances (delivered at commit). Public for HotPathPlansTest:
+     * sent with its COMMIT in one round trip, the statement is never left on screen in pg_stat_activity.
      */
-    private static final String WRITE = """
+    public static final String WRITE = """
             WITH input AS (
                 SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
                                      ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
