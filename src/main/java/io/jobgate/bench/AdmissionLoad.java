@@ -78,7 +78,7 @@ final class AdmissionLoad {
                             .header("Authorization", "Bearer " + apiKey)
                             .header("Idempotency-Key", randomKey())
                             .header("Content-Type", "application/json")
-                            .POST(HttpRequest.BodyPublishers.ofString(BODY)).build();
+                            .POST(HttpRequest.BodyPublishers.ofString(body)).build();
                     long t0 = System.nanoTime();
                     try {
                         HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());

@@ -16,7 +16,7 @@ import org.apache.camel.main.Main;
 
 /**
  * {@code java -jar target/jobgate.jar bench [--jdbc-url URL] [--db-user U] [--db-password P]
- * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--only admission|relay|worker|drain|mixed|history|restart|peers, or several: admission,drain] [--mixed-jobs 5000] [--mixed-clients 16] [--artemis-home DIR]
+ * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--samples 50] [--worker-warm-up 45] [--retry-samples 20] [--only admission|relay|worker|drain|mixed|history|restart|peers, or several: admission,drain] [--mixed-jobs 5000] [--mixed-clients 16] [--mixed-warm-up 1000] [--artemis-home DIR]
  * [--drain-jobs 20000] [--drain-tenants 20] [--drain-warm-up N] [--history 1000000]
  * [--peers [db-scheduler,db-scheduler-lock-and-fetch,jobrunr|all] [--peer-jobs 20000] [--peer-warm-up N] [--peer-threads 16] [--peers-dir DIR]]}:
  * admission jobs/s and latency over real HTTP against PostgreSQL, beside pgbench running the same
@@ -129,7 +129,8 @@ public final class Bench {
                 // First, on an empty dispatch queue.
                 workerBench.run(gateway.getCamelContext(), new AdmissionLoad(port, quietKey, WorkerBench.BODY),
                         Integer.parseInt(opts.getOrDefault("samples", "50")),
-                        Integer.parseInt(opts.getOrDefault("worker-warm-up", "45")));
+                        Integer.parseInt(opts.getOrDefault("worker-warm-up", "45")),
+                        Integer.parseInt(opts.getOrDefault("retry-samples", "20")));
             }
             AdmissionLoad.Result bestAdmission = null;
             int bestClients = 0;
@@ -178,7 +179,8 @@ public final class Bench {
                 }
                 if (mixed) {
                     drainBench.mixed(Integer.parseInt(opts.getOrDefault("mixed-jobs", "5000")), clientsOfDrain, loads.get(0),
-                            Integer.parseInt(opts.getOrDefault("mixed-clients", "16")), seconds);
+                            Integer.parseInt(opts.getOrDefault("mixed-clients", "16")), seconds,
+                            Integer.parseInt(opts.getOrDefault("mixed-warm-up", step.test("drain") ? "0" : "1000")));
                 }
             }
             if (peers != null) {

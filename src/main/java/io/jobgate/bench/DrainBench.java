@@ -156,22 +156,40 @@ final class DrainBench {
      *
      * @return admission's rate while draining over its idle rate
      */
-    double mixed(int jobs, int clients, AdmissionLoad load, int loadClients, int seconds) throws Exception {
+    double mixed(int jobs, int clients, AdmissionLoad load, int loadClients, int seconds, int warmUpJobs) throws Exception {
         provider.loadAdapter(context);
         context.getRouteController().startRoute("worker");
         try {
+            if (warmUpJobs > 0) {
+                // Both paths warm before either window (on two cores C2 otherwise compiles the drain's
+                // path inside the "draining" window and takes its CPU from admission).
+                Figures warm = drain(warmUpJobs, clients, false);
+                System.out.printf("%nMixed warm-up: a %d-job drain at %.0f jobs/s (admitted at %.0f jobs/s)%n", warmUpJobs,
+                        warm.perSecond, warm.admitPerSecond);
+            }
             ProviderGates gates = context.getRegistry().lookupByNameAndType("providerGates", ProviderGates.class);
             gates.close(FakeProvider.NAME, Instant.now().plusSeconds(3600), "bench: backlog held");
             UUID[] backlog = admit(jobs, clients);
             waitUntil(STATUS_WAITING, 120);
-            AdmissionLoad.Result idle = load.run(loadClients, Duration.ofSeconds(2), Duration.ofSeconds(seconds));
+            load.run(loadClients, Duration.ofSeconds(2), Duration.ZERO);
+            Sampler idleSampler = new Sampler();
+            Thread idleSampling = new Thread(idleSampler, "bench-mixed-idle-sampler");
+            idleSampling.setDaemon(true);
+            idleSampling.start();
+            Cpu idleCpu = Cpu.start(dataSource);
+            AdmissionLoad.Result idle = load.run(loadClients, Duration.ZERO, Duration.ofSeconds(seconds));
+            idleCpu.stop(dataSource);
+            idleSampler.stop();
+            idleSampling.join();
 
             Sampler sampler = new Sampler();
             Thread sampling = new Thread(sampler, "bench-mixed-sampler");
             sampling.setDaemon(true);
             release();
             sampling.start();
+            Cpu busyCpu = Cpu.start(dataSource);
             AdmissionLoad.Result busy = load.run(loadClients, Duration.ZERO, Duration.ofSeconds(seconds));
+            busyCpu.stop(dataSource);
             sampler.stop();
             sampling.join();
             long drained;
@@ -186,8 +204,14 @@ final class DrainBench {
                     busy.p50Millis(), busy.p99Millis(), busy.perSecond() / Math.max(1e-9, idle.perSecond()));
             System.out.printf("  drained meanwhile:  %8.0f jobs/s  (%,d of %,d%s)%n", drained / (double) seconds, drained, jobs,
                     drained == jobs ? "; the backlog ran out within the window, so the rate is a floor" : "");
+            System.out.printf("  CPU, cores busy (of %d): idle window JVM %.2f, PostgreSQL %s, JIT %.0f ms; draining window JVM %.2f, "
+                    + "PostgreSQL %s, JIT %.0f ms%n", Runtime.getRuntime().availableProcessors(), idleCpu.jvmCores(), idleCpu.pgCores(),
+                    idleCpu.jitMillis(), busyCpu.jvmCores(), busyCpu.pgCores(), busyCpu.jitMillis());
+            System.out.printf("  the admission writer's session (share of samples): idle window %s; draining window %s%n",
+                    idleSampler.writer(), sampler.writer());
             System.out.printf("  sessions (%d samples every 100 ms): waiting on a lock %.2f, idle in transaction %.2f (mean per sample)%n",
                     sampler.samples, (double) sampler.lockWaits / n, (double) sampler.idleInTransaction / n);
+            Figures.top("the admission writer waited for a lock held by", sampler.writerBlockedBy, n);
             Figures.top("idle in transaction after", sampler.idleOn, n);
             Figures.top("waiting on a lock in", sampler.waitingOn, n);
             if (idle.errors() + busy.errors() > 0) {
@@ -462,6 +486,65 @@ final class DrainBench {
     }
 
     /** pg_stat_activity every 100 ms: how many sessions run, wait on a lock, or sit idle in a transaction, and on what. */
+    /** The admission writer's statements (AdmissionWriter), as pg_stat_activity shows them (whitespace folded). */
+    static final String WRITER_LOCK_GATEWAY = "SELECT g.in_flight";
+    static final String WRITER_LOCK_TENANTS = "SELECT a.tenant_id, a.open_jobs";
+    static final String WRITER_INSERT = "WITH input AS";
+    /** Since session 10 both locks are one statement. */
+    static final String WRITER_LOCKS = "WITH gateway AS";
+
+    /** CPU over a window: the gateway JVM's, PostgreSQL's processes' (when local) and the JIT's compile time. */
+    static final class Cpu {
+        private final long jvm0;
+        private final Long pg0;
+        private final long jit0;
+        private final long wall0 = System.nanoTime();
+        private long jvm;
+        private Long pg;
+        private long jit;
+        private long wall;
+
+        private Cpu(long jvm0, Long pg0, long jit0) {
+            this.jvm0 = jvm0;
+            this.pg0 = pg0;
+            this.jit0 = jit0;
+        }
+
+        static Cpu start(DataSource ds) throws Exception {
+            return new Cpu(jvmNanos(), pgTicks(ds), ManagementFactory.getCompilationMXBean().getTotalCompilationTime());
+        }
+
+        void stop(DataSource ds) throws Exception {
+            wall = System.nanoTime() - wall0;
+            jvm = jvmNanos() - jvm0;
+            Long after = pgTicks(ds);
+            pg = after == null || pg0 == null ? null : after - pg0;
+            jit = ManagementFactory.getCompilationMXBean().getTotalCompilationTime() - jit0;
+        }
+
+        double jvmCores() {
+            return (double) jvm / wall;
+        }
+
+        String pgCores() {
+            return pg == null ? "n/a" : String.format("%.2f", pg * 10e6 / wall);
+        }
+
+        double jitMillis() {
+            return jit;
+        }
+
+        private static long jvmNanos() {
+            return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+        }
+
+        private static Long pgTicks(DataSource ds) throws Exception {
+            try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+                return postgresCpuTicks(s);
+            }
+        }
+    }
+
     final class Sampler implements Runnable {
         private volatile boolean running = true;
         int samples;
@@ -470,6 +553,25 @@ final class DrainBench {
         long lockWaits;
         final Map<String, Integer> idleOn = new LinkedHashMap<>();
         final Map<String, Integer> waitingOn = new LinkedHashMap<>();
+        /** The admission writer's session, by what it was doing (its statements are known). */
+        final Map<String, Integer> writerStates = new java.util.TreeMap<>();
+        /** What held the lock the admission writer waited for (the first blocking session's state and statement). */
+        final Map<String, Integer> writerBlockedBy = new LinkedHashMap<>();
+
+        /** The writer's states as shares of the samples ("none" when it was never seen inside a transaction). */
+        String writer() {
+            if (writerStates.isEmpty()) {
+                return "not seen in a transaction";
+            }
+            int n = Math.max(1, samples);
+            StringBuilder out = new StringBuilder();
+            int inTx = 0;
+            for (var e : writerStates.entrySet()) {
+                inTx += e.getValue();
+                out.append(out.length() == 0 ? "" : ", ").append(String.format("%s %.2f", e.getKey(), (double) e.getValue() / n));
+            }
+            return String.format("in a transaction %.2f (%s)", (double) inTx / n, out);
+        }
 
         void stop() {
             running = false;
@@ -480,13 +582,23 @@ final class DrainBench {
             try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
                 while (running) {
                     samples++;
-                    try (ResultSet rs = s.executeQuery("SELECT state, wait_event_type, "
-                            + "left(regexp_replace(query, '\\s+', ' ', 'g'), 90) FROM pg_stat_activity "
-                            + "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
-                            + "AND state <> 'idle' AND query NOT LIKE '%bench-drain%'")) {
+                    try (ResultSet rs = s.executeQuery("SELECT a.state, a.wait_event_type, "
+                            + "left(regexp_replace(a.query, '\\s+', ' ', 'g'), 90), "
+                            + "(SELECT left(b.state || ': ' || regexp_replace(b.query, '\\s+', ' ', 'g'), 60) FROM pg_stat_activity b "
+                            + "WHERE b.pid = (pg_blocking_pids(a.pid))[1]) FROM pg_stat_activity a "
+                            + "WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.backend_type = 'client backend' "
+                            + "AND a.state <> 'idle' AND a.query NOT LIKE '%bench-drain%'")) {
                         while (rs.next()) {
                             String state = rs.getString(1);
                             String query = rs.getString(3);
+                            if (query != null && (query.startsWith(WRITER_LOCK_GATEWAY) || query.startsWith(WRITER_LOCK_TENANTS)
+                                    || query.startsWith(WRITER_LOCKS) || query.startsWith(WRITER_INSERT))) {
+                                boolean idleInTx = "idle in transaction".equals(state);
+                                String at = query.startsWith(WRITER_INSERT) ? "insert" : query.startsWith(WRITER_LOCK_GATEWAY) ? "gateway lock"
+                                        : query.startsWith(WRITER_LOCKS) ? "locks" : "tenant lock";
+                                writerStates.merge((idleInTx ? "idle in tx after " : "Lock".equals(rs.getString(2)) ? "lock wait in " : "running ")
+                                        + at, 1, Integer::sum);
+                            }
                             if ("idle in transaction".equals(state)) {
                                 idleInTransaction++;
                                 idleOn.merge(query, 1, Integer::sum);
@@ -495,6 +607,9 @@ final class DrainBench {
                                 if ("Lock".equals(rs.getString(2))) {
                                     lockWaits++;
                                     waitingOn.merge(query, 1, Integer::sum);
+                                    if (query != null && query.startsWith("SELECT a.tenant_id") || query != null && query.startsWith(WRITER_LOCKS)) {
+                                        writerBlockedBy.merge(String.valueOf(rs.getString(4)), 1, Integer::sum);
+                                    }
                                 }
                             }
                         }

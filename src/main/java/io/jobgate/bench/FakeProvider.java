@@ -49,8 +49,14 @@ final class FakeProvider {
                           - setProperty: {name: JobgateOutcome, constant: succeeded}
             """;
 
+    /** The {@code Retry-After} (seconds) of the 429 a throttled job's first call gets. */
+    static final int RETRY_AFTER_SECONDS = 1;
+
     private final HttpServer server;
     private volatile Consumer<String> onCall = job -> { };
+    /** While set, each job's first call is answered 429 + Retry-After, its next ones at once. */
+    private volatile boolean throttleFirstCalls;
+    private final java.util.Set<String> throttled = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private boolean loaded;
 
     /** Starts the provider and writes its settings into {@code providersDir}, before the gateway starts. */
@@ -68,6 +74,15 @@ final class FakeProvider {
             }
             if (job != null) {
                 onCall.accept(job);
+                if (throttleFirstCalls && throttled.add(job)) {
+                    byte[] busy = "{\"error\": \"rate limited\"}".getBytes(StandardCharsets.UTF_8);
+                    exchange.getResponseHeaders().add("Content-Type", "application/json");
+                    exchange.getResponseHeaders().add("Retry-After", Integer.toString(RETRY_AFTER_SECONDS));
+                    exchange.sendResponseHeaders(429, busy.length);
+                    exchange.getResponseBody().write(busy);
+                    exchange.close();
+                    return;
+                }
             }
             exchange.getResponseHeaders().add("Content-Type", "application/json");
             exchange.sendResponseHeaders(200, reply.length);
@@ -89,6 +104,17 @@ final class FakeProvider {
     /** Told the job id of every call as it arrives. */
     void onCall(Consumer<String> listener) {
         this.onCall = listener;
+    }
+
+    /**
+     * While on, every job's first call is answered {@code 429} with {@code Retry-After: 1} (the gateway
+     * writes the retry's due time and closes the gate until then), its later calls at once.
+     */
+    void throttleFirstCalls(boolean on) {
+        throttleFirstCalls = on;
+        if (!on) {
+            throttled.clear();
+        }
     }
 
     /** Loads the adapter route into the running gateway (once). */
