@@ -53,7 +53,7 @@ class PackagedJarIT {
         Path log = dataDir.resolve("gateway.log");
         int port = GatewayTestSupport.freePort();
         int brokerPort = GatewayTestSupport.freePort();
-        ProcessBuilder pb = PackagedGateway.builder(dataDir, port, log, "-XX:SharedArchiveFile=target/jobgate.jsa");
+        ProcessBuilder pb = PackagedGateway.builder(dataDir, port, log);
         pb.environment().put("JOBGATE_BROKER_EMBEDDED_PORT", Integer.toString(brokerPort)); // the legacy producers' port
         pb.environment().put("JOBGATE_LOG_FORMAT", "json");
         Process gateway = pb.start();

@@ -19,10 +19,12 @@ public final class PackagedGateway {
      * Configured by environment only: nothing inherited chooses its parts or roles (the test run's
      * own {@code JOBGATE_*} and {@code CAMEL_*} variables are left out). The embedded broker stays
      * in-VM and the simulator takes a free port: a port picked here and bound later could be taken
-     * meanwhile (the embedded PostgreSQL once took one on CI).
+     * meanwhile (the embedded PostgreSQL once took one on CI). Started as the README's run command
+     * starts it: mapping the build's class-data archive.
      */
     public static ProcessBuilder builder(Path dataDir, int port, Path log, String... jvmOptions) {
-        List<String> command = new ArrayList<>(List.of(System.getProperty("java.home") + "/bin/java"));
+        List<String> command = new ArrayList<>(List.of(System.getProperty("java.home") + "/bin/java",
+                "-XX:SharedArchiveFile=target/jobgate.jsa"));
         command.addAll(List.of(jvmOptions));
         command.addAll(List.of("-jar", "target/jobgate.jar"));
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
