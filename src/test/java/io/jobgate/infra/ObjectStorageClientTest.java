@@ -2,6 +2,7 @@ package io.jobgate.infra;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -9,6 +10,7 @@ import java.nio.file.Path;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 
@@ -37,10 +39,21 @@ class ObjectStorageClientTest {
     }
 
     @Test
-    void anHttpsEndpointStillBuildsWithTls() {
-        // No TLS server here: building is what the plain-socket choice could break.
-        try (S3Client s3 = ObjectStorage.client("https://s3.example.invalid", "us-east-1", "k", "s")) {
-            assertEquals("s3", s3.serviceName());
+    void anHttpsEndpointKeepsTls(@TempDir Path dir) throws Exception {
+        // The S3 server speaks plain HTTP: over TLS the handshake fails; were https built with plain
+        // sockets, the request would go through.
+        String key = EmbeddedS3Server.newAccessKey();
+        String secret = EmbeddedS3Server.newSecretKey();
+        EmbeddedS3Server server = EmbeddedS3Server.start(Files.createDirectories(dir.resolve("objects")), 0, key, secret);
+        try (S3Client s3 = ObjectStorage.client(server.endpoint().replace("http://", "https://"), "us-east-1", key, secret)) {
+            SdkClientException failed = assertThrows(SdkClientException.class, () -> s3.listBuckets());
+            assertTrue(causes(failed).anyMatch(javax.net.ssl.SSLException.class::isInstance), failed::toString);
+        } finally {
+            server.stop();
         }
+    }
+
+    private static java.util.stream.Stream<Throwable> causes(Throwable t) {
+        return java.util.stream.Stream.iterate(t, java.util.Objects::nonNull, Throwable::getCause);
     }
 }
