@@ -46,7 +46,14 @@ public final class Reconciler {
 
     private static final Logger LOG = LoggerFactory.getLogger(Reconciler.class);
     static final Set<JobStatus> WAITING = JobStatus.AT_PROVIDER;
-    private static final String WAITING_SQL = JobStatus.sqlList(WAITING);
+    /**
+     * The waiting statuses written into the SQL as literals, the way the partial index {@code
+     * jobs_checks_due} (V4) names them: a parameter here leaves a generic plan unable to prove the
+     * index's predicate, and it walks every open job instead (a cost that grows with the backlog).
+     */
+    static final String WAITING_PREDICATE = "status IN ("
+            + WAITING.stream().map(s -> "'" + s.wire() + "'").sorted().collect(java.util.stream.Collectors.joining(", "))
+            + ") AND finalized_at IS NULL";
 
     private final JdbcTemplate jdbc;
     private final JobTransitions transitions;
@@ -97,6 +104,19 @@ public final class Reconciler {
             job_id, status, provider, provider_task, provider_request_id, attempts, max_attempts, expires_at, checks,
             preset_id, preset_version, kind, tenant_id, aspect_class, inputs::text AS inputs, source_sha256, adapter_revision""";
 
+    /** The due checks, oldest first, claimed for a poll (parameters: see {@link #claimDue}). */
+    static final String CLAIM_DUE = """
+            UPDATE jobs j
+               SET next_check_at = CAST(? AS timestamptz) + make_interval(secs => coalesce(
+                       (SELECT d.seconds FROM unnest(?::text[], ?::float8[]) AS d(provider, seconds) WHERE d.provider = j.provider),
+                       ?)),
+                   check_claimed_by = ?, checks = j.checks + 1
+              FROM (SELECT job_id FROM jobs
+                     WHERE %s AND next_check_at <= ?
+                     ORDER BY next_check_at LIMIT ? FOR UPDATE SKIP LOCKED) due
+             WHERE j.job_id = due.job_id
+            RETURNING %s""".formatted(WAITING_PREDICATE, COLUMNS.replace("job_id,", "j.job_id,"));
+
     /** Route step: asks the providers about jobs whose next check is due (claimed, so no two pollers ask at once). */
     public void checkDue(Exchange exchange) {
         List<WaitingJob> due = claimDue();
@@ -122,20 +142,10 @@ public final class Reconciler {
     public List<WaitingJob> claimDue() {
         Instant now = clock.instant();
         List<Provider> known = providers.all();
-        return jdbc.query("""
-                UPDATE jobs j
-                   SET next_check_at = CAST(? AS timestamptz) + make_interval(secs => coalesce(
-                           (SELECT d.seconds FROM unnest(?::text[], ?::float8[]) AS d(provider, seconds) WHERE d.provider = j.provider),
-                           ?)),
-                       check_claimed_by = ?, checks = j.checks + 1
-                  FROM (SELECT job_id FROM jobs
-                         WHERE status = ANY (string_to_array(?, ',')) AND finalized_at IS NULL AND next_check_at <= ?
-                         ORDER BY next_check_at LIMIT ? FOR UPDATE SKIP LOCKED) due
-                 WHERE j.job_id = due.job_id
-                RETURNING""" + " " + COLUMNS.replace("job_id,", "j.job_id,"), Reconciler::waiting,
+        return jdbc.query(CLAIM_DUE, Reconciler::waiting,
                 Timestamp.from(now), known.stream().map(Provider::name).toArray(String[]::new),
                 known.stream().map(p -> p.callDeadline().plus(CLAIM_MARGIN).toMillis() / 1000.0).toArray(Double[]::new),
-                (double) UNKNOWN_PROVIDER_CLAIM.toSeconds(), owner, WAITING_SQL, Timestamp.from(now), batch);
+                (double) UNKNOWN_PROVIDER_CLAIM.toSeconds(), owner, Timestamp.from(now), batch);
     }
 
     /**
@@ -147,10 +157,9 @@ public final class Reconciler {
      */
     public int catchUp() {
         Instant now = clock.instant();
-        int due = jdbc.update("""
-                UPDATE jobs SET next_check_at = ?
-                 WHERE status = ANY (string_to_array(?, ',')) AND finalized_at IS NULL AND next_check_at > ?
-                   AND check_claimed_by IS NULL""", Timestamp.from(now), WAITING_SQL, Timestamp.from(now));
+        int due = jdbc.update(
+                "UPDATE jobs SET next_check_at = ? WHERE " + WAITING_PREDICATE + " AND next_check_at > ? AND check_claimed_by IS NULL",
+                Timestamp.from(now), Timestamp.from(now));
         if (due > 0) {
             LOG.info("catch-up on start: {} jobs waiting on providers are asked now", due);
         }

@@ -1,0 +1,38 @@
+package io.jobgate.reconcile;
+
+import java.sql.Connection;
+import java.sql.Statement;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.jobgate.infra.Database;
+import io.jobgate.support.GenericPlans;
+import io.jobgate.support.TestDatabase;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The poller's claim reads only the jobs waiting on a provider, whatever else is open: planned the
+ * way the pool runs it (a generic plan), it walks the partial index of due checks. With the waiting
+ * statuses as a parameter the planner could not prove that index's predicate, and during a backlog
+ * of queued jobs each poll read every open job (~50 ms a poll at 20,000 open jobs, twice a second).
+ */
+class ReconcilerPlansTest {
+
+    @Test
+    void theClaimOfDueChecksReadsTheIndexOfWaitingJobs() throws Exception {
+        try (HikariDataSource pool = Database.pool(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 1)) {
+            Database.migrate(pool);
+        }
+        try (Connection c = TestDatabase.connect(); Statement s = c.createStatement()) {
+            s.execute("SET plan_cache_mode = force_generic_plan");
+            // The test database's jobs table is small enough to be read whole; what is asked here is
+            // whether the index can serve the claim at all (a backlog makes the whole read the cost).
+            s.execute("SET enable_seqscan = off");
+            String plan = GenericPlans.ofJdbc(s, Reconciler.CLAIM_DUE);
+            assertThat(plan).as(plan).contains("Index Scan using jobs_checks_due on jobs");
+            s.execute("DEALLOCATE ALL");
+            s.execute("RESET ALL");
+        }
+    }
+}
