@@ -66,6 +66,8 @@ final class DrainBench {
     private final List<AdmissionLoad> tenants;
     private final String tenantPattern;
     private final Calls calls = new Calls();
+    /** The bench tenants' jobs that reached a final status, counted in process as the gateway moves them. */
+    private final AtomicLong finished = new AtomicLong();
 
     DrainBench(CamelContext context, FakeProvider provider, List<AdmissionLoad> tenants, String tenantPrefix) {
         this.context = context;
@@ -73,6 +75,15 @@ final class DrainBench {
         this.provider = provider;
         this.tenants = tenants;
         this.tenantPattern = tenantPrefix + "%";
+        // The wait for the end watches this count and asks the database only once it says all are done:
+        // polling the open jobs by key every 50 ms was the drain's costliest statement (~1.5 ms of
+        // PostgreSQL's CPU per job at 3,000 jobs), measured as the gateway's.
+        context.getRegistry().lookupByNameAndType("jobTransitions", io.jobgate.job.JobTransitions.class)
+                .observe((event, moved, change) -> {
+                    if (event.to().terminal() && moved.tenantId().startsWith(tenantPrefix)) {
+                        finished.incrementAndGet();
+                    }
+                });
     }
 
     /** Drains {@code jobs} (after an unmeasured warm-up drain), prints the figures and returns jobs/s. */
@@ -114,11 +125,12 @@ final class DrainBench {
         calls.reset();
         Sampler sampler = new Sampler();
         long t0 = System.nanoTime();
+        long finishedBefore = finished.get();
         release();
         Thread sampling = new Thread(sampler, "bench-drain-sampler");
         sampling.setDaemon(true);
         sampling.start();
-        waitForDrain(admitted);
+        waitForDrain(admitted, finishedBefore);
         double seconds = (System.nanoTime() - t0) / 1e9;
         sampler.stop();
         sampling.join();
@@ -185,6 +197,7 @@ final class DrainBench {
             Sampler sampler = new Sampler();
             Thread sampling = new Thread(sampler, "bench-mixed-sampler");
             sampling.setDaemon(true);
+            long finishedBefore = finished.get();
             release();
             sampling.start();
             Cpu busyCpu = Cpu.start(dataSource);
@@ -218,7 +231,7 @@ final class DrainBench {
                 System.out.printf("  %d admissions were not 202: %s%n", idle.errors() + busy.errors(),
                         busy.firstError() != null ? busy.firstError() : idle.firstError());
             }
-            waitForDrain(backlog);
+            waitForDrain(backlog, finishedBefore);
             return busy.perSecond() / Math.max(1e-9, idle.perSecond());
         } finally {
             context.getRouteController().stopRoute("worker");
@@ -253,21 +266,35 @@ final class DrainBench {
         return ids;
     }
 
-    /** Waits until none of {@code jobs} is open. */
-    private void waitForDrain(UUID[] jobs) throws Exception {
+    /**
+     * Waits until none of {@code jobs} is open: until the in-process count of final jobs since
+     * {@code finishedBefore} says so, then by the database (the count is told before an enclosing
+     * transaction commits, and counts the bench tenants' other jobs too).
+     */
+    private void waitForDrain(UUID[] jobs, long finishedBefore) throws Exception {
         long lastProgress = System.nanoTime();
+        long lastAsked = 0;
+        long seen = -1;
         try (Connection c = dataSource.getConnection()) {
             UUID[] open = jobs;
             while (open.length > 0) {
-                UUID[] now = stillOpen(c, open);
-                if (now.length < open.length) {
-                    lastProgress = System.nanoTime();
-                } else if (System.nanoTime() - lastProgress > TimeUnit.SECONDS.toNanos(60)) {
-                    throw new IllegalStateException("drain stalled: " + now.length + " of " + jobs.length + " jobs still open after 60 s without progress");
+                long done = finished.get() - finishedBefore;
+                long now = System.nanoTime();
+                if (done != seen) {
+                    seen = done;
+                    lastProgress = now;
                 }
-                open = now;
+                boolean stalled = now - lastProgress > TimeUnit.SECONDS.toNanos(60);
+                if ((done >= jobs.length || stalled) && now - lastAsked > TimeUnit.MILLISECONDS.toNanos(50)) {
+                    lastAsked = now;
+                    open = stillOpen(c, open);
+                    if (stalled && open.length > 0) {
+                        throw new IllegalStateException("drain stalled: " + open.length + " of " + jobs.length
+                                + " jobs still open after 60 s without progress");
+                    }
+                }
                 if (open.length > 0) {
-                    TimeUnit.MILLISECONDS.sleep(50); // progress poll of a run of seconds, not a measured wait
+                    TimeUnit.MILLISECONDS.sleep(5); // a poll of an in-process count, not a measured wait
                 }
             }
         }
