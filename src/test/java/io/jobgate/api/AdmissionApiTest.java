@@ -82,7 +82,8 @@ class AdmissionApiTest {
             // so the admission (waiting first) is the one aborted if the cycle exists by then.
             await().pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(5)).atMost(Duration.ofSeconds(10))
                     .until(() -> Db.count("SELECT count(*) FROM pg_stat_activity WHERE pg_blocking_pids(pid) @> ARRAY[?::int]", pid) == 1);
-            // Then the tenant row (a released slot): the cycle closes; PostgreSQL aborts the admission.
+            // Then the tenant row (a refund's balance; a released slot did too, before V24): the cycle
+            // closes; PostgreSQL aborts the admission.
             try {
                 st.execute("UPDATE tenant_accounts SET running_jobs = running_jobs WHERE tenant_id = 'acme'");
                 worker.commit();

@@ -195,8 +195,9 @@ class RelayRoundsTest {
     }
 
     /**
-     * A worker releasing a slot holds its tenant's row, then takes the window row. A round must take
-     * tenant rows before the window row, or the two deadlock (PostgreSQL aborts one of them).
+     * A transaction that holds a tenant's row, then takes the window row (a worker releasing a slot did,
+     * before its releases went to release rows, V10 and V24; the documented order still says so). A round
+     * must take tenant rows before the window row, or the two deadlock (PostgreSQL aborts one of them).
      */
     @Test
     void aRoundTakesTenantRowsBeforeTheWindowRowSoAWorkerReleasingASlotCannotDeadlockWithIt() throws Exception {
