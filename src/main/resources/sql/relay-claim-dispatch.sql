@@ -8,7 +8,8 @@
 -- Lock order, shared with workers, finalize and admission so no two of them deadlock: outbox rows,
 -- job rows, tenant rows (by tenant id), the window row last. The parts of one statement run in no
 -- promised order, so the tenant locks read `slots` (job rows first) and the window update reads
--- `turns` (tenant rows first).
+-- `turns` (tenant rows first). Releases (finalize, a released slot) lock none of these counter rows:
+-- they go to release rows (V10 for the window, V24 for the tenants) that only releases lock.
 WITH RECURSIVE turn AS (
     SELECT pg_try_advisory_xact_lock(7305001) AS ours),
 room AS (
@@ -23,8 +24,12 @@ waiting(tenant_id) AS (
     SELECT (SELECT o.tenant_id FROM outbox o WHERE o.published_at IS NULL AND o.event_type = 'dispatch'
                AND o.tenant_id > w.tenant_id ORDER BY o.tenant_id LIMIT 1)
       FROM waiting w WHERE w.tenant_id IS NOT NULL),
+-- A tenant's running count: its row holds what rounds took, its rows of tenant_releases what releases
+-- gave back (V24), read from the statement's snapshot, as the tenant row was.
 tenant_turns AS (
-    SELECT t.tenant_id, a.last_dispatch_at, a.running_jobs < t.max_running_jobs AS has_room
+    SELECT t.tenant_id, a.last_dispatch_at,
+           a.running_jobs + (SELECT coalesce(sum(r.running_jobs), 0) FROM tenant_releases r WHERE r.tenant_id = a.tenant_id)
+               < t.max_running_jobs AS has_room
       FROM turn CROSS JOIN waiting w JOIN tenants t ON t.tenant_id = w.tenant_id
       JOIN tenant_accounts a ON a.tenant_id = t.tenant_id
      WHERE turn.ours),

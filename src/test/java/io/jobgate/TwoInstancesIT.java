@@ -304,7 +304,7 @@ class TwoInstancesIT {
         }
         // Nothing left behind: no open dispatch and no running slot counted (the relay window is whole).
         assertThat(scalar(db, "SELECT count(*) FROM outbox WHERE event_type = 'dispatch' AND published_at IS NULL")).isZero();
-        assertThat(scalar(db, "SELECT coalesce(sum(running_jobs), 0) FROM tenant_accounts")).isZero();
+        assertThat(scalar(db, "SELECT coalesce(sum(running_jobs), 0) FROM tenant_counters")).isZero();
     }
 
     /** A succeeded job: one promoted output (and its manifest), readable with its digest; a failed one: none. */

@@ -47,18 +47,24 @@ public final class AdmissionWriter extends ServiceSupport {
      * The batch's locks in one round trip: the gateway row first (a one-time filter, so it is taken
      * before the scan of the tenants starts), then the tenants' account rows by tenant id; each row
      * carries the gateway's in-flight count. Row 1 holds what admissions added, under this lock;
-     * releases are in the shard rows 2..17 (V10), which no admission locks. A shard read from the
-     * statement's snapshot may miss a release that committed while this waited for the lock: the
-     * sum then errs high, on the side of refusing. (One statement instead of two: the rows the relay
-     * and finalize share with admission are held one round trip less.)
+     * releases are in the shard rows 2..17 (V10), which no admission locks. The same for each tenant:
+     * its account row holds what admissions (and redrives) added, under this lock; its releases are in
+     * its rows of {@code tenant_releases} (V24), which neither this nor the relay locks. A release row
+     * read from the statement's snapshot may miss a release that committed while this waited for the
+     * lock: the sum then errs high, on the side of refusing. (One statement instead of two: the rows
+     * the relay shares with admission are held one round trip less.)
      */
     static final String LOCK = """
             WITH gateway AS (
                 SELECT g.in_flight + (SELECT coalesce(sum(s.in_flight), 0) FROM gateway_capacity s WHERE s.id <> 1) AS in_flight
                   FROM gateway_capacity g WHERE g.id = 1 FOR UPDATE)
-            SELECT a.tenant_id, a.open_jobs, a.queued_bytes, a.balance_micros, t.max_open_jobs, t.max_queued_bytes,
-                   a.running_jobs < t.max_running_jobs AS can_run, (SELECT in_flight FROM gateway) AS gateway_in_flight
+            SELECT a.tenant_id, a.open_jobs + r.open_jobs, a.queued_bytes + r.queued_bytes, a.balance_micros, t.max_open_jobs,
+                   t.max_queued_bytes, a.running_jobs + r.running_jobs < t.max_running_jobs AS can_run,
+                   (SELECT in_flight FROM gateway) AS gateway_in_flight
               FROM tenant_accounts a JOIN tenants t ON t.tenant_id = a.tenant_id
+             CROSS JOIN LATERAL (SELECT coalesce(sum(s.open_jobs), 0) AS open_jobs, coalesce(sum(s.queued_bytes), 0) AS queued_bytes,
+                                        coalesce(sum(s.running_jobs), 0) AS running_jobs
+                                   FROM tenant_releases s WHERE s.tenant_id = a.tenant_id) r
              WHERE a.tenant_id = ANY (?) AND (SELECT in_flight FROM gateway) IS NOT NULL
              ORDER BY a.tenant_id FOR UPDATE OF a""";
 
@@ -115,7 +121,7 @@ public final class AdmissionWriter extends ServiceSupport {
 
     /**
      * The write and the commit in one round trip (pgJDBC sends both statements before it waits): the
-     * batch's locks on the gateway row and the tenants' rows, which the relay and finalize need too,
+     * batch's locks on the gateway row and the tenants' rows, which the relay needs too,
      * end with the commit's WAL flush, not when this thread next gets a core to send COMMIT (on two
      * busy cores that gap was a quarter of the writer's time). The JDBC {@code commit()} that follows
      * finds no transaction open and sends nothing. A failing write skips the COMMIT: the transaction is

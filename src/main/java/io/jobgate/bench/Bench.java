@@ -198,7 +198,10 @@ public final class Bench {
                 st.execute("UPDATE jobs SET status = 'cancelled', finalized_at = now(), dispatched_at = NULL "
                         + "WHERE tenant_id LIKE 'bench-" + run + "%' AND finalized_at IS NULL");
                 st.execute("DELETE FROM outbox WHERE tenant_id LIKE 'bench-" + run + "%' AND published_at IS NULL");
+                // A tenant's counters are its row plus its release rows (V24): both start again from zero.
                 st.execute("UPDATE tenant_accounts SET open_jobs = 0, queued_bytes = 0, running_jobs = 0 "
+                        + "WHERE tenant_id LIKE 'bench-" + run + "%'");
+                st.execute("UPDATE tenant_releases SET open_jobs = 0, queued_bytes = 0, running_jobs = 0 "
                         + "WHERE tenant_id LIKE 'bench-" + run + "%'");
                 // Row 1 holds the counts, the release shards (2..17) start again from zero.
                 st.execute("UPDATE gateway_capacity SET in_flight = CASE WHEN id = 1 THEN "

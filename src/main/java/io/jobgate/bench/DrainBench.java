@@ -224,6 +224,10 @@ final class DrainBench {
                     idleSampler.writer(), sampler.writer());
             System.out.printf("  sessions (%d samples every 100 ms): waiting on a lock %.2f, idle in transaction %.2f (mean per sample)%n",
                     sampler.samples, (double) sampler.lockWaits / n, (double) sampler.idleInTransaction / n);
+            System.out.printf("    of which on tenant_accounts rows: waiting for one %.2f, idle in a transaction holding one %.2f "
+                    + "(idle window: %.2f, %.2f)%n", (double) sampler.tenantRowWaits / n, (double) sampler.tenantRowHeldIdle / n,
+                    (double) idleSampler.tenantRowWaits / Math.max(1, idleSampler.samples),
+                    (double) idleSampler.tenantRowHeldIdle / Math.max(1, idleSampler.samples));
             Figures.top("the admission writer waited for a lock held by", sampler.writerBlockedBy, n);
             Figures.top("idle in transaction after", sampler.idleOn, n);
             Figures.top("waiting on a lock in", sampler.waitingOn, n);
@@ -578,6 +582,9 @@ final class DrainBench {
         long active;
         long idleInTransaction;
         long lockWaits;
+        /** Sessions waiting for a {@code tenant_accounts} row; idle in a transaction that locked or wrote one. */
+        long tenantRowWaits;
+        long tenantRowHeldIdle;
         final Map<String, Integer> idleOn = new LinkedHashMap<>();
         final Map<String, Integer> waitingOn = new LinkedHashMap<>();
         /** The admission writer's session, by what it was doing (its statements are known). */
@@ -612,7 +619,14 @@ final class DrainBench {
                     try (ResultSet rs = s.executeQuery("SELECT a.state, a.wait_event_type, "
                             + "left(regexp_replace(a.query, '\\s+', ' ', 'g'), 90), "
                             + "(SELECT left(b.state || ': ' || regexp_replace(b.query, '\\s+', ' ', 'g'), 60) FROM pg_stat_activity b "
-                            + "WHERE b.pid = (pg_blocking_pids(a.pid))[1]) FROM pg_stat_activity a "
+                            + "WHERE b.pid = (pg_blocking_pids(a.pid))[1]), "
+                            // A row lock waited for shows as the waiter's tuple lock on the row's table; a row
+                            // locked or written shows as the holder's RowShare / RowExclusive lock on its table.
+                            + "EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'tuple' "
+                            + "AND l.relation = 'tenant_accounts'::regclass), "
+                            + "EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'relation' "
+                            + "AND l.relation = 'tenant_accounts'::regclass AND l.mode IN ('RowShareLock', 'RowExclusiveLock')) "
+                            + "FROM pg_stat_activity a "
                             + "WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.backend_type = 'client backend' "
                             + "AND a.state <> 'idle' AND a.query NOT LIKE '%bench-drain%'")) {
                         while (rs.next()) {
@@ -629,10 +643,16 @@ final class DrainBench {
                             if ("idle in transaction".equals(state)) {
                                 idleInTransaction++;
                                 idleOn.merge(query, 1, Integer::sum);
+                                if (rs.getBoolean(6)) {
+                                    tenantRowHeldIdle++;
+                                }
                             } else {
                                 active++;
                                 if ("Lock".equals(rs.getString(2))) {
                                     lockWaits++;
+                                    if (rs.getBoolean(5)) {
+                                        tenantRowWaits++;
+                                    }
                                     waitingOn.merge(query, 1, Integer::sum);
                                     if (query != null && query.startsWith("SELECT a.tenant_id") || query != null && query.startsWith(WRITER_LOCKS)) {
                                         writerBlockedBy.merge(String.valueOf(rs.getString(4)), 1, Integer::sum);

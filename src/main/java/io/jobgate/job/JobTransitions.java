@@ -35,8 +35,11 @@ import static io.jobgate.job.JobStatus.SUCCEEDED;
  * written from {@link #pairs()} by migration V6 and compared with it by a test).
  *
  * <p>Lock order, shared with the relay and admission: the job's outbox rows, then its row, then its provider
- * slot (V19), then the tenant's counters, then the release shards of the gateway and window counters (rows that only
- * releases lock; admission and the relay lock row 1). Time is this class's clock, passed into SQL.
+ * slot (V19), then the release rows of the tenant's counters (V24), of the gateway's and of the window's (V10), in
+ * that order: rows that only releases lock, so a release waits on no admission and no relay round. The tenant's own
+ * row ({@code tenant_accounts}, which admission and the relay lock) is taken only by a redrive (its reservations
+ * taken again, after the job's row and before the gateway's row 1) and by a refund's ledger entry (the balance).
+ * Time is this class's clock, passed into SQL.
  */
 public final class JobTransitions {
 
@@ -382,6 +385,8 @@ public final class JobTransitions {
             if (event.has(Effect.REOPEN)) {
                 // What the last failure refunded is charged again (nothing when it was not refunded), so
                 // the ledger says what the tenant pays for this job; then its reservations, as admission takes them.
+                // On the tenant's row and the gateway's row 1, not on release rows: those may only go down (a
+                // reader's late snapshot of them must err on the side of refusing, V24).
                 List<Map<String, Object>> debited = jdbc.queryForList("""
                         INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, reference, created_at, units, unit, redrive)
                         SELECT :tenant, :job, 'debit', -r.amount_micros, 'redrive', :now, -r.units, r.unit, :redrives
@@ -396,9 +401,9 @@ public final class JobTransitions {
                         UPDATE gateway_capacity SET in_flight = in_flight + 1 WHERE id = 1 AND (SELECT count(*) FROM tenant) >= 0""", p);
             }
             // The rest of the transition's writes: one statement, one round trip, its parts in the lock
-            // order (the slot, the tenant's row, then the shards) and the counters last, right before the
-            // commit: the tenant's row is shared with admission and the relay, so it is held for as short
-            // a time as possible.
+            // order (the provider slot, then the release rows) and the counters last, right before the
+            // commit. The counters' releases go to rows only releases lock (V10, V24), so the tenant's row,
+            // which admission and the relay lock, is not held by a worker's transaction.
             WriteChain writes = new WriteChain();
             if (SUBMITTING.wire().equals(row.get("from_status")) && event.to() != SUBMITTING) {
                 // The call is over (as far as this job's state goes): its provider slot is free (V19),
@@ -459,20 +464,30 @@ public final class JobTransitions {
     /** Release rows of {@code gateway_capacity} and {@code dispatch_window} (V10): ids 2..17. */
     static final int RELEASE_SHARDS = 16;
 
+    /** Release rows of each tenant's counters in {@code tenant_releases} (V24): shards 1..8. */
+    static final int TENANT_RELEASE_SHARDS = 8;
+
     /**
      * A job gives back what it held: its dispatch slot ({@code slot}: the tenant's running count and
      * the window), and when it ends ({@code finalize}) its admission reservations (the tenant's open
-     * jobs and queued bytes, the gateway's in-flight count). The gateway's and the window's releases go
-     * to a shard row that neither admission nor the relay ever locks (V10); one statement, the tenant's
-     * row first, then the shards (the order every releaser keeps; see the lock order above).
+     * jobs and queued bytes, the gateway's in-flight count). Every release goes to a release row that
+     * neither admission nor the relay ever locks: one of the tenant's in {@code tenant_releases} (V24),
+     * one of the gateway's and the window's (V10), each picked at random; one statement, the tenant's
+     * release row first, then the gateway's and the window's (the order every releaser keeps; see the
+     * lock order above). The tenant's rows are made with its account row (a trigger); should one be
+     * missing, the release creates it rather than be lost.
      */
     private static void releaseCounters(WriteChain writes, MapSqlParameterSource p, boolean slot, boolean finalize, long bytes) {
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
         p.addValue("slot", slot ? 1 : 0).addValue("opened", finalize ? 1 : 0).addValue("bytes", bytes)
-                .addValue("shard", 2 + java.util.concurrent.ThreadLocalRandom.current().nextInt(RELEASE_SHARDS));
+                .addValue("shard", 2 + random.nextInt(RELEASE_SHARDS))
+                .addValue("tenantShard", 1 + random.nextInt(TENANT_RELEASE_SHARDS));
         writes.then("tenant_release", """
-                UPDATE tenant_accounts SET open_jobs = open_jobs - :opened, queued_bytes = queued_bytes - :bytes,
-                                           running_jobs = running_jobs - :slot
-                 WHERE tenant_id = :tenant AND {after} RETURNING 1""");
+                INSERT INTO tenant_releases AS r (tenant_id, shard, open_jobs, queued_bytes, running_jobs)
+                SELECT :tenant, :tenantShard, -:opened, -:bytes, -:slot WHERE {after}
+                ON CONFLICT (tenant_id, shard) DO UPDATE SET open_jobs = r.open_jobs + EXCLUDED.open_jobs,
+                    queued_bytes = r.queued_bytes + EXCLUDED.queued_bytes, running_jobs = r.running_jobs + EXCLUDED.running_jobs
+                RETURNING 1""");
         if (finalize) {
             writes.then("gateway_release", "UPDATE gateway_capacity SET in_flight = in_flight - :opened WHERE id = :shard AND {after} RETURNING 1");
         }

@@ -58,6 +58,7 @@ class AdmissionWriterLocksTest {
                 + "WHERE tenant_id = ? AND finalized_at IS NULL", TENANT);
         jdbc.update("DELETE FROM outbox WHERE tenant_id = ?", TENANT);
         jdbc.update("UPDATE tenant_accounts SET open_jobs = 0, queued_bytes = 0 WHERE tenant_id = ?", TENANT);
+        jdbc.update("UPDATE tenant_releases SET open_jobs = 0, queued_bytes = 0 WHERE tenant_id = ?", TENANT);
         jdbc.update("UPDATE gateway_capacity SET in_flight = greatest(in_flight - ?, 0) WHERE id = 1", open);
         pool.close();
     }

@@ -82,7 +82,8 @@ class AdmissionApiTest {
             // so the admission (waiting first) is the one aborted if the cycle exists by then.
             await().pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(5)).atMost(Duration.ofSeconds(10))
                     .until(() -> Db.count("SELECT count(*) FROM pg_stat_activity WHERE pg_blocking_pids(pid) @> ARRAY[?::int]", pid) == 1);
-            // Then the tenant row (a released slot): the cycle closes; PostgreSQL aborts the admission.
+            // Then the tenant row (a refund's balance; a released slot did too, before V24): the cycle
+            // closes; PostgreSQL aborts the admission.
             try {
                 st.execute("UPDATE tenant_accounts SET running_jobs = running_jobs WHERE tenant_id = 'acme'");
                 worker.commit();
@@ -247,7 +248,7 @@ class AdmissionApiTest {
 
     @Test
     void cancelEndsAQueuedJobOnceRefundsOnceAndReleasesItsCapacity() {
-        Map<String, Object> before = Db.single("SELECT open_jobs, balance_micros FROM tenant_accounts WHERE tenant_id = 'acme'");
+        Map<String, Object> before = Db.single("SELECT c.open_jobs, a.balance_micros FROM tenant_accounts a JOIN tenant_counters c USING (tenant_id) WHERE tenant_id = 'acme'");
         Response created = api.postJob(ACME, key(), invoice("Cancel Co"));
         String path = "/v1/jobs/" + created.json().path("job_id").asText();
         UUID id = UUID.fromString(created.json().path("job_id").asText());
@@ -263,7 +264,7 @@ class AdmissionApiTest {
         assertThat(again.json().path("finalized_at").asText()).isEqualTo(cancelled.json().path("finalized_at").asText());
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'refund'", id)).isEqualTo(1);
         assertThat(Db.count("SELECT sum(amount_micros) FROM ledger WHERE job_id = ?", id)).isZero();
-        Map<String, Object> after = Db.single("SELECT open_jobs, balance_micros FROM tenant_accounts WHERE tenant_id = 'acme'");
+        Map<String, Object> after = Db.single("SELECT c.open_jobs, a.balance_micros FROM tenant_accounts a JOIN tenant_counters c USING (tenant_id) WHERE tenant_id = 'acme'");
         assertThat(after).isEqualTo(before);
     }
 
@@ -357,6 +358,16 @@ class AdmissionApiTest {
 
         api.post(tiny, "/v1/jobs/" + a.json().path("job_id").asText() + "/cancel");
         assertThat(api.postJob(tiny, key(), invoice("T")).status()).isEqualTo(202);
+        // The cancel's release (a release row of the tenant's, V24) counted once: at the cap again.
+        assertProblem(api.postJob(tiny, key(), invoice("T")), 429, "tenant_concurrency");
+        api.post(tiny, "/v1/jobs/" + b.json().path("job_id").asText() + "/cancel");
+        assertThat(api.postJob(tiny, key(), invoice("T")).status()).isEqualTo(202);
+        assertProblem(api.postJob(tiny, key(), invoice("T")), 429, "tenant_concurrency");
+        // The tenant's row keeps what admission took (4 jobs), its release rows what the cancels gave back.
+        assertThat(Db.count("SELECT open_jobs FROM tenant_counters WHERE tenant_id = 'tiny'"))
+                .isEqualTo(Db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'tiny' AND finalized_at IS NULL")).isEqualTo(2);
+        assertThat(Db.count("SELECT open_jobs FROM tenant_accounts WHERE tenant_id = 'tiny'")).isEqualTo(4);
+        assertThat(Db.count("SELECT sum(open_jobs) FROM tenant_releases WHERE tenant_id = 'tiny'")).isEqualTo(-2);
     }
 
     @Test
@@ -378,10 +389,19 @@ class AdmissionApiTest {
         Response upload = api.upload(key, "audio/wav", Samples.wav(100)); // 1 644 bytes
         String body = "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + upload.json().path("upload_id").asText() + "\"}";
 
-        assertThat(api.postJob(key, key(), body).status()).isEqualTo(202);
+        Response first = api.postJob(key, key(), body);
+        assertThat(first.status()).isEqualTo(202);
         Response second = api.postJob(key, key(), body);
         assertProblem(second, 429, "queued_bytes");
         assertThat(second.header("Retry-After")).isNotBlank();
+
+        // A job that ends gives its bytes back (a release row of the tenant's, V24), exactly: one more fits, not two.
+        api.post(key, "/v1/jobs/" + first.json().path("job_id").asText() + "/cancel");
+        assertThat(api.postJob(key, key(), body).status()).isEqualTo(202);
+        assertProblem(api.postJob(key, key(), body), 429, "queued_bytes");
+        assertThat(Db.count("SELECT queued_bytes FROM tenant_counters WHERE tenant_id = 'lowbytes'"))
+                .isEqualTo(Db.count("SELECT sum(source_bytes) FROM jobs WHERE tenant_id = 'lowbytes' AND finalized_at IS NULL"))
+                .isEqualTo(1644);
     }
 
     @Test
@@ -400,8 +420,8 @@ class AdmissionApiTest {
     @Test
     void aFailureHalfWayThroughAdmissionLeavesNoJobNoEventNoDebit() {
         String key = "boom-" + UUID.randomUUID();
-        Map<String, Object> before = Db.single("SELECT open_jobs, queued_bytes, balance_micros FROM tenant_accounts "
-                + "WHERE tenant_id = 'acme'");
+        Map<String, Object> before = Db.single("SELECT c.open_jobs, c.queued_bytes, a.balance_micros FROM tenant_accounts a "
+                + "JOIN tenant_counters c USING (tenant_id) WHERE tenant_id = 'acme'");
         long inFlight = Db.count("SELECT sum(in_flight) FROM gateway_capacity");
         // The fault: the outbox insert — after the job, the reservations and the debit — fails.
         Response failed;
@@ -414,7 +434,8 @@ class AdmissionApiTest {
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = ?", key)).isZero();
         assertThat(Db.count("SELECT count(*) FROM ledger l JOIN jobs j USING (job_id) WHERE j.idempotency_key = ?", key)).isZero();
         assertThat(Db.count("SELECT count(*) FROM outbox o JOIN jobs j USING (job_id) WHERE j.idempotency_key = ?", key)).isZero();
-        assertThat(Db.single("SELECT open_jobs, queued_bytes, balance_micros FROM tenant_accounts WHERE tenant_id = 'acme'"))
+        assertThat(Db.single("SELECT c.open_jobs, c.queued_bytes, a.balance_micros FROM tenant_accounts a "
+                + "JOIN tenant_counters c USING (tenant_id) WHERE tenant_id = 'acme'"))
                 .isEqualTo(before);
         assertThat(Db.count("SELECT sum(in_flight) FROM gateway_capacity")).isEqualTo(inFlight);
 
@@ -434,7 +455,7 @@ class AdmissionApiTest {
         assertThat(answers.stream().filter(r -> r.status() == 202)).hasSize(5);
         assertThat(answers.stream().filter(r -> r.status() == 429 && "tenant_concurrency".equals(r.code()))).hasSize(25);
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'capped'")).isEqualTo(5);
-        assertThat(Db.count("SELECT open_jobs FROM tenant_accounts WHERE tenant_id = 'capped'")).isEqualTo(5);
+        assertThat(Db.count("SELECT open_jobs FROM tenant_counters WHERE tenant_id = 'capped'")).isEqualTo(5);
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE tenant_id = 'capped' AND entry_type = 'debit'")).isEqualTo(5);
     }
 

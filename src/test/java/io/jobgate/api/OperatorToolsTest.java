@@ -183,7 +183,7 @@ class OperatorToolsTest {
         assertThat(again.code()).isEqualTo("not_redrivable");
         // Nothing is left reserved: the tenant's counters are back where they were.
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'acme' AND finalized_at IS NULL")).isZero();
-        assertThat(((Number) Db.single("SELECT open_jobs FROM tenant_accounts WHERE tenant_id = 'acme'").get("open_jobs")).intValue())
+        assertThat(((Number) Db.single("SELECT open_jobs FROM tenant_counters WHERE tenant_id = 'acme'").get("open_jobs")).intValue())
                 .isZero();
     }
 

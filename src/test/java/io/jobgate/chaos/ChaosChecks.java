@@ -344,13 +344,14 @@ public final class ChaosChecks {
 
     /**
      * Every job terminal, so nothing may still be held: no tenant's running slot or open job or queued
-     * bytes, no in-flight count of the gateway, no dispatch window slot (sums over the release shards),
+     * bytes, no in-flight count of the gateway, no dispatch window slot (sums over the release shards; the tenants'
+     * counters as tenant_counters sums them, V24),
      * no provider slot (a call in flight).
      */
     private void nothingHeld() throws Exception {
         Map<String, Long> held = counts("""
                 SELECT 'tenant ' || tenant_id || ' running/open/queued bytes', running_jobs + open_jobs + queued_bytes
-                  FROM tenant_accounts WHERE running_jobs <> 0 OR open_jobs <> 0 OR queued_bytes <> 0
+                  FROM tenant_counters WHERE running_jobs <> 0 OR open_jobs <> 0 OR queued_bytes <> 0
                 UNION ALL SELECT 'gateway in flight', sum(in_flight)::bigint FROM gateway_capacity HAVING sum(in_flight) <> 0
                 UNION ALL SELECT 'dispatch window', sum(running)::bigint FROM dispatch_window HAVING sum(running) <> 0
                 UNION ALL SELECT 'leases', count(*) FROM jobs WHERE lease_token IS NOT NULL HAVING count(*) > 0

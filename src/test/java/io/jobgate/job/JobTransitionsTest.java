@@ -146,8 +146,9 @@ class JobTransitionsTest {
                         + "FROM outbox WHERE job_id = ? ORDER BY event_id", id),
                 jdbc.queryForList("SELECT entry_type, amount_micros FROM ledger WHERE job_id = ? ORDER BY entry_id", id),
                 jdbc.queryForList("SELECT attempt, lease_token, adapter FROM attempts WHERE job_id = ? ORDER BY attempt", id),
-                jdbc.queryForMap("SELECT a.open_jobs, a.running_jobs, (SELECT sum(in_flight)::int FROM gateway_capacity) AS in_flight, "
-                        + "(SELECT sum(running)::int FROM dispatch_window) AS window_running FROM tenant_accounts a WHERE tenant_id = ?", TENANT),
+                jdbc.queryForMap("SELECT a.open_jobs::int AS open_jobs, a.running_jobs::int AS running_jobs, "
+                        + "(SELECT sum(in_flight)::int FROM gateway_capacity) AS in_flight, "
+                        + "(SELECT sum(running)::int FROM dispatch_window) AS window_running FROM tenant_counters a WHERE tenant_id = ?", TENANT),
                 Boolean.TRUE.equals(jdbc.queryForObject("SELECT EXISTS (SELECT 1 FROM provider_slots WHERE job_id = ?)", Boolean.class, id)));
     }
 

@@ -124,6 +124,12 @@ public final class TestDatabase {
                         s.execute("UPDATE dispatch_window SET running = 0");
                     }
                 }
+                try (var rs = s.executeQuery("SELECT to_regclass('public.tenant_releases') IS NOT NULL")) {
+                    rs.next();
+                    if (rs.getBoolean(1)) {
+                        s.execute("UPDATE tenant_releases SET open_jobs = 0, queued_bytes = 0, running_jobs = 0"); // V24
+                    }
+                }
             }
         }
     }
