@@ -197,7 +197,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits);
         registry.bind("admissionWriter", writer);
         registry.bind("admissionService", admission);
-        OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), clock, relay);
+        OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), parts.relayDataSource(), clock, relay);
         registry.bind("outboxRelay", outboxRelay);
         registry.bind("deadLetters", new DeadLetters(finalizer));
 

@@ -15,9 +15,20 @@ final class IdempotencyKeys {
             throw ApiProblem.of(400, "missing_idempotency_key",
                     "Send an Idempotency-Key header (for example a UUID) so a retry never makes a second job.");
         }
-        if (key.length() > MAX_LENGTH || !key.chars().allMatch(c -> c >= 0x20 && c < 0x7F)) {
+        if (key.length() > MAX_LENGTH || !printableAscii(key)) {
             throw ApiProblem.of(400, "invalid_idempotency_key",
                     "The Idempotency-Key must be 1 to " + MAX_LENGTH + " printable ASCII characters.");
         }
+    }
+
+    /** A plain loop: once per admission, where {@code chars().allMatch} built a stream and a lambda. */
+    private static boolean printableAscii(String key) {
+        for (int i = 0; i < key.length(); i++) {
+            char c = key.charAt(i);
+            if (c < 0x20 || c >= 0x7F) {
+                return false;
+            }
+        }
+        return true;
     }
 }

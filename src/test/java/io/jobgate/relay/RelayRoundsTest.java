@@ -219,6 +219,48 @@ class RelayRoundsTest {
         assertThat(Db.single("SELECT running FROM dispatch_window WHERE id = 1")).containsEntry("running", 1L);
     }
 
+    /**
+     * A status round holds its events by row lock for as long as it publishes them: an event another
+     * round holds is skipped (not published twice meanwhile), then goes out once that round let go
+     * without marking it (as after a crash), and is marked published with the round's commit.
+     */
+    @Test
+    void aStatusRoundSkipsEventsAnotherRoundHoldsAndMarksWhatItPublished() throws Exception {
+        String job = post("dev-acme-key");
+        try (jakarta.jms.Session session = jms.connection().createSession(false, jakarta.jms.Session.AUTO_ACKNOWLEDGE);
+             jakarta.jms.MessageConsumer events = session.createConsumer(session.createTopic(OutboxRelay.EVENTS_TOPIC),
+                     "JobgateJobId = '" + job + "'");
+             Connection other = TestDatabase.connect()) {
+            other.setAutoCommit(false);
+            try (Statement st = other.createStatement()) {
+                st.executeQuery("SELECT event_id FROM outbox WHERE job_id = '" + job + "' AND event_type = 'status' FOR UPDATE")
+                        .close();
+            }
+            assertThat(statusRound()).isZero();
+            assertThat(events.receive(300)).isNull();
+            other.rollback(); // the other round ends without marking: its process died, say
+
+            assertThat(statusRound()).isEqualTo(1);
+            jakarta.jms.TextMessage event = (jakarta.jms.TextMessage) events.receive(5000);
+            assertThat(event).isNotNull();
+            assertThat(io.jobgate.common.Json.parseObject(event.getText().getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                    .path("status").asText()).isEqualTo("queued");
+            assertThat(event.getStringProperty("JobgateStatus")).isEqualTo("queued");
+            assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ?::uuid AND event_type = 'status' "
+                    + "AND published_at IS NOT NULL AND claimed_until IS NULL", job)).isEqualTo(1);
+            assertThat(statusRound()).isZero();
+            assertThat(events.receive(300)).as("published once").isNull();
+        }
+    }
+
+    private int statusRound() {
+        var exchange = producer.send("direct:outbox-status-round", e -> { });
+        if (exchange.getException() != null) {
+            throw new IllegalStateException(exchange.getException());
+        }
+        return exchange.getMessage().getHeader("published", Integer.class);
+    }
+
     @Test
     void aCrashBetweenPublishAndMarkRepublishesAndTheCopyIsHarmless() throws Exception {
         String job = post("dev-acme-key");
