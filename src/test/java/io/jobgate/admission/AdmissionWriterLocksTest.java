@@ -3,7 +3,6 @@ package io.jobgate.admission;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.List;
@@ -17,7 +16,9 @@ import io.jobgate.infra.Database;
 import io.jobgate.job.Job;
 import io.jobgate.job.JobStatus;
 import io.jobgate.provider.Pricing;
+import io.jobgate.support.RowLocks;
 import io.jobgate.support.TestDatabase;
+import io.jobgate.support.TestTenants;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -45,10 +46,7 @@ class AdmissionWriterLocksTest {
         pool = Database.pool(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 4);
         Database.migrate(pool);
         jdbc = new JdbcTemplate(pool);
-        jdbc.update("""
-                INSERT INTO tenants (tenant_id, display_name, api_key_sha256, max_open_jobs, max_running_jobs, max_queued_bytes)
-                VALUES (?, 'Writer locks', 'writer-locks-key-digest', 1000, 10, 1000000) ON CONFLICT DO NOTHING""", TENANT);
-        jdbc.update("INSERT INTO tenant_accounts (tenant_id) VALUES (?) ON CONFLICT DO NOTHING", TENANT);
+        TestTenants.withAccount(jdbc, TENANT, 1000, 10, 1_000_000);
     }
 
     @AfterAll
@@ -95,8 +93,8 @@ class AdmissionWriterLocksTest {
                     return Proxy.newProxyInstance(AdmissionWriterLocksTest.class.getClassLoader(), new Class<?>[] {Connection.class},
                             (c, m, a) -> {
                                 if (m.getName().equals("commit")) {
-                                    seen.add(probe("SELECT 1 FROM gateway_capacity WHERE id = 1 FOR UPDATE NOWAIT", "gateway row"));
-                                    seen.add(probe("SELECT 1 FROM tenant_accounts WHERE tenant_id = '" + TENANT + "' FOR UPDATE NOWAIT",
+                                    seen.add(RowLocks.probe("SELECT 1 FROM gateway_capacity WHERE id = 1 FOR UPDATE NOWAIT", "gateway row"));
+                                    seen.add(RowLocks.probe("SELECT 1 FROM tenant_accounts WHERE tenant_id = '" + TENANT + "' FOR UPDATE NOWAIT",
                                             "tenant row"));
                                 }
                                 return invoke(m, real, a);
@@ -112,18 +110,6 @@ class AdmissionWriterLocksTest {
         }
     }
 
-    private static String probe(String lock, String row) {
-        try (Connection other = TestDatabase.connect()) {
-            other.setAutoCommit(false);
-            other.createStatement().execute(lock);
-            other.rollback();
-            return row + " free";
-        } catch (SQLException e) {
-            return row + ("55P03".equals(e.getSQLState()) ? " still locked" : " probe failed: " + e.getMessage());
-        } catch (Exception e) {
-            return row + " probe failed: " + e.getMessage();
-        }
-    }
 
     private static AdmissionWriter.Candidate candidate(UUID id) {
         Instant now = Instant.now().truncatedTo(ChronoUnit.MICROS);

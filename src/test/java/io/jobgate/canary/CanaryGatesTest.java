@@ -17,6 +17,7 @@ import io.jobgate.infra.Settings;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.support.TestDatabase;
+import io.jobgate.support.TestTenants;
 import org.apache.camel.impl.DefaultCamelContext;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -49,9 +50,7 @@ class CanaryGatesTest {
         Database.migrate(pool);
         TestDatabase.reset();
         jdbc = new JdbcTemplate(pool);
-        jdbc.update("""
-                INSERT INTO tenants (tenant_id, display_name, api_key_sha256, max_open_jobs, max_running_jobs, max_queued_bytes)
-                VALUES (?, 'Gates', 'gates-key-digest', 10, 10, 1000) ON CONFLICT DO NOTHING""", TENANT);
+        TestTenants.tenant(jdbc, TENANT, 10, 10, 1000);
         gates = new CanaryGates(jdbc, Clock.fixed(NOW, ZoneOffset.UTC));
         Path dir = Files.createTempDirectory("jobgate-gates");
         Files.copy(Path.of("src/test/resources/providers/fakeimg.properties"), dir.resolve("fakeimg.properties"));

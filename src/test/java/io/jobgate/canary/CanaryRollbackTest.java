@@ -18,6 +18,7 @@ import io.jobgate.infra.Settings;
 import io.jobgate.job.JobTransitions;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.support.TestDatabase;
+import io.jobgate.support.TestTenants;
 import org.apache.camel.impl.DefaultCamelContext;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -51,9 +52,7 @@ class CanaryRollbackTest {
         Database.migrate(pool);
         TestDatabase.reset();
         jdbc = new JdbcTemplate(pool);
-        jdbc.update("""
-                INSERT INTO tenants (tenant_id, display_name, api_key_sha256, max_open_jobs, max_running_jobs, max_queued_bytes)
-                VALUES (?, 'Rollback', 'rollback-key-digest', 10, 10, 1000) ON CONFLICT DO NOTHING""", TENANT);
+        TestTenants.tenant(jdbc, TENANT, 10, 10, 1000);
         Clock clock = Clock.fixed(NOW, ZoneOffset.UTC);
         RetryingTransactions transactions = new RetryingTransactions(pool, 3);
         JobTransitions transitions = new JobTransitions(new NamedParameterJdbcTemplate(jdbc), transactions, clock);

@@ -1,7 +1,5 @@
 package io.jobgate.job;
 
-import java.sql.Connection;
-import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
@@ -19,7 +17,9 @@ import io.jobgate.infra.RetryingTransactions;
 import io.jobgate.job.JobTransitions.Change;
 import io.jobgate.job.JobTransitions.Event;
 import io.jobgate.job.JobTransitions.Guard;
+import io.jobgate.support.RowLocks;
 import io.jobgate.support.TestDatabase;
+import io.jobgate.support.TestTenants;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.TestInstance;
@@ -58,10 +58,7 @@ class JobTransitionsLocksTest {
         jdbc = new JdbcTemplate(pool);
         transactions = new RetryingTransactions(pool, 1);
         transitions = new JobTransitions(new NamedParameterJdbcTemplate(jdbc), transactions, Clock.fixed(NOW, ZoneOffset.UTC));
-        jdbc.update("""
-                INSERT INTO tenants (tenant_id, display_name, api_key_sha256, max_open_jobs, max_running_jobs, max_queued_bytes)
-                VALUES (?, 'Release locks', 'release-locks-key-digest', 1000, 1000, 100000000) ON CONFLICT DO NOTHING""", TENANT);
-        jdbc.update("INSERT INTO tenant_accounts (tenant_id) VALUES (?) ON CONFLICT DO NOTHING", TENANT);
+        TestTenants.withAccount(jdbc, TENANT, 1000, 1000, 100_000_000);
     }
 
     @AfterAll
@@ -113,9 +110,9 @@ class JobTransitionsLocksTest {
             assertThat(transitions.apply(job, release.event, release.from == JobStatus.PROVIDER_PENDING ? Guard.anyone()
                     : Guard.lease(token), release.change)).isPresent();
             // Every statement of the transition has run; its transaction is open, as a worker's is until it commits.
-            seen.add(probe("SELECT 1 FROM tenant_accounts WHERE tenant_id = '" + TENANT + "' FOR UPDATE NOWAIT", "tenant row"));
-            seen.add(probe("SELECT 1 FROM gateway_capacity WHERE id = 1 FOR UPDATE NOWAIT", "gateway row"));
-            seen.add(probe("SELECT 1 FROM dispatch_window WHERE id = 1 FOR UPDATE NOWAIT", "window row"));
+            seen.add(RowLocks.probe("SELECT 1 FROM tenant_accounts WHERE tenant_id = '" + TENANT + "' FOR UPDATE NOWAIT", "tenant row"));
+            seen.add(RowLocks.probe("SELECT 1 FROM gateway_capacity WHERE id = 1 FOR UPDATE NOWAIT", "gateway row"));
+            seen.add(RowLocks.probe("SELECT 1 FROM dispatch_window WHERE id = 1 FOR UPDATE NOWAIT", "window row"));
             return null;
         });
 
@@ -163,16 +160,4 @@ class JobTransitionsLocksTest {
         return id;
     }
 
-    private static String probe(String lock, String row) {
-        try (Connection other = TestDatabase.connect()) {
-            other.setAutoCommit(false);
-            other.createStatement().execute(lock);
-            other.rollback();
-            return row + " free";
-        } catch (SQLException e) {
-            return row + ("55P03".equals(e.getSQLState()) ? " still locked" : " probe failed: " + e.getMessage());
-        } catch (Exception e) {
-            return row + " probe failed: " + e.getMessage();
-        }
-    }
 }

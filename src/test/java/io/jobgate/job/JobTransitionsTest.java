@@ -23,6 +23,7 @@ import io.jobgate.job.JobTransitions.Effect;
 import io.jobgate.job.JobTransitions.Event;
 import io.jobgate.job.JobTransitions.Guard;
 import io.jobgate.support.TestDatabase;
+import io.jobgate.support.TestTenants;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -60,10 +61,7 @@ class JobTransitionsTest {
         // A fixed clock: every time the transitions write is this one, so the test can compare them exactly.
         transitions = new JobTransitions(new NamedParameterJdbcTemplate(jdbc), new RetryingTransactions(pool, 3),
                 Clock.fixed(NOW, ZoneOffset.UTC));
-        jdbc.update("""
-                INSERT INTO tenants (tenant_id, display_name, api_key_sha256, max_open_jobs, max_running_jobs, max_queued_bytes)
-                VALUES (?, 'State walk', 'walk-key-digest', 1000, 1000, 1000000) ON CONFLICT DO NOTHING""", TENANT);
-        jdbc.update("INSERT INTO tenant_accounts (tenant_id) VALUES (?) ON CONFLICT DO NOTHING", TENANT);
+        TestTenants.withAccount(jdbc, TENANT, 1000, 1000, 1_000_000);
     }
 
     @AfterAll
