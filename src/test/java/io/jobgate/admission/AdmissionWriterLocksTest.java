@@ -12,7 +12,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import javax.sql.DataSource;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.jobgate.infra.Database;
 import io.jobgate.job.Job;
 import io.jobgate.job.JobStatus;
 import io.jobgate.provider.Pricing;
@@ -43,8 +42,7 @@ class AdmissionWriterLocksTest {
 
     @BeforeAll
     void migrate() throws Exception {
-        pool = Database.pool(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 4);
-        Database.migrate(pool);
+        pool = TestDatabase.migratedPool(4);
         jdbc = new JdbcTemplate(pool);
         TestTenants.withAccount(jdbc, TENANT, 1000, 10, 1_000_000);
     }

@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.UUID;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.jobgate.infra.Database;
 import io.jobgate.infra.Settings;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
@@ -46,8 +45,7 @@ class CanaryGatesTest {
 
     @BeforeAll
     void migrate() throws Exception {
-        pool = Database.pool(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 2);
-        Database.migrate(pool);
+        pool = TestDatabase.migratedPool(2);
         TestDatabase.reset();
         jdbc = new JdbcTemplate(pool);
         TestTenants.tenant(jdbc, TENANT, 10, 10, 1000);

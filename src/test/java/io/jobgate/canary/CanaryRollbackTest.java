@@ -12,7 +12,6 @@ import java.util.Map;
 import java.util.UUID;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.jobgate.infra.Database;
 import io.jobgate.infra.RetryingTransactions;
 import io.jobgate.infra.Settings;
 import io.jobgate.job.JobTransitions;
@@ -48,8 +47,7 @@ class CanaryRollbackTest {
 
     @BeforeAll
     void migrate() throws Exception {
-        pool = Database.pool(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 2);
-        Database.migrate(pool);
+        pool = TestDatabase.migratedPool(2);
         TestDatabase.reset();
         jdbc = new JdbcTemplate(pool);
         TestTenants.tenant(jdbc, TENANT, 10, 10, 1000);

@@ -12,7 +12,6 @@ import java.util.Map;
 import java.util.UUID;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.jobgate.infra.Database;
 import io.jobgate.infra.RetryingTransactions;
 import io.jobgate.job.JobTransitions.Change;
 import io.jobgate.job.JobTransitions.Event;
@@ -53,8 +52,7 @@ class JobTransitionsLocksTest {
 
     @BeforeAll
     void migrate() throws Exception {
-        pool = Database.pool(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 4);
-        Database.migrate(pool);
+        pool = TestDatabase.migratedPool(4);
         jdbc = new JdbcTemplate(pool);
         transactions = new RetryingTransactions(pool, 1);
         transitions = new JobTransitions(new NamedParameterJdbcTemplate(jdbc), transactions, Clock.fixed(NOW, ZoneOffset.UTC));

@@ -16,7 +16,6 @@ import java.util.UUID;
 import java.util.stream.Stream;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.jobgate.infra.Database;
 import io.jobgate.infra.RetryingTransactions;
 import io.jobgate.job.JobTransitions.Change;
 import io.jobgate.job.JobTransitions.Effect;
@@ -54,8 +53,7 @@ class JobTransitionsTest {
 
     @BeforeAll
     void migrate() throws Exception {
-        pool = Database.pool(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 4);
-        Database.migrate(pool);
+        pool = TestDatabase.migratedPool(4);
         TestDatabase.reset();
         jdbc = new JdbcTemplate(pool);
         // A fixed clock: every time the transitions write is this one, so the test can compare them exactly.

@@ -4,7 +4,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 import com.zaxxer.hikari.HikariDataSource;
-import io.jobgate.infra.Database;
 import io.jobgate.support.TestDatabase;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -45,8 +44,7 @@ class PresetCatalogTest {
                 template: "Poster titled {{title}}"
                 """.formatted(id);
         Files.writeString(file, yaml);
-        try (HikariDataSource ds = Database.pool(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 2)) {
-            Database.migrate(ds);
+        try (HikariDataSource ds = TestDatabase.migratedPool(2)) {
             JdbcTemplate jdbc = new JdbcTemplate(ds);
             PresetCatalog.load(dir).verifyImmutable(jdbc);
             PresetCatalog.load(dir).verifyImmutable(jdbc); // unchanged: fine at every start

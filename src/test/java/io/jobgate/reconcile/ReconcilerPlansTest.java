@@ -3,8 +3,6 @@ package io.jobgate.reconcile;
 import java.sql.Connection;
 import java.sql.Statement;
 
-import com.zaxxer.hikari.HikariDataSource;
-import io.jobgate.infra.Database;
 import io.jobgate.support.GenericPlans;
 import io.jobgate.support.TestDatabase;
 import org.junit.jupiter.api.Test;
@@ -21,9 +19,7 @@ class ReconcilerPlansTest {
 
     @Test
     void theClaimOfDueChecksReadsTheIndexOfWaitingJobs() throws Exception {
-        try (HikariDataSource pool = Database.pool(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 1)) {
-            Database.migrate(pool);
-        }
+        TestDatabase.migratedPool(1).close(); // the schema the gateway runs on
         try (Connection c = TestDatabase.connect(); Statement s = c.createStatement()) {
             s.execute("SET plan_cache_mode = force_generic_plan");
             // The test database's jobs table is small enough to be read whole; what is asked here is

@@ -78,6 +78,18 @@ public final class TestDatabase {
         return DriverManager.getConnection(url(), user(), password());
     }
 
+    /** A pool of {@code size} connections to the test database, its schema migrated to the newest version. */
+    public static com.zaxxer.hikari.HikariDataSource migratedPool(int size) {
+        com.zaxxer.hikari.HikariDataSource pool = io.jobgate.infra.Database.pool(url(), user(), password(), size);
+        try {
+            io.jobgate.infra.Database.migrate(pool);
+        } catch (RuntimeException e) {
+            pool.close();
+            throw e;
+        }
+        return pool;
+    }
+
     /** Empties the job tables and zeroes the reservations, so each test class starts from its config. */
     public static void reset() throws Exception {
         try (Connection c = connect(); Statement s = c.createStatement()) {
