@@ -277,7 +277,7 @@ final class DrainBench {
      */
     private void waitForDrain(UUID[] jobs, long finishedBefore) throws Exception {
         long lastProgress = System.nanoTime();
-        long lastAsked = 0;
+        long lastAsked = System.nanoTime() - TimeUnit.SECONDS.toNanos(1); // nanoTime may be negative: no 0 as "never"
         long seen = -1;
         try (Connection c = dataSource.getConnection()) {
             UUID[] open = jobs;
