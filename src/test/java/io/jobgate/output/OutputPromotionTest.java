@@ -78,7 +78,10 @@ class OutputPromotionTest {
                 "jobgate.sweeper.period-ms", "200",
                 "jobgate.sweeper.quarantine-max-age-seconds", "0",
                 "jobgate.sweeper.quarantine-period-ms", "3600000",
-                "jobgate.provider.fakeimg.base-url", fake.baseUrl())));
+                "jobgate.provider.fakeimg.base-url", fake.baseUrl(),
+                // One test holds its call 1.5 s to see the job while it is submitting: on a loaded machine a cold
+                // JVM's first call outlived the adapter's usual 2 s and ended ambiguous before any output check.
+                "jobgate.provider.fakeimg.call-deadline-ms", "6000")));
     }
 
     @BeforeEach
