@@ -36,10 +36,15 @@ public final class GenericPlans {
 
     /** The same for a JDBC statement, whose parameters are written {@code ?}. */
     public static String ofJdbc(Statement s, String query) throws SQLException {
+        return of(s, numbered(query));
+    }
+
+    /** A JDBC statement's {@code ?} parameters written {@code $1 … $n}. */
+    public static String numbered(String query) {
         String numbered = query;
         for (int i = 1; numbered.contains("?"); i++) {
             numbered = numbered.replaceFirst("\\?", "\\$" + i);
         }
-        return of(s, numbered);
+        return numbered;
     }
 }

@@ -1,0 +1,105 @@
+package io.jobgate.relay;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.jobgate.infra.Database;
+import io.jobgate.infra.Parts;
+import io.jobgate.support.GenericPlans;
+import io.jobgate.support.TestDatabase;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The relay's statements, planned as its pool's sessions plan them (once, generically, often while
+ * the tables are small, and kept until the next ANALYZE), read the outbox and the jobs by index,
+ * never whole: a claim planned on a fresh database otherwise read every outbox row and every job in
+ * every round once a backlog had grown. The tables here are as small as a fresh gateway's.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class RelayPlansTest {
+
+    private HikariDataSource relayPool;
+
+    @BeforeAll
+    void pool() {
+        TestDatabase.migratedPool(1).close(); // the schema the gateway runs on
+        relayPool = Database.pool("relay-plans", TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 1,
+                Parts.RELAY_SESSION_OPTIONS);
+    }
+
+    @AfterAll
+    void close() {
+        relayPool.close();
+    }
+
+    @Test
+    void aRoundsClaimReadsNoTableWhole() throws Exception {
+        String plan = planOf(camelSql("sql/relay-claim-dispatch.sql"));
+        assertThat(plan).as(plan).contains("outbox_dispatch_due").doesNotContain("Seq Scan on outbox")
+                .doesNotContain("Seq Scan on jobs");
+    }
+
+    @Test
+    void theMarkOfPublishedEventsReadsTheirKeys() throws Exception {
+        String plan = planOf(camelSql("sql/relay-mark-published.sql"));
+        assertThat(plan).as(plan).contains("outbox_pkey").doesNotContain("Seq Scan on outbox");
+    }
+
+    @Test
+    void theStatusRoundReadsNoTableWhole() throws Exception {
+        assertThat(planOf(GenericPlans.numbered(OutboxRelay.LOCK_STATUS))).doesNotContain("Seq Scan on outbox");
+        assertThat(planOf(GenericPlans.numbered(OutboxRelay.MARK_STATUS))).contains("outbox_pkey")
+                .doesNotContain("Seq Scan on outbox");
+    }
+
+    /**
+     * A claim costed with the planner's penalty on a scan it cannot avoid would be compiled by the JIT
+     * each round (2 s here): the pool's sessions run without it, whatever the server's setting.
+     */
+    @Test
+    void theRelaysSessionsAreNeverCompiledByTheJit() throws Exception {
+        try (Connection c = relayPool.getConnection(); Statement s = c.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SHOW jit")) {
+            rs.next();
+            assertThat(rs.getString(1)).isEqualTo("off");
+        }
+    }
+
+    private String planOf(String query) throws Exception {
+        try (Connection c = relayPool.getConnection(); Statement s = c.createStatement()) {
+            s.execute("SET plan_cache_mode = force_generic_plan"); // as the pool does (Database), stated here
+            return GenericPlans.of(s, query);
+        }
+    }
+
+    /** A camel-sql file with its {@code :#name} parameters numbered {@code $1 … $n}, comments dropped. */
+    private static String camelSql(String resource) throws IOException {
+        String text;
+        try (InputStream in = RelayPlansTest.class.getClassLoader().getResourceAsStream(resource)) {
+            text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+        text = text.lines().filter(l -> !l.startsWith("--")).reduce("", (a, b) -> a + b + "\n");
+        Map<String, Integer> numbers = new LinkedHashMap<>();
+        Matcher m = Pattern.compile(":#(\\w+)").matcher(text);
+        StringBuilder numbered = new StringBuilder();
+        while (m.find()) {
+            int n = numbers.computeIfAbsent(m.group(1), k -> numbers.size() + 1);
+            m.appendReplacement(numbered, "\\$" + n);
+        }
+        m.appendTail(numbered);
+        return numbered.toString();
+    }
+}
