@@ -95,13 +95,25 @@ public final class JobFinalizer {
         return finalizeJobIf(jobId, new JobTransitions.Guard(leaseToken, null, onlyFrom, null), outcome);
     }
 
+    /**
+     * As {@link #finalizeJob(UUID, UUID, Outcome)}, closing the worker's attempt {@code closing} in the
+     * same statement as the ending's other writes (nothing is written when the lease was lost).
+     */
+    public boolean finalizeJob(UUID jobId, UUID leaseToken, Outcome outcome, JobTransitions.AttemptClose closing) {
+        return finalizeJobIf(jobId, JobTransitions.Guard.lease(leaseToken), outcome, closing);
+    }
+
     /** As {@link #finalizeJob(UUID, Outcome)}, only while {@code guard} holds. */
     public boolean finalizeJobIf(UUID jobId, JobTransitions.Guard guard, Outcome outcome) {
+        return finalizeJobIf(jobId, guard, outcome, null);
+    }
+
+    private boolean finalizeJobIf(UUID jobId, JobTransitions.Guard guard, Outcome outcome, JobTransitions.AttemptClose closing) {
         int refund = outcome.refund() == RefundPolicy.NONE ? 0
                 : outcome.status() == JobStatus.CANCELLED ? cancelledRefundPercent : failedRefundPercent;
         return transitions.apply(jobId, JobTransitions.Event.ending(outcome.status()), guard,
                 JobTransitions.Change.ending(outcome.errorCategory(), outcome.errorMessage(), outcome.resultJson(), refund,
-                        outcome.cause()))
+                        outcome.cause()), null, closing)
                 .isPresent();
     }
 }

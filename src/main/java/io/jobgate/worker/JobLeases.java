@@ -23,6 +23,8 @@ import io.jobgate.job.JobTransitions.Event;
 import io.jobgate.job.JobTransitions.Guard;
 import io.jobgate.provider.Provider;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.namedparam.MapSqlParameterSource;
+import org.springframework.jdbc.core.namedparam.NamedParameterJdbcTemplate;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
@@ -40,6 +42,7 @@ public final class JobLeases {
     private final JobFinalizer finalizer;
     private final Clock clock;
     private final io.jobgate.job.ProviderSlots slots;
+    private final NamedParameterJdbcTemplate named;
 
     public JobLeases(JdbcTemplate jdbc, TransactionTemplate transactions, JobTransitions transitions, JobFinalizer finalizer) {
         this.jdbc = jdbc;
@@ -48,6 +51,7 @@ public final class JobLeases {
         this.finalizer = finalizer;
         this.clock = transitions.clock();
         this.slots = new io.jobgate.job.ProviderSlots(jdbc);
+        this.named = new NamedParameterJdbcTemplate(jdbc);
     }
 
     /** The lease columns as the LEASE transition returns them (job row aliased j). */
@@ -235,16 +239,41 @@ public final class JobLeases {
     /** Closes the attempt row with what this worker saw (kept even when the lease was lost meanwhile). */
     public void closeAttempt(UUID jobId, int attempt, UUID token, String outcome, AdapterResult result, long durationMs,
                              Instant nextAttemptAt, Boolean retryAfterUnderstood) {
-        jdbc.update("""
-                UPDATE attempts SET ended_at = ?, duration_ms = ?, outcome = ?, http_status = ?, provider_request_id = ?,
-                                    error_category = ?, error_message = ?, retry_after = ?, retry_after_understood = ?,
-                                    next_attempt_at = ?, response_excerpt = ?, billed_units = ?, billed_unit = ?
-                 WHERE job_id = ? AND attempt = ? AND lease_token = ?""",
-                Timestamp.from(clock.instant()), durationMs, outcome, result.httpStatus(), result.providerRequestId(),
-                result.category() == null ? null : result.category().wire(), result.message(), result.retryAfter(),
-                retryAfterUnderstood,
-                nextAttemptAt == null ? null : Timestamp.from(nextAttemptAt), result.excerpt(), result.billedAmount(),
-                result.billedUnit(), jobId, attempt, token);
+        JobTransitions.AttemptClose close = attemptClose(attempt, token, outcome, result, durationMs, nextAttemptAt,
+                retryAfterUnderstood);
+        named.update("UPDATE attempts SET " + close.set() + " WHERE job_id = :job AND attempt = :closeAttempt AND lease_token = :closeToken",
+                new MapSqlParameterSource(close.values()).addValue("job", jobId).addValue("closeAttempt", attempt)
+                        .addValue("closeToken", token));
+    }
+
+    /** The attempt columns a worker's record writes; one text for its own close and a transition's. */
+    private static final String CLOSE_SET = """
+            ended_at = :closeEndedAt, duration_ms = :closeDuration, outcome = :closeOutcome, http_status = :closeHttpStatus,
+            provider_request_id = :closeRequestId, error_category = :closeCategory, error_message = :closeMessage,
+            retry_after = :closeRetryAfter, retry_after_understood = :closeUnderstood, next_attempt_at = :closeNext,
+            response_excerpt = :closeExcerpt, billed_units = :closeBilled, billed_unit = :closeBilledUnit""";
+
+    /**
+     * What this worker saw of {@code attempt}, as a close a transition writes with its own writes
+     * ({@link JobTransitions.AttemptClose}): a success's finalize closes its attempt in the same statement.
+     */
+    public JobTransitions.AttemptClose attemptClose(int attempt, UUID token, String outcome, AdapterResult result, long durationMs,
+                                                    Instant nextAttemptAt, Boolean retryAfterUnderstood) {
+        Map<String, Object> values = new java.util.HashMap<>();
+        values.put("closeEndedAt", Timestamp.from(clock.instant()));
+        values.put("closeDuration", durationMs);
+        values.put("closeOutcome", outcome);
+        values.put("closeHttpStatus", result.httpStatus());
+        values.put("closeRequestId", result.providerRequestId());
+        values.put("closeCategory", result.category() == null ? null : result.category().wire());
+        values.put("closeMessage", result.message());
+        values.put("closeRetryAfter", result.retryAfter());
+        values.put("closeUnderstood", retryAfterUnderstood);
+        values.put("closeNext", nextAttemptAt == null ? null : Timestamp.from(nextAttemptAt));
+        values.put("closeExcerpt", result.excerpt());
+        values.put("closeBilled", result.billedAmount());
+        values.put("closeBilledUnit", result.billedUnit());
+        return new JobTransitions.AttemptClose(attempt, token, CLOSE_SET, values);
     }
 
     private static Lease lease(Map<String, Object> r) {

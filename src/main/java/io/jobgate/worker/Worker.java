@@ -409,11 +409,11 @@ public final class Worker {
                 canaries.heldOutput(lease.jobId(), attempt, heldRecord);
                 return decided;
             } else if (result.succeeded() && !lost) {
-                // The attempt is closed first, as succeeded, so the finalize's counter rows (shared with
-                // admission and the relay) are the transaction's last statement before its commit; a
-                // lease lost meanwhile corrects the attempt's outcome in the same transaction.
-                leases.closeAttempt(lease.jobId(), attempt, lease.token(), "succeeded", result, durationMs, null, null);
-                if (finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record))) {
+                // The attempt is closed as succeeded by the finalize's own statement of writes, before its
+                // counter rows (still the transaction's last writes before its commit); a lease lost
+                // meanwhile writes nothing there, and the attempt is closed as lost below.
+                if (finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record),
+                        leases.attemptClose(attempt, lease.token(), "succeeded", result, durationMs, null, null))) {
                     return new Decision("succeeded", "succeeded", null);
                 }
                 decided = new Decision("lease_lost", "none", null);

@@ -267,6 +267,34 @@ class JobTransitionsTest {
     }
 
     @Test
+    void anEndingClosesTheWorkersAttemptInItsOwnWritesOnlyUnderItsLease() {
+        Fixture job = jobIn(JobStatus.SUBMITTING);
+        // An earlier attempt left open (its worker died) and the one the worker is recording now.
+        jdbc.update("INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, started_at) "
+                + "VALUES (?, ?, 1, ?, 'walker-0', 'fakeimg', 'fake-r1', now()), (?, ?, 2, ?, 'walker', 'fakeimg', 'fake-r1', now())",
+                job.jobId(), TENANT, UUID.randomUUID(), job.jobId(), TENANT, job.leaseToken());
+        JobTransitions.AttemptClose close = new JobTransitions.AttemptClose(2, job.leaseToken(),
+                "ended_at = :closeEnded, outcome = :closeOutcome, http_status = :closeStatus",
+                Map.of("closeEnded", Timestamp.from(NOW.plusSeconds(5)), "closeOutcome", "succeeded", "closeStatus", 200));
+        String attempts = "SELECT attempt, outcome, http_status, ended_at FROM attempts WHERE job_id = ? ORDER BY attempt";
+        Snapshot before = snapshot(job.jobId());
+        List<Map<String, Object>> open = jdbc.queryForList(attempts, job.jobId());
+
+        assertThat(transitions.apply(job.jobId(), Event.SUCCEED, Guard.lease(UUID.randomUUID()), change(Event.SUCCEED), null, close))
+                .as("a stale lease ends nothing and closes nothing").isEmpty();
+        assertThat(snapshot(job.jobId())).isEqualTo(before);
+        assertThat(jdbc.queryForList(attempts, job.jobId())).isEqualTo(open);
+
+        assertThat(transitions.apply(job.jobId(), Event.SUCCEED, Guard.lease(job.leaseToken()), change(Event.SUCCEED), null, close))
+                .isPresent();
+        List<Map<String, Object>> closed = jdbc.queryForList(attempts, job.jobId());
+        assertThat(closed.get(0).get("outcome")).as("the attempt left open ends with its job").isEqualTo("ended_with_job");
+        assertThat(closed.get(1)).as("the worker's attempt says what the worker saw").containsEntry("outcome", "succeeded")
+                .containsEntry("http_status", 200).containsEntry("ended_at", Timestamp.from(NOW.plusSeconds(5)));
+        assertThat(snapshot(job.jobId()).job()).containsEntry("status", "succeeded");
+    }
+
+    @Test
     void theDatabaseHoldsTheSameTableAsTheCode() {
         Set<List<String>> inDatabase = new HashSet<>(jdbc.query("SELECT event, from_status, to_status FROM job_status_transitions",
                 (rs, i) -> List.of(rs.getString(1), rs.getString(2), rs.getString(3))));
