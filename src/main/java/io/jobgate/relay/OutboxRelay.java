@@ -81,34 +81,38 @@ public final class OutboxRelay {
     }
 
     /**
-     * The status events due now, oldest first, locked for this round: another instance's round skips
-     * them (SKIP LOCKED) as it skipped a claim, and so does this one's {@code claimed_until} test skip an
-     * event another instance claimed the old way. The payload's members come back as columns.
+     * The status events due now, oldest first, taken for this round and marked published in one
+     * statement: the inner {@code FOR UPDATE SKIP LOCKED} keeps another instance's round off them (as it
+     * skipped a claim), and so does the {@code claimed_until} test skip an event another instance claimed
+     * the old way. The mark is the round's row lock (one row version, where a lock and then a mark wrote a
+     * lock record and a version), and it is seen by others only if the round commits, which it does only
+     * after the broker committed the messages. The payload's members come back as columns.
      */
-    static final String LOCK_STATUS = """
-            SELECT event_id, job_id, tenant_id, coalesce(payload->>'status', '') AS status,
-                   coalesce((payload->>'attempt')::int, 0) AS attempt, payload->>'error_category' AS error_category, created_at
-              FROM outbox
-             WHERE event_type = 'status' AND published_at IS NULL AND available_at <= ?
-               AND (claimed_until IS NULL OR claimed_until < ?)
-             ORDER BY event_id
-             LIMIT ?
-               FOR UPDATE SKIP LOCKED""";
-
-    /** After the broker committed the round's messages, in the transaction that holds their locks. */
-    static final String MARK_STATUS = "UPDATE outbox SET published_at = ?, claimed_until = NULL WHERE event_id = ANY (?)";
+    static final String TAKE_STATUS = """
+            UPDATE outbox o SET published_at = ?, claimed_until = NULL
+             WHERE o.event_id = ANY (ARRAY(
+                   SELECT event_id FROM outbox
+                    WHERE event_type = 'status' AND published_at IS NULL AND available_at <= ?
+                      AND (claimed_until IS NULL OR claimed_until < ?)
+                    ORDER BY event_id
+                    LIMIT ?
+                      FOR UPDATE SKIP LOCKED))
+               AND o.published_at IS NULL
+            RETURNING o.event_id, o.job_id, o.tenant_id, coalesce(o.payload->>'status', '') AS status,
+                      coalesce((o.payload->>'attempt')::int, 0) AS attempt, o.payload->>'error_category' AS error_category,
+                      o.created_at""";
 
     /**
      * One round of status events for followers of the jobs.events topic, in one transaction of the
-     * relay's pool: lock the due events, publish them in one JMS transaction, mark them published,
-     * commit. One for every admitted job ({@code queued}), so the round is cut to what at least once
-     * needs: where a claim wrote each event once more (a new row version and its index entries) to
-     * keep other instances off it while the broker committed, the row lock does that and costs no row
-     * version. A round that fails (broker, database) rolls back and leaves its events to the next
-     * round; a round whose process dies loses its locks with its connection. A round stuck in the
-     * broker's commit holds them no longer than a claim lasted: the transaction's
+     * relay's pool: take the due events (locked and marked published in one statement), publish them
+     * in one JMS transaction, commit. One for every admitted job ({@code queued}), so the round is cut
+     * to what at least once needs: one statement, one row version per event, no lock record of its
+     * own. A round that fails (broker, database) rolls back, so its events are unmarked and left to the
+     * next round; a round whose process dies loses its transaction with its connection. A round stuck
+     * in the broker's commit holds them no longer than a claim lasted: the transaction's
      * {@code idle_in_transaction_session_timeout} is the claim's length, after which PostgreSQL ends the
-     * session and the events are published again (at least once, as when a claim expired).
+     * session, the mark is rolled back and the events are published again (at least once, as when a
+     * claim expired).
      */
     public void statusRound(Exchange exchange) throws java.sql.SQLException, JMSException {
         java.sql.Timestamp now = java.sql.Timestamp.from(clock.instant());
@@ -117,17 +121,18 @@ public final class OutboxRelay {
             c.setAutoCommit(false);
             try {
                 try (java.sql.PreparedStatement ps = c.prepareStatement("SET LOCAL idle_in_transaction_session_timeout = "
-                        + Math.multiplyExact(claimSeconds, 1000) + ";\n" + LOCK_STATUS)) {
+                        + Math.multiplyExact(claimSeconds, 1000) + ";\n" + TAKE_STATUS)) {
                     planEachTime(ps);
                     ps.setTimestamp(1, now);
                     ps.setTimestamp(2, now);
-                    ps.setInt(3, statusBatch);
+                    ps.setTimestamp(3, now);
+                    ps.setInt(4, statusBatch);
                     ps.execute(); // the SET's count first, then the rows: one round trip
                     while (!ps.getMoreResults() && ps.getUpdateCount() != -1) {
-                        // skip to the SELECT's rows
+                        // skip to the UPDATE's rows
                     }
                     try (java.sql.ResultSet rs = ps.getResultSet()) {
-                        published = rs == null ? 0 : publishStatus(rs, c, now);
+                        published = rs == null ? 0 : publishStatus(rs);
                     }
                 }
                 c.commit();
@@ -142,31 +147,35 @@ public final class OutboxRelay {
         exchange.setProperty("announced", published);
     }
 
-    /** Publishes the locked rows in one JMS transaction, then marks them; answers how many. */
-    private int publishStatus(java.sql.ResultSet rs, java.sql.Connection c, java.sql.Timestamp now)
-            throws java.sql.SQLException, JMSException {
-        if (!rs.next()) {
+    /** A taken status row, kept until the round's rows are sorted. */
+    private record StatusRow(long eventId, String jobId, String tenantId, String status, int attempt,
+                             String errorCategory, java.sql.Timestamp createdAt) {
+    }
+
+    /**
+     * Publishes the taken rows in one JMS transaction, oldest first (an UPDATE's RETURNING has no
+     * order of its own); answers how many.
+     */
+    private int publishStatus(java.sql.ResultSet rs) throws java.sql.SQLException, JMSException {
+        List<StatusRow> rows = new java.util.ArrayList<>();
+        while (rs.next()) {
+            rows.add(new StatusRow(rs.getLong(1), rs.getObject(2, UUID.class).toString(), rs.getString(3),
+                    rs.getString(4), rs.getInt(5), rs.getString(6), rs.getTimestamp(7)));
+        }
+        if (rows.isEmpty()) {
             return 0;
         }
-        List<Long> ids = new java.util.ArrayList<>();
+        rows.sort(java.util.Comparator.comparingLong(StatusRow::eventId));
         try (Connection connection = connectionFactory.createConnection();
              Session session = connection.createSession(true, Session.SESSION_TRANSACTED);
              MessageProducer producer = session.createProducer(session.createTopic(EVENTS_TOPIC))) {
-            do {
-                long eventId = rs.getLong(1);
-                producer.send(statusMessage(session, eventId, rs.getObject(2, UUID.class).toString(), rs.getString(3),
-                        rs.getString(4), rs.getInt(5), rs.getString(6), rs.getTimestamp(7)));
-                ids.add(eventId);
-            } while (rs.next());
+            for (StatusRow r : rows) {
+                producer.send(statusMessage(session, r.eventId(), r.jobId(), r.tenantId(), r.status(), r.attempt(),
+                        r.errorCategory(), r.createdAt()));
+            }
             session.commit(); // the broker has them all, durably, or none
         }
-        try (java.sql.PreparedStatement mark = c.prepareStatement(MARK_STATUS)) {
-            planEachTime(mark);
-            mark.setTimestamp(1, now);
-            mark.setArray(2, c.createArrayOf("bigint", ids.toArray()));
-            mark.executeUpdate();
-        }
-        return ids.size();
+        return rows.size();
     }
 
     /**

@@ -109,8 +109,8 @@ public final class TestDatabase {
                 try (var rs = s.executeQuery("SELECT to_regclass('public.usage_daily') IS NOT NULL")) {
                     rs.next();
                     if (rs.getBoolean(1)) {
-                        // Rollups of the rows just removed (the pending queue went with the ledger).
-                        s.execute("TRUNCATE usage_daily, billing_daily, billing_pending");
+                        // Rollups of the rows just removed, and their queue (no foreign key ties it to the ledger, V27).
+                        s.execute("TRUNCATE usage_daily, billing_daily, billing_pending, usage_pending");
                     }
                 }
                 try (var rs = s.executeQuery("SELECT to_regclass('public.canaries') IS NOT NULL")) {
