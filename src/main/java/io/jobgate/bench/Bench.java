@@ -120,7 +120,15 @@ public final class Bench {
         WorkerBench workerBench = step.test("worker") ? new WorkerBench(fake) : null;
         settings.forEach(System::setProperty);
 
-        Main gateway = Gateway.startInBackground(Duration.ofSeconds(120));
+        Main gateway;
+        try {
+            gateway = Gateway.startInBackground(Duration.ofSeconds(120));
+        } catch (IllegalStateException e) {
+            // Exits: the parts that did start (the embedded broker's threads) would keep the JVM alive.
+            System.err.println("bench: " + e.getMessage());
+            System.exit(1);
+            return;
+        }
         try {
             javax.sql.DataSource ds = gateway.getCamelContext().getRegistry().lookupByNameAndType("dataSource",
                     javax.sql.DataSource.class);
