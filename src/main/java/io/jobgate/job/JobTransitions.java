@@ -36,7 +36,10 @@ import static io.jobgate.job.JobStatus.SUCCEEDED;
  *
  * <p>Lock order, shared with the relay and admission: the job's outbox rows, then its row, then its provider
  * slot (V19), then the release rows of the tenant's counters (V24), of the gateway's and of the window's (V10), in
- * that order: rows that only releases lock, so a release waits on no admission and no relay round. The tenant's own
+ * that order: rows that only releases lock, so a release waits on no admission and no relay round. One exception,
+ * {@link Event#START}: its slot is claimed before the job's rows are locked. That closes no cycle: a claim takes a
+ * free slot with {@code SKIP LOCKED} (it never waits), and every other write of a slot names it by the job it
+ * holds, which a free slot's visible row does not, so no transaction ever waits for a slot being claimed. The tenant's own
  * row ({@code tenant_accounts}, which admission and the relay lock) is taken only by a redrive (its reservations
  * taken again, after the job's row and before the gateway's row 1) and by a refund's ledger entry (the balance).
  * Time is this class's clock, passed into SQL.
@@ -76,6 +79,12 @@ public final class JobTransitions {
 
     /** The table. Read it as "EVENT: from… → to, with effects". */
     public enum Event {
+        /**
+         * A worker takes a dispatched job for an attempt whose provider slot it already holds: the lease
+         * and the call's start as one row version (the usual start; {@link #LEASE} then {@link #SUBMIT}
+         * when caps, a re-validation verdict or the provider's gate must be looked at with the job leased).
+         */
+        START(SUBMITTING, EnumSet.of(QUEUED, RETRY_WAIT), Effect.TAKE_LEASE, Effect.OPEN_ATTEMPT),
         /** A worker takes a dispatched job for an attempt. */
         LEASE(RUNNING, EnumSet.of(QUEUED, RETRY_WAIT), Effect.TAKE_LEASE),
         /** Caps and provider gate passed: the call starts. */
@@ -174,6 +183,11 @@ public final class JobTransitions {
             return new Guard(null, eventId, null, null);
         }
 
+        /** As {@link #dispatchEvent}, and only while the job has made {@code attempts} attempts (as its caller read it). */
+        public static Guard dispatchEvent(long eventId, int attempts) {
+            return new Guard(null, eventId, null, attempts);
+        }
+
         public static Guard from(Set<JobStatus> statuses) {
             return new Guard(null, null, Set.copyOf(statuses), null);
         }
@@ -202,28 +216,36 @@ public final class JobTransitions {
      * @param cause          FINALIZE of a failure: the category that used the caps up (told to observers only)
      * @param extraAttempts  REOPEN: attempts allowed beyond the ones made
      * @param expiresAt      REOPEN: the job's lifetime ends no earlier than this (a forced redrive's new window), or null
+     * @param leaseToken     TAKE_LEASE: the new lease's token when the caller chose it (a slot claimed under it
+     *                       first); null: a fresh one
      */
     public record Change(String leaseOwner, Duration leaseFor, Instant at, int unparseable, String providerTask,
                          String providerRequestId, String adapter, String revision, String category, String message,
-                         String resultJson, int refundPercent, String cause, int extraAttempts, Instant expiresAt) {
+                         String resultJson, int refundPercent, String cause, int extraAttempts, Instant expiresAt,
+                         UUID leaseToken) {
         public static Change none() {
-            return new Change(null, null, null, 0, null, null, null, null, null, null, null, 0, null, 0, null);
+            return new Change(null, null, null, 0, null, null, null, null, null, null, null, 0, null, 0, null, null);
         }
 
         public static Change lease(String owner, Duration leaseFor) {
-            return new Change(owner, leaseFor, null, 0, null, null, null, null, null, null, null, 0, null, 0, null);
+            return new Change(owner, leaseFor, null, 0, null, null, null, null, null, null, null, 0, null, 0, null, null);
+        }
+
+        /** START: leased under {@code token} (its provider slot already claimed under it) for an attempt on {@code revision}. */
+        public static Change start(String owner, Duration leaseFor, UUID token, String adapter, String revision) {
+            return new Change(owner, leaseFor, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null, token);
         }
 
         public static Change attempt(String worker, String adapter, String revision) {
-            return new Change(worker, null, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null);
+            return new Change(worker, null, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null, null);
         }
 
         public static Change retryAt(Instant at, int unparseable, String lastCategory) {
-            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0, null, 0, null);
+            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0, null, 0, null, null);
         }
 
         public static Change checkFrom(Instant firstCheck, String providerTask, String providerRequestId, String category) {
-            return new Change(null, null, firstCheck, 0, providerTask, providerRequestId, null, null, category, null, null, 0, null, 0, null);
+            return new Change(null, null, firstCheck, 0, providerTask, providerRequestId, null, null, category, null, null, 0, null, 0, null, null);
         }
 
         public static Change ending(String category, String message, String resultJson, int refundPercent) {
@@ -232,12 +254,12 @@ public final class JobTransitions {
 
         /** An operator's redrive: dispatched at {@code at}, {@code extraAttempts} more, lifetime to at least {@code expiresAt}. */
         public static Change redrive(Instant at, int extraAttempts, Instant expiresAt) {
-            return new Change(null, null, at, 0, null, null, null, null, null, null, null, 0, null, extraAttempts, expiresAt);
+            return new Change(null, null, at, 0, null, null, null, null, null, null, null, 0, null, extraAttempts, expiresAt, null);
         }
 
         /** @param cause FINALIZE: what used the job's caps up, when that says more than its category (a 429) */
         public static Change ending(String category, String message, String resultJson, int refundPercent, String cause) {
-            return new Change(null, null, null, 0, null, null, null, null, category, message, resultJson, refundPercent, cause, 0, null);
+            return new Change(null, null, null, 0, null, null, null, null, category, message, resultJson, refundPercent, cause, 0, null, null);
         }
     }
 
@@ -587,7 +609,7 @@ public final class JobTransitions {
         StringBuilder set = new StringBuilder();
         if (event.has(Effect.TAKE_LEASE)) {
             set.append(", lease_token = :newToken, lease_owner = :owner, lease_expires_at = :leaseUntil");
-            p.addValue("newToken", UUID.randomUUID()).addValue("owner", change.leaseOwner())
+            p.addValue("newToken", change.leaseToken() != null ? change.leaseToken() : UUID.randomUUID()).addValue("owner", change.leaseOwner())
                     .addValue("leaseUntil", Timestamp.from(now.plus(change.leaseFor())));
         }
         if (event.has(Effect.END_LEASE)) {

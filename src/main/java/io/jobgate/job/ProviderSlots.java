@@ -24,9 +24,10 @@ public final class ProviderSlots {
 
     /**
      * What a start found at the provider: closed until {@code closedUntil} (a Retry-After; no slot
-     * claimed), or open with a slot claimed ({@code claimed}) or none free.
+     * claimed), or open with a slot claimed ({@code claimed}) or none free; {@code rowsMissing}: none free
+     * because the provider's slot rows are not all made yet (its first call, or its limit was raised).
      */
-    public record Claim(Instant closedUntil, boolean claimed) {
+    public record Claim(Instant closedUntil, boolean claimed, boolean rowsMissing) {
     }
 
     /**
@@ -37,17 +38,21 @@ public final class ProviderSlots {
      */
     public Claim claim(String provider, int limit, UUID jobId, UUID leaseToken, Instant now) {
         Claim first = take(provider, limit, jobId, leaseToken, now);
-        if (first.closedUntil() != null || first.claimed()) {
+        if (!first.rowsMissing()) {
             return first;
         }
         // The provider's first call, or its limit was raised: make the missing rows, then look again.
-        Integer rows = jdbc.queryForObject("SELECT count(*) FROM provider_slots WHERE provider = ? AND slot < ?",
-                Integer.class, provider, limit);
-        if (rows != null && rows >= limit) {
-            return first;
-        }
         jdbc.update("INSERT INTO provider_slots (provider, slot) SELECT ?, g FROM generate_series(0, ? - 1) g ON CONFLICT DO NOTHING",
                 provider, limit);
+        return take(provider, limit, jobId, leaseToken, now);
+    }
+
+    /**
+     * As {@link #claim}, without making missing slot rows ({@code rowsMissing}: the provider's rows are not
+     * all there yet, so none may have been free). Never waits on a row lock, so it may come before the job row's lock
+     * ({@link JobTransitions.Event#START}); making rows may wait on another transaction making the same.
+     */
+    public Claim tryClaim(String provider, int limit, UUID jobId, UUID leaseToken, Instant now) {
         return take(provider, limit, jobId, leaseToken, now);
     }
 
@@ -63,10 +68,12 @@ public final class ProviderSlots {
                                                            AND NOT EXISTS (SELECT 1 FROM gate)
                                                          ORDER BY f.slot LIMIT 1 FOR UPDATE SKIP LOCKED)
                     RETURNING s.slot)
-                SELECT (SELECT closed_until FROM gate) AS closed_until, EXISTS (SELECT 1 FROM taken) AS claimed""",
+                SELECT (SELECT closed_until FROM gate) AS closed_until, EXISTS (SELECT 1 FROM taken) AS claimed,
+                       NOT EXISTS (SELECT 1 FROM gate) AND NOT EXISTS (SELECT 1 FROM taken)
+                           AND (SELECT count(*) FROM provider_slots c WHERE c.provider = ? AND c.slot < ?) < ? AS rows_missing""",
                 (rs, n) -> {
                     Timestamp closed = rs.getTimestamp("closed_until");
-                    return new Claim(closed == null ? null : closed.toInstant(), rs.getBoolean("claimed"));
-                }, provider, at, leaseToken, jobId, at, provider, provider, limit);
+                    return new Claim(closed == null ? null : closed.toInstant(), rs.getBoolean("claimed"), rs.getBoolean("rows_missing"));
+                }, provider, at, leaseToken, jobId, at, provider, provider, limit, provider, limit, limit);
     }
 }

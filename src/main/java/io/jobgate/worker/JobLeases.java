@@ -136,7 +136,44 @@ public final class JobLeases {
      */
     public GatePass start(UUID jobId, long eventId, String worker, Duration leaseFor, Provider provider,
                           Duration fullDelay, Verdict verdict, Duration deferDelay) {
+        return start(jobId, eventId, worker, leaseFor, provider, fullDelay, verdict, deferDelay, null);
+    }
+
+    /**
+     * As {@link #start(UUID, long, String, Duration, Provider, Duration, Verdict, Duration)}, from the job as
+     * {@link #peek} read it ({@code peeked}; null: not read). The usual start — nothing against the request,
+     * caps left by the peeked row, a free slot — claims the provider's slot first and then takes the lease and
+     * opens the attempt as one transition ({@link Event#START}: one row version of the job, one statement less);
+     * its guard is the peeked state (the same dispatch event, as many attempts), and when it does not hold the
+     * transaction rolls back, slot claim included. Anything else goes the long way: the lease, then the checks.
+     */
+    public GatePass start(UUID jobId, long eventId, String worker, Duration leaseFor, Provider provider,
+                          Duration fullDelay, Verdict verdict, Duration deferDelay, Lease peeked) {
         return transactions.execute(tx -> {
+            io.jobgate.job.ProviderSlots.Claim claimed = null;
+            if (peeked != null && verdict == null && provider != null && AttemptCaps.nextAttempt(peeked.attempts(),
+                    peeked.maxAttempts(), peeked.expiresAt(), clock.instant(), "").isEmpty()) {
+                UUID token = UUID.randomUUID();
+                claimed = slots.tryClaim(provider.name(), provider.maxConcurrency(), jobId, token, clock.instant());
+                if (claimed.claimed()) {
+                    Canaries.Choice route = canaries == null ? null
+                            : canaries.choose(provider, jobId, peeked.kind(), peeked.attempts(), peeked.maxAttempts());
+                    Optional<JobTransitions.Moved> started = transitions.apply(jobId, Event.START,
+                            Guard.dispatchEvent(eventId, peeked.attempts()), Change.start(worker, leaseFor, token, provider.name(),
+                                    route == null ? provider.revision(peeked.kind()) : route.revision()), LEASE_RETURNING);
+                    if (started.isEmpty()) {
+                        tx.setRollbackOnly(); // the slot claimed for it goes back
+                        return new NotLeased(whyNoLease(jobId, eventId));
+                    }
+                    Map<String, Object> row = started.get().row();
+                    int attempt = ((Number) row.get("opened_attempt")).intValue();
+                    // The lease as LEASE returns it: the attempts made before this one.
+                    return new Submitting(lease(row, attempt - 1), attempt, route);
+                }
+                if (claimed.rowsMissing()) {
+                    claimed = null; // the long way makes them, with the job's row locked, and looks again
+                }
+            }
             Optional<Lease> taken = transitions.apply(jobId, Event.LEASE, Guard.dispatchEvent(eventId),
                     Change.lease(worker, leaseFor), LEASE_RETURNING).map(m -> lease(m.row()));
             if (taken.isEmpty()) {
@@ -159,8 +196,8 @@ public final class JobLeases {
                 reason = verdict.message();
             } else {
                 // Closed by a Retry-After: no slot claimed. Full: no free slot of the provider's limit (V19).
-                io.jobgate.job.ProviderSlots.Claim claim = slots.claim(provider.name(), provider.maxConcurrency(), jobId,
-                        lease.token(), now);
+                io.jobgate.job.ProviderSlots.Claim claim = claimed != null ? claimed
+                        : slots.claim(provider.name(), provider.maxConcurrency(), jobId, lease.token(), now);
                 if (claim.closedUntil() != null) {
                     wakeAt = claim.closedUntil();
                     reason = "provider " + provider.name() + " gate closed until " + claim.closedUntil();
@@ -277,12 +314,16 @@ public final class JobLeases {
     }
 
     private static Lease lease(Map<String, Object> r) {
+        return lease(r, ((Number) r.get("attempts")).intValue());
+    }
+
+    private static Lease lease(Map<String, Object> r, int attempts) {
         Timestamp expires = (Timestamp) r.get("expires_at");
         return new Lease((UUID) r.get("job_id"), (UUID) r.get("lease_token"), (String) r.get("tenant_id"),
                 (String) r.get("preset_id"), ((Number) r.get("preset_version")).intValue(), (String) r.get("kind"),
                 (String) r.get("aspect_class"), (String) r.get("provider"), (String) r.get("inputs"), (String) r.get("source_key"),
                 (String) r.get("source_sha256"), (String) r.get("source_media_type"), (String) r.get("correlation_id"),
-                ((Number) r.get("attempts")).intValue(), ((Number) r.get("max_attempts")).intValue(),
+                attempts, ((Number) r.get("max_attempts")).intValue(),
                 expires == null ? null : expires.toInstant(), ((Number) r.get("unparseable_streak")).intValue());
     }
 

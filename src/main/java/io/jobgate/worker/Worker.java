@@ -305,7 +305,7 @@ public final class Worker {
         Duration deadline = provider == null ? Duration.ofMinutes(2) : provider.callDeadline();
         JobLeases.GatePass pass = leases.start(job.jobId(), prepared.eventId(), workerName,
                 deadline.plus(leaseMargin), provider, jittered(gateFullDelay), prepared.verdict(),
-                backoff.delay(Math.max(1, job.attempts())));
+                backoff.delay(Math.max(1, job.attempts())), job);
         if (pass instanceof JobLeases.Submitting submitting) {
             faults.at("submitting");
             exchange.setProperty(STARTED, new Started(submitting.lease(), submitting.attempt(), provider, System.nanoTime(),

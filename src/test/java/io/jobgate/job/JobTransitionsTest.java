@@ -150,6 +150,7 @@ class JobTransitionsTest {
 
     static Change change(Event event) {
         return switch (event) {
+            case START -> Change.start("walker-2", Duration.ofSeconds(30), UUID.randomUUID(), "fakeimg", "fake-r1");
             case LEASE -> Change.lease("walker-2", Duration.ofSeconds(30));
             case SUBMIT -> Change.attempt("walker", "fakeimg", "fake-r1");
             case RETRY, RESUBMIT -> Change.retryAt(NOW.plusSeconds(60), 0, "transient");
@@ -169,7 +170,7 @@ class JobTransitionsTest {
         Snapshot before = snapshot(job.jobId());
         boolean allowed = event.from().contains(status);
         // Allowed: the guard the real caller uses. Refused: the most permissive guard, so the status alone refuses.
-        Guard guard = event == Event.LEASE ? Guard.dispatchEvent(job.newestDispatch())
+        Guard guard = event == Event.LEASE || event == Event.START ? Guard.dispatchEvent(job.newestDispatch())
                 : allowed && job.leaseToken() != null ? Guard.lease(job.leaseToken()) : Guard.anyone();
 
         Optional<JobTransitions.Moved> moved = transitions.apply(job.jobId(), event, guard, change(event));
@@ -223,7 +224,7 @@ class JobTransitionsTest {
             assertThat(after.job().get("attempts")).isEqualTo((int) before.job().get("attempts") + 1);
             assertThat(after.attempts()).singleElement().satisfies(a -> {
                 assertThat(a.get("attempt")).isEqualTo((int) before.job().get("attempts") + 1);
-                assertThat(a.get("lease_token")).isEqualTo(job.leaseToken());
+                assertThat(a.get("lease_token")).isEqualTo(after.job().get("lease_token"));
             });
         } else {
             assertThat(after.job().get("attempts")).isEqualTo(before.job().get("attempts"));

@@ -319,6 +319,94 @@ class WorkerTest {
                 + "DELETE FROM jobs WHERE idempotency_key LIKE '" + tag + "-%'");
     }
 
+    /** A job the relay dispatched, its dispatch event due in an hour (no worker gets it); @return the event's id. */
+    long dispatchedJob(UUID id, String provider) {
+        Db.execute("""
+                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
+                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds,
+                                  expires_at, dispatched_at)
+                VALUES ('%1$s', 'acme', 'start-%1$s', 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
+                        '%2$s', '{}', 0, 4, 3600, now() + interval '1 hour', now());
+                INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES ('%1$s', 'acme', 'dispatch',
+                        now() + interval '1 hour')""".formatted(id, provider));
+        return Db.count("SELECT max(event_id) FROM outbox WHERE job_id = ?", id);
+    }
+
+    /** The provider's slot rows, as its first start makes them (the long way), so the usual start can claim one. */
+    void fakeimgSlotsMade() {
+        Db.execute("INSERT INTO provider_slots (provider, slot) SELECT 'fakeimg', g FROM generate_series(0, "
+                + (providers.find("fakeimg").orElseThrow().maxConcurrency() - 1) + ") g ON CONFLICT DO NOTHING");
+    }
+
+    JobLeases.GatePass startAsTheWorkerDoes(UUID id, long event) {
+        fakeimgSlotsMade();
+        Lease peeked = leases.peek(id, event).orElseThrow();
+        return leases.start(id, event, "test-worker", Duration.ofSeconds(30), providers.find("fakeimg").orElseThrow(),
+                Duration.ofSeconds(1), null, Duration.ofSeconds(1), peeked);
+    }
+
+    /**
+     * The usual start (nothing against the request, caps left, a free slot) is one transition: the job
+     * goes from queued to submitting in one row version, under the token its provider slot was claimed
+     * with, and its attempt opens under the same token.
+     */
+    @Test
+    void aUsualStartTakesTheLeaseAndStartsTheCallAsOneTransition() {
+        UUID id = UUID.randomUUID();
+        long event = dispatchedJob(id, "fakeimg");
+        List<io.jobgate.job.JobTransitions.Event> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        context.getRegistry().lookupByNameAndType("jobTransitions", io.jobgate.job.JobTransitions.class).observe((e, moved, change) -> {
+            if (id.equals(moved.row().get("job_id"))) {
+                seen.add(e);
+            }
+        });
+
+        JobLeases.GatePass pass = startAsTheWorkerDoes(id, event);
+
+        assertThat(pass).isInstanceOf(JobLeases.Submitting.class);
+        JobLeases.Submitting started = (JobLeases.Submitting) pass;
+        assertThat(seen).containsExactly(io.jobgate.job.JobTransitions.Event.START);
+        assertThat(started.attempt()).isEqualTo(1);
+        assertThat(started.lease().attempts()).as("the attempts made before this one").isZero();
+        Map<String, Object> job = Db.single("SELECT status, lease_token, attempts FROM jobs WHERE job_id = ?", id);
+        assertThat(job).containsEntry("status", "submitting").containsEntry("attempts", 1)
+                .containsEntry("lease_token", started.lease().token());
+        assertThat(Db.single("SELECT lease_token FROM attempts WHERE job_id = ? AND attempt = 1", id))
+                .containsEntry("lease_token", started.lease().token());
+        assertThat(Db.rows("SELECT lease_token FROM provider_slots WHERE job_id = '" + id + "'")).singleElement()
+                .satisfies(slot -> assertThat(slot.get("lease_token")).isEqualTo(started.lease().token()));
+        Db.execute("UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL WHERE job_id = '" + id + "'; "
+                + "UPDATE jobs SET status = 'failed', finalized_at = now(), lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL "
+                + "WHERE job_id = '" + id + "'");
+    }
+
+    /**
+     * The usual start claims the provider's slot before it locks the job: when the job moved on since the
+     * worker read it (here: a newer dispatch event), nothing is leased and the slot goes back.
+     */
+    @Test
+    void aStartWhoseJobMovedOnSinceItWasReadLeasesNothingAndGivesTheSlotBack() {
+        UUID id = UUID.randomUUID();
+        long event = dispatchedJob(id, "fakeimg");
+        Lease peeked = leases.peek(id, event).orElseThrow();
+        Db.execute("INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES ('" + id
+                + "', 'acme', 'dispatch', now() + interval '1 hour')");
+        fakeimgSlotsMade();
+        long freeBefore = Db.count("SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NULL");
+
+        JobLeases.GatePass pass = leases.start(id, event, "test-worker", Duration.ofSeconds(30),
+                providers.find("fakeimg").orElseThrow(), Duration.ofSeconds(1), null, Duration.ofSeconds(1), peeked);
+
+        assertThat(pass).isInstanceOfSatisfying(JobLeases.NotLeased.class,
+                lost -> assertThat(lost.reason()).startsWith("stale dispatch event " + event));
+        assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE job_id = ?", id)).isZero();
+        assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NULL"))
+                .isEqualTo(freeBefore);
+        assertThat(Db.single("SELECT status, lease_token, attempts FROM jobs WHERE job_id = ?", id))
+                .containsEntry("status", "queued").containsEntry("attempts", 0).containsEntry("lease_token", null);
+        Db.execute("UPDATE jobs SET status = 'failed', finalized_at = now() WHERE job_id = '" + id + "'");
+    }
+
     /**
      * A finalize (the sweeper expiring a job, a cancel) locks the job's unpublished dispatch events,
      * then its row; a worker starting the same job — here on its way to put it back to wait, which
