@@ -313,6 +313,8 @@ public final class JobTransitions {
     private final TransactionTemplate transactions;
     private final Clock clock;
     private final List<Observer> observers = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** Statements by shape (a few dozen at most: events times guards and write chains). */
+    private final Map<Object, Statement> statements = new java.util.concurrent.ConcurrentHashMap<>();
 
     /** Adds an observer, told of each transition once it applied (after its transaction, when outermost). */
     public void observe(Observer observer) {
@@ -372,47 +374,14 @@ public final class JobTransitions {
                 .addValue("token", guard.leaseToken())
                 .addValue("event", guard.dispatchEvent())
                 .addValue("attempt", guard.attempt());
-        String guards = guardSql(guard);
+        setParameters(event, change, p, now);
+        if (event.has(Effect.OPEN_ATTEMPT)) {
+            p.addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter()).addValue("revision", change.revision());
+        }
+        Statement update = statements.computeIfAbsent(new UpdateShape(event, guard.leaseToken() != null,
+                guard.dispatchEvent() != null, guard.attempt() != null, returning), shape -> new Statement(updateSql(event, guard, returning)));
         Optional<Moved> moved = transactions.execute(tx -> {
-            // A job's waiting events are found through the job's index (outbox_job). The CASE says
-            // "published_at IS NULL" in a form the planner cannot use to prove the predicate of the
-            // relay's partial indexes of waiting events (a plain IS NULL, or IS NOT DISTINCT FROM NULL,
-            // which the parser turns into one, can): with statistics taken while few events waited, a
-            // generic plan read one of those whole, every tenant's waiting event, to find this job's.
-            // Taking a lease locks the job's waiting dispatch events first, then its row (the relay's
-            // and finalize's order), in the same statement: one initplan, no extra round trip. Dropping
-            // them (a newer one, or none, replaces them) deletes them first the same way, only while the
-            // transition applies (checked, not locked: the job row comes second).
-            boolean lockEvents = event.has(Effect.TAKE_LEASE);
-            boolean dropEvents = event.has(Effect.DROP_DISPATCH);
-            String update = (lockEvents ? "WITH waiting_events AS (SELECT event_id FROM outbox WHERE job_id = :job"
-                    + " AND event_type = 'dispatch' AND CASE WHEN published_at IS NULL THEN true END FOR UPDATE) " : "")
-                    + (dropEvents ? "WITH waiting_events AS (DELETE FROM outbox o USING jobs j"
-                    + " WHERE o.job_id = :job AND o.event_type = 'dispatch' AND CASE WHEN o.published_at IS NULL THEN true END"
-                    + " AND j.job_id = o.job_id AND j.status = ANY (string_to_array(:from, ','))" + guards + " RETURNING o.event_id) " : "")
-                    + "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event, change, p, now)
-                    + " FROM (SELECT job_id, dispatched_at, status, updated_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
-                    // j by its key, and no "finalized_at IS NULL" (the status check implies it, by the jobs
-                    // table's CHECK): with it, the generic plan read j through a partial index of open jobs
-                    // and joined by filter, a row per open job for every transition (seen with 1M of history).
-                    + " WHERE j.job_id = :job AND j.job_id = old.job_id"
-                    + " AND j.status = ANY (string_to_array(:from, ','))"
-                    + (lockEvents || dropEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards
-                    + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token, j.redrives,"
-                    + " old.dispatched_at IS NOT NULL AS held_slot, j.provider, old.status AS from_status, old.updated_at AS entered_at"
-                    + (event == Event.SUCCEED ? ", (SELECT d.units FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_units,"
-                            + " (SELECT d.unit FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_unit" : "")
-                    + (returning == null ? "" : ", " + returning);
-            String sql = update;
-            if (event.has(Effect.OPEN_ATTEMPT)) {
-                p.addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter())
-                        .addValue("revision", change.revision());
-                sql = "WITH moved AS (" + update + "), opened AS ("
-                        + " INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)"
-                        + " SELECT :job, m.tenant_id, m.attempts, m.lease_token, :worker, :adapter, :revision, :now FROM moved m"
-                        + " RETURNING attempt) SELECT m.*, (SELECT attempt FROM opened) AS opened_attempt FROM moved m";
-            }
-            List<Map<String, Object>> rows = jdbc.queryForList(sql, p);
+            List<Map<String, Object>> rows = update.queryForList(jdbc, p);
             if (rows.isEmpty()) {
                 return Optional.<Moved>empty();
             }
@@ -443,7 +412,7 @@ public final class JobTransitions {
             // order (the provider slot, then the release rows) and the counters last, right before the
             // commit. The counters' releases go to rows only releases lock (V10, V24), so the tenant's row,
             // which admission and the relay lock, is not held by a worker's transaction.
-            WriteChain writes = new WriteChain();
+            WriteChain writes = new WriteChain(closing == null ? null : closing.set());
             if (SUBMITTING.wire().equals(row.get("from_status")) && event.to() != SUBMITTING) {
                 // The call is over (as far as this job's state goes): its provider slot is free (V19),
                 // whichever event ended it. The slot row comes after the job row, as when it was taken.
@@ -499,13 +468,59 @@ public final class JobTransitions {
             } else if (event.has(Effect.RELEASE_SLOT) && heldSlot) {
                 releaseCounters(writes, p, true, false, 0);
             }
-            if (writes.refunded(jdbc, p) && refund > 0) {
+            if (writes.refunded(statements, jdbc, p) && refund > 0) {
                 row.put("refunded_micros", refund);
             }
             return Optional.of(new Moved(tenant, attempts, row, now));
         });
         moved.ifPresent(m -> observers.forEach(o -> o.moved(event, m, change)));
         return moved;
+    }
+
+    /** The shape of a transition's first statement: what its text depends on (the values are parameters). */
+    private record UpdateShape(Event event, boolean token, boolean dispatchEvent, boolean attempt, String returning) {
+    }
+
+    /** A transition's first statement: the job row's move (and what comes with it in the same statement). */
+    private static String updateSql(Event event, Guard guard, String returning) {
+        String guards = guardSql(guard);
+        // A job's waiting events are found through the job's index (outbox_job). The CASE says
+        // "published_at IS NULL" in a form the planner cannot use to prove the predicate of the
+        // relay's partial indexes of waiting events (a plain IS NULL, or IS NOT DISTINCT FROM NULL,
+        // which the parser turns into one, can): with statistics taken while few events waited, a
+        // generic plan read one of those whole, every tenant's waiting event, to find this job's.
+        // Taking a lease locks the job's waiting dispatch events first, then its row (the relay's
+        // and finalize's order), in the same statement: one initplan, no extra round trip. Dropping
+        // them (a newer one, or none, replaces them) deletes them first the same way, only while the
+        // transition applies (checked, not locked: the job row comes second).
+        boolean lockEvents = event.has(Effect.TAKE_LEASE);
+        boolean dropEvents = event.has(Effect.DROP_DISPATCH);
+        String update = (lockEvents ? "WITH waiting_events AS (SELECT event_id FROM outbox WHERE job_id = :job"
+                + " AND event_type = 'dispatch' AND CASE WHEN published_at IS NULL THEN true END FOR UPDATE) " : "")
+                + (dropEvents ? "WITH waiting_events AS (DELETE FROM outbox o USING jobs j"
+                + " WHERE o.job_id = :job AND o.event_type = 'dispatch' AND CASE WHEN o.published_at IS NULL THEN true END"
+                + " AND j.job_id = o.job_id AND j.status = ANY (string_to_array(:from, ','))" + guards + " RETURNING o.event_id) " : "")
+                + "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event)
+                + " FROM (SELECT job_id, dispatched_at, status, updated_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
+                // j by its key, and no "finalized_at IS NULL" (the status check implies it, by the jobs
+                // table's CHECK): with it, the generic plan read j through a partial index of open jobs
+                // and joined by filter, a row per open job for every transition (seen with 1M of history).
+                + " WHERE j.job_id = :job AND j.job_id = old.job_id"
+                + " AND j.status = ANY (string_to_array(:from, ','))"
+                + (lockEvents || dropEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards
+                + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token, j.redrives,"
+                + " old.dispatched_at IS NOT NULL AS held_slot, j.provider, old.status AS from_status, old.updated_at AS entered_at"
+                + (event == Event.SUCCEED ? ", (SELECT d.units FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_units,"
+                        + " (SELECT d.unit FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_unit" : "")
+                + (returning == null ? "" : ", " + returning);
+        String sql = update;
+        if (event.has(Effect.OPEN_ATTEMPT)) {
+            sql = "WITH moved AS (" + update + "), opened AS ("
+                    + " INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)"
+                    + " SELECT :job, m.tenant_id, m.attempts, m.lease_token, :worker, :adapter, :revision, :now FROM moved m"
+                    + " RETURNING attempt) SELECT m.*, (SELECT attempt FROM opened) AS opened_attempt FROM moved m";
+        }
+        return sql;
     }
 
     /** Release rows of {@code gateway_capacity} and {@code dispatch_window} (V10): ids 2..17. */
@@ -550,25 +565,75 @@ public final class JobTransitions {
      */
     static final class WriteChain {
         static final String REFUND = "refund";
-        private final StringBuilder sql = new StringBuilder();
-        private String last;
-        private boolean refund;
+        private final List<String> names = new java.util.ArrayList<>(8);
+        private final List<String> writes = new java.util.ArrayList<>(8);
+        private final String variant;
 
-        void then(String name, String write) {
-            sql.append(last == null ? "WITH " : ",\n").append(name).append(" AS (")
-                    .append(write.replace("{after}", last == null ? "true" : "(SELECT count(*) FROM " + last + ") >= 0")).append(')');
-            last = name;
-            refund |= REFUND.equals(name);
+        /** @param variant what the writes' texts depend on beside their names (the attempt close's columns), or null */
+        WriteChain(String variant) {
+            this.variant = variant;
         }
 
-        /** Runs the chain (nothing when empty); @return whether it wrote the refund. */
-        boolean refunded(NamedParameterJdbcTemplate jdbc, MapSqlParameterSource p) {
-            if (last == null) {
+        void then(String name, String write) {
+            names.add(name);
+            writes.add(write);
+        }
+
+        String sql() {
+            StringBuilder sql = new StringBuilder();
+            String last = null;
+            for (int i = 0; i < names.size(); i++) {
+                sql.append(last == null ? "WITH " : ",\n").append(names.get(i)).append(" AS (")
+                        .append(writes.get(i).replace("{after}", last == null ? "true" : "(SELECT count(*) FROM " + last + ") >= 0"))
+                        .append(')');
+                last = names.get(i);
+            }
+            return sql + "\nSELECT (SELECT count(*) FROM " + last + ") AS written, "
+                    + (names.contains(REFUND) ? "(SELECT count(*) FROM " + REFUND + ")" : "0") + " AS refunded";
+        }
+
+        /** Runs the chain (nothing when empty), its text made once per shape; @return whether it wrote the refund. */
+        boolean refunded(Map<Object, Statement> statements, NamedParameterJdbcTemplate jdbc, MapSqlParameterSource p) {
+            if (names.isEmpty()) {
                 return false;
             }
-            Map<String, Object> done = jdbc.queryForMap(sql + "\nSELECT (SELECT count(*) FROM " + last + ") AS written, "
-                    + (refund ? "(SELECT count(*) FROM " + REFUND + ")" : "0") + " AS refunded", p);
-            return ((Number) done.get("refunded")).intValue() == 1;
+            Statement chain = statements.computeIfAbsent(new ChainShape(String.join(",", names), variant), shape -> new Statement(sql()));
+            return ((Number) chain.queryForMap(jdbc, p).get("refunded")).intValue() == 1;
+        }
+    }
+
+    /** The shape of a transition's statement of writes: the writes by name, and what else their texts depend on. */
+    private record ChainShape(String names, String variant) {
+    }
+
+    /** The shape of a peek: what its text depends on. */
+    private record PeekShape(boolean token, boolean dispatchEvent, boolean attempt, String columns) {
+    }
+
+    /**
+     * A statement with named parameters, parsed once: its JDBC text is one String instance for good (the
+     * driver's statement cache finds it by identity and a cached hash instead of hashing and comparing a
+     * long text on every call, as a text built per call costs) and its parameters are read in order.
+     */
+    static final class Statement {
+        private final org.springframework.jdbc.core.namedparam.ParsedSql parsed;
+        private final String jdbcSql;
+
+        Statement(String namedSql) {
+            this.parsed = org.springframework.jdbc.core.namedparam.NamedParameterUtils.parseSqlStatement(namedSql);
+            this.jdbcSql = org.springframework.jdbc.core.namedparam.NamedParameterUtils.substituteNamedParameters(parsed, null);
+        }
+
+        List<Map<String, Object>> queryForList(NamedParameterJdbcTemplate jdbc, MapSqlParameterSource p) {
+            return jdbc.getJdbcOperations().queryForList(jdbcSql, args(p));
+        }
+
+        Map<String, Object> queryForMap(NamedParameterJdbcTemplate jdbc, MapSqlParameterSource p) {
+            return jdbc.getJdbcOperations().queryForMap(jdbcSql, args(p));
+        }
+
+        private Object[] args(MapSqlParameterSource p) {
+            return org.springframework.jdbc.core.namedparam.NamedParameterUtils.buildValueArray(parsed, p, null);
         }
     }
 
@@ -582,8 +647,10 @@ public final class JobTransitions {
                 .addValue("token", guard.leaseToken()).addValue("event", guard.dispatchEvent())
                 .addValue("attempt", guard.attempt());
         // No "finalized_at IS NULL": the status implies it, and it let the plan scan open jobs (see apply).
-        return jdbc.queryForList("SELECT " + columns + " FROM jobs j WHERE j.job_id = :job"
-                + " AND j.status = ANY (string_to_array(:from, ','))" + guardSql(guard), p).stream().findFirst();
+        Statement peek = statements.computeIfAbsent(new PeekShape(guard.leaseToken() != null, guard.dispatchEvent() != null,
+                guard.attempt() != null, columns), shape -> new Statement("SELECT " + columns + " FROM jobs j WHERE j.job_id = :job"
+                + " AND j.status = ANY (string_to_array(:from, ','))" + guardSql(guard)));
+        return peek.queryForList(jdbc, p).stream().findFirst();
     }
 
     private static String guardSql(Guard guard) {
@@ -605,12 +672,10 @@ public final class JobTransitions {
         return sql.toString();
     }
 
-    private static String setSql(Event event, Change change, MapSqlParameterSource p, Instant now) {
+    private static String setSql(Event event) {
         StringBuilder set = new StringBuilder();
         if (event.has(Effect.TAKE_LEASE)) {
             set.append(", lease_token = :newToken, lease_owner = :owner, lease_expires_at = :leaseUntil");
-            p.addValue("newToken", change.leaseToken() != null ? change.leaseToken() : UUID.randomUUID()).addValue("owner", change.leaseOwner())
-                    .addValue("leaseUntil", Timestamp.from(now.plus(change.leaseFor())));
         }
         if (event.has(Effect.END_LEASE)) {
             set.append(", lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL");
@@ -620,13 +685,10 @@ public final class JobTransitions {
         }
         if (event.has(Effect.DISPATCH_AT)) {
             set.append(", next_attempt_at = :at, unparseable_streak = :unparseable, next_check_at = NULL, provider_task = NULL");
-            p.addValue("at", Timestamp.from(change.at())).addValue("unparseable", change.unparseable());
         }
         if (event.has(Effect.SCHEDULE_CHECK)) {
             set.append(", next_check_at = :at, checks = 0, check_claimed_by = NULL, provider_task = coalesce(:task, j.provider_task),"
                     + " provider_request_id = coalesce(:requestId, j.provider_request_id)");
-            p.addValue("at", Timestamp.from(change.at())).addValue("task", change.providerTask())
-                    .addValue("requestId", change.providerRequestId());
         }
         if (event.has(Effect.OPEN_ATTEMPT)) {
             set.append(", attempts = j.attempts + 1, adapter_revision = :revision");
@@ -635,15 +697,34 @@ public final class JobTransitions {
             set.append(", finalized_at = NULL, error_category = NULL, error_message = NULL, result = NULL,"
                     + " redrives = j.redrives + 1, max_attempts = greatest(j.max_attempts, j.attempts + :extra),"
                     + " expires_at = greatest(j.expires_at, coalesce(CAST(:expiresAt AS timestamptz), j.expires_at))");
-            p.addValue("extra", change.extraAttempts())
-                    .addValue("expiresAt", change.expiresAt() == null ? null : Timestamp.from(change.expiresAt()));
         }
         if (event.has(Effect.FINALIZE)) {
             set.append(", finalized_at = :now, error_category = :errorCategory, error_message = :errorMessage,"
                     + " next_attempt_at = NULL, result = coalesce(CAST(:result AS jsonb), j.result)");
+        }
+        return set.toString();
+    }
+
+    /** The values {@link #setSql} names. */
+    private static void setParameters(Event event, Change change, MapSqlParameterSource p, Instant now) {
+        if (event.has(Effect.TAKE_LEASE)) {
+            p.addValue("newToken", change.leaseToken() != null ? change.leaseToken() : UUID.randomUUID()).addValue("owner", change.leaseOwner())
+                    .addValue("leaseUntil", Timestamp.from(now.plus(change.leaseFor())));
+        }
+        if (event.has(Effect.DISPATCH_AT)) {
+            p.addValue("at", Timestamp.from(change.at())).addValue("unparseable", change.unparseable());
+        }
+        if (event.has(Effect.SCHEDULE_CHECK)) {
+            p.addValue("at", Timestamp.from(change.at())).addValue("task", change.providerTask())
+                    .addValue("requestId", change.providerRequestId());
+        }
+        if (event.has(Effect.REOPEN)) {
+            p.addValue("extra", change.extraAttempts())
+                    .addValue("expiresAt", change.expiresAt() == null ? null : Timestamp.from(change.expiresAt()));
+        }
+        if (event.has(Effect.FINALIZE)) {
             p.addValue("errorCategory", change.category()).addValue("errorMessage", change.message())
                     .addValue("result", change.resultJson());
         }
-        return set.toString();
     }
 }

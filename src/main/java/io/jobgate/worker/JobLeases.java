@@ -61,10 +61,11 @@ public final class JobLeases {
             (SELECT u.media_type FROM uploads u WHERE u.upload_id = j.upload_id) AS source_media_type,
             j.max_attempts, j.expires_at, j.unparseable_streak""";
 
+    private static final String PEEK_COLUMNS = "j.tenant_id, j.attempts, j.lease_token, " + LEASE_RETURNING;
+
     /** The stored request of a job the dispatch event {@code eventId} may start, read without a lock. */
     public Optional<Lease> peek(UUID jobId, long eventId) {
-        return transitions.peek(jobId, Event.LEASE, Guard.dispatchEvent(eventId),
-                "j.tenant_id, j.attempts, j.lease_token, " + LEASE_RETURNING).map(JobLeases::lease);
+        return transitions.peek(jobId, Event.LEASE, Guard.dispatchEvent(eventId), PEEK_COLUMNS).map(JobLeases::lease);
     }
 
     /** Does {@code leaseToken} still hold the job? (Asked before a worker promotes an output.) */
