@@ -21,7 +21,8 @@ import org.slf4j.LoggerFactory;
  * <p>
  * Busy: at least {@code busy-per-second} jobs accepted a second (HTTP and JMS intake alike: counted
  * where the admission writer commits them), measured over the last {@code window-ms}. While busy at
- * most {@code busy-concurrency} attempts run at once, else {@code jobgate.worker.concurrency}. With
+ * most {@code busy-concurrency} attempts run at once, started at least {@code busy-start-interval-ms}
+ * apart, else {@code jobgate.worker.concurrency} with no interval. With
  * hysteresis, so the limit does not flap: busy starts at the busy rate and ends only once the rate has
  * stayed below half of it for {@code quiet-ms}. Attempts already running when the limit drops run on;
  * the next ones wait.
@@ -47,6 +48,7 @@ public final class AdmissionFirst {
 
     /** A waiting worker checks the limit again at least this often (a raised limit needs no new message). */
     static final long RECHECK_MILLIS = 100;
+    private static final long RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(RECHECK_MILLIS);
     /** The window is counted in this many buckets (a rate over between 0.9 and 1.0 of the window). */
     static final int BUCKETS = 10;
     private static final long NEVER = Long.MIN_VALUE;
@@ -58,9 +60,10 @@ public final class AdmissionFirst {
      * @param busyPerSecond   jobs accepted a second from which admission counts as busy
      * @param window          over how long that rate is measured
      * @param quietFor        how long the rate must stay below half the busy rate before the limit rises again
+     * @param busyStartInterval while busy, attempts start at least this far apart (0: the concurrency limit only)
      */
     public record Settings(boolean enabled, int fullConcurrency, int busyConcurrency, int busyPerSecond, Duration window,
-                           Duration quietFor) {
+                           Duration quietFor, Duration busyStartInterval) {
 
         public Settings {
             if (fullConcurrency < 1 || busyConcurrency < 1) {
@@ -70,8 +73,9 @@ public final class AdmissionFirst {
                 throw new IllegalStateException("setting jobgate.worker.admission-first.busy-concurrency (" + busyConcurrency
                         + ") must not be above jobgate.worker.concurrency (" + fullConcurrency + ")");
             }
-            if (busyPerSecond < 1 || window.toMillis() < BUCKETS || quietFor.isNegative()) {
-                throw new IllegalStateException("admission-first: busy-per-second >= 1, window-ms >= " + BUCKETS + ", quiet-ms >= 0");
+            if (busyPerSecond < 1 || window.toMillis() < BUCKETS || quietFor.isNegative() || busyStartInterval.isNegative()) {
+                throw new IllegalStateException("admission-first: busy-per-second >= 1, window-ms >= " + BUCKETS
+                        + ", quiet-ms >= 0, busy-start-interval-ms >= 0");
             }
         }
 
@@ -82,7 +86,8 @@ public final class AdmissionFirst {
                     s.intValue("jobgate.worker.admission-first.busy-concurrency", 1, 10_000),
                     s.intValue("jobgate.worker.admission-first.busy-per-second", 1, 1_000_000),
                     s.millis("jobgate.worker.admission-first.window-ms", BUCKETS, 60_000),
-                    s.millis("jobgate.worker.admission-first.quiet-ms", 0, 60_000));
+                    s.millis("jobgate.worker.admission-first.quiet-ms", 0, 60_000),
+                    s.millis("jobgate.worker.admission-first.busy-start-interval-ms", 0, 60_000));
         }
     }
 
@@ -90,6 +95,7 @@ public final class AdmissionFirst {
     private final LongSupplier nanoTime;
     private final long bucketNanos;
     private final long quietNanos;
+    private final long intervalNanos;
     /** Jobs accepted in the window that make admission busy, and below which it is quiet. */
     private final long busyCount;
     private final long quietCount;
@@ -105,6 +111,8 @@ public final class AdmissionFirst {
     // Guarded by lock.
     private boolean yielding;
     private int running;
+    /** When the last attempt took its place. */
+    private long lastStart = NEVER;
     /** Workers waiting for a place, first come first served. */
     private final java.util.ArrayDeque<Object> queue = new java.util.ArrayDeque<>();
 
@@ -121,6 +129,7 @@ public final class AdmissionFirst {
         this.nanoTime = nanoTime;
         this.bucketNanos = settings.window().toNanos() / BUCKETS;
         this.quietNanos = settings.quietFor().toNanos();
+        this.intervalNanos = settings.busyStartInterval().toNanos();
         this.busyCount = Math.max(1, (long) Math.ceil(settings.busyPerSecond() * settings.window().toNanos() / 1e9));
         this.quietCount = Math.max(1, busyCount / 2);
         java.util.Arrays.fill(stamps, NEVER);
@@ -201,26 +210,40 @@ public final class AdmissionFirst {
     public void enter(Exchange exchange) throws InterruptedException {
         lock.lock();
         try {
-            if (!queue.isEmpty() || running >= limitAt(nanoTime.getAsLong())) {
+            if (!queue.isEmpty() || startsIn(nanoTime.getAsLong()) > 0) {
                 // In arrival order: a worker that finished an attempt and comes back with its next message
                 // does not pass one that has been waiting (whose message would otherwise wait for as long
                 // as admission stays busy).
                 Object ticket = new Object();
                 queue.addLast(ticket);
                 try {
+                    long wait = RECHECK_NANOS;
                     do {
-                        placeFreed.await(RECHECK_MILLIS, TimeUnit.MILLISECONDS);
-                    } while (queue.peekFirst() != ticket || running >= limitAt(nanoTime.getAsLong()));
+                        placeFreed.awaitNanos(Math.min(wait, RECHECK_NANOS));
+                        wait = queue.peekFirst() == ticket ? startsIn(nanoTime.getAsLong()) : RECHECK_NANOS;
+                    } while (wait > 0);
                 } finally {
                     queue.remove(ticket);
                     placeFreed.signalAll(); // the next in line may have a place too
                 }
             }
             running++;
+            lastStart = nanoTime.getAsLong();
         } finally {
             lock.unlock();
         }
         exchange.getExchangeExtension().addOnCompletion(new Place());
+    }
+
+    /** 0 when an attempt may start now, else about how long until it may (caller holds lock). */
+    private long startsIn(long now) {
+        if (running >= limitAt(now)) {
+            return RECHECK_NANOS;
+        }
+        if (yielding && intervalNanos > 0 && lastStart != NEVER && now - lastStart < intervalNanos) {
+            return intervalNanos - (now - lastStart);
+        }
+        return 0;
     }
 
     /** A place held by one exchange: given back once, when the exchange completes or fails. */

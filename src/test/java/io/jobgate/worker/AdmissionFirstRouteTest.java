@@ -88,8 +88,10 @@ class AdmissionFirstRouteTest {
                 Map.entry("jobgate.worker.concurrency", Integer.toString(FULL)),
                 Map.entry("jobgate.worker.admission-first.enabled", "true"),
                 Map.entry("jobgate.worker.admission-first.busy-concurrency", "1"),
-                Map.entry("jobgate.worker.admission-first.busy-per-second", "10"),
-                Map.entry("jobgate.worker.admission-first.window-ms", "500"),
+                // Busy from 5 jobs a second (3 in 600 ms), quiet once none came for 600 ms: a loaded machine's
+                // client, slower than its 20 a second, keeps admission busy all the same.
+                Map.entry("jobgate.worker.admission-first.busy-per-second", "5"),
+                Map.entry("jobgate.worker.admission-first.window-ms", "600"),
                 Map.entry("jobgate.worker.admission-first.quiet-ms", "300"),
                 Map.entry("jobgate.metrics.gauge-period-ms", "200"),
                 Map.entry("jobgate.provider.fakeimg.base-url", "http://127.0.0.1:" + provider.getAddress().getPort()),
@@ -115,7 +117,7 @@ class AdmissionFirstRouteTest {
     void whileAdmissionIsBusyOneAttemptRunsAtOnceNoneIsLostAndFullConcurrencyReturnsWhenItStops() throws Exception {
         List<UUID> jobs = java.util.Collections.synchronizedList(new ArrayList<>());
         AtomicInteger next = new AtomicInteger();
-        // Admission: 20 jobs a second (busy from 10), two tenants so that dispatch could feed all four workers.
+        // Admission: 20 jobs a second (busy from 5), two tenants so that dispatch could feed all four workers.
         ScheduledExecutorService clients = Executors.newSingleThreadScheduledExecutor();
         ScheduledFuture<?> load = clients.scheduleAtFixedRate(() -> jobs.add(submit(KEYS[next.getAndIncrement() % 2])),
                 0, 50, TimeUnit.MILLISECONDS);

@@ -28,7 +28,7 @@ class AdmissionFirstTest {
 
     /** 8 workers, 2 while at least 100 jobs a second over 500 ms (50 in the window), quiet after 500 ms below 50/s. */
     static final AdmissionFirst.Settings ON = new AdmissionFirst.Settings(true, 8, 2, 100, Duration.ofMillis(500),
-            Duration.ofMillis(500));
+            Duration.ofMillis(500), Duration.ZERO);
 
     final AtomicLong nanos = new AtomicLong(1_000_000_000_000L);
     CamelContext camel;
@@ -122,7 +122,7 @@ class AdmissionFirstTest {
     @Test
     void offTheLimitIsAlwaysTheFullConcurrency() {
         AdmissionFirst rule = new AdmissionFirst(new AdmissionFirst.Settings(false, 8, 2, 100, Duration.ofMillis(500),
-                Duration.ofMillis(500)), nanos::get);
+                Duration.ofMillis(500), Duration.ofMillis(100)), nanos::get);
         admit(rule, 500, 400);
         assertThat(rule.limit()).isEqualTo(8);
         assertThat(rule.yields()).isZero();
@@ -131,9 +131,9 @@ class AdmissionFirstTest {
 
     @Test
     void badSettingsFailAtStart() {
-        assertThatThrownBy(() -> new AdmissionFirst.Settings(true, 4, 5, 100, Duration.ofMillis(500), Duration.ofMillis(500)))
+        assertThatThrownBy(() -> new AdmissionFirst.Settings(true, 4, 5, 100, Duration.ofMillis(500), Duration.ofMillis(500), Duration.ZERO))
                 .hasMessageContaining("busy-concurrency (5) must not be above jobgate.worker.concurrency (4)");
-        assertThatThrownBy(() -> new AdmissionFirst.Settings(true, 4, 0, 100, Duration.ofMillis(500), Duration.ofMillis(500)))
+        assertThatThrownBy(() -> new AdmissionFirst.Settings(true, 4, 0, 100, Duration.ofMillis(500), Duration.ofMillis(500), Duration.ZERO))
                 .hasMessageContaining("at least 1");
     }
 
@@ -214,6 +214,33 @@ class AdmissionFirstTest {
         complete(running[3], false);
         nextIn.get(5, TimeUnit.SECONDS);
         assertThat(rule.running()).isEqualTo(2);
+    }
+
+    @Test
+    void whileBusyAttemptsStartAtLeastTheIntervalApartAndWithoutItOnceQuiet() throws Exception {
+        AdmissionFirst rule = new AdmissionFirst(new AdmissionFirst.Settings(true, 8, 2, 100, Duration.ofMillis(500),
+                Duration.ofMillis(500), Duration.ofMillis(100)), nanos::get);
+        Exchange first = exchange();
+        rule.enter(first);
+        Exchange second = exchange();
+        rule.enter(second); // quiet: no interval
+        complete(first, false);
+        complete(second, false);
+        admit(rule, 60, 400); // busy: 2 at once, 100 ms apart
+        Exchange third = exchange();
+        rule.enter(third);
+        Exchange fourth = exchange();
+        CompletableFuture<Void> fourthIn = CompletableFuture.runAsync(() -> enter(rule, fourth));
+        await().atMost(Duration.ofSeconds(5)).until(() -> rule.waiting() == 1);
+        assertThat(rule.running()).as("a place is free, the interval is not over").isEqualTo(1);
+        advance(60);
+        await().pollDelay(Duration.ofMillis(250)).atMost(Duration.ofSeconds(5)).until(() -> rule.waiting() == 1);
+        assertThat(fourthIn).isNotDone();
+        advance(40);
+        fourthIn.get(5, TimeUnit.SECONDS);
+        assertThat(rule.running()).isEqualTo(2);
+        complete(third, false);
+        complete(fourth, false);
     }
 
     static void enter(AdmissionFirst rule, Exchange exchange) {
