@@ -187,7 +187,16 @@ public class JobgateConfiguration implements CamelConfiguration {
                 }
             });
         }
-        writer.onAdmitted(job -> meters.ledger(job.tenantId(), "debit", job.costMicros()));
+        // Admission first (docs/operating.md): every job accepted here (HTTP or JMS intake) counts towards
+        // "admission is busy", while which this instance's workers run fewer attempts at once.
+        io.jobgate.worker.AdmissionFirst admissionFirst = new io.jobgate.worker.AdmissionFirst(
+                io.jobgate.worker.AdmissionFirst.Settings.from(settings));
+        registry.bind("admissionFirst", admissionFirst);
+        meters.workerPlaces(admissionFirst::limit, admissionFirst::running, admissionFirst::waiting, admissionFirst::yields);
+        writer.onAdmitted(job -> {
+            meters.ledger(job.tenantId(), "debit", job.costMicros());
+            admissionFirst.admitted();
+        });
         if (relay.enabled()) {
             // Admissions on other instances wake this relay too (PostgreSQL LISTEN/NOTIFY).
             context.addService(new RelayNotifications(dataSource.getJdbcUrl(), dataSource.getUsername(),

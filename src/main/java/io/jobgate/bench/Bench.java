@@ -109,7 +109,10 @@ public final class Bench {
         int brokerPort = freePort();
         settings.put("jobgate.broker.url", "");
         settings.put("jobgate.broker.embedded-port", Integer.toString(brokerPort));
-        settings.put("jobgate.dispatch.max-running", "100000");
+        // The gateway-wide window of dispatched, unfinished jobs: open by default, so a held backlog is
+        // published at once when released; --dispatch-max-running 64 is the shipped default (the relay then
+        // publishes as jobs finish).
+        settings.put("jobgate.dispatch.max-running", opts.getOrDefault("dispatch-max-running", "100000"));
         settings.put("jobgate.tenants.files", "config/tenants.yaml," + tenants);
         settings.put("jobgate.admission.max-in-flight", "10000000");
         // Workers start only for the worker section (the others inspect jobs.dispatch themselves).

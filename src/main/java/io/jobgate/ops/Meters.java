@@ -135,6 +135,41 @@ public final class Meters {
         return Counter.builder(name).description(description).tags(tags).register(registry());
     }
 
+    private volatile java.util.function.IntSupplier workerLimit;
+    private volatile java.util.function.IntSupplier workerRunning;
+    private volatile java.util.function.IntSupplier workerWaiting;
+    private volatile java.util.function.LongSupplier workerYields;
+
+    /**
+     * The workers' places (admission first, docs/operating.md): how many attempts may run at once now, how
+     * many run, how many workers wait, and how often the workers started yielding to admission. Served
+     * from the first refresh on, read at each scrape.
+     */
+    public void workerPlaces(java.util.function.IntSupplier limit, java.util.function.IntSupplier running,
+                             java.util.function.IntSupplier waiting, java.util.function.LongSupplier yields) {
+        this.workerLimit = limit;
+        this.workerRunning = running;
+        this.workerWaiting = waiting;
+        this.workerYields = yields;
+    }
+
+    private void registerWorkerPlaces() {
+        if (workerLimit == null) {
+            return;
+        }
+        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_attempt_limit", workerLimit, s -> s.getAsInt())
+                .description("attempts this instance's workers may run at once now: jobgate.worker.concurrency, or "
+                        + "admission-first's busy-concurrency while admission is busy").register(registry());
+        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_attempts_running", workerRunning, s -> s.getAsInt())
+                .description("attempts running on this instance's workers").register(registry());
+        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_attempts_waiting", workerWaiting, s -> s.getAsInt())
+                .description("workers waiting for a place under the limit, each with its dispatch message unacknowledged")
+                .register(registry());
+        io.micrometer.core.instrument.FunctionCounter.builder("jobgate_worker_admission_first_yields_total", workerYields,
+                        s -> s.getAsLong())
+                .description("times this instance's workers started yielding to busy admission").register(registry());
+    }
+
     /** Route step (on a schedule): the gauges that need a query. */
     public void refresh(Exchange exchange) {
         if (queueJobs == null) {
@@ -146,6 +181,7 @@ public final class Meters {
                     .description("1 when the provider's gate is open, 0 while a Retry-After (or readiness) keeps it closed")
                     .register(registry());
             reconcileLag(); // served from the start (count 0), so its panel and rates have a series to read
+            registerWorkerPlaces();
         }
         java.sql.Timestamp now = java.sql.Timestamp.from(clock.instant());
         // Every tenant and open status, 0 included: a series that drops to 0 instead of vanishing.
