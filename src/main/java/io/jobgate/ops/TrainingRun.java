@@ -39,6 +39,11 @@ public final class TrainingRun {
                 }
             });
             main.run();
+        } catch (Throwable e) {
+            // Exit now: the embedded parts already started keep the JVM (and the build that waits on it) alive.
+            System.err.println("training-run: the gateway did not start: " + e);
+            deleteTree(data);
+            System.exit(1);
         } finally {
             deleteTree(data);
         }

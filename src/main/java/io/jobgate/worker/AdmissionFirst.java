@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.DoubleSupplier;
 import java.util.function.LongSupplier;
 
 import org.apache.camel.Exchange;
@@ -20,7 +21,9 @@ import org.slf4j.LoggerFactory;
  * least 1).
  * <p>
  * Busy: at least {@code busy-per-second} jobs accepted a second (HTTP and JMS intake alike: counted
- * where the admission writer commits them), measured over the last {@code window-ms}. While busy at
+ * where the admission writer commits them), measured over the last {@code window-ms}, while this
+ * machine's CPUs are at least {@code busy-cpu-percent} busy (accepting and processing compete for them;
+ * attempts that mostly wait on their provider leave them idle, and then nothing yields). While busy at
  * most {@code busy-concurrency} attempts run at once, started at least {@code busy-start-interval-ms}
  * apart, else {@code jobgate.worker.concurrency} with no interval. With
  * hysteresis, so the limit does not flap: busy starts at the busy rate and ends only once the rate has
@@ -46,6 +49,8 @@ public final class AdmissionFirst {
 
     private static final Logger LOG = LoggerFactory.getLogger(AdmissionFirst.class);
 
+    /** The machine's CPU load is read at most this often. */
+    static final long CPU_READ_MILLIS = 100;
     /** A waiting worker checks the limit again at least this often (a raised limit needs no new message). */
     static final long RECHECK_MILLIS = 100;
     private static final long RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(RECHECK_MILLIS);
@@ -61,9 +66,19 @@ public final class AdmissionFirst {
      * @param window          over how long that rate is measured
      * @param quietFor        how long the rate must stay below half the busy rate before the limit rises again
      * @param busyStartInterval while busy, attempts start at least this far apart (0: the concurrency limit only)
+     * @param busyCpu         admission counts as busy only while this machine's CPUs are at least this busy (0..1 of
+     *                        all of them; 0: the rate alone): workers yield only when accepting and processing
+     *                        compete for the CPU, never for a busy admission on a machine with CPU to spare (nor for
+     *                        attempts that mostly wait on their provider)
      */
     public record Settings(boolean enabled, int fullConcurrency, int busyConcurrency, int busyPerSecond, Duration window,
-                           Duration quietFor, Duration busyStartInterval) {
+                           Duration quietFor, Duration busyStartInterval, double busyCpu) {
+
+        /** The rate alone (no CPU condition). */
+        public Settings(boolean enabled, int fullConcurrency, int busyConcurrency, int busyPerSecond, Duration window,
+                        Duration quietFor, Duration busyStartInterval) {
+            this(enabled, fullConcurrency, busyConcurrency, busyPerSecond, window, quietFor, busyStartInterval, 0);
+        }
 
         public Settings {
             if (fullConcurrency < 1 || busyConcurrency < 1) {
@@ -73,9 +88,10 @@ public final class AdmissionFirst {
                 throw new IllegalStateException("setting jobgate.worker.admission-first.busy-concurrency (" + busyConcurrency
                         + ") must not be above jobgate.worker.concurrency (" + fullConcurrency + ")");
             }
-            if (busyPerSecond < 1 || window.toMillis() < BUCKETS || quietFor.isNegative() || busyStartInterval.isNegative()) {
+            if (busyPerSecond < 1 || window.toMillis() < BUCKETS || quietFor.isNegative() || busyStartInterval.isNegative()
+                    || !(busyCpu >= 0 && busyCpu <= 1)) {
                 throw new IllegalStateException("admission-first: busy-per-second >= 1, window-ms >= " + BUCKETS
-                        + ", quiet-ms >= 0, busy-start-interval-ms >= 0");
+                        + ", quiet-ms >= 0, busy-start-interval-ms >= 0, busy-cpu-percent 0..100");
             }
         }
 
@@ -87,12 +103,14 @@ public final class AdmissionFirst {
                     s.intValue("jobgate.worker.admission-first.busy-per-second", 1, 1_000_000),
                     s.millis("jobgate.worker.admission-first.window-ms", BUCKETS, 60_000),
                     s.millis("jobgate.worker.admission-first.quiet-ms", 0, 60_000),
-                    s.millis("jobgate.worker.admission-first.busy-start-interval-ms", 0, 60_000));
+                    s.millis("jobgate.worker.admission-first.busy-start-interval-ms", 0, 60_000),
+                    s.intValue("jobgate.worker.admission-first.busy-cpu-percent", 0, 100) / 100.0);
         }
     }
 
     private final Settings settings;
     private final LongSupplier nanoTime;
+    private final DoubleSupplier cpuLoad;
     private final long bucketNanos;
     private final long quietNanos;
     private final long intervalNanos;
@@ -120,13 +138,22 @@ public final class AdmissionFirst {
     private final LongAdder yields = new LongAdder();
 
     public AdmissionFirst(Settings settings) {
-        this(settings, System::nanoTime);
+        this(settings, System::nanoTime, CpuLoad.ofMachine(CPU_READ_MILLIS)::now);
     }
 
     /** @param nanoTime a monotonic clock in nanoseconds (tests pass one they move) */
     AdmissionFirst(Settings settings, LongSupplier nanoTime) {
+        this(settings, nanoTime, () -> -1);
+    }
+
+    /**
+     * @param nanoTime a monotonic clock in nanoseconds (tests pass one they move)
+     * @param cpuLoad  this machine's recent CPU load, 0..1 (negative: unknown, then the rate alone decides)
+     */
+    AdmissionFirst(Settings settings, LongSupplier nanoTime, DoubleSupplier cpuLoad) {
         this.settings = settings;
         this.nanoTime = nanoTime;
+        this.cpuLoad = cpuLoad;
         this.bucketNanos = settings.window().toNanos() / BUCKETS;
         this.quietNanos = settings.quietFor().toNanos();
         this.intervalNanos = settings.busyStartInterval().toNanos();
@@ -189,17 +216,24 @@ public final class AdmissionFirst {
             count = windowCount(Math.floorDiv(now, bucketNanos));
             loud = lastLoud;
         }
-        if (!yielding && count >= busyCount) {
+        double cpu;
+        if (!yielding && count >= busyCount && cpuBusy(cpu = settings.busyCpu() > 0 ? cpuLoad.getAsDouble() : -1)) {
             yielding = true;
             yields.increment();
-            LOG.info("admission busy ({} jobs accepted in the last {} ms): workers run at most {} attempts at once",
-                    count, settings.window().toMillis(), settings.busyConcurrency());
+            LOG.info("admission busy ({} jobs accepted in the last {} ms{}): workers run at most {} attempts at once",
+                    count, settings.window().toMillis(), cpu < 0 ? "" : String.format(", CPUs %.0f %% busy", cpu * 100),
+                    settings.busyConcurrency());
         } else if (yielding && count < quietCount && (loud == NEVER || now - loud >= quietNanos)) {
             yielding = false;
             LOG.info("admission quiet: workers back to {} attempts at once", settings.fullConcurrency());
             placeFreed.signalAll();
         }
         return yielding ? settings.busyConcurrency() : settings.fullConcurrency();
+    }
+
+    /** Whether the CPUs are busy enough for admission to count as busy (unknown: the rate alone decides). */
+    private boolean cpuBusy(double load) {
+        return settings.busyCpu() <= 0 || load < 0 || load >= settings.busyCpu();
     }
 
     /**

@@ -93,6 +93,9 @@ class AdmissionFirstRouteTest {
                 Map.entry("jobgate.worker.admission-first.busy-per-second", "5"),
                 Map.entry("jobgate.worker.admission-first.window-ms", "600"),
                 Map.entry("jobgate.worker.admission-first.quiet-ms", "300"),
+                // The rate alone: whether this machine's CPUs are busy during the test is not the test's to
+                // choose (the CPU condition is AdmissionFirstTest's).
+                Map.entry("jobgate.worker.admission-first.busy-cpu-percent", "0"),
                 // The worker gauges are registered by the first refresh (1 s after start); no refresh after it
                 // during the test: a scrape that meets a refresh can fail (MultiGauge's overwrite of
                 // jobgate_leases_active, "Duplicate labels", seen once at a 200 ms period).

@@ -64,6 +64,35 @@ class AdmissionFirstTest {
         assertThat(rule.yields()).isZero();
     }
 
+    /**
+     * Busy admission yields only while accepting and processing compete for the CPU: with CPU to spare (a
+     * big machine, or attempts that wait on their provider) nothing slows down; once the CPUs are busy the
+     * workers yield, and go on yielding while admission stays busy even as the CPU they freed goes idle.
+     * An unknown load leaves the rate alone to decide.
+     */
+    @Test
+    void busyAdmissionYieldsOnlyWhileTheCpusAreBusy() {
+        AdmissionFirst.Settings cpuGated = new AdmissionFirst.Settings(true, 8, 2, 100, Duration.ofMillis(500),
+                Duration.ofMillis(500), Duration.ZERO, 0.85);
+        java.util.concurrent.atomic.AtomicReference<Double> cpu = new java.util.concurrent.atomic.AtomicReference<>(0.40);
+        AdmissionFirst rule = new AdmissionFirst(cpuGated, nanos::get, cpu::get);
+
+        admit(rule, 60, 400); // 150 a second
+        assertThat(rule.limit()).as("CPU to spare").isEqualTo(8);
+        cpu.set(0.97);
+        admit(rule, 10, 50);
+        assertThat(rule.limit()).as("accepting and processing compete for the CPU").isEqualTo(2);
+        cpu.set(0.30);
+        admit(rule, 10, 50);
+        assertThat(rule.limit()).as("still busy admitting: the CPU freed by yielding does not end it").isEqualTo(2);
+        advance(1_000);
+        assertThat(rule.limit()).as("admission quiet").isEqualTo(8);
+
+        AdmissionFirst unknown = new AdmissionFirst(cpuGated, nanos::get, () -> -1);
+        admit(unknown, 60, 400);
+        assertThat(unknown.limit()).as("the load unknown: the rate alone").isEqualTo(2);
+    }
+
     @Test
     void busyAdmissionLimitsThenTheLimitRisesOnlyAfterTheQuietTime() {
         AdmissionFirst rule = new AdmissionFirst(ON, nanos::get);
