@@ -325,7 +325,7 @@ class WorkerTest {
                 INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
                                   kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds,
                                   expires_at, dispatched_at)
-                VALUES ('%1$s', 'acme', 'start-%1$s', 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
+                VALUES ('%1$s', 'acme', 'dispatched-%1$s', 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
                         '%2$s', '{}', 0, 4, 3600, now() + interval '1 hour', now());
                 INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES ('%1$s', 'acme', 'dispatch',
                         now() + interval '1 hour')""".formatted(id, provider));
@@ -415,15 +415,7 @@ class WorkerTest {
     @Test
     void aWorkerStartingAJobTakesItsEventsBeforeItsRowSoAConcurrentFinalizeCannotDeadlockWithIt() throws Exception {
         UUID id = UUID.randomUUID();
-        Db.execute("""
-                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
-                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds,
-                                  expires_at, dispatched_at)
-                VALUES ('%1$s', 'acme', 'lock-order-%1$s', 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
-                        'fakeimg', '{}', 0, 4, 3600, now() + interval '1 hour', now());
-                INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES ('%1$s', 'acme', 'dispatch',
-                        now() + interval '1 hour')""".formatted(id));
-        long event = Db.count("SELECT max(event_id) FROM outbox WHERE job_id = ?", id);
+        long event = dispatchedJob(id, "fakeimg");
         try (java.sql.Connection finalize = java.sql.DriverManager.getConnection(io.jobgate.support.TestDatabase.url(),
                 io.jobgate.support.TestDatabase.user(), io.jobgate.support.TestDatabase.password());
              java.sql.Statement st = finalize.createStatement()) {
