@@ -31,9 +31,58 @@ public final class RevisionIdentity {
     private RevisionIdentity() {
     }
 
-    /** The revision id of {@code kind} (null: the provider's plain one) of a provider with these settings. */
+    /**
+     * The revision id of {@code kind} (null: the provider's plain one) of a provider with these settings
+     * ({@code settings} immutable, as a {@link Provider}'s are).
+     */
     public static String of(String label, AdapterSource source, Map<String, String> settings, String kind) {
-        return label + "@" + Digests.sha256Hex(canonical(source, settings, kind)).substring(0, HASH_CHARS);
+        // Asked several times per attempt (lease, adapter call, record): the hash is made once per inputs.
+        Inputs inputs = new Inputs(label, source, settings, kind);
+        String known = MADE.get(inputs);
+        if (known != null) {
+            return known;
+        }
+        String id = label + "@" + Digests.sha256Hex(canonical(source, settings, kind)).substring(0, HASH_CHARS);
+        if (MADE.size() >= MADE_MAX) {
+            MADE.clear(); // settings reloads make new maps; old ones are not asked again
+        }
+        MADE.put(inputs, id);
+        return id;
+    }
+
+    private static final int MADE_MAX = 1024;
+    private static final Map<Inputs, String> MADE = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * The inputs of an id, the source and the settings by identity: a provider's maps are immutable copies
+     * made when its settings are read, so the same instance always hashes to the same id (and comparing
+     * by identity costs nothing where hashing the settings would).
+     */
+    private static final class Inputs {
+        private final String label;
+        private final AdapterSource source;
+        private final Map<String, String> settings;
+        private final String kind;
+        private final int hash;
+
+        Inputs(String label, AdapterSource source, Map<String, String> settings, String kind) {
+            this.label = label;
+            this.source = source;
+            this.settings = settings;
+            this.kind = kind;
+            this.hash = java.util.Objects.hash(label, System.identityHashCode(source), System.identityHashCode(settings), kind);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Inputs i && i.source == source && i.settings == settings
+                    && java.util.Objects.equals(i.label, label) && java.util.Objects.equals(i.kind, kind);
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
     }
 
     /** The text hashed: one line per input, sorted, so the id is stable across starts and instances. */

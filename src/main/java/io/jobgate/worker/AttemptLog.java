@@ -11,6 +11,8 @@ import org.slf4j.LoggerFactory;
 public final class AttemptLog {
 
     private static final Logger LOG = LoggerFactory.getLogger("jobgate.attempts");
+    /** A value written without quotes (compiled once: a line has a dozen fields). */
+    private static final java.util.regex.Pattern BARE = java.util.regex.Pattern.compile("[A-Za-z0-9@._:/-]+");
 
     private AttemptLog() {
     }
@@ -60,7 +62,7 @@ public final class AttemptLog {
 
     private static void field(StringBuilder s, String key, String value) {
         if (value != null) {
-            s.append(' ').append(key).append('=').append(value.matches("[A-Za-z0-9@._:/-]+") ? value : quote(value));
+            s.append(' ').append(key).append('=').append(BARE.matcher(value).matches() ? value : quote(value));
         }
     }
 
