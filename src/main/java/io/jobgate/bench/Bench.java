@@ -17,7 +17,7 @@ import org.apache.camel.main.Main;
 /**
  * {@code java -jar target/jobgate.jar bench [--jdbc-url URL] [--db-user U] [--db-password P]
  * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--samples 50] [--worker-warm-up 45] [--retry-samples 20] [--only admission|relay|worker|drain|mixed|history|restart|peers, or several: admission,drain] [--mixed-jobs 5000] [--mixed-clients 16] [--mixed-warm-up 1000] [--artemis-home DIR]
- * [--drain-jobs 20000] [--drain-tenants 20] [--drain-warm-up N] [--history 1000000]
+ * [--drain-jobs 20000] [--drain-tenants 20] [--drain-warm-up N] [--floor-jobs min(5000, drain jobs), 0: none] [--history 1000000]
  * [--peers [db-scheduler,db-scheduler-lock-and-fetch,jobrunr|all] [--peer-jobs 20000] [--peer-warm-up N] [--peer-threads 16] [--peers-dir DIR]]}:
  * admission jobs/s and latency over real HTTP against PostgreSQL, beside pgbench running the same
  * three inserts in one transaction on the same server; then the relay's events/s beside the
@@ -155,6 +155,7 @@ public final class Bench {
                 }
             }
             Double drained = null;
+            List<DrainFloor.Figures> floor = List.of();
             if (step.test("relay")) {
                 new RelayBench(gateway.getCamelContext(), run, new AdmissionLoad(port, quietKey), brokerPort,
                         RelayBench.artemisHome(opts.get("artemis-home")))
@@ -187,6 +188,13 @@ public final class Bench {
                     int jobs = Integer.parseInt(opts.getOrDefault("drain-jobs", "20000"));
                     drained = drainBench.run(jobs, Integer.parseInt(opts.getOrDefault("drain-warm-up", Integer.toString(Math.min(2000, jobs / 10)))),
                             clientsOfDrain);
+                    int floorJobs = Integer.parseInt(opts.getOrDefault("floor-jobs", Integer.toString(Math.min(5000, jobs))));
+                    if (floorJobs > 0) {
+                        // The same parts without jobgate's work: what the drain could reach at best (DrainFloor).
+                        floor = new DrainFloor(gateway.getCamelContext(), fake.baseUrl(),
+                                Integer.parseInt(gateway.getCamelContext().resolvePropertyPlaceholders("{{jobgate.worker.concurrency}}")))
+                                .run(floorJobs, Math.min(1000, floorJobs / 5));
+                    }
                 }
                 if (mixed) {
                     drainBench.mixed(Integer.parseInt(opts.getOrDefault("mixed-jobs", "5000")), clientsOfDrain, loads.get(0),
@@ -201,7 +209,7 @@ public final class Bench {
                         peerJobs, Integer.parseInt(opts.getOrDefault("peer-warm-up", Integer.toString(Math.min(2000, peerJobs / 10)))),
                         Integer.parseInt(opts.getOrDefault("peer-threads", "16")));
                 PeerBench.printRatios(figures, bestAdmission == null ? null : bestAdmission.perSecond(),
-                        Integer.toString(bestClients), drained);
+                        Integer.toString(bestClients), drained, floor);
             }
             pgbench.cleanUp();
             try (var c = ds.getConnection(); var st = c.createStatement()) {

@@ -565,6 +565,15 @@ final class DrainBench {
             return jit;
         }
 
+        long jvmUsedNanos() {
+            return jvm;
+        }
+
+        /** PostgreSQL's processes' CPU ticks (10 ms each) over the window; null when not local. */
+        Long pgUsedTicks() {
+            return pg;
+        }
+
         private static long jvmNanos() {
             return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
         }

@@ -94,11 +94,16 @@ final class FakeProvider {
         Files.writeString(providersDir.resolve(NAME + ".properties"), """
                 jobgate.provider.benchfake.kinds = image
                 jobgate.provider.benchfake.size.portrait = 1024x1536
-                jobgate.provider.benchfake.base-url = http://127.0.0.1:%d
+                jobgate.provider.benchfake.base-url = %s
                 jobgate.provider.benchfake.max-concurrency = 64
                 jobgate.provider.benchfake.call-deadline-ms = 10000
                 jobgate.provider.benchfake.price.image-micros = 1
-                """.formatted(server.getAddress().getPort()));
+                """.formatted(baseUrl()));
+    }
+
+    /** Where it answers: {@code http://127.0.0.1:<port>}. */
+    String baseUrl() {
+        return "http://127.0.0.1:" + server.getAddress().getPort();
     }
 
     /** Told the job id of every call as it arrives. */

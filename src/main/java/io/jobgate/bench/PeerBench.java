@@ -149,9 +149,12 @@ final class PeerBench {
     /**
      * The peers beside the gateway's figures of the same run: the gateway's admission (its best
      * jobs/s over the client counts measured, HTTP) over each peer's enqueue, and its drain over each
-     * peer's drain; "n/a" for a step that did not run.
+     * peer's drain; "n/a" for a step that did not run. With the drain's floor ({@link DrainFloor}),
+     * also the floor's loops over each peer's drain: a ratio below 1 there is a target no design of the
+     * drain's path meets on these parts and this machine.
      */
-    static void printRatios(List<Figures> peers, Double admission, String admissionClients, Double drain) {
+    static void printRatios(List<Figures> peers, Double admission, String admissionClients, Double drain,
+                            List<DrainFloor.Figures> floor) {
         System.out.printf("%n%-38s %14s %13s %28s %22s%n", "peer", "enqueue jobs/s", "drain jobs/s",
                 "jobgate admission / enqueue", "jobgate drain / drain");
         for (Figures f : peers) {
@@ -164,6 +167,16 @@ final class PeerBench {
                 + (admission == null ? " (not run: --only admission or a full run measures it)" : " at " + admissionClients + " clients (the best of the client counts measured)")
                 + "; jobgate drain: image jobs through relay, Artemis, worker, adapter over HTTP and S3"
                 + (drain == null ? " (not run: --only drain or a full run measures it)" : "") + ".");
+        if (!floor.isEmpty()) {
+            System.out.printf("%n%-38s %13s", "drain floor (DrainFloor), same run", "jobs/s");
+            peers.forEach(p -> System.out.printf(" %22s", "/ " + p.name() + " drain"));
+            System.out.println();
+            for (DrainFloor.Figures f : floor) {
+                System.out.printf("%-38s %,13.0f", f.name(), f.perSecond());
+                peers.forEach(p -> System.out.printf(" %22s", ratio(f.perSecond(), p.drainPerSecond())));
+                System.out.println();
+            }
+        }
     }
 
     private static String ratio(Double jobgate, double peer) {

@@ -52,7 +52,8 @@ class PeerBenchTest {
         System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
         try {
             figures = bench.run(TestDatabase.url(), TestDatabase.user(), TestDatabase.password(), 300, 50, 4);
-            PeerBench.printRatios(figures, 1000.0, "64", null);
+            PeerBench.printRatios(figures, 1000.0, "64", null,
+                    List.of(new DrainFloor.Figures("the call and the puts alone", 5000, 2.0, 1.5, null)));
         } finally {
             System.setOut(original);
         }
@@ -69,6 +70,9 @@ class PeerBenchTest {
         }
         // The admission ratio is printed, the drain's is n/a (not run).
         assertThat(out).contains(String.format("%.2f", 1000.0 / figures.get(0).enqueuePerSecond())).contains("n/a");
+        // The drain's floor (2,500 jobs/s here) over each peer's drain.
+        assertThat(out).contains("the call and the puts alone")
+                .contains(String.format("%.2f", 2500.0 / figures.get(2).drainPerSecond()));
         List<String> left = new ArrayList<>();
         try (Connection c = TestDatabase.connect(); Statement s = c.createStatement();
              ResultSet rs = s.executeQuery("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'jobgate_peer%'")) {
