@@ -9,7 +9,6 @@ import java.util.stream.Stream;
 import io.jobgate.job.JobStatus;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.MultiGauge;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import org.apache.camel.Exchange;
@@ -28,10 +27,10 @@ public final class Meters {
     private final Clock clock;
     private volatile MeterRegistry registry;
     private final List<String> providers;
-    private volatile MultiGauge queueJobs;
-    private volatile MultiGauge oldestAge;
-    private volatile MultiGauge leasesActive;
-    private volatile MultiGauge gateOpen;
+    private volatile SnapshotGauges queueJobs;
+    private volatile SnapshotGauges oldestAge;
+    private volatile SnapshotGauges leasesActive;
+    private volatile SnapshotGauges gateOpen;
     private volatile Timer reconcileLag;
 
     /** Buckets of the reconciliation lag: a webhook in seconds, a poll in tens of seconds, a stuck provider in hours. */
@@ -173,13 +172,13 @@ public final class Meters {
     /** Route step (on a schedule): the gauges that need a query. */
     public void refresh(Exchange exchange) {
         if (queueJobs == null) {
-            queueJobs = MultiGauge.builder("jobgate_queue_jobs").description("open jobs per tenant and status").register(registry());
-            oldestAge = MultiGauge.builder("jobgate_queue_oldest_age_seconds")
-                    .description("age of the oldest eligible (due, not running) job per tenant").register(registry());
-            leasesActive = MultiGauge.builder("jobgate_leases_active").description("live leases per provider").register(registry());
-            gateOpen = MultiGauge.builder("jobgate_provider_gate_open")
-                    .description("1 when the provider's gate is open, 0 while a Retry-After (or readiness) keeps it closed")
-                    .register(registry());
+            // Not MultiGauge (SnapshotGauges says why); a tag set no longer seen reports what no rows would.
+            queueJobs = new SnapshotGauges("jobgate_queue_jobs", "open jobs per tenant and status", 0, registry());
+            oldestAge = new SnapshotGauges("jobgate_queue_oldest_age_seconds",
+                    "age of the oldest eligible (due, not running) job per tenant", 0, registry());
+            leasesActive = new SnapshotGauges("jobgate_leases_active", "live leases per provider", 0, registry());
+            gateOpen = new SnapshotGauges("jobgate_provider_gate_open",
+                    "1 when the provider's gate is open, 0 while a Retry-After (or readiness) keeps it closed", 1, registry());
             reconcileLag(); // served from the start (count 0), so its panel and rates have a series to read
             registerWorkerPlaces();
         }
@@ -190,16 +189,16 @@ public final class Meters {
         jdbc.query("SELECT tenant_id, status, count(*) FROM jobs WHERE finalized_at IS NULL GROUP BY tenant_id, status",
                 (org.springframework.jdbc.core.RowCallbackHandler) rs -> open.put(rs.getString(1) + '\u0000' + rs.getString(2),
                         rs.getDouble(3)));
-        List<MultiGauge.Row<?>> queueRows = new java.util.ArrayList<>();
+        Map<Tags, Double> queueRows = new java.util.HashMap<>();
         for (String tenant : tenants) {
             for (JobStatus status : JobStatus.values()) {
                 if (!status.terminal()) {
-                    queueRows.add(MultiGauge.Row.of(Tags.of("tenant", tenant, "status", status.wire()),
-                            open.getOrDefault(tenant + '\u0000' + status.wire(), 0.0)));
+                    queueRows.put(Tags.of("tenant", tenant, "status", status.wire()),
+                            open.getOrDefault(tenant + '\u0000' + status.wire(), 0.0));
                 }
             }
         }
-        queueJobs.register(queueRows, true);
+        queueJobs.publish(queueRows);
         // Eligible: a dispatch event due and not yet out (a tenant with none reports 0). Per tenant the first
         // entry of the dispatch index (outbox_dispatch_due), not a join over every waiting event: a backlog
         // of 100,000 events behind a closed gate made this a 0.1 s scan every period.
@@ -209,11 +208,13 @@ public final class Meters {
                          WHERE o.tenant_id = t.tenant_id AND o.event_type = 'dispatch' AND o.published_at IS NULL
                            AND o.available_at <= ?) AS due
                   FROM tenants t""", now);
-        oldestAge.register(oldest.stream().map(r -> {
+        Map<Tags, Double> ages = new java.util.HashMap<>();
+        for (Map<String, Object> r : oldest) {
             java.sql.Timestamp due = (java.sql.Timestamp) r.get("due");
             double age = due == null ? 0 : Math.max(0, Duration.between(due.toInstant(), clock.instant()).toMillis() / 1000.0);
-            return MultiGauge.Row.of(Tags.of("tenant", (String) r.get("tenant_id")), age);
-        }).toList(), true);
+            ages.put(Tags.of("tenant", (String) r.get("tenant_id")), age);
+        }
+        oldestAge.publish(ages);
         // Live: held and not run out (an expired lease waits for the sweeper, nobody works under it).
         Map<String, Long> leases = new java.util.HashMap<>();
         jdbc.query("""
@@ -221,12 +222,12 @@ public final class Meters {
                  WHERE finalized_at IS NULL AND status IN ('running', 'submitting') AND lease_token IS NOT NULL
                    AND lease_expires_at > ? GROUP BY provider""",
                 (org.springframework.jdbc.core.RowCallbackHandler) rs -> leases.put(rs.getString(1), rs.getLong(2)), now);
-        leasesActive.register(withEveryProvider(leases.keySet()).stream().map(p -> MultiGauge.Row.of(Tags.of("provider", p),
-                leases.getOrDefault(p, 0L).doubleValue())).toList(), true);
+        leasesActive.publish(withEveryProvider(leases.keySet()).stream().collect(java.util.stream.Collectors.toMap(
+                p -> Tags.of("provider", p), p -> leases.getOrDefault(p, 0L).doubleValue())));
         java.util.Set<String> closed = new java.util.HashSet<>(jdbc.queryForList(
                 "SELECT provider FROM provider_gates WHERE closed_until > ?", String.class, now));
-        gateOpen.register(withEveryProvider(closed).stream().map(p -> MultiGauge.Row.of(Tags.of("provider", p),
-                closed.contains(p) ? 0 : 1)).toList(), true);
+        gateOpen.publish(withEveryProvider(closed).stream().collect(java.util.stream.Collectors.toMap(
+                p -> Tags.of("provider", p), p -> closed.contains(p) ? 0.0 : 1.0)));
     }
 
     /** The configured providers and any other the database names (a provider removed from the settings). */
