@@ -96,10 +96,8 @@ class AdmissionFirstRouteTest {
                 // The rate alone: whether this machine's CPUs are busy during the test is not the test's to
                 // choose (the CPU condition is AdmissionFirstTest's).
                 Map.entry("jobgate.worker.admission-first.busy-cpu-percent", "0"),
-                // The worker gauges are registered by the first refresh (1 s after start); no refresh after it
-                // during the test: a scrape that meets a refresh can fail (MultiGauge's overwrite of
-                // jobgate_leases_active, "Duplicate labels", seen once at a 200 ms period).
-                Map.entry("jobgate.metrics.gauge-period-ms", "600000"),
+                // Refreshes meet this test's scrapes: a scrape never sees a refresh half done (SnapshotGauges).
+                Map.entry("jobgate.metrics.gauge-period-ms", "200"),
                 Map.entry("jobgate.provider.fakeimg.base-url", "http://127.0.0.1:" + provider.getAddress().getPort()),
                 Map.entry("jobgate.provider.fakeimg.max-concurrency", "16"))));
     }
