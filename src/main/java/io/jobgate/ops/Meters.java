@@ -130,9 +130,20 @@ public final class Meters {
         return t;
     }
 
+    /**
+     * A counter by name and tag values, registered once: registering it again for every count (sorted tags,
+     * a meter id, the registry's lookup) was ~3 % of a drain's JVM samples. Nothing removes these counters.
+     */
     private Counter counter(String name, String description, String... tags) {
-        return Counter.builder(name).description(description).tags(tags).register(registry());
+        List<String> key = new java.util.ArrayList<>(tags.length + 1);
+        key.add(name);
+        java.util.Collections.addAll(key, tags);
+        Counter known = counters.get(key);
+        return known != null ? known : counters.computeIfAbsent(key,
+                k -> Counter.builder(name).description(description).tags(tags).register(registry()));
     }
+
+    private final Map<List<String>, Counter> counters = new java.util.concurrent.ConcurrentHashMap<>();
 
     private volatile java.util.function.IntSupplier workerLimit;
     private volatile java.util.function.IntSupplier workerRunning;
