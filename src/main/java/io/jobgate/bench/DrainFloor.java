@@ -34,15 +34,20 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 /**
  * The drain's floor: the parts the drain's path runs through, driven by a plain loop, with no Camel
  * and none of jobgate's rules, at the worker's concurrency, on the same gateway's parts (its
- * PostgreSQL pool, Artemis, S3 client and server) and the same fake provider. Two loops:
+ * PostgreSQL pool, Artemis, S3 client and server) and the same fake provider. The loops:
  * <ul>
  *   <li><b>one job at a time</b>: a transacted JMS receive, the start and the finalize as one-row
  *       transactions, the provider call over HTTP, the output and its manifest put on the S3 server,
- *       the JMS commit. What jobgate's drain would reach if its own work cost nothing.</li>
+ *       the JMS commit. What jobgate's drain (one JMS transaction and its own database transactions per
+ *       job) would reach if its own work cost nothing.</li>
+ *   <li><b>ten jobs per transaction</b>: the same, the broker's and the database's work shared by ten
+ *       jobs (ten receives per JMS transaction, ten starts and ten finalizes per statement): what a
+ *       worker that takes its messages in batches could reach.</li>
  *   <li><b>the call and the puts alone</b>: what any design of the path must do once per job (one
  *       provider request per job, one object per output and per manifest), while the broker's and the
  *       database's work could in principle be shared by many jobs. No implementation on these parts
  *       drains faster than this loop, so a target above it cannot be met on this machine.</li>
+ *   <li>and each part alone.</li>
  * </ul>
  * The HTTP client is the JDK's (lighter than camel-http's), the answer's image found without a JSON
  * parser: the floor is generous.
@@ -78,7 +83,7 @@ final class DrainFloor {
         this.threads = threads;
     }
 
-    /** Runs both loops over {@code jobs} jobs each (after a warm-up of the same), prints and returns them. */
+    /** Runs the loops over {@code jobs} jobs each (after a warm-up of all parts), prints and returns them. */
     List<Figures> run(int jobs, int warmUp) throws Exception {
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
             s.execute("DROP TABLE IF EXISTS bench_floor_jobs");
@@ -92,6 +97,7 @@ final class DrainFloor {
             }
             List<Figures> all = List.of(
                     loop("parts, one job at a time", jobs, EnumSet.allOf(Part.class)),
+                    loop("parts, ten jobs per transaction", jobs, EnumSet.allOf(Part.class), 10),
                     loop("the call and the puts alone", jobs, EnumSet.of(Part.CALL, Part.PUTS)),
                     loop("  the call alone", jobs, EnumSet.of(Part.CALL)),
                     loop("  the puts alone", jobs, EnumSet.of(Part.PUTS)),
@@ -105,8 +111,10 @@ final class DrainFloor {
                         f.pgMsPerJob() == null ? "n/a" : String.format("%.2f", f.pgMsPerJob()));
             }
             System.out.println("  one job at a time: a transacted JMS receive and commit, two one-row transactions (start, "
-                    + "finalize), the provider's HTTP call, two S3 puts (output, manifest); the call and the puts alone: "
-                    + "what any design of the path does once per job");
+                    + "finalize), the provider's HTTP call, two S3 puts (output, manifest); ten jobs per transaction: ten "
+                    + "receives in one JMS transaction, ten starts in one statement, ten calls and twenty puts, ten "
+                    + "finalizes in one statement, the commit; the call and the puts alone: what any design of the path "
+                    + "does once per job");
             return all;
         } finally {
             try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
@@ -116,6 +124,10 @@ final class DrainFloor {
     }
 
     private Figures loop(String name, int jobs, Set<Part> parts) throws Exception {
+        return loop(name, jobs, parts, 1);
+    }
+
+    private Figures loop(String name, int jobs, Set<Part> parts, int batch) throws Exception {
         String queueName = "bench.floor." + UUID.randomUUID();
         prepare(jobs, parts, queueName);
         AtomicInteger next = new AtomicInteger();
@@ -126,7 +138,7 @@ final class DrainFloor {
             List<Future<?>> done = new ArrayList<>();
             for (int t = 0; t < threads; t++) {
                 done.add(pool.submit(() -> {
-                    jobs(next, jobs, parts, queueName);
+                    jobs(next, jobs, parts, queueName, batch);
                     return null;
                 }));
             }
@@ -173,37 +185,50 @@ final class DrainFloor {
         }
     }
 
-    private void jobs(AtomicInteger next, int jobs, Set<Part> parts, String queueName) throws Exception {
+    /**
+     * Jobs {@code batch} at a time: their dispatch messages received in one JMS transaction, their starts
+     * and their finalizes one statement (and transaction) each, then a call and two puts per job, and the
+     * JMS commit.
+     */
+    private void jobs(AtomicInteger next, int jobs, Set<Part> parts, String queueName, int batch) throws Exception {
         try (JMSContext session = parts.contains(Part.BROKER) ? jms.createContext(JMSContext.SESSION_TRANSACTED) : null;
              Connection db = dataSource.getConnection();
              PreparedStatement start = db.prepareStatement("UPDATE bench_floor_jobs SET status = 'running', lease_token = ?, "
-                     + "updated_at = now() WHERE id = ? AND status = 'queued'");
+                     + "updated_at = now() WHERE id = ANY (?) AND status = 'queued'");
              PreparedStatement end = db.prepareStatement("UPDATE bench_floor_jobs SET status = 'succeeded', lease_token = NULL, "
-                     + "updated_at = now() WHERE id = ? AND lease_token = ?")) {
+                     + "updated_at = now() WHERE id = ANY (?) AND lease_token = ?")) {
             db.setAutoCommit(true);
             JMSConsumer consumer = session == null ? null : session.createConsumer(session.createQueue(queueName));
-            int id;
-            while ((id = next.getAndIncrement()) < jobs) {
-                if (consumer != null) {
+            int first;
+            while ((first = next.getAndAdd(batch)) < jobs) {
+                Integer[] ids = new Integer[Math.min(batch, jobs - first)];
+                for (int i = 0; i < ids.length; i++) {
+                    if (consumer == null) {
+                        ids[i] = first + i;
+                        continue;
+                    }
                     jakarta.jms.Message m = consumer.receive(10_000);
                     if (m == null) {
                         throw new IllegalStateException("the floor's queue ran dry");
                     }
-                    id = m.getIntProperty("jobId");
+                    ids[i] = m.getIntProperty("jobId");
                 }
                 UUID token = UUID.randomUUID();
-                if (parts.contains(Part.DATABASE)) {
+                java.sql.Array keys = parts.contains(Part.DATABASE) ? db.createArrayOf("integer", ids) : null;
+                if (keys != null) {
                     start.setObject(1, token);
-                    start.setInt(2, id);
+                    start.setArray(2, keys);
                     start.executeUpdate();
                 }
-                String job = UUID.randomUUID().toString();
-                byte[] output = parts.contains(Part.CALL) ? call(job) : image;
-                if (parts.contains(Part.PUTS)) {
-                    put(job, output);
+                for (int i = 0; i < ids.length; i++) {
+                    String job = UUID.randomUUID().toString();
+                    byte[] output = parts.contains(Part.CALL) ? call(job) : image;
+                    if (parts.contains(Part.PUTS)) {
+                        put(job, output);
+                    }
                 }
-                if (parts.contains(Part.DATABASE)) {
-                    end.setInt(1, id);
+                if (keys != null) {
+                    end.setArray(1, keys);
                     end.setObject(2, token);
                     end.executeUpdate();
                 }
