@@ -40,9 +40,9 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  *       transactions, the provider call over HTTP, the output and its manifest put on the S3 server,
  *       the JMS commit. What jobgate's drain (one JMS transaction and its own database transactions per
  *       job) would reach if its own work cost nothing.</li>
- *   <li><b>ten jobs per transaction</b>: the same, the broker's and the database's work shared by ten
- *       jobs (ten receives per JMS transaction, ten starts and ten finalizes per statement): what a
- *       worker that takes its messages in batches could reach.</li>
+ *   <li><b>ten (fifty) jobs per transaction</b>: the same, the broker's and the database's work shared by
+ *       ten (fifty) jobs (as many receives per JMS transaction, their starts and their finalizes one
+ *       statement each): what a worker that takes its messages in batches could reach.</li>
  *   <li><b>the call and the puts alone</b>: what any design of the path must do once per job (one
  *       provider request per job, one object per output and per manifest), while the broker's and the
  *       database's work could in principle be shared by many jobs. No implementation on these parts
@@ -98,6 +98,7 @@ final class DrainFloor {
             List<Figures> all = List.of(
                     loop("parts, one job at a time", jobs, EnumSet.allOf(Part.class)),
                     loop("parts, ten jobs per transaction", jobs, EnumSet.allOf(Part.class), 10),
+                    loop("parts, fifty jobs per transaction", jobs, EnumSet.allOf(Part.class), 50),
                     loop("the call and the puts alone", jobs, EnumSet.of(Part.CALL, Part.PUTS)),
                     loop("  the call alone", jobs, EnumSet.of(Part.CALL)),
                     loop("  the puts alone", jobs, EnumSet.of(Part.PUTS)),
@@ -111,10 +112,10 @@ final class DrainFloor {
                         f.pgMsPerJob() == null ? "n/a" : String.format("%.2f", f.pgMsPerJob()));
             }
             System.out.println("  one job at a time: a transacted JMS receive and commit, two one-row transactions (start, "
-                    + "finalize), the provider's HTTP call, two S3 puts (output, manifest); ten jobs per transaction: ten "
-                    + "receives in one JMS transaction, ten starts in one statement, ten calls and twenty puts, ten "
-                    + "finalizes in one statement, the commit; the call and the puts alone: what any design of the path "
-                    + "does once per job");
+                    + "finalize), the provider's HTTP call, two S3 puts (output, manifest); ten (fifty) jobs per transaction: "
+                    + "as many receives in one JMS transaction, their starts in one statement, a call and two puts each, "
+                    + "their finalizes in one statement, the commit; the call and the puts alone: what any design of the "
+                    + "path does once per job");
             return all;
         } finally {
             try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
