@@ -140,6 +140,11 @@ public class JobgateConfiguration implements CamelConfiguration {
                                 java.util.stream.Collectors.joining(", "))))
                 .forEach((provider, classes) -> LOG.info("provider {} is left out for {} (the reasons: /observe/health)",
                         provider, classes));
+        // Every call a provider allows gets a connection at once (a call waiting for one would spend its lease).
+        io.jobgate.adapter.AdapterHttpPool.Size pool = io.jobgate.adapter.AdapterHttpPool.size(context, providers.all(),
+                settings.intValue("jobgate.http.spare-connections", 0, 100_000),
+                settings.optional("camel.component.http.connections-per-route").filter(v -> !v.isBlank()).map(Integer::valueOf),
+                settings.optional("camel.component.http.max-total-connections").filter(v -> !v.isBlank()).map(Integer::valueOf));
         io.jobgate.adapter.AdapterRoutes adapterRoutes = new io.jobgate.adapter.AdapterRoutes(context);
         providers.watchAdapters(adapterRoutes);
         providers.readAdapterSources(adapterRoutes::source);
@@ -174,7 +179,11 @@ public class JobgateConfiguration implements CamelConfiguration {
         AdmissionLimits limits = AdmissionLimits.from(settings);
         String instanceId = java.util.UUID.randomUUID().toString();
         AdmissionWriter writer = new AdmissionWriter(dataSource, limits, instanceId);
-        RelaySettings relay = RelaySettings.from(settings, roles.runs(Roles.Role.RELAY));
+        // The dispatch window, unless set: what the providers allow in flight, plus one message per
+        // starting consumer, so a slot freed by an ending call finds a job already dispatched.
+        RelaySettings relay = RelaySettings.from(settings, roles.runs(Roles.Role.RELAY),
+                io.jobgate.adapter.AdapterHttpPool.callsAllowed(providers.all())
+                        + settings.intValue("jobgate.worker.concurrency", 1, 10_000));
         RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relay.enabled());
         writer.afterCommit(wakeup::wake);
         // A dispatch this instance wrote for later (a retry, a gate's reopening) wakes its relay when due.
@@ -187,16 +196,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                 }
             });
         }
-        // Admission first (docs/operating.md): every job accepted here (HTTP or JMS intake) counts towards
-        // "admission is busy", while which this instance's workers run fewer attempts at once.
-        io.jobgate.worker.AdmissionFirst admissionFirst = new io.jobgate.worker.AdmissionFirst(
-                io.jobgate.worker.AdmissionFirst.Settings.from(settings));
-        registry.bind("admissionFirst", admissionFirst);
-        meters.workerPlaces(admissionFirst::limit, admissionFirst::running, admissionFirst::waiting, admissionFirst::yields);
-        writer.onAdmitted(job -> {
-            meters.ledger(job.tenantId(), "debit", job.costMicros());
-            admissionFirst.admitted();
-        });
+        writer.onAdmitted(job -> meters.ledger(job.tenantId(), "debit", job.costMicros()));
         if (relay.enabled()) {
             // Admissions on other instances wake this relay too (PostgreSQL LISTEN/NOTIFY).
             context.addService(new RelayNotifications(dataSource.getJdbcUrl(), dataSource.getUsername(),
@@ -273,6 +273,25 @@ public class JobgateConfiguration implements CamelConfiguration {
         // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.
         LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");
         worker.useMeters(meters);
+        // Where calls wait on their provider (routes/worker.camel.yaml, hand-off-call): no JMS transaction,
+        // no consumer, and on Java 21+ no platform thread per call.
+        io.jobgate.worker.ProviderCalls providerCalls = io.jobgate.worker.ProviderCalls.create();
+        registry.bind("providerCalls", providerCalls);
+        Map<String, Integer> capacity = new java.util.TreeMap<>();
+        providers.all().forEach(p -> capacity.put(p.name(), p.maxConcurrency()));
+        meters.providerCalls(providerCalls::inFlight, providerCalls::peak, providerCalls::handedOff, capacity);
+        if (roles.runs(Roles.Role.WORKER)) {
+            LOG.info("provider calls: up to {} in flight ({}; each provider's max-concurrency, over all instances), carried on {}; "
+                    + "HTTP pool {} connections per host, {} in all{}; dispatch window {}", pool.callsAllowed(),
+                    capacity.entrySet().stream().map(e -> e.getKey() + " " + e.getValue())
+                            .collect(java.util.stream.Collectors.joining(", ")),
+                    providerCalls.carrier(), pool.perRoute(), pool.total(),
+                    pool.operatorSet() ? " (camel.component.http.* as set)" : "", relay.maxRunning());
+            if (pool.perRoute() < pool.callsAllowed()) {
+                LOG.warn("camel.component.http.connections-per-route {} is below the {} calls the providers allow: calls beyond it "
+                        + "wait for a connection inside the HTTP client", pool.perRoute(), pool.callsAllowed());
+            }
+        }
         worker.useProviderCancel(providerCancel);
         // Alive while this process lives (a lock PostgreSQL drops with the process): if it dies, the
         // leases and claims below are taken over at the next sweep instead of when they run out.
@@ -291,6 +310,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         // On a clean stop, after the routes (services stop in reverse order, before the pools): the
         // leases this worker still holds go back at once instead of running out.
         context.addService(ManagedResource.stoppedBy("lease-hand-back", () -> sweeper.handBack(worker.name())), true, true);
+        // Before that hand-back (added after it, so stopped before it): calls in flight get the shutdown
+        // timeout to record what their provider answered.
+        java.time.Duration callGrace = settings.seconds("camel.main.shutdown-timeout", 1, 86_400);
+        context.addService(ManagedResource.stoppedBy("provider-calls-drain", () -> providerCalls.drain(callGrace)), true, true);
 
         // --- The doors: HTTP API, webhooks, admin, JMS intake ----------------------------------------
         // Where no route answers (starting, stopping, unknown paths): problem documents, never a bare 404.
@@ -322,6 +345,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         Map<String, String> notes = new java.util.TreeMap<>();
         for (io.jobgate.provider.Provider provider : providers.all()) {
             List<String> parts = new java.util.ArrayList<>();
+            parts.add("up to " + provider.maxConcurrency() + " calls in flight");
             providers.notRunning(provider.name()).ifPresent(why -> parts.add("not running: " + why));
             if (canaries.containsKey(provider.name())) {
                 parts.add(canaries.get(provider.name()));

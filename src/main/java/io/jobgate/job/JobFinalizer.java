@@ -108,7 +108,8 @@ public final class JobFinalizer {
         return finalizeJobIf(jobId, guard, outcome, null);
     }
 
-    private boolean finalizeJobIf(UUID jobId, JobTransitions.Guard guard, Outcome outcome, JobTransitions.AttemptClose closing) {
+    /** As {@link #finalizeJobIf(UUID, JobTransitions.Guard, Outcome)}, closing the attempt {@code closing} in the same statement. */
+    public boolean finalizeJobIf(UUID jobId, JobTransitions.Guard guard, Outcome outcome, JobTransitions.AttemptClose closing) {
         int refund = outcome.refund() == RefundPolicy.NONE ? 0
                 : outcome.status() == JobStatus.CANCELLED ? cancelledRefundPercent : failedRefundPercent;
         return transitions.apply(jobId, JobTransitions.Event.ending(outcome.status()), guard,

@@ -102,8 +102,11 @@ public final class JobTransitions {
         ACCEPTED(PROVIDER_PENDING, EnumSet.of(SUBMITTING), Effect.END_LEASE, Effect.SCHEDULE_CHECK, Effect.STATUS_EVENT),
         /** Reconciliation found the task of a submission that was unknown. */
         TASK_FOUND(PROVIDER_PENDING, EnumSet.of(SUBMISSION_UNKNOWN), Effect.SCHEDULE_CHECK, Effect.STATUS_EVENT),
-        /** A checked output was promoted. */
-        SUCCEED(SUCCEEDED, EnumSet.of(SUBMITTING, PROVIDER_PENDING, SUBMISSION_UNKNOWN), Effect.DROP_DISPATCH,
+        /**
+         * A checked output was promoted. From {@code retry_wait} only for a late answer: the attempt whose
+         * lease ran out answered before a newer attempt started (its guard is the attempt number).
+         */
+        SUCCEED(SUCCEEDED, EnumSet.of(SUBMITTING, PROVIDER_PENDING, SUBMISSION_UNKNOWN, RETRY_WAIT), Effect.DROP_DISPATCH,
                 Effect.END_LEASE, Effect.RELEASE_SLOT, Effect.FINALIZE, Effect.STATUS_EVENT),
         /** Any open job may fail (caps, terminal errors, lifetime, dead letter, operator). */
         FAIL(FAILED, OPEN, Effect.DROP_DISPATCH, Effect.END_LEASE, Effect.RELEASE_SLOT, Effect.FINALIZE, Effect.REFUND,

@@ -145,39 +145,48 @@ public final class Meters {
 
     private final Map<List<String>, Counter> counters = new java.util.concurrent.ConcurrentHashMap<>();
 
-    private volatile java.util.function.IntSupplier workerLimit;
-    private volatile java.util.function.IntSupplier workerRunning;
-    private volatile java.util.function.IntSupplier workerWaiting;
-    private volatile java.util.function.LongSupplier workerYields;
+    private volatile java.util.function.IntSupplier callsInFlight;
+    private volatile java.util.function.IntSupplier callsPeak;
+    private volatile java.util.function.LongSupplier callsStarted;
+    private volatile java.util.Map<String, Integer> callCapacity = java.util.Map.of();
 
     /**
-     * The workers' places (admission first, docs/operating.md): how many attempts may run at once now, how
-     * many run, how many workers wait, and how often the workers started yielding to admission. Served
-     * from the first refresh on, read at each scrape.
+     * Provider calls of this instance (docs/operating.md, "Calls in flight"): how many are in flight now and
+     * at most since start, handed off in all, and per provider how many may be in flight (its
+     * {@code max-concurrency}, over all instances). Served from the first refresh on, read at each scrape.
      */
-    public void workerPlaces(java.util.function.IntSupplier limit, java.util.function.IntSupplier running,
-                             java.util.function.IntSupplier waiting, java.util.function.LongSupplier yields) {
-        this.workerLimit = limit;
-        this.workerRunning = running;
-        this.workerWaiting = waiting;
-        this.workerYields = yields;
+    public void providerCalls(java.util.function.IntSupplier inFlight, java.util.function.IntSupplier peak,
+                              java.util.function.LongSupplier started, java.util.Map<String, Integer> capacity) {
+        this.callsInFlight = inFlight;
+        this.callsPeak = peak;
+        this.callsStarted = started;
+        this.callCapacity = java.util.Map.copyOf(capacity);
     }
 
-    private void registerWorkerPlaces() {
-        if (workerLimit == null) {
+    private void registerProviderCalls() {
+        if (callsInFlight == null) {
             return;
         }
-        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_attempt_limit", workerLimit, s -> s.getAsInt())
-                .description("attempts this instance's workers may run at once now: jobgate.worker.concurrency, or "
-                        + "admission-first's busy-concurrency while admission is busy").register(registry());
-        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_attempts_running", workerRunning, s -> s.getAsInt())
-                .description("attempts running on this instance's workers").register(registry());
-        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_attempts_waiting", workerWaiting, s -> s.getAsInt())
-                .description("workers waiting for a place under the limit, each with its dispatch message unacknowledged")
-                .register(registry());
-        io.micrometer.core.instrument.FunctionCounter.builder("jobgate_worker_admission_first_yields_total", workerYields,
-                        s -> s.getAsLong())
-                .description("times this instance's workers started yielding to busy admission").register(registry());
+        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_calls_in_flight", callsInFlight, s -> s.getAsInt())
+                .description("provider calls of this instance in flight now (started, not yet recorded)").register(registry());
+        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_calls_in_flight_peak", callsPeak, s -> s.getAsInt())
+                .description("the most provider calls of this instance in flight at once since it started").register(registry());
+        io.micrometer.core.instrument.FunctionCounter.builder("jobgate_worker_calls_total", callsStarted, s -> s.getAsLong())
+                .description("provider calls this instance started").register(registry());
+        callCapacity.forEach((provider, limit) -> io.micrometer.core.instrument.Gauge.builder("jobgate_provider_call_capacity",
+                        () -> limit).tag("provider", provider)
+                .description("calls that may be in flight to the provider from all instances (its max-concurrency)")
+                .register(registry()));
+    }
+
+    /**
+     * A provider's answer that came back after its attempt's lease ran out: {@code finalized} (the job
+     * still waited on that attempt and took the answer) or {@code recorded} (a newer attempt or an ending
+     * came first; the answer is kept on its attempt, billed units included).
+     */
+    public void lateAnswer(String provider, String outcome) {
+        counter("jobgate_late_answers_total", "provider answers that arrived after their lease ran out", "provider", provider,
+                "outcome", outcome).increment();
     }
 
     /** Route step (on a schedule): the gauges that need a query. */
@@ -191,7 +200,7 @@ public final class Meters {
             gateOpen = new SnapshotGauges("jobgate_provider_gate_open",
                     "1 when the provider's gate is open, 0 while a Retry-After (or readiness) keeps it closed", 1, registry());
             reconcileLag(); // served from the start (count 0), so its panel and rates have a series to read
-            registerWorkerPlaces();
+            registerProviderCalls();
         }
         java.sql.Timestamp now = java.sql.Timestamp.from(clock.instant());
         // Every tenant and open status, 0 included: a series that drops to 0 instead of vanishing.

@@ -6,15 +6,18 @@ import io.jobgate.infra.Settings;
  * The outbox relay's settings ({@code jobgate.relay.*}, {@code jobgate.dispatch.max-running}).
  *
  * @param enabled      this instance runs a relay (the role {@code relay} of {@code jobgate.roles})
- * @param maxRunning   gateway-wide window of dispatched, unfinished jobs
+ * @param maxRunning   gateway-wide window of dispatched, unfinished jobs ({@code jobgate.dispatch.max-running};
+ *                     unset: derived from what the providers allow in flight)
  * @param claimSeconds how long a round's claim lasts before another relay may publish the event again
  * @param statusBatch  status events per round
  */
 public record RelaySettings(boolean enabled, int maxRunning, int claimSeconds, int statusBatch) {
 
-    public static RelaySettings from(Settings s, boolean enabled) {
+    /** @param derivedMaxRunning the window when {@code jobgate.dispatch.max-running} is left empty */
+    public static RelaySettings from(Settings s, boolean enabled, int derivedMaxRunning) {
+        boolean set = s.optional("jobgate.dispatch.max-running").filter(v -> !v.isBlank()).isPresent();
         return new RelaySettings(enabled,
-                s.intValue("jobgate.dispatch.max-running", 1, 100_000),
+                set ? s.intValue("jobgate.dispatch.max-running", 1, 1_000_000) : Math.max(1, Math.min(derivedMaxRunning, 1_000_000)),
                 s.intValue("jobgate.relay.claim-seconds", 1, 3600),
                 s.intValue("jobgate.relay.status-batch", 1, 10_000));
     }

@@ -75,6 +75,28 @@ public final class JobLeases {
                 "SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND lease_token IS NOT DISTINCT FROM ?)", Boolean.class, jobId, leaseToken));
     }
 
+    /**
+     * May the answer of {@code attempt}, made under {@code leaseToken}, still become the job's? While its
+     * lease holds; and after the lease ran out, while nobody else holds the job and no newer attempt has
+     * started (the job waits in {@code submission_unknown} or {@code retry_wait} on this attempt): a late
+     * answer the provider billed is the job's evidence, never thrown away.
+     */
+    public boolean mayFinish(UUID jobId, UUID leaseToken, int attempt) {
+        return leaseToken != null && Boolean.TRUE.equals(jdbc.queryForObject("""
+                SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND (lease_token IS NOT DISTINCT FROM ?
+                    OR (lease_token IS NULL AND attempts = ? AND status IN ('submission_unknown', 'retry_wait'))))""",
+                Boolean.class, jobId, leaseToken, attempt));
+    }
+
+    /**
+     * A late answer's task (its lease ran out while the provider accepted it): the job waits on that
+     * task ({@code provider_pending}) if it still waits on this attempt in {@code submission_unknown}.
+     */
+    public boolean adoptPending(UUID jobId, int attempt, String providerTask, String providerRequestId, Instant firstCheck) {
+        return transitions.apply(jobId, Event.TASK_FOUND, Guard.onAttempt(attempt, java.util.Set.of(io.jobgate.job.JobStatus.SUBMISSION_UNKNOWN)),
+                Change.checkFrom(firstCheck, providerTask, providerRequestId, null)).isPresent();
+    }
+
     /** Was the job cancelled (by its tenant)? Asked when a worker's lease was lost during its call. */
     public boolean cancelled(UUID jobId) {
         return Boolean.TRUE.equals(jdbc.queryForObject(

@@ -23,6 +23,7 @@ import io.jobgate.common.ApiProblem;
 import io.jobgate.common.Json;
 import io.jobgate.common.Digests;
 import io.jobgate.job.JobFinalizer;
+import io.jobgate.job.JobTransitions;
 import io.jobgate.output.OutputSubject;
 import io.jobgate.preset.PixelSize;
 import io.jobgate.preset.Preset;
@@ -363,7 +364,7 @@ public final class Worker {
             outputs.begin(exchange, OutputSubject.of(lease.jobId(), lease.tenantId(), started.attempt(), lease.presetId(),
                     lease.presetVersion(), lease.kind(), lease.aspectClass(), lease.inputsJson(), lease.sourceSha256(),
                     started.provider(), started.revision()), result, started.provider().callDeadline(),
-                    () -> leases.holds(lease.jobId(), lease.token()), started.holdsOutput());
+                    () -> leases.mayFinish(lease.jobId(), lease.token(), started.attempt()), started.holdsOutput());
         }
     }
 
@@ -416,13 +417,26 @@ public final class Worker {
                         leases.attemptClose(attempt, lease.token(), "succeeded", result, durationMs, null, null))) {
                     return new Decision("succeeded", "succeeded", null);
                 }
+                // The lease ran out during the call: the answer is still the job's while it waits on this
+                // attempt (no newer one started), through the one finalize, billed once.
+                if (finalizer.finalizeJobIf(lease.jobId(), JobTransitions.Guard.onAttempt(attempt, LATE_FINISH_FROM),
+                        JobFinalizer.Outcome.succeeded(record),
+                        leases.attemptClose(attempt, lease.token(), "late_succeeded", result, durationMs, null, null))) {
+                    return new Decision("late_succeeded", "succeeded", null, null, true);
+                }
                 decided = new Decision("lease_lost", "none", null);
             } else if (result.succeeded()) {
                 decided = new Decision("lease_lost", "none", null);
             } else if (result.pending()) {
-                boolean mine = leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(),
-                        clock.instant().plus(firstCheck));
-                decided = new Decision(mine ? "pending" : "lease_lost", mine ? "provider_pending" : "none", null);
+                Instant check = clock.instant().plus(firstCheck);
+                if (leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(), check)) {
+                    decided = new Decision("pending", "provider_pending", null);
+                } else if (result.providerTask() != null
+                        && leases.adoptPending(lease.jobId(), attempt, result.providerTask(), result.providerRequestId(), check)) {
+                    decided = new Decision("late_pending", "provider_pending", null, null, true);
+                } else {
+                    decided = new Decision("lease_lost", "none", null);
+                }
             } else {
                 decided = decide(lease, result, attempt, provider);
             }
@@ -442,6 +456,11 @@ public final class Worker {
                 providerCancel.orphaned(lease.jobId(), provider, result.providerTask());
             }
         }
+        if (d.late || outcome.equals("lease_lost")) {
+            // An answer that came back after its lease ran out: finalized (or its task adopted) when the job
+            // still waited on this attempt, else kept on its attempt (status, billed units) for the record.
+            meters.lateAnswer(provider.name(), d.late ? "finalized" : "recorded");
+        }
         String counted = result.succeeded() || result.pending() ? d.outcome
                 : result.category() == null ? outcome : result.category().wire();
         meters.attempt(provider.name(), lease.tenantId(), counted);
@@ -454,15 +473,24 @@ public final class Worker {
                 result.httpStatus(), outcome, result.category() == null || cancelledInFlight ? null : result.category().wire(), next));
     }
 
-    private record Decision(String outcome, String next, Instant at, Boolean retryAfterUnderstood) {
+    /** @param late an answer whose lease had run out, still made the job's (finalized, or its task adopted) */
+    private record Decision(String outcome, String next, Instant at, Boolean retryAfterUnderstood, boolean late) {
         Decision(String outcome, String next, Instant at) {
-            this(outcome, next, at, null);
+            this(outcome, next, at, null, false);
+        }
+
+        Decision(String outcome, String next, Instant at, Boolean retryAfterUnderstood) {
+            this(outcome, next, at, retryAfterUnderstood, false);
         }
 
         Decision with(Boolean understood) {
-            return new Decision(outcome, next, at, understood);
+            return new Decision(outcome, next, at, understood, late);
         }
     }
+
+    /** Where a job waits on an attempt whose lease ran out during its call (the sweeper's release). */
+    private static final java.util.Set<io.jobgate.job.JobStatus> LATE_FINISH_FROM = java.util.Set.of(
+            io.jobgate.job.JobStatus.SUBMISSION_UNKNOWN, io.jobgate.job.JobStatus.RETRY_WAIT);
 
     /** Fail now, park as unknown, or wait for a retry (within the attempt and lifetime caps). */
     private Decision decide(Lease lease, AdapterResult result, int attempt, Provider provider) {

@@ -595,6 +595,67 @@ class WorkerTest {
         assertThat(job(id).get("error_category")).isNull();
     }
 
+    /**
+     * Issue 35: a provider's answer that comes back after its lease ran out, while the job still waits on
+     * that attempt (what the sweeper does with an expired lease of a provider that does not deduplicate:
+     * submission_unknown), is the job's: it is promoted and finalized through the one finalize, billed
+     * once, its attempt kept as {@code late_succeeded}, and counted.
+     */
+    @Test
+    void aLateAnswerFinalizesTheJobWhileNoNewerAttemptStarted() {
+        String tag = Jobs.tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(1500)));
+        double before = lateAnswers("fakeimg", "finalized");
+        UUID id = submit(tag, "fakeimg");
+        await().atMost(Duration.ofSeconds(10)).until(() -> "submitting".equals(Jobs.status(id)) && requests(tag).size() == 1);
+        UUID token = (UUID) job(id).get("lease_token");
+
+        // The lease is released while the call is on the wire, its first reconcile check far away.
+        assertThat(leases.parkUnknown(id, token, null, Instant.now().plus(Duration.ofHours(1)))).isTrue();
+        assertThat(Jobs.status(id)).isEqualTo("submission_unknown");
+
+        Jobs.awaitStatus(id, "succeeded");
+        assertThat(job(id).get("attempts")).isEqualTo(1);
+        assertThat((String) job(id).get("result")).contains("\"attempt\": 1");
+        assertThat(attempts(id)).extracting(a -> a.get("outcome")).containsExactly("late_succeeded");
+        assertThat(attempts(id).get(0).get("http_status")).isEqualTo(200);
+        assertThat(requests(tag)).hasSize(1);
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'refund'", id)).isZero();
+        assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).startsWith(new byte[] {(byte) 0x89, 'P', 'N', 'G'});
+        await().atMost(Duration.ofSeconds(5)).until(() -> lateAnswers("fakeimg", "finalized") == before + 1);
+    }
+
+    /** A late answer for a job that moved on to a newer attempt changes nothing but its own attempt, and is counted. */
+    @Test
+    void aLateAnswerAfterANewerAttemptIsRecordedOnItsAttemptOnly() {
+        String tag = Jobs.tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
+                .willSetStateTo("second").willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(1500)));
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("second")
+                .willReturn(aResponse().withStatus(500)));
+        double before = lateAnswers("fakeimg", "recorded");
+        UUID id = submit(tag, "fakeimg");
+        await().atMost(Duration.ofSeconds(10)).until(() -> "submitting".equals(Jobs.status(id)) && requests(tag).size() == 1);
+        UUID token = (UUID) job(id).get("lease_token");
+
+        // The lease goes back and a newer attempt starts (and fails retryably) before the first answers.
+        assertThat(leases.requeue(id, token, Instant.now(), 0, "ambiguous")).isTrue();
+        await().atMost(Duration.ofSeconds(10)).until(() -> ((Number) job(id).get("attempts")).intValue() >= 2);
+        await().atMost(Duration.ofSeconds(10)).until(() -> lateAnswers("fakeimg", "recorded") == before + 1);
+
+        assertThat(attempts(id).get(0)).containsEntry("outcome", "lease_lost").containsEntry("http_status", 200);
+        assertThat(Jobs.status(id)).isNotEqualTo("succeeded");
+        assertThat((Object) job(id).get("result")).isNull();
+    }
+
+    double lateAnswers(String provider, String outcome) {
+        String metrics = api.send(api.request("/observe/metrics", null).GET().build()).text();
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^jobgate_late_answers_total\\{[^}]*outcome=\"" + outcome
+                + "\"[^}]*provider=\"" + provider + "\"[^}]*\\} ([0-9.Ee+]+)$").matcher(metrics);
+        return m.find() ? Double.parseDouble(m.group(1)) : 0;
+    }
+
     /** A clean stop hands the leases of its worker back: another attempt starts at once, not after the lease runs out. */
     @Test
     void aStoppingWorkerHandsItsLeasesBackForANewAttemptAtOnce() {

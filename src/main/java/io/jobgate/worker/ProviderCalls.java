@@ -1,0 +1,163 @@
+package io.jobgate.worker;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.AbstractExecutorService;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Where provider calls wait: the executor of the worker route's hand-off ({@code routes/worker.camel.yaml},
+ * step {@code hand-off-call}). A dispatch message's JMS transaction ends once the attempt has started
+ * (its lease and provider slot are in PostgreSQL); the call, its checks and its record then run here, for
+ * as long as the provider takes. How many run at once is bounded by the providers' slots
+ * ({@code max-concurrency}), never by this executor: it queues nothing and refuses nothing.
+ *
+ * <p>On a JVM with virtual threads (Java 21 and later) each call is a virtual thread: thousands of calls
+ * waiting on slow providers cost a few KiB each, not a platform thread. On Java 17 each call in flight
+ * is a platform thread with a small stack (512 KiB reserved; what a call touches is committed), made on
+ * demand and ended after a minute idle. The choice is logged at start.
+ */
+public final class ProviderCalls extends AbstractExecutorService {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ProviderCalls.class);
+
+    private final ExecutorService delegate;
+    private final boolean virtual;
+    private final AtomicInteger inFlight = new AtomicInteger();
+    private final AtomicInteger peak = new AtomicInteger();
+    private final AtomicLong handedOff = new AtomicLong();
+
+    private ProviderCalls(ExecutorService delegate, boolean virtual) {
+        this.delegate = delegate;
+        this.virtual = virtual;
+    }
+
+    /** A platform call thread's stack (Java 17 only): a call's route, HTTP client and checks stay well inside it. */
+    private static final long STACK_BYTES = 512 * 1024;
+
+    /** Virtual threads where the JVM has them, else on-demand platform threads with small stacks. */
+    public static ProviderCalls create() {
+        ExecutorService virtualThreads = virtualThreadPerTask();
+        if (virtualThreads != null) {
+            return new ProviderCalls(virtualThreads, true);
+        }
+        AtomicInteger n = new AtomicInteger();
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 60, TimeUnit.SECONDS, new SynchronousQueue<>(),
+                task -> {
+                    Thread t = new Thread(null, task, "provider-call-" + n.incrementAndGet(), STACK_BYTES);
+                    t.setDaemon(true);
+                    return t;
+                });
+        return new ProviderCalls(pool, false);
+    }
+
+    /** {@code Executors.newVirtualThreadPerTaskExecutor()} on Java 21+, looked up so the jar still runs on 17. */
+    private static ExecutorService virtualThreadPerTask() {
+        try {
+            return (ExecutorService) MethodHandles.publicLookup()
+                    .findStatic(java.util.concurrent.Executors.class, "newVirtualThreadPerTaskExecutor",
+                            MethodType.methodType(ExecutorService.class))
+                    .invoke();
+        } catch (NoSuchMethodException | IllegalAccessException e) {
+            return null; // Java 17: no virtual threads
+        } catch (Throwable e) {
+            throw new IllegalStateException("cannot make the virtual-thread executor", e);
+        }
+    }
+
+    /** True when calls wait on virtual threads. */
+    public boolean virtualThreads() {
+        return virtual;
+    }
+
+    /** How a call in flight is carried, for the start-up line and health. */
+    public String carrier() {
+        return virtual ? "virtual threads (Java " + Runtime.version().feature() + ")"
+                : "platform threads (Java " + Runtime.version().feature() + "; Java 21+ carries calls on virtual threads)";
+    }
+
+    /** Calls of this instance in flight now (handed off, not yet recorded). */
+    public int inFlight() {
+        return inFlight.get();
+    }
+
+    /** The most calls in flight at once since start. */
+    public int peak() {
+        return peak.get();
+    }
+
+    /** Calls handed off since start. */
+    public long handedOff() {
+        return handedOff.get();
+    }
+
+    @Override
+    public void execute(Runnable call) {
+        handedOff.incrementAndGet();
+        peak.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+        try {
+            delegate.execute(() -> {
+                try {
+                    call.run();
+                } finally {
+                    inFlight.decrementAndGet();
+                }
+            });
+        } catch (RuntimeException e) {
+            inFlight.decrementAndGet();
+            throw e;
+        }
+    }
+
+    /**
+     * A clean stop: no new calls (the worker route stopped first), and the calls in flight get up to
+     * {@code grace} to record their outcome; the leases of those still running are handed back after this.
+     */
+    public void drain(Duration grace) throws InterruptedException {
+        delegate.shutdown();
+        int left = inFlight.get();
+        if (left > 0) {
+            LOG.info("waiting up to {} s for {} provider calls in flight to record their outcome", grace.toSeconds(), left);
+        }
+        if (!delegate.awaitTermination(grace.toMillis(), TimeUnit.MILLISECONDS)) {
+            LOG.warn("{} provider calls still in flight after {} s: their leases are handed back (a provider that answered "
+                    + "later is asked again by reconciliation)", inFlight.get(), grace.toSeconds());
+            delegate.shutdownNow();
+        }
+    }
+
+    @Override
+    public void shutdown() {
+        delegate.shutdown();
+    }
+
+    @Override
+    public List<Runnable> shutdownNow() {
+        return delegate.shutdownNow();
+    }
+
+    @Override
+    public boolean isShutdown() {
+        return delegate.isShutdown();
+    }
+
+    @Override
+    public boolean isTerminated() {
+        return delegate.isTerminated();
+    }
+
+    @Override
+    public boolean awaitTermination(long timeout, TimeUnit unit) throws InterruptedException {
+        return delegate.awaitTermination(timeout, unit);
+    }
+}

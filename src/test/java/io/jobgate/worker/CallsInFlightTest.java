@@ -1,0 +1,118 @@
+package io.jobgate.worker;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.containing;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
+import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import com.github.tomakehurst.wiremock.WireMockServer;
+import io.jobgate.Gateway;
+import io.jobgate.common.Digests;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Jobs;
+import org.apache.camel.BeanInject;
+import org.apache.camel.test.main.junit5.CamelMainTest;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * Issue 35: how many calls are in flight is the provider's {@code max-concurrency}, nothing else. Here
+ * two dispatch consumers (jobgate.worker.concurrency) and a provider allowing 30 calls, more than the
+ * HTTP library's default of 20 connections per host, against a stand-in that takes seconds: all 30 calls
+ * reach it at once, each job succeeds on its first attempt, and no lease runs out while a call waits.
+ */
+@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class CallsInFlightTest {
+
+    static final String PATH = "/v1/images/generations";
+    static final int ALLOWED = 30;
+    static final String KEY = "wide-tenant-key";
+
+    WireMockServer fake;
+    ApiClient api;
+
+    @BeanInject
+    ProviderCalls calls;
+
+    @BeforeAll
+    void boot() throws Exception {
+        // Delays served without a thread each, so the stand-in itself is no limit.
+        fake = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1").asynchronousResponseEnabled(true)
+                .asynchronousResponseThreads(8).containerThreads(64));
+        fake.start();
+        Path tenants = Files.createTempFile("jobgate-wide-tenant", ".yaml");
+        Files.writeString(tenants, """
+                tenants:
+                  - id: wide
+                    api_key_sha256: %s
+                    max_open_jobs: 1000
+                    max_running_jobs: 100
+                    credit_grants: {initial: 100000000}
+                """.formatted(Digests.sha256Hex(KEY)));
+        api = new ApiClient(GatewayTestSupport.prepare(Map.ofEntries(
+                Map.entry("jobgate.worker.enabled", "true"),
+                Map.entry("jobgate.worker.concurrency", "2"),
+                Map.entry("jobgate.worker.lease-margin-seconds", "2"),
+                Map.entry("jobgate.sweeper.enabled", "true"),
+                Map.entry("jobgate.sweeper.period-ms", "200"),
+                Map.entry("jobgate.tenants.files", "config/tenants.yaml," + tenants),
+                Map.entry("jobgate.provider.fakeimg.base-url", fake.baseUrl()),
+                Map.entry("jobgate.provider.fakeimg.max-concurrency", Integer.toString(ALLOWED)),
+                Map.entry("jobgate.provider.fakeimg.call-deadline-ms", "20000"),
+                Map.entry("jobgate.providers.dirs", "config/providers,src/test/resources/providers"))));
+    }
+
+    @AfterAll
+    void stopFake() {
+        fake.stop();
+    }
+
+    @Test
+    void everyCallTheProviderAllowsIsInFlightAtOnceWithoutLosingALease() {
+        String tag = Jobs.tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withBody(WorkerTest.pngReply()).withFixedDelay(6000)));
+        List<UUID> ids = new ArrayList<>();
+        for (int i = 0; i < ALLOWED + 5; i++) {
+            ApiClient.Response r = api.postJob(KEY, tag + "-" + i, """
+                    {"preset_id": "invoice-clean", "preset_version": 1, "aspect_class": "portrait", "provider": "fakeimg",
+                     "inputs": {"supplier_name": "%s", "invoice_id": "INV-%d", "currency": "EUR",
+                                "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(tag, i));
+            assertThat(r.status()).as(r.text()).isEqualTo(202);
+            ids.add(UUID.fromString(r.json().path("job_id").asText()));
+        }
+
+        // All the provider allows reach it while the first answer is still seconds away; not one more.
+        await().atMost(Duration.ofSeconds(5)).until(() -> requests(tag) == ALLOWED);
+        assertThat(calls.inFlight()).isEqualTo(ALLOWED);
+        assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NOT NULL"))
+                .isEqualTo(ALLOWED);
+
+        await().atMost(Duration.ofSeconds(40)).until(() -> ids.stream().allMatch(id -> "succeeded".equals(Jobs.status(id))));
+        assertThat(requests(tag)).isEqualTo(ALLOWED + 5);
+        assertThat(Db.count("SELECT count(*) FROM attempts WHERE job_id = ANY (?::uuid[]) AND outcome <> 'succeeded'",
+                (Object) ids.stream().map(UUID::toString).toArray(String[]::new))).isZero();
+        assertThat(calls.peak()).isGreaterThanOrEqualTo(ALLOWED);
+    }
+
+    int requests(String tag) {
+        return fake.findAll(postRequestedFor(urlEqualTo(PATH)).withRequestBody(containing(tag))).size();
+    }
+}
