@@ -310,10 +310,11 @@ public class JobgateConfiguration implements CamelConfiguration {
         // On a clean stop, after the routes (services stop in reverse order, before the pools): the
         // leases this worker still holds go back at once instead of running out.
         context.addService(ManagedResource.stoppedBy("lease-hand-back", () -> sweeper.handBack(worker.name())), true, true);
-        // Before that hand-back (added after it, so stopped before it): calls in flight get the shutdown
-        // timeout to record what their provider answered.
-        java.time.Duration callGrace = settings.seconds("camel.main.shutdown-timeout", 1, 86_400);
-        context.addService(ManagedResource.stoppedBy("provider-calls-drain", () -> providerCalls.drain(callGrace)), true, true);
+        // Before that hand-back (added after it, so stopped before it): the route provider-call already had
+        // the shutdown timeout for its calls in flight (it stops last, shutdownRoute Defer); a few seconds
+        // more for those recording their outcome, so a stop stays within the timeout plus these.
+        context.addService(ManagedResource.stoppedBy("provider-calls-drain",
+                () -> providerCalls.drain(java.time.Duration.ofSeconds(5))), true, true);
 
         // --- The doors: HTTP API, webhooks, admin, JMS intake ----------------------------------------
         // Where no route answers (starting, stopping, unknown paths): problem documents, never a bare 404.
