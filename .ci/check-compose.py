@@ -37,6 +37,12 @@ EXPECTED_ROLES = {
     WORKER: {"JOBGATE_ROLES": "worker"},
 }
 JMS_PORT = 61616
+# SHA-256 of the shipped demo secrets (io.jobgate.tenant.DemoCredentials): never in compose's real use.
+DEMO_DIGESTS = {
+    "df76ff796f70d2c9cb055ea6280553caa27eda26b70e01082c160de75a05a4a9",  # dev-admin-key
+    "62c2fc277ab4261d4243be7b5cf49bdab2c39fed01ae2d4ce1cf9a38ec4e793c",  # dev-acme-key
+    "4763e480ccf7dc583baddba37894eb1dc1fabf79bfc9d82a4a8b00710e18f124",  # dev-globex-key
+}
 
 
 def image_problem(image):
@@ -198,6 +204,16 @@ def check(config):
             problems.append(f"{where} JOBGATE_SIMULATOR_ENABLED is not false")
         if not env.get("JOBGATE_PUBLIC_BASE_URL", "").strip():
             problems.append(f"{where} JOBGATE_PUBLIC_BASE_URL is not set")
+        # Issue 38: no shipped demo credential in real use.
+        if env.get("JOBGATE_ADMIN_API_KEY_SHA256", "").strip().lower() in DEMO_DIGESTS:
+            problems.append(f"{where} JOBGATE_ADMIN_API_KEY_SHA256 is the demo key's digest")
+        tenants = env.get("JOBGATE_TENANTS_FILES", "")
+        if not tenants.strip() or "config/tenants.yaml" in tenants:
+            problems.append(f"{where} JOBGATE_TENANTS_FILES is not a tenants file of the deployment's own (the demo tenants ship in config/tenants.yaml)")
+        for volume in services[name].get("volumes") or []:
+            source = volume.get("source") if isinstance(volume, dict) else str(volume).split(":")[0]
+            if str(source).rstrip("/").endswith("config/tenants.yaml"):
+                problems.append(f"{where} mounts the demo tenants file {source}")
         for key, value in EXPECTED_ROLES.get(name, {}).items():
             if env.get(key, "").lower() != value:
                 problems.append(f"{where} {key} is {env.get(key)!r}, not {value}")

@@ -97,6 +97,21 @@ public class JobgateConfiguration implements CamelConfiguration {
         // --- The parts: PostgreSQL, Artemis, S3, side parts (the tenants first: the embedded broker
         // logs in their JMS producers) ----------------------------------------------------------
         TenantDirectory tenants = TenantDirectory.load(Arrays.stream(settings.required("jobgate.tenants.files").split(",")).map(String::trim).map(Path::of).toList());
+        // A shipped demo secret never answers beyond this machine: checked before anything listens.
+        List<String> reachable = io.jobgate.tenant.DemoCredentials.reachable(tenants,
+                roles.runs(Roles.Role.API) ? settings.optional("jobgate.admin.api-key-sha256").orElse(null) : null,
+                roles.runs(Roles.Role.API) ? settings.optional("camel.server.host").orElse("") : "127.0.0.1",
+                settings.optional("jobgate.broker.url").filter(u -> !u.isBlank()).isPresent() ? null
+                        : settings.required("jobgate.broker.embedded-host"));
+        if (!reachable.isEmpty()) {
+            if (!settings.bool("jobgate.demo")) {
+                throw new IllegalStateException("refusing to start: a shipped demo credential would answer beyond this machine: "
+                        + String.join("; ", reachable) + ". Replace it with a secret of your own (its SHA-256 where the file "
+                        + "names it; docs/operating.md, \"Demo credentials\"), listen on loopback (camel.server.host = 127.0.0.1), "
+                        + "or set jobgate.demo = true (JOBGATE_DEMO=true) to run the demo on a reachable address");
+            }
+            reachable.forEach(line -> LOG.warn("demo credential reachable beyond this machine (jobgate.demo = true): {}", line));
+        }
         Parts parts = Parts.start(context, settings, dataDir, startupTimes, tenants.brokerProducers().stream()
                 .filter(p -> p.passwordSha256() != null)
                 .collect(java.util.stream.Collectors.toMap(TenantDirectory.BrokerProducer::user,

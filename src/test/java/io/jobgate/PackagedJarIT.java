@@ -47,6 +47,22 @@ class PackagedJarIT {
         assertThat(out).contains("io.jobgate.App source: shared objects file (top)");
     }
 
+    /** Issue 38: on a reachable address with the shipped demo credentials it exits at once, naming them. */
+    @Test
+    void theJarRefusesToListenBeyondLoopbackWithTheDemoCredentials() throws Exception {
+        Path dataDir = Files.createTempDirectory("jobgate-jar-demo");
+        Path log = dataDir.resolve("gateway.log");
+        ProcessBuilder pb = PackagedGateway.builder(dataDir, GatewayTestSupport.freePort(), log);
+        pb.environment().put("CAMEL_SERVER_HOST", "0.0.0.0");
+        Process gateway = pb.start();
+        assertThat(gateway.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as("exited").isTrue();
+        assertThat(gateway.exitValue()).isNotZero();
+        assertThat(Files.readString(log)).contains("refusing to start: a shipped demo credential would answer beyond this machine")
+                .contains("tenant acme has the demo API key 'dev-acme-key'").contains("'dev-admin-key'")
+                .contains("jobgate.demo = true");
+        assertThat(dataDir.resolve("postgres/pgdata/PG_VERSION")).as("nothing started").doesNotExist();
+    }
+
     @Test
     void theShadedJarRunsOnEmbeddedDefaultsAndStopsCleanly() throws Exception {
         Path dataDir = Files.createTempDirectory("jobgate-jar");

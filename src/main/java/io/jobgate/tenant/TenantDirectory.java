@@ -163,6 +163,11 @@ public final class TenantDirectory {
         return Optional.ofNullable(user == null ? null : producersByUser.get(user)).map(p -> byId.get(p.tenantId()));
     }
 
+    /** Every tenant, in no particular order. */
+    public java.util.Collection<Tenant> all() {
+        return byId.values();
+    }
+
     public List<BrokerProducer> brokerProducers() {
         return List.copyOf(producersByUser.values());
     }
