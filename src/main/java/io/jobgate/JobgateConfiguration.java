@@ -290,11 +290,13 @@ public class JobgateConfiguration implements CamelConfiguration {
         worker.useMeters(meters);
         // Where calls wait on their provider (routes/worker.camel.yaml, hand-off-call): no JMS transaction,
         // no consumer, and on Java 21+ no platform thread per call.
-        io.jobgate.worker.ProviderCalls providerCalls = io.jobgate.worker.ProviderCalls.create();
+        io.jobgate.worker.ProviderCalls providerCalls = io.jobgate.worker.ProviderCalls.create(
+                settings.intValue("jobgate.worker.finish-concurrency", 1, 1000));
         registry.bind("providerCalls", providerCalls);
         Map<String, Integer> capacity = new java.util.TreeMap<>();
         providers.all().forEach(p -> capacity.put(p.name(), p.maxConcurrency()));
-        meters.providerCalls(providerCalls::inFlight, providerCalls::peak, providerCalls::handedOff, capacity);
+        meters.providerCalls(providerCalls::inFlight, providerCalls::peak, providerCalls::handedOff, providerCalls::waitingToFinish,
+                capacity);
         if (roles.runs(Roles.Role.WORKER)) {
             LOG.info("provider calls: up to {} in flight ({}; each provider's max-concurrency, over all instances), carried on {}; "
                     + "HTTP pool {} connections per host, {} in all{}; dispatch window {}", pool.callsAllowed(),

@@ -18,7 +18,8 @@ import org.apache.camel.component.http.HttpComponent;
  * never needs more), plus {@code spare} connections for what runs beside the calls (reconciliation's
  * lookups, cancels, readiness probes). Per route (one provider host) the same: several providers may share
  * one host. An operator's own {@code camel.component.http.connections-per-route} or
- * {@code max-total-connections} wins (a smaller one is logged as the cap it is).
+ * {@code max-total-connections} wins (a smaller one is logged as the cap it is). Connections idle in the
+ * pool are checked before reuse and live at most five minutes (a provider's address may move).
  */
 public final class AdapterHttpPool {
 
@@ -46,10 +47,24 @@ public final class AdapterHttpPool {
         int wanted = allowed + spare;
         int perRoute = operatorPerRoute.orElse(wanted);
         int total = operatorTotal.orElse(Math.max(wanted, perRoute));
+        // One pool for both schemes. A pooled connection is checked before it is used again: a server (or a
+        // proxy in front of it) that closed it while it sat idle would otherwise fail the next request with
+        // "no response", an ambiguous outcome for a submit that never reached the provider. The check
+        // costs at most a millisecond, against calls that take seconds.
+        org.apache.hc.client5.http.impl.io.PoolingHttpClientConnectionManager pool =
+                org.apache.hc.client5.http.impl.io.PoolingHttpClientConnectionManagerBuilder.create()
+                        .setMaxConnTotal(total)
+                        .setMaxConnPerRoute(perRoute)
+                        .setDefaultConnectionConfig(org.apache.hc.client5.http.config.ConnectionConfig.custom()
+                                .setValidateAfterInactivity(org.apache.hc.core5.util.TimeValue.ZERO_MILLISECONDS)
+                                .setTimeToLive(org.apache.hc.core5.util.TimeValue.ofMinutes(5))
+                                .build())
+                        .build();
         for (String scheme : new String[] {"http", "https"}) {
             HttpComponent http = context.getComponent(scheme, HttpComponent.class);
             http.setConnectionsPerRoute(perRoute);
             http.setMaxTotalConnections(total);
+            http.setClientConnectionManager(pool);
         }
         return new Size(perRoute, total, allowed, operatorPerRoute.isPresent() || operatorTotal.isPresent());
     }

@@ -148,6 +148,7 @@ public final class Meters {
     private volatile java.util.function.IntSupplier callsInFlight;
     private volatile java.util.function.IntSupplier callsPeak;
     private volatile java.util.function.LongSupplier callsStarted;
+    private volatile java.util.function.IntSupplier callsWaitingToFinish;
     private volatile java.util.Map<String, Integer> callCapacity = java.util.Map.of();
 
     /**
@@ -156,7 +157,9 @@ public final class Meters {
      * {@code max-concurrency}, over all instances). Served from the first refresh on, read at each scrape.
      */
     public void providerCalls(java.util.function.IntSupplier inFlight, java.util.function.IntSupplier peak,
-                              java.util.function.LongSupplier started, java.util.Map<String, Integer> capacity) {
+                              java.util.function.LongSupplier started, java.util.function.IntSupplier waitingToFinish,
+                              java.util.Map<String, Integer> capacity) {
+        this.callsWaitingToFinish = waitingToFinish;
         this.callsInFlight = inFlight;
         this.callsPeak = peak;
         this.callsStarted = started;
@@ -171,6 +174,8 @@ public final class Meters {
                 .description("provider calls of this instance in flight now (started, not yet recorded)").register(registry());
         io.micrometer.core.instrument.Gauge.builder("jobgate_worker_calls_in_flight_peak", callsPeak, s -> s.getAsInt())
                 .description("the most provider calls of this instance in flight at once since it started").register(registry());
+        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_answers_waiting", callsWaitingToFinish, s -> s.getAsInt())
+                .description("answers waiting for a place to be finished (jobgate.worker.finish-concurrency)").register(registry());
         io.micrometer.core.instrument.FunctionCounter.builder("jobgate_worker_calls_total", callsStarted, s -> s.getAsLong())
                 .description("provider calls this instance started").register(registry());
         callCapacity.forEach((provider, limit) -> io.micrometer.core.instrument.Gauge.builder("jobgate_provider_call_capacity",

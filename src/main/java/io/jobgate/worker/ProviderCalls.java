@@ -37,19 +37,35 @@ public final class ProviderCalls extends AbstractExecutorService {
     private final AtomicInteger peak = new AtomicInteger();
     private final AtomicLong handedOff = new AtomicLong();
 
-    private ProviderCalls(ExecutorService delegate, boolean virtual) {
+    /**
+     * Places for the work after an answer (classify, check and store the output, record): waiting on
+     * providers is free, but thousands of answers checked at once would hold every pooled database
+     * connection while they wait for a core (virtual threads share the machine's few carriers), and
+     * the pool would time out. Answers beyond these places wait, holding nothing.
+     */
+    private final java.util.concurrent.Semaphore finishing;
+    private final int finishPlaces;
+    private final AtomicInteger waitingToFinish = new AtomicInteger();
+
+    private ProviderCalls(ExecutorService delegate, boolean virtual, int finishPlaces) {
         this.delegate = delegate;
         this.virtual = virtual;
+        this.finishPlaces = finishPlaces;
+        this.finishing = new java.util.concurrent.Semaphore(finishPlaces, true);
     }
 
     /** A platform call thread's stack (Java 17 only): a call's route, HTTP client and checks stay well inside it. */
     private static final long STACK_BYTES = 512 * 1024;
 
-    /** Virtual threads where the JVM has them, else on-demand platform threads with small stacks. */
-    public static ProviderCalls create() {
+    /**
+     * Virtual threads where the JVM has them, else on-demand platform threads with small stacks.
+     *
+     * @param finishPlaces answers finished at once ({@code jobgate.worker.finish-concurrency})
+     */
+    public static ProviderCalls create(int finishPlaces) {
         ExecutorService virtualThreads = virtualThreadPerTask();
         if (virtualThreads != null) {
-            return new ProviderCalls(virtualThreads, true);
+            return new ProviderCalls(virtualThreads, true, finishPlaces);
         }
         AtomicInteger n = new AtomicInteger();
         ThreadPoolExecutor pool = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 60, TimeUnit.SECONDS, new SynchronousQueue<>(),
@@ -58,7 +74,7 @@ public final class ProviderCalls extends AbstractExecutorService {
                     t.setDaemon(true);
                     return t;
                 });
-        return new ProviderCalls(pool, false);
+        return new ProviderCalls(pool, false, finishPlaces);
     }
 
     /** {@code Executors.newVirtualThreadPerTaskExecutor()} on Java 21+, looked up so the jar still runs on 17. */
@@ -99,6 +115,34 @@ public final class ProviderCalls extends AbstractExecutorService {
     /** Calls handed off since start. */
     public long handedOff() {
         return handedOff.get();
+    }
+
+    /**
+     * Route step ({@code provider-call}, {@code finish-place}): waits for a place to finish this call's
+     * answer, held until the exchange is done (whatever happens to it).
+     */
+    public void enterFinish(org.apache.camel.Exchange exchange) throws InterruptedException {
+        waitingToFinish.incrementAndGet();
+        try {
+            finishing.acquire();
+        } finally {
+            waitingToFinish.decrementAndGet();
+        }
+        exchange.getExchangeExtension().addOnCompletion(new org.apache.camel.support.SynchronizationAdapter() {
+            @Override
+            public void onDone(org.apache.camel.Exchange done) {
+                finishing.release();
+            }
+        });
+    }
+
+    /** Answers waiting for a place to be finished. */
+    public int waitingToFinish() {
+        return waitingToFinish.get();
+    }
+
+    public int finishPlaces() {
+        return finishPlaces;
     }
 
     @Override
