@@ -40,15 +40,16 @@ public final class ProviderGatesHealthCheck extends AbstractHealthCheck {
 
     @Override
     protected void doCall(HealthCheckResultBuilder builder, Map<String, Object> options) {
-        Map<String, String> notes;
+        Map<String, String> read;
         try {
-            notes = providers.get();
+            read = providers.get();
         } catch (RuntimeException e) {
             // The notes read the database (canaries): unreadable, the check still answers; the database's own
             // check says the database is down (a throw here would make the whole health answer 500, not 503).
-            notes = Map.of();
+            read = Map.of();
             builder.message("provider notes unreadable: " + e.getMessage());
         }
+        Map<String, String> notes = read;
         Map<String, Object> states = new TreeMap<>();
         notes.keySet().forEach(p -> states.put(p, "open"));
         try (Connection c = dataSource.getConnection(); PreparedStatement s = c.prepareStatement(
