@@ -90,7 +90,7 @@ final class DrainBench {
     double run(int jobs, int warmUpJobs, int clients) throws Exception {
         provider.loadAdapter(context);
         context.getManagementStrategy().addEventNotifier(calls);
-        context.getRouteController().startRoute("worker");
+        WorkerRoutes.start(context);
         try {
             boolean statements = statementsAvailable();
             if (warmUpJobs > 0) {
@@ -102,7 +102,7 @@ final class DrainBench {
             f.print(jobs, tenants.size(), clients, statements);
             return f.perSecond;
         } finally {
-            context.getRouteController().stopRoute("worker");
+            WorkerRoutes.stop(context);
             context.getManagementStrategy().removeEventNotifier(calls);
         }
     }
@@ -170,7 +170,7 @@ final class DrainBench {
      */
     double mixed(int jobs, int clients, AdmissionLoad load, int loadClients, int seconds, int warmUpJobs) throws Exception {
         provider.loadAdapter(context);
-        context.getRouteController().startRoute("worker");
+        WorkerRoutes.start(context);
         try {
             if (warmUpJobs > 0) {
                 // Both paths warm before either window (on two cores C2 otherwise compiles the drain's
@@ -238,7 +238,7 @@ final class DrainBench {
             waitForDrain(backlog, finishedBefore);
             return busy.perSecond() / Math.max(1e-9, idle.perSecond());
         } finally {
-            context.getRouteController().stopRoute("worker");
+            WorkerRoutes.stop(context);
         }
     }
 
@@ -483,6 +483,9 @@ final class DrainBench {
             if (uri.startsWith("aws2-s3:")) {
                 return uri.contains("operation=copyObject") ? "s3 copy" : uri.contains("operation=deleteObject") ? "s3 delete"
                         : uri.contains("operation=") ? "s3 other" : "s3 put";
+            }
+            if (uri.startsWith("direct://provider-call")) {
+                return "call hand-off"; // the whole call on the call executor, the adapter's inside it
             }
             if (uri.startsWith("direct://provider-")) {
                 return "adapter call";

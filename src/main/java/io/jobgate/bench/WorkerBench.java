@@ -58,7 +58,7 @@ final class WorkerBench {
     /** @param retrySamples jobs whose first call gets a 429 (each costs its Retry-After, 1 s); 0: none */
     void run(CamelContext context, AdmissionLoad load, int samples, int warmUpSeconds, int retrySamples) throws Exception {
         provider.loadAdapter(context);
-        context.getRouteController().startRoute("worker");
+        WorkerRoutes.start(context);
         DataSource ds = context.getRegistry().lookupByNameAndType("dataSource", DataSource.class);
         try {
             // Warm the JIT on this path first (on two cores C2 needs tens of seconds).
@@ -84,7 +84,7 @@ final class WorkerBench {
                         late[0], late[1], late[2], retrySamples, FakeProvider.RETRY_AFTER_SECONDS);
             }
         } finally {
-            context.getRouteController().stopRoute("worker");
+            WorkerRoutes.stop(context);
         }
     }
 
