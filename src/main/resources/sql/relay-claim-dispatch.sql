@@ -1,5 +1,6 @@
 -- One fair relay round: at most one due dispatch event per tenant, only for tenants below their
--- running limit, tenants that waited longest first, within the global running window. Rounds of
+-- running limit, tenants that waited longest first, within the global running window and, per
+-- provider, within its max-concurrency (V30: a job dispatched to a full provider only comes back). Rounds of
 -- several relays take turns on an advisory lock, so no two relays split one round; SKIP LOCKED
 -- keeps a round from waiting on rows another transaction holds. Claiming takes the job's slot
 -- (dispatched_at and the running counters) in the same statement. A tenant at its limit is not
@@ -15,6 +16,14 @@ WITH RECURSIVE turn AS (
 room AS (
     -- Row 1 holds what relay rounds took, the shard rows 2..17 what releases gave back (V10).
     SELECT greatest(:#maxRunning - sum(running), 0) AS free FROM dispatch_window),
+-- Each provider's free calls: its max-concurrency ("name=limit,..." from the provider settings) less
+-- its jobs dispatched and not yet past their call (V30: row 0 what rounds took, 1..16 releases).
+-- A provider not named here is not limited by the relay (its worker's slot claim still is).
+provider_room AS (
+    SELECT split_part(l, '=', 1) AS provider,
+           CAST(split_part(l, '=', 2) AS bigint)
+             - coalesce((SELECT sum(w.running) FROM provider_window w WHERE w.provider = split_part(l, '=', 1)), 0) AS free
+      FROM unnest(string_to_array(:#providerLimits, ',')) l),
 -- Only tenants with unpublished dispatch events, found by one index descent each (a loose index
 -- scan of outbox_dispatch_due): an idle round costs the same with ten tenants or thousands.
 waiting(tenant_id) AS (
@@ -33,23 +42,31 @@ tenant_turns AS (
       FROM turn CROSS JOIN waiting w JOIN tenants t ON t.tenant_id = w.tenant_id
       JOIN tenant_accounts a ON a.tenant_id = t.tenant_id
      WHERE turn.ours),
+-- A tenant's oldest due event of a provider with room, looked for among its 16 oldest due events
+-- only: a round costs the same whatever a tenant's backlog at a full provider (a tenant whose 16
+-- oldest all wait for full providers waits a round or two).
 fresh AS (
-    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot
+    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot, e.provider
       FROM tenant_turns g
       CROSS JOIN LATERAL (
-          SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot
-            FROM outbox o JOIN jobs j ON j.job_id = o.job_id
-           WHERE o.tenant_id = g.tenant_id AND o.event_type = 'dispatch' AND o.published_at IS NULL
-             AND o.available_at <= CAST(:#now AS timestamptz) AND (o.claimed_until IS NULL OR o.claimed_until < CAST(:#now AS timestamptz))
+          SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot, j.provider
+            FROM (SELECT d.event_id FROM outbox d
+                   WHERE d.tenant_id = g.tenant_id AND d.event_type = 'dispatch' AND d.published_at IS NULL
+                     AND d.available_at <= CAST(:#now AS timestamptz) AND (d.claimed_until IS NULL OR d.claimed_until < CAST(:#now AS timestamptz))
+                   ORDER BY d.available_at, d.event_id
+                   LIMIT 16) head
+            JOIN outbox o ON o.event_id = head.event_id
+            JOIN jobs j ON j.job_id = o.job_id
+           WHERE NOT EXISTS (SELECT 1 FROM provider_room r WHERE r.provider = j.provider AND r.free <= 0)
            ORDER BY o.available_at, o.event_id
            LIMIT 1
            FOR UPDATE OF o SKIP LOCKED) e
      WHERE g.has_room),
 reclaims AS (
-    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot
+    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot, e.provider
       FROM tenant_turns g
       CROSS JOIN LATERAL (
-          SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot
+          SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot, j.provider
             FROM outbox o JOIN jobs j ON j.job_id = o.job_id
            WHERE o.tenant_id = g.tenant_id AND o.event_type = 'dispatch' AND o.published_at IS NULL
              AND o.claimed_until IS NOT NULL AND o.claimed_until < CAST(:#now AS timestamptz) AND j.dispatched_at IS NOT NULL
@@ -57,8 +74,15 @@ reclaims AS (
            LIMIT 1
            FOR UPDATE OF o SKIP LOCKED) e
      WHERE NOT g.has_room),
+-- Within the window, and per provider within its free calls (a claim that already holds its slot
+-- is counted already): tenants that waited longest first.
 picked AS (
-    SELECT * FROM (SELECT * FROM fresh UNION ALL SELECT * FROM reclaims) c
+    SELECT c.event_id, c.job_id, c.tenant_id, c.last_dispatch_at, c.holds_slot, c.provider
+      FROM (SELECT u.*, row_number() OVER (PARTITION BY u.provider, u.holds_slot
+                                ORDER BY u.last_dispatch_at NULLS FIRST, u.tenant_id) AS nth
+              FROM (SELECT * FROM fresh UNION ALL SELECT * FROM reclaims) u) c
+      LEFT JOIN provider_room r ON r.provider = c.provider
+     WHERE c.holds_slot OR r.free IS NULL OR c.nth <= r.free
      ORDER BY c.last_dispatch_at NULLS FIRST, c.tenant_id
      LIMIT (SELECT free FROM room)),
 claimed AS (
@@ -68,7 +92,7 @@ claimed AS (
 slots AS (
     UPDATE jobs j SET dispatched_at = CAST(:#now AS timestamptz)
       FROM picked p WHERE j.job_id = p.job_id AND NOT p.holds_slot
-    RETURNING j.tenant_id),
+    RETURNING j.tenant_id, j.provider),
 tenant_locks AS (
     SELECT a.tenant_id FROM tenant_accounts a
      WHERE a.tenant_id IN (SELECT tenant_id FROM picked) AND (SELECT count(*) FROM slots) >= 0
@@ -81,7 +105,13 @@ turns AS (
     RETURNING a.tenant_id),
 window_taken AS (
     UPDATE dispatch_window SET running = running + (SELECT count(*) FROM slots)
-     WHERE id = 1 AND EXISTS (SELECT 1 FROM slots) AND (SELECT count(*) FROM turns) > 0)
+     WHERE id = 1 AND EXISTS (SELECT 1 FROM slots) AND (SELECT count(*) FROM turns) > 0
+    RETURNING id),
+-- Last: the providers' rows 0, which only relay rounds lock (one round at a time).
+providers_taken AS (
+    INSERT INTO provider_window AS w (provider, shard, running)
+    SELECT s.provider, 0, count(*) FROM slots s WHERE (SELECT count(*) FROM window_taken) > 0 GROUP BY s.provider
+    ON CONFLICT (provider, shard) DO UPDATE SET running = w.running + EXCLUDED.running)
 SELECT c.event_id, c.job_id, c.tenant_id, j.attempts, j.preset_id, j.preset_version, j.kind, j.provider
   FROM claimed c JOIN jobs j ON j.job_id = c.job_id
  ORDER BY c.event_id

@@ -221,7 +221,9 @@ public class JobgateConfiguration implements CamelConfiguration {
         AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits);
         registry.bind("admissionWriter", writer);
         registry.bind("admissionService", admission);
-        OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), parts.relayDataSource(), clock, relay);
+        java.util.Map<String, Integer> callLimits = new java.util.LinkedHashMap<>();
+        providers.all().forEach(p -> callLimits.put(p.name(), p.maxConcurrency()));
+        OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), parts.relayDataSource(), clock, relay, callLimits);
         registry.bind("outboxRelay", outboxRelay);
         registry.bind("deadLetters", new DeadLetters(finalizer));
 

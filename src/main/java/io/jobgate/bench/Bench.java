@@ -27,6 +27,11 @@ import org.apache.camel.main.Main;
  * listing, usage and processing figures fresh and again with a seeded history, as ratios ({@link HistoryBench}).
  * {@code --peers} (or {@code --only peers}) also runs db-scheduler and JobRunr on the same PostgreSQL and
  * prints them beside the run's admission and drain figures ({@link PeerBench}).
+ * {@code --only inflight [--latency-seconds 30] [--inflight 2000] [--jobs 3 × inflight] [--tenants 10] [--clients 16]
+ * [--java PATH] [--peers jobrunr]}: calls in flight against a slow provider, the gateway and JobRunr each in a
+ * process of its own ({@link InflightBench}). {@code --only sustained [--rates 25,50,100,150,200,250]
+ * [--step-seconds 45] [--latency-seconds 0] [--max-concurrency 64] [--tenants 10]}: open-loop arrivals at stepped
+ * rates and the knee ({@link SustainedBench}).
  */
 public final class Bench {
 
@@ -61,6 +66,26 @@ public final class Bench {
             Path jar = Path.of(Bench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
             try {
                 new RestartBench(jar, dataDir, port).run(Integer.parseInt(opts.getOrDefault("restarts", "3")));
+            } finally {
+                deleteTree(dataDir);
+            }
+            System.exit(0);
+        }
+        if (only.equals("sustained")) {
+            // Open-loop arrivals against the gateway as its own process (SustainedBench).
+            Path jar = Path.of(Bench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            try {
+                new SustainedBench(jar, dataDir, opts).run();
+            } finally {
+                deleteTree(dataDir);
+            }
+            System.exit(0);
+        }
+        if (only.equals("inflight")) {
+            // Stand-in, gateway and JobRunr as processes of their own: each one's memory and threads are its own.
+            Path jar = Path.of(Bench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            try {
+                new InflightBench(jar, dataDir, opts).run(peers != null);
             } finally {
                 deleteTree(dataDir);
             }

@@ -416,6 +416,14 @@ public final class JobTransitions {
             // commit. The counters' releases go to rows only releases lock (V10, V24), so the tenant's row,
             // which admission and the relay lock, is not held by a worker's transaction.
             WriteChain writes = new WriteChain(closing == null ? null : closing.set());
+            // Its provider's share of the dispatch window (V30) is given back once the job is past its
+            // call, or gives its dispatch slot back before it: not when it goes on waiting at the provider.
+            String fromStatus = (String) row.get("from_status");
+            boolean callWindow = heldSlot && BEFORE_CALL_PAST.contains(fromStatus)
+                    && (event.has(Effect.RELEASE_SLOT) || SUBMITTING.wire().equals(fromStatus) && event.to() != SUBMITTING);
+            if (callWindow) {
+                p.addValue("provider", row.get("provider"));
+            }
             if (SUBMITTING.wire().equals(row.get("from_status")) && event.to() != SUBMITTING) {
                 // The call is over (as far as this job's state goes): its provider slot is free (V19),
                 // whichever event ended it. The slot row comes after the job row, as when it was taken.
@@ -467,9 +475,11 @@ public final class JobTransitions {
                                error_message = 'the job ended (' || CAST(:to AS text) || ') before this attempt was recorded'
                          WHERE job_id = :job AND ended_at IS NULL""" + (closing == null ? "" : " AND attempt <> :closeAttempt")
                         + " AND {after} RETURNING 1");
-                releaseCounters(writes, p, heldSlot, true, ((Number) row.get("source_bytes")).longValue());
+                releaseCounters(writes, p, heldSlot, true, ((Number) row.get("source_bytes")).longValue(), callWindow);
             } else if (event.has(Effect.RELEASE_SLOT) && heldSlot) {
-                releaseCounters(writes, p, true, false, 0);
+                releaseCounters(writes, p, true, false, 0, callWindow);
+            } else if (callWindow) {
+                releaseCallWindow(writes, p);
             }
             if (writes.refunded(statements, jdbc, p) && refund > 0) {
                 row.put("refunded_micros", refund);
@@ -526,6 +536,9 @@ public final class JobTransitions {
         return sql;
     }
 
+    /** Statuses of a dispatched job up to the end of its call: its provider's share of the window (V30) is held in them. */
+    private static final Set<String> BEFORE_CALL_PAST = Set.of(QUEUED.wire(), RETRY_WAIT.wire(), RUNNING.wire(), SUBMITTING.wire());
+
     /** Release rows of {@code gateway_capacity} and {@code dispatch_window} (V10): ids 2..17. */
     static final int RELEASE_SHARDS = 16;
 
@@ -565,7 +578,11 @@ public final class JobTransitions {
      * lock order above). The tenant's rows are made with its account row (a trigger); should one be
      * missing, the release creates it rather than be lost.
      */
-    private static void releaseCounters(WriteChain writes, MapSqlParameterSource p, boolean slot, boolean finalize, long bytes) {
+    private static void releaseCounters(WriteChain writes, MapSqlParameterSource p, boolean slot, boolean finalize, long bytes,
+                                        boolean callWindow) {
+        if (callWindow) {
+            releaseCallWindow(writes, p);
+        }
         p.addValue("slot", slot ? 1 : 0).addValue("opened", finalize ? 1 : 0).addValue("bytes", bytes)
                 .addValue("shard", releaseShard())
                 .addValue("tenantShard", tenantReleaseShard());
@@ -581,6 +598,20 @@ public final class JobTransitions {
         if (slot) {
             writes.then("window_release", "UPDATE dispatch_window SET running = running - :slot WHERE id = :shard AND {after} RETURNING 1");
         }
+    }
+
+    /**
+     * The job's provider gets back its share of the dispatch window (V30), on the calling thread's
+     * release row of that provider (1..16; row 0 is the relay's), made on first use. Before the
+     * tenant's and the window's release rows: the order every releaser keeps.
+     */
+    private static void releaseCallWindow(WriteChain writes, MapSqlParameterSource p) {
+        p.addValue("callShard", releaseShard() - 1);
+        writes.then("call_window_release", """
+                INSERT INTO provider_window AS w (provider, shard, running)
+                SELECT :provider, :callShard, -1 WHERE {after}
+                ON CONFLICT (provider, shard) DO UPDATE SET running = w.running - 1
+                RETURNING 1""");
     }
 
     /**

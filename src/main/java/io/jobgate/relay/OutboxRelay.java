@@ -38,15 +38,22 @@ public final class OutboxRelay {
     private final javax.sql.DataSource dataSource;
     private final java.time.Clock clock;
     private final int maxRunning;
+    private final String providerLimits;
     private final int claimSeconds;
     private final int statusBatch;
     /** Names this relay on its claims, so the sweeper releases them when its process is gone. */
     private final String owner = io.jobgate.infra.InstanceLiveness.ownerName("relay-");
 
-    /** @param dataSource the relay's pool (commits without waiting for the WAL flush), for the status rounds */
+    /**
+     * @param dataSource     the relay's pool (commits without waiting for the WAL flush), for the status rounds
+     * @param providerLimits each provider's max-concurrency ({@code name=limit,...}): a round dispatches a
+     *                       provider's jobs only while it has calls free (V30)
+     */
     public OutboxRelay(ConnectionFactory connectionFactory, javax.sql.DataSource dataSource, java.time.Clock clock,
-                       RelaySettings settings) {
+                       RelaySettings settings, java.util.Map<String, Integer> providerLimits) {
         this.connectionFactory = connectionFactory;
+        this.providerLimits = providerLimits.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
+                .collect(java.util.stream.Collectors.joining(","));
         this.dataSource = dataSource;
         this.clock = clock;
         this.maxRunning = settings.maxRunning();
@@ -68,6 +75,7 @@ public final class OutboxRelay {
         m.setHeader("now", java.sql.Timestamp.from(clock.instant()));
         m.setHeader("claimSeconds", claimSeconds);
         m.setHeader("maxRunning", maxRunning);
+        m.setHeader("providerLimits", providerLimits);
         m.setHeader("statusBatch", statusBatch);
         // camel-sql looks every :#parameter up in the body first, converting it to a Map each time: an
         // empty Map answers at once (another body costs a failed type conversion per parameter).

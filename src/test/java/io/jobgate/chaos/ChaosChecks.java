@@ -346,7 +346,7 @@ public final class ChaosChecks {
      * Every job terminal, so nothing may still be held: no tenant's running slot or open job or queued
      * bytes, no in-flight count of the gateway, no dispatch window slot (sums over the release shards; the tenants'
      * counters as tenant_counters sums them, V24),
-     * no provider slot (a call in flight).
+     * no provider slot (a call in flight), no provider's share of the dispatch window (V30).
      */
     private void nothingHeld() throws Exception {
         Map<String, Long> held = counts("""
@@ -356,8 +356,10 @@ public final class ChaosChecks {
                 UNION ALL SELECT 'dispatch window', sum(running)::bigint FROM dispatch_window HAVING sum(running) <> 0
                 UNION ALL SELECT 'leases', count(*) FROM jobs WHERE lease_token IS NOT NULL HAVING count(*) > 0
                 UNION ALL SELECT 'provider ' || provider || ' slots (calls in flight)', count(*) FROM provider_slots
-                           WHERE lease_token IS NOT NULL GROUP BY provider""");
-        check("nothing held once every job is terminal: slots, reservations, leases, provider calls", 5,
+                           WHERE lease_token IS NOT NULL GROUP BY provider
+                UNION ALL SELECT 'provider ' || provider || ' share of the dispatch window (V30)', sum(running)::bigint
+                            FROM provider_window GROUP BY provider HAVING sum(running) <> 0""");
+        check("nothing held once every job is terminal: slots, reservations, leases, provider calls, providers' windows", 6,
                 held.entrySet().stream().map(e -> e.getKey() + " = " + e.getValue()).toList());
     }
 

@@ -37,6 +37,7 @@ class RelayNotificationsTest {
                 UPDATE tenant_accounts SET running_jobs = 0 WHERE tenant_id = 'globex';
                 UPDATE tenant_releases SET running_jobs = 0 WHERE tenant_id = 'globex';
                 UPDATE dispatch_window SET running = 0;
+                DELETE FROM provider_window;
                 INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
                                   kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at)
                 VALUES ('%1$s', 'globex', 'elsewhere-%1$s', 'x', 'queued', 'invoice-clean', 1, 'image', 'square',

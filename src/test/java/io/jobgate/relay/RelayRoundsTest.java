@@ -102,6 +102,7 @@ class RelayRoundsTest {
         Db.execute("UPDATE tenant_accounts SET running_jobs = 0");
         Db.execute("UPDATE tenant_releases SET running_jobs = 0");
         Db.execute("UPDATE dispatch_window SET running = 0");
+        Db.execute("DELETE FROM provider_window"); // V30: the jobs let go above held their providers' share too
         seen.clear();
     }
 
@@ -163,6 +164,46 @@ class RelayRoundsTest {
         assertThat(Db.count("SELECT running_jobs FROM tenant_counters WHERE tenant_id = 'duo'")).isEqualTo(2);
         assertThat(Db.count("SELECT running_jobs FROM tenant_accounts WHERE tenant_id = 'duo'")).isEqualTo(4);
         assertThat(Db.count("SELECT sum(running_jobs) FROM tenant_releases WHERE tenant_id = 'duo'")).isEqualTo(-2);
+    }
+
+    @BeanInject
+    org.apache.camel.CamelContext context;
+
+    /**
+     * A provider is given no more dispatched jobs than its max-concurrency allows (V30): a job sent to
+     * a full provider would only come back after gate-full-delay and go round again. A job that ends
+     * gives its provider's share back, and the next round sends one more.
+     */
+    @Test
+    void aProviderGetsNoMoreJobsThanItsCallsAllowAndOneMoreWhenOneEnds() throws Exception {
+        List<String> jobs = new ArrayList<>();
+        for (String key : List.of("dev-acme-key", "dev-globex-key", "test-bulk-key")) {
+            jobs.add(post(key));
+        }
+        String provider = (String) Db.single("SELECT provider FROM jobs WHERE job_id = ?::uuid", jobs.get(0)).get("provider");
+        long limit = Long.parseLong(context.resolvePropertyPlaceholders("{{jobgate.provider." + provider + ".max-concurrency}}"));
+        // All but one of its calls taken by jobs dispatched earlier (another instance's, say).
+        Db.update("INSERT INTO provider_window (provider, shard, running) VALUES (?, 0, ?)", provider, limit - 1);
+
+        List<String> first = round();
+        assertThat(first).as("one call free: one job of the three tenants' goes out").hasSize(1);
+        assertThat(round()).as("the provider is full").isEmpty();
+        assertThat(Db.count("SELECT sum(running) FROM provider_window WHERE provider = ?", provider)).isEqualTo(limit);
+
+        api.post(tenantKey(first.get(0)), "/v1/jobs/" + first.get(0) + "/cancel");
+        assertThat(Db.count("SELECT sum(running) FROM provider_window WHERE provider = ?", provider)).isEqualTo(limit - 1);
+        List<String> second = round();
+        assertThat(second).hasSize(1).doesNotContain(first.get(0));
+        assertThat(round()).isEmpty();
+    }
+
+    private static String tenantKey(String jobId) {
+        String tenant = (String) Db.single("SELECT tenant_id FROM jobs WHERE job_id = ?::uuid", jobId).get("tenant_id");
+        return switch (tenant) {
+            case "acme" -> "dev-acme-key";
+            case "globex" -> "dev-globex-key";
+            default -> "test-bulk-key";
+        };
     }
 
     @Test

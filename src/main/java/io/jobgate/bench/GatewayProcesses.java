@@ -1,0 +1,203 @@
+package io.jobgate.bench;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import io.jobgate.common.Digests;
+import io.jobgate.infra.EmbeddedPostgresServer;
+
+/**
+ * The parties of the benches that run the gateway as a user runs it ({@code inflight}, {@code sustained}),
+ * each a process of its own so its CPU, memory and threads are its own: a PostgreSQL this command starts
+ * (embedded binaries; the gateway and JobRunr share it), a stand-in of OpenAI's Images API with a fixed
+ * latency ({@link SlowProvider}), and the gateway ({@code java -jar jobgate.jar}) on its embedded
+ * defaults but for the settings a user raises after reading docs/settings.md: the OpenAI provider's base
+ * URL and {@code max-concurrency}, and tenants of this run whose {@code max_running_jobs} allows it.
+ */
+final class GatewayProcesses implements AutoCloseable {
+
+    final Path dir;
+    final String java;
+    final Path jar;
+    final String run = Long.toHexString(System.nanoTime() & 0xFFFFFFL);
+    final List<String> keys = new ArrayList<>();
+    final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(5)).build();
+    private final EmbeddedPostgresServer postgres;
+    private final Process provider;
+    final String providerUrl;
+    private Process gateway;
+    int port;
+
+    /** Starts PostgreSQL and the stand-in answering after {@code latencyMillis}. */
+    GatewayProcesses(Path jar, Path dir, String java, long latencyMillis) throws Exception {
+        this.jar = jar;
+        this.dir = dir;
+        this.java = java;
+        this.postgres = EmbeddedPostgresServer.start(dir.resolve("postgres"), Bench.freePort(),
+                EmbeddedPostgresServer.Durability.DURABLE);
+        int providerPort = Bench.freePort();
+        this.provider = start("slow-provider", List.of("-Xss256k", "-cp", jar.toString(), SlowProvider.class.getName(),
+                Integer.toString(providerPort), Long.toString(latencyMillis)), Map.of());
+        this.providerUrl = "http://127.0.0.1:" + providerPort;
+        await(() -> get(providerUrl + "/stats").statusCode() == 200, provider, "the stand-in");
+    }
+
+    String jdbcUrl() {
+        return postgres.jdbcUrl();
+    }
+
+    /** A tenant pattern for SQL: this run's tenants. */
+    String tenantPattern() {
+        return "bench-" + run + "-%";
+    }
+
+    /**
+     * Starts the gateway with {@code tenants} tenants allowed {@code maxRunning} jobs each and the OpenAI
+     * provider's {@code max-concurrency}; returns once {@code /observe/health} answers 200.
+     */
+    void startGateway(int tenants, int maxRunning, int maxConcurrency, Map<String, String> moreEnv) throws Exception {
+        port = Bench.freePort();
+        StringBuilder yaml = new StringBuilder("tenants:\n");
+        for (int i = 0; i < tenants; i++) {
+            String key = "bench-" + run + "-" + i + "-" + UUID.randomUUID();
+            keys.add(key);
+            yaml.append("""
+                      - id: bench-%s-%02d
+                        api_key_sha256: %s
+                        max_open_jobs: 10000000
+                        max_running_jobs: %d
+                        max_queued_bytes: 1000000000000
+                        credit_grants: {bench-%s: 1000000000000000}
+                    """.formatted(run, i, Digests.sha256Hex(key), maxRunning, run));
+        }
+        Path tenantsFile = dir.resolve("bench-tenants.yaml");
+        Files.writeString(tenantsFile, yaml);
+        Map<String, String> env = new LinkedHashMap<>();
+        env.put("CAMEL_SERVER_PORT", Integer.toString(port));
+        env.put("JOBGATE_DATA_DIR", dir.resolve("gateway").toString());
+        env.put("JOBGATE_DB_URL", postgres.jdbcUrl());
+        env.put("JOBGATE_BROKER_EMBEDDED_PORT", "0");
+        env.put("JOBGATE_SIMULATOR_PORT", "0");
+        env.put("JOBGATE_TENANTS_FILES", "config/tenants.yaml," + tenantsFile);
+        env.put("JOBGATE_PROVIDER_OPENAI_BASE_URL", providerUrl + "/v1");
+        env.put("JOBGATE_PROVIDER_OPENAI_API_KEY", "bench");
+        env.put("JOBGATE_PROVIDER_OPENAI_MAX_CONCURRENCY", Integer.toString(maxConcurrency));
+        env.putAll(moreEnv);
+        List<String> args = new ArrayList<>();
+        Path archive = jar.resolveSibling("jobgate.jsa");
+        if (Files.isReadable(archive)) {
+            args.add("-XX:SharedArchiveFile=" + archive); // as the README's run command starts it
+        }
+        args.addAll(List.of("-jar", jar.toString()));
+        gateway = start("gateway", args, env);
+        await(() -> get("http://127.0.0.1:" + port + "/observe/health").statusCode() == 200, gateway, "the gateway");
+    }
+
+    long gatewayPid() {
+        return gateway.pid();
+    }
+
+    /** An image job of the OpenAI provider, as {@link AdmissionLoad}'s. */
+    HttpRequest post(int tenant) {
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/jobs"))
+                .header("Authorization", "Bearer " + keys.get(tenant % keys.size()))
+                .header("Idempotency-Key", UUID.randomUUID().toString())
+                .header("Content-Type", "application/json").timeout(Duration.ofSeconds(60))
+                .POST(HttpRequest.BodyPublishers.ofString(AdmissionLoad.BODY.replace("{\"preset_id\"",
+                        "{\"provider\": \"openai\", \"preset_id\""))).build();
+    }
+
+    Process start(String name, List<String> args, Map<String, String> env) throws IOException {
+        List<String> command = new ArrayList<>(List.of(java));
+        command.addAll(args);
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(dir.resolve(name + ".log").toFile());
+        pb.environment().keySet().removeIf(k -> k.startsWith("JOBGATE_") || k.startsWith("CAMEL_"));
+        pb.environment().putAll(env);
+        return pb.start();
+    }
+
+    HttpResponse<String> get(String url) throws Exception {
+        return http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    interface Check {
+        boolean ok() throws Exception;
+    }
+
+    void await(Check ready, Process process, String what) throws Exception {
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
+        while (System.nanoTime() < until) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException(what + " exited; see the logs in " + dir);
+            }
+            try {
+                if (ready.ok()) {
+                    return;
+                }
+            } catch (IOException notYet) {
+                // not listening yet
+            }
+            Thread.sleep(100); // another process starting: nothing to wait on but its port
+        }
+        throw new IllegalStateException(what + " was not ready within 180 s; see the logs in " + dir);
+    }
+
+    /** CPU (user and system) a process has used so far, in ms; -1 without /proc. */
+    static long cpuMillis(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            return (Long.parseLong(fields[11]) + Long.parseLong(fields[12])) * 10; // USER_HZ is 100 on Linux
+        } catch (IOException | RuntimeException notLinux) {
+            return -1;
+        }
+    }
+
+    /** CPU of this run's PostgreSQL processes so far, in ms (those whose command line names its data folder). */
+    long postgresCpuMillis() {
+        String data = dir.resolve("postgres").toString();
+        return ProcessHandle.allProcesses().filter(p -> p.info().commandLine().map(c -> c.contains(data)).orElse(false)
+                        || p.parent().flatMap(pp -> pp.info().commandLine()).map(c -> c.contains(data)).orElse(false))
+                .mapToLong(p -> Math.max(0, cpuMillis(p.pid()))).sum();
+    }
+
+    /** Lines of a party's log that contain {@code text}. */
+    long logLines(String name, String text) throws IOException {
+        try (var lines = Files.lines(dir.resolve(name + ".log"))) {
+            return lines.filter(l -> l.contains(text)).count();
+        }
+    }
+
+    /** Stops the gateway with SIGTERM (its own clean stop). */
+    void stopGateway() throws InterruptedException {
+        if (gateway != null) {
+            gateway.destroy();
+            if (!gateway.waitFor(120, TimeUnit.SECONDS)) {
+                gateway.destroyForcibly();
+            }
+            gateway = null;
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        stopGateway();
+        provider.destroy();
+        provider.waitFor(10, TimeUnit.SECONDS);
+        postgres.stop();
+    }
+}

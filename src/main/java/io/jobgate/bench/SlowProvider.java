@@ -1,0 +1,110 @@
+package io.jobgate.bench;
+
+import java.awt.image.BufferedImage;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.Base64;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import javax.imageio.ImageIO;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+
+/**
+ * A stand-in of OpenAI's Images API that takes as long as a real model: {@code POST /v1/images/generations}
+ * answers after a fixed latency with a PNG of the size asked for ({@code data[0].b64_json}), as
+ * gpt-image-1 does. A call held waiting is a scheduled reply, not a thread, so the stand-in itself never
+ * limits how many calls are in flight. {@code GET /stats} tells how many calls it holds now, the most at
+ * once, and how many it answered. Run in a JVM of its own by {@code bench --only inflight}
+ * ({@code java -cp jobgate.jar io.jobgate.bench.SlowProvider <port> <latency-ms>}), so its memory and
+ * threads are not counted as the client's or the gateway's.
+ */
+public final class SlowProvider {
+
+    private static final Pattern SIZE = Pattern.compile("\"size\"\\s*:\\s*\"(\\d+)x(\\d+)\"");
+
+    private final HttpServer server;
+    private final ScheduledExecutorService replies = Executors.newScheduledThreadPool(2);
+    private final Map<String, byte[]> replyBySize = new ConcurrentHashMap<>();
+    private final AtomicInteger holding = new AtomicInteger();
+    private final AtomicInteger most = new AtomicInteger();
+    private final AtomicLong answered = new AtomicLong();
+
+    SlowProvider(int port, long latencyMillis) throws IOException {
+        server = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 8192);
+        server.setExecutor(Executors.newFixedThreadPool(4));
+        server.createContext("/v1/images/generations", exchange -> {
+            String body;
+            try (InputStream in = exchange.getRequestBody()) {
+                body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            }
+            Matcher size = SIZE.matcher(body);
+            String wxh = size.find() ? size.group(1) + "x" + size.group(2) : "1024x1024";
+            most.accumulateAndGet(holding.incrementAndGet(), Math::max);
+            replies.schedule(() -> answer(exchange, wxh), latencyMillis, TimeUnit.MILLISECONDS);
+        });
+        server.createContext("/stats", exchange -> send(exchange, 200, ("{\"holding\": " + holding.get() + ", \"most\": "
+                + most.get() + ", \"answered\": " + answered.get() + "}").getBytes(StandardCharsets.UTF_8)));
+        server.createContext("/reset", exchange -> {
+            most.set(holding.get());
+            answered.set(0);
+            send(exchange, 200, "{}".getBytes(StandardCharsets.UTF_8));
+        });
+    }
+
+    private void answer(HttpExchange exchange, String wxh) {
+        try {
+            send(exchange, 200, replyBySize.computeIfAbsent(wxh, SlowProvider::reply));
+            answered.incrementAndGet();
+        } catch (IOException e) {
+            exchange.close(); // the caller gave up (its deadline): nothing to answer
+        } finally {
+            holding.decrementAndGet();
+        }
+    }
+
+    private static void send(HttpExchange exchange, int status, byte[] body) throws IOException {
+        exchange.getResponseHeaders().add("Content-Type", "application/json");
+        exchange.sendResponseHeaders(status, body.length);
+        exchange.getResponseBody().write(body);
+        exchange.close();
+    }
+
+    private static byte[] reply(String wxh) {
+        String[] parts = wxh.split("x");
+        try {
+            ByteArrayOutputStream png = new ByteArrayOutputStream();
+            ImageIO.write(new BufferedImage(Integer.parseInt(parts[0]), Integer.parseInt(parts[1]), BufferedImage.TYPE_INT_RGB),
+                    "png", png);
+            return ("{\"created\": " + System.currentTimeMillis() / 1000 + ", \"data\": [{\"b64_json\": \""
+                    + Base64.getEncoder().encodeToString(png.toByteArray()) + "\"}], \"usage\": {\"input_tokens\": 20, "
+                    + "\"output_tokens\": 1056, \"total_tokens\": 1076}}").getBytes(StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public static void main(String[] args) throws IOException {
+        // Without TCP_NODELAY the JDK server's separate header and body writes meet delayed ACKs (~40 ms);
+        // thousands of callers keep their connections between calls.
+        System.setProperty("sun.net.httpserver.nodelay", "true");
+        System.setProperty("sun.net.httpserver.maxIdleConnections", "10000");
+        SlowProvider provider = new SlowProvider(Integer.parseInt(args[0]), Long.parseLong(args[1]));
+        provider.server.start();
+        System.out.println("slow provider listening on " + provider.server.getAddress().getPort() + ", answering after "
+                + args[1] + " ms");
+    }
+}

@@ -1,0 +1,259 @@
+package io.jobgate.bench;
+
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * {@code bench --only sustained}: jobs sent open-loop, each at its planned time whatever the answers
+ * (arrivals on the clock, as production traffic comes), at stepped rates, to find the knee: the highest
+ * rate at which the gateway finishes what arrives and accept → final stays short. The gateway runs as a
+ * user runs it ({@link GatewayProcesses}: its own process on embedded defaults, the OpenAI adapter
+ * against a stand-in answering after {@code --latency-seconds}, 0 by default: the gateway's own cost).
+ *
+ * <p>Per step: the rate offered, what admission accepted and refused (429/503 are admission control
+ * doing its work, counted, not retried: an open-loop client does not slow down), jobs finished per
+ * second during the step, the backlog (open jobs) at its end, accept → final p50/p95/p99 of the step's
+ * jobs (from the planned send time to {@code finalized_at}; a job still open when the run ends counts as
+ * never), and the CPU per finished job of the gateway's JVM and of PostgreSQL. The knee is the highest
+ * step whose p95 is under 2 s while it finished at least 95 % of what arrived; the steps stop after the
+ * first step past it whose backlog kept growing.
+ */
+final class SustainedBench {
+
+    private static final Pattern JOB_ID = Pattern.compile("\"job_id\"\\s*:\\s*\"([^\"]+)\"");
+
+    private final Path jar;
+    private final Path dir;
+    private final String java;
+    private final long latencyMillis;
+    private final int[] rates;
+    private final int stepSeconds;
+    private final int tenants;
+    private final int maxConcurrency;
+
+    SustainedBench(Path jar, Path dir, Map<String, String> opts) {
+        this.jar = jar;
+        this.dir = dir;
+        this.java = opts.getOrDefault("java", System.getProperty("java.home") + "/bin/java");
+        this.latencyMillis = Math.round(Double.parseDouble(opts.getOrDefault("latency-seconds", "0")) * 1000);
+        this.rates = Arrays.stream(opts.getOrDefault("rates", "25,50,100,150,200,250").split(",")).map(String::trim)
+                .mapToInt(Integer::parseInt).toArray();
+        this.stepSeconds = Integer.parseInt(opts.getOrDefault("step-seconds", "45"));
+        this.tenants = Integer.parseInt(opts.getOrDefault("tenants", "10"));
+        this.maxConcurrency = Integer.parseInt(opts.getOrDefault("max-concurrency", "64"));
+    }
+
+    /** A sent job: when it was planned, and its id once accepted. */
+    private record Sent(int step, long plannedMillis) {
+    }
+
+    /** One step's figures, measured as it ran. */
+    private static final class Step {
+        final int rate;
+        long startMillis;
+        long endMillis;
+        final AtomicLong accepted = new AtomicLong();
+        final AtomicLong refused = new AtomicLong();
+        final AtomicLong failed = new AtomicLong();
+        final AtomicLong late = new AtomicLong();
+        long backlogAtEnd;
+        long cpuGatewayMillis;
+        long cpuPostgresMillis;
+
+        Step(int rate) {
+            this.rate = rate;
+        }
+    }
+
+    void run() throws Exception {
+        System.out.printf("%nSustained open-loop load: %d tenants, image jobs sent each at its planned time (arrivals on the clock, not "
+                        + "after answers), %d s per step at %s jobs/s; the OpenAI adapter against a stand-in answering after %.1f s "
+                        + "(max-concurrency %d); %s, %d cores%n",
+                tenants, stepSeconds, Arrays.toString(rates), latencyMillis / 1000.0, maxConcurrency,
+                "Java " + Runtime.version().feature(), Runtime.getRuntime().availableProcessors());
+        try (GatewayProcesses parties = new GatewayProcesses(jar, dir, java, latencyMillis)) {
+            parties.startGateway(tenants, 100_000, maxConcurrency, Map.of());
+            Map<String, Sent> sent = new ConcurrentHashMap<>();
+            List<Step> steps = new ArrayList<>();
+            ExecutorService senders = Executors.newCachedThreadPool(r -> {
+                Thread t = new Thread(r, "sustained-sender");
+                t.setDaemon(true);
+                return t;
+            });
+            try (Connection db = DriverManager.getConnection(parties.jdbcUrl())) {
+                // Warm-up, unmeasured: the JIT compiles the path first (on two cores C2 competes with the first minute).
+                offer(parties, senders, new Step(rates[0]), 20, -1, null, 20);
+                waitForOpen(db, parties, 0, 120);
+                for (int i = 0; i < rates.length; i++) {
+                    Step step = new Step(rates[i]);
+                    steps.add(step);
+                    long cpuBefore = GatewayProcesses.cpuMillis(parties.gatewayPid());
+                    long pgBefore = parties.postgresCpuMillis();
+                    offer(parties, senders, step, step.rate, i, sent, stepSeconds);
+                    step.backlogAtEnd = open(db, parties);
+                    step.cpuGatewayMillis = GatewayProcesses.cpuMillis(parties.gatewayPid()) - cpuBefore;
+                    step.cpuPostgresMillis = parties.postgresCpuMillis() - pgBefore;
+                    System.out.printf("  step %d jobs/s done: backlog %d at its end%n", step.rate, step.backlogAtEnd);
+                    if (step.backlogAtEnd > 10L * step.rate) {
+                        System.out.printf("  the backlog grew past 10 s of arrivals: the steps above %d jobs/s are not run%n", step.rate);
+                        break;
+                    }
+                }
+                waitForOpen(db, parties, 0, 600);
+                print(db, parties, steps, sent);
+            } finally {
+                senders.shutdownNow();
+            }
+        }
+    }
+
+    /**
+     * Sends {@code rate} jobs/s for {@code seconds}, each at its planned time (a job whose send was
+     * more than 10 ms late is counted: the sender itself fell behind).
+     */
+    private void offer(GatewayProcesses parties, ExecutorService senders, Step step, int rate, int index, Map<String, Sent> sent,
+                       int seconds) throws InterruptedException {
+        long start = System.currentTimeMillis();
+        step.startMillis = start;
+        int count = rate * seconds;
+        for (int k = 0; k < count; k++) {
+            long planned = start + Math.round(k * 1000.0 / rate);
+            long wait = planned - System.currentTimeMillis();
+            if (wait > 0) {
+                Thread.sleep(wait); // the arrivals' clock
+            } else if (wait < -10) {
+                step.late.incrementAndGet();
+            }
+            int tenant = k % tenants;
+            senders.execute(() -> {
+                try {
+                    HttpResponse<String> r = parties.http.send(parties.post(tenant), HttpResponse.BodyHandlers.ofString());
+                    Matcher id = JOB_ID.matcher(r.body());
+                    if (r.statusCode() == 202 && id.find()) {
+                        step.accepted.incrementAndGet();
+                        if (sent != null) {
+                            sent.put(id.group(1), new Sent(index, planned));
+                        }
+                    } else if (r.statusCode() == 429 || r.statusCode() == 503) {
+                        step.refused.incrementAndGet();
+                    } else {
+                        step.failed.incrementAndGet();
+                    }
+                } catch (Exception e) {
+                    step.failed.incrementAndGet();
+                }
+            });
+        }
+        step.endMillis = start + seconds * 1000L;
+        long rest = step.endMillis - System.currentTimeMillis();
+        if (rest > 0) {
+            Thread.sleep(rest);
+        }
+    }
+
+    private static long open(Connection db, GatewayProcesses parties) throws Exception {
+        try (PreparedStatement s = db.prepareStatement("SELECT count(*) FROM jobs WHERE tenant_id LIKE ? AND finalized_at IS NULL")) {
+            s.setString(1, parties.tenantPattern());
+            try (ResultSet rs = s.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    private static void waitForOpen(Connection db, GatewayProcesses parties, long atMost, int seconds) throws Exception {
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (open(db, parties) > atMost && System.nanoTime() < until) {
+            Thread.sleep(200); // another process's progress: nothing to wait on but the database
+        }
+    }
+
+    private void print(Connection db, GatewayProcesses parties, List<Step> steps, Map<String, Sent> sent) throws Exception {
+        Map<Integer, List<Double>> latencies = new ConcurrentHashMap<>();
+        Map<Integer, Long> finishedInStep = new ConcurrentHashMap<>();
+        Map<Integer, Long> neverFinal = new ConcurrentHashMap<>();
+        try (PreparedStatement s = db.prepareStatement("SELECT job_id, (extract(epoch FROM finalized_at) * 1000)::bigint, status "
+                + "FROM jobs WHERE tenant_id LIKE ?")) {
+            s.setString(1, parties.tenantPattern());
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    Sent job = sent.get(rs.getObject(1, UUID.class).toString());
+                    long finalAt = rs.getLong(2);
+                    boolean isFinal = !rs.wasNull();
+                    for (Step step : steps) {
+                        if (isFinal && finalAt >= step.startMillis && finalAt < step.endMillis) {
+                            finishedInStep.merge(step.rate, 1L, Long::sum);
+                        }
+                    }
+                    if (job == null) {
+                        continue; // the warm-up's
+                    }
+                    int rate = steps.get(job.step()).rate;
+                    if (isFinal) {
+                        latencies.computeIfAbsent(rate, r -> new ArrayList<>()).add((double) (finalAt - job.plannedMillis()));
+                    } else {
+                        neverFinal.merge(rate, 1L, Long::sum);
+                    }
+                }
+            }
+        }
+        System.out.printf("%n  %8s %9s %8s %8s %10s %9s %25s %14s %14s%n", "offered", "accepted", "refused", "failed", "finished/s",
+                "backlog", "accept->final p50/p95/p99", "JVM ms/job", "PG ms/job");
+        Integer knee = null;
+        for (Step step : steps) {
+            List<Double> l = latencies.getOrDefault(step.rate, List.of());
+            double[] sorted = l.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+            long never = neverFinal.getOrDefault(step.rate, 0L);
+            double p50 = percentile(sorted, never, 0.50);
+            double p95 = percentile(sorted, never, 0.95);
+            double p99 = percentile(sorted, never, 0.99);
+            double finishedPerSecond = finishedInStep.getOrDefault(step.rate, 0L) * 1000.0 / (step.endMillis - step.startMillis);
+            long finished = Math.max(1, finishedInStep.getOrDefault(step.rate, 0L));
+            System.out.printf("  %6d/s %9d %8d %8d %10.1f %9d %25s %14.1f %14.1f%n", step.rate, step.accepted.get(), step.refused.get(),
+                    step.failed.get(), finishedPerSecond, step.backlogAtEnd,
+                    String.format("%s / %s / %s s", seconds(p50), seconds(p95), seconds(p99)),
+                    (double) step.cpuGatewayMillis / finished, (double) step.cpuPostgresMillis / finished);
+            if (step.late.get() > 0) {
+                System.out.printf("           (the sender fell behind its plan on %d sends)%n", step.late.get());
+            }
+            if (p95 < 2000 && finishedPerSecond >= 0.95 * step.accepted.get() * 1000.0 / (step.endMillis - step.startMillis)
+                    && step.failed.get() == 0) {
+                knee = step.rate;
+            }
+        }
+        System.out.printf("  knee: %s (the highest offered rate with accept -> final p95 under 2 s, finishing at least 95 %% of what "
+                + "was accepted during the step)%n", knee == null ? "below the lowest step" : knee + " jobs/s");
+        System.out.println("  accept -> final: from the planned send to the job's finalized_at; a job never final counts as the "
+                + "slowest. CPU per job: the step's CPU over the jobs finished during it.");
+    }
+
+    /** The {@code q} quantile of finished latencies with {@code never} jobs that never finished counted as slowest. */
+    private static double percentile(double[] sorted, long never, double q) {
+        long n = sorted.length + never;
+        if (n == 0) {
+            return Double.NaN;
+        }
+        long index = (long) Math.ceil(q * n) - 1;
+        return index >= sorted.length ? Double.POSITIVE_INFINITY : sorted[(int) Math.max(0, index)];
+    }
+
+    private static String seconds(double millis) {
+        return Double.isInfinite(millis) ? "never" : Double.isNaN(millis) ? "n/a" : String.format("%.2f", millis / 1000);
+    }
+}
