@@ -70,6 +70,7 @@ public final class ChaosChecks {
         gateClosedForEveryJob();
         readsNeverGoBack(load, jobs);
         nothingHeld();
+        paidAnswersKept();
         check("clients never got a 404, a non-JSON body or another job for their key", load.answers().values().stream()
                 .mapToLong(Long::longValue).sum(), load.violations());
         return checks;
@@ -361,6 +362,29 @@ public final class ChaosChecks {
                             FROM provider_window GROUP BY provider HAVING sum(running) <> 0""");
         check("nothing held once every job is terminal: slots, reservations, leases, provider calls, providers' windows", 6,
                 held.entrySet().stream().map(e -> e.getKey() + " = " + e.getValue()).toList());
+    }
+
+    /**
+     * Issue 35: an answer the provider gave (2xx: made, and billed) is never thrown away. Its attempt
+     * either carried the job on, or, when its lease had run out, finalized the job as a late answer or
+     * was recorded as one (outcomes late_*); "lease_lost" with a 2xx status is an answer dropped.
+     */
+    private void paidAnswersKept() throws Exception {
+        List<String> wrong = new ArrayList<>();
+        long examined;
+        try (Statement s = db.createStatement()) {
+            try (ResultSet rs = s.executeQuery("SELECT count(*) FROM attempts WHERE http_status BETWEEN 200 AND 299")) {
+                rs.next();
+                examined = rs.getLong(1);
+            }
+            try (ResultSet rs = s.executeQuery("SELECT job_id, attempt, http_status FROM attempts "
+                    + "WHERE http_status BETWEEN 200 AND 299 AND outcome = 'lease_lost' ORDER BY job_id, attempt")) {
+                while (rs.next()) {
+                    wrong.add("job " + rs.getString(1) + " attempt " + rs.getInt(2) + ": HTTP " + rs.getInt(3) + " dropped as lease_lost");
+                }
+            }
+        }
+        check("no answered call thrown away (2xx never ends as lease_lost)", examined, wrong);
     }
 
     private Map<String, Long> counts(String sql) throws Exception {
