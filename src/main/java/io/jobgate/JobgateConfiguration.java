@@ -123,10 +123,28 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("jmsConnectionFactory", parts.jms());
         registry.bind("s3Client", parts.s3());
         registry.bind("dataSource", dataSource);
-        registry.bind("databaseHealthCheck", new DatabaseHealthCheck(dataSource));
-        registry.bind("brokerHealthCheck", new io.jobgate.ops.BrokerHealthCheck(parts.jms()));
-        registry.bind("objectStorageHealthCheck", new io.jobgate.ops.ObjectStorageHealthCheck(parts.s3(),
-                settings.required("jobgate.s3.bucket")));
+        // Health probes run on threads of their own (BackgroundHealthCheck), from the moment the gateway has
+        // started: /observe/health is answered on the HTTP server's event loop and must never wait for a
+        // server that is down.
+        List<io.jobgate.ops.BackgroundHealthCheck> healthChecks = List.of(new DatabaseHealthCheck(dataSource),
+                new io.jobgate.ops.BrokerHealthCheck(parts.jms()),
+                new io.jobgate.ops.ObjectStorageHealthCheck(parts.s3(), settings.required("jobgate.s3.bucket")));
+        registry.bind("databaseHealthCheck", healthChecks.get(0));
+        registry.bind("brokerHealthCheck", healthChecks.get(1));
+        registry.bind("objectStorageHealthCheck", healthChecks.get(2));
+        context.addStartupListener(new org.apache.camel.StartupListener() {
+            @Override
+            public void onCamelContextStarted(CamelContext started, boolean alreadyStarted) {
+                // probes start once every route runs (below)
+            }
+
+            @Override
+            public void onCamelContextFullyStarted(CamelContext started, boolean alreadyStarted) {
+                healthChecks.forEach(io.jobgate.ops.BackgroundHealthCheck::startProbing);
+                started.getRegistry().lookupByNameAndType("providerGatesHealthCheck", io.jobgate.ops.BackgroundHealthCheck.class)
+                        .startProbing();
+            }
+        });
         JdbcTemplate jdbc = new JdbcTemplate(dataSource);
         // Deadlocks and serialization failures run the transaction again instead of losing an outcome.
         TransactionTemplate transactions = new RetryingTransactions(dataSource, 3);

@@ -3,19 +3,17 @@ package io.jobgate.ops;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
-import java.util.Map;
 
 import javax.sql.DataSource;
 
 import org.apache.camel.health.HealthCheckResultBuilder;
-import org.apache.camel.impl.health.AbstractHealthCheck;
 
 /**
  * Readiness of the gateway's one source of truth: DOWN when PostgreSQL does not answer, so
  * /observe/health/ready tells a load balancer to stop sending jobs here. Not a liveness check: a
  * restart of this process would not bring the database back.
  */
-public final class DatabaseHealthCheck extends AbstractHealthCheck {
+public final class DatabaseHealthCheck extends BackgroundHealthCheck {
 
     private final DataSource dataSource;
 
@@ -30,7 +28,7 @@ public final class DatabaseHealthCheck extends AbstractHealthCheck {
     }
 
     @Override
-    protected void doCall(HealthCheckResultBuilder builder, Map<String, Object> options) {
+    protected void probe(HealthCheckResultBuilder builder) {
         try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
             s.setQueryTimeout(5);
             try (ResultSet rs = s.executeQuery("SELECT 1")) {

@@ -1,16 +1,14 @@
 package io.jobgate.ops;
 
-import java.util.Map;
 
 import org.apache.camel.health.HealthCheckResultBuilder;
-import org.apache.camel.impl.health.AbstractHealthCheck;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
  * Readiness of the object store: the bucket answers a HEAD. Without it uploads and outputs cannot be
  * stored; a readiness check only (restarting this process would not fix the store).
  */
-public final class ObjectStorageHealthCheck extends AbstractHealthCheck {
+public final class ObjectStorageHealthCheck extends BackgroundHealthCheck {
 
     private final S3Client s3;
     private final String bucket;
@@ -27,7 +25,7 @@ public final class ObjectStorageHealthCheck extends AbstractHealthCheck {
     }
 
     @Override
-    protected void doCall(HealthCheckResultBuilder builder, Map<String, Object> options) {
+    protected void probe(HealthCheckResultBuilder builder) {
         try {
             s3.headBucket(b -> b.bucket(bucket));
             builder.detail("bucket", bucket).up();

@@ -12,14 +12,13 @@ import java.util.function.Supplier;
 import javax.sql.DataSource;
 
 import org.apache.camel.health.HealthCheckResultBuilder;
-import org.apache.camel.impl.health.AbstractHealthCheck;
 
 /**
  * Each provider's state, for an operator reading health: its gate open, or closed until when and
  * why (a 429's Retry-After); whether its adapter route runs; the classes it was left out for. Always UP: a provider that asks us to wait is not a reason to take the
  * gateway out of rotation — its jobs wait in {@code retry_wait} and the rest keep flowing.
  */
-public final class ProviderGatesHealthCheck extends AbstractHealthCheck {
+public final class ProviderGatesHealthCheck extends BackgroundHealthCheck {
 
     private final DataSource dataSource;
     private final Supplier<Map<String, String>> providers;
@@ -39,7 +38,7 @@ public final class ProviderGatesHealthCheck extends AbstractHealthCheck {
     }
 
     @Override
-    protected void doCall(HealthCheckResultBuilder builder, Map<String, Object> options) {
+    protected void probe(HealthCheckResultBuilder builder) {
         Map<String, String> read;
         try {
             read = providers.get();

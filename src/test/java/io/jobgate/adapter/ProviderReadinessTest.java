@@ -75,7 +75,8 @@ class ProviderReadinessTest {
                 assertThat(r.getHeader("Authorization")).isEqualTo("Bearer test-key"));
         await().atMost(Duration.ofSeconds(10)).until(() -> Db.count(
                 "SELECT count(*) FROM provider_gates WHERE provider = 'fakeready' AND closed_until > now() AND closed_reason LIKE 'not ready:%'") == 1);
-        assertThat(api.get(null, "/observe/health?exposureLevel=full&data=true").text()).contains("not ready: HTTP 503");
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> // probed in the background (BackgroundHealthCheck)
+                assertThat(api.get(null, "/observe/health?exposureLevel=full&data=true").text()).contains("not ready: HTTP 503"));
 
         ApiClient.Response r = api.postJob("dev-acme-key", "ready-" + UUID.randomUUID(), """
                 {"preset_id": "invoice-clean", "aspect_class": "square", "provider": "fakeready",

@@ -223,8 +223,9 @@ class CanaryRolloutTest {
 
         assertThat(api.get(null, "/observe/metrics").text())
                 .containsPattern("jobgate_canary_stops_total\\{[^}]*gate=\"error_rate\"[^}]*provider=\"canarybad\"[^}]*} 1\\.0");
-        assertThat(api.get(null, "/observe/health?exposureLevel=full&data=true").text())
-                .contains("canary " + canary.path("revision").asText() + " stopped: error_rate");
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> // probed in the background (BackgroundHealthCheck)
+                assertThat(api.get(null, "/observe/health?exposureLevel=full&data=true").text())
+                        .contains("canary " + canary.path("revision").asText() + " stopped: error_rate"));
         JsonNode listed = awaitCanary("canarybad");
         assertThat(listed.path("status").asText()).isEqualTo("stopped");
         assertThat(listed.path("gate").asText()).isEqualTo("error_rate");

@@ -1,5 +1,7 @@
 package io.jobgate.ops;
 
+import java.time.Duration;
+
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.TestDatabase;
 import org.apache.camel.health.HealthCheck;
@@ -7,6 +9,8 @@ import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 class DatabaseHealthCheckTest {
 
@@ -19,9 +23,47 @@ class DatabaseHealthCheckTest {
         PGSimpleDataSource gone = new PGSimpleDataSource();
         gone.setURL("jdbc:postgresql://127.0.0.1:" + GatewayTestSupport.freePort() + "/postgres");
 
-        assertThat(new DatabaseHealthCheck(live).call().getState()).isEqualTo(HealthCheck.State.UP);
-        HealthCheck.Result down = new DatabaseHealthCheck(gone).call();
-        assertThat(down.getState()).isEqualTo(HealthCheck.State.DOWN);
-        assertThat(down.getMessage()).hasValueSatisfying(m -> assertThat(m).contains("PostgreSQL does not answer"));
+        DatabaseHealthCheck up = new DatabaseHealthCheck(live);
+        up.startProbing();
+        await().atMost(Duration.ofSeconds(10)).until(() -> up.call().getState() == HealthCheck.State.UP);
+        DatabaseHealthCheck down = new DatabaseHealthCheck(gone);
+        down.startProbing();
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+            HealthCheck.Result result = down.call();
+            assertThat(result.getState()).isEqualTo(HealthCheck.State.DOWN);
+            assertThat(result.getMessage()).hasValueSatisfying(m -> assertThat(m).contains("PostgreSQL does not answer"));
+        });
+    }
+
+    /**
+     * /observe/health is answered on the HTTP server's event loop: a probe that waits for a server that
+     * does not answer (here a connection to an address that drops the packets) must not make the check
+     * wait. It answers at once from what it knows, and DOWN once the probe has taken too long.
+     */
+    @Test
+    void aProbeThatHangsNeverHoldsTheCaller() throws Exception {
+        // A server that takes the connection and never answers (a PostgreSQL host gone into swap, a
+        // half-open connection through a firewall): the driver waits for its login timeout.
+        try (java.net.ServerSocket silent = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+            PGSimpleDataSource hanging = new PGSimpleDataSource();
+            hanging.setURL("jdbc:postgresql://127.0.0.1:" + silent.getLocalPort() + "/postgres?sslmode=disable");
+            hanging.setLoginTimeout(60);
+            probeOf(hanging);
+        }
+    }
+
+    private static void probeOf(PGSimpleDataSource hanging) {
+        DatabaseHealthCheck check = new DatabaseHealthCheck(hanging);
+        check.startProbing();
+        // The first requests after a start wait for the first probe, at most FIRST_WAIT; none after that.
+        HealthCheck.Result first = assertTimeoutPreemptively(BackgroundHealthCheck.FIRST_WAIT.plusSeconds(1),
+                (org.junit.jupiter.api.function.ThrowingSupplier<HealthCheck.Result>) check::call);
+        assertThat(first.getState()).isEqualTo(HealthCheck.State.DOWN);
+        await().atMost(BackgroundHealthCheck.STUCK.plusSeconds(10)).untilAsserted(() -> {
+            HealthCheck.Result later = assertTimeoutPreemptively(Duration.ofMillis(500),
+                    (org.junit.jupiter.api.function.ThrowingSupplier<HealthCheck.Result>) check::call);
+            assertThat(later.getState()).isEqualTo(HealthCheck.State.DOWN);
+            assertThat(later.getMessage()).hasValueSatisfying(m -> assertThat(m).startsWith("no answer for"));
+        });
     }
 }

@@ -135,9 +135,10 @@ class AdapterDropInTest {
         assertThat(portrait.status()).as(portrait.text()).isEqualTo(422);
         assertThat(portrait.code()).isEqualTo("aspect_class_not_rendered");
         assertThat(portrait.json().path("renders").toString()).contains("square").contains("landscape").doesNotContain("portrait");
-        assertThat(api.get(null, "/observe/health?exposureLevel=full&data=true").text())
+        // Health is probed in the background (BackgroundHealthCheck): shown within a probe's period.
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> assertThat(api.get(null, "/observe/health?exposureLevel=full&data=true").text())
                 .as("health shows, for a provider dropped in after the start, the classes it is left out for")
-                .contains("left out for invoice-clean v2 portrait");
+                .contains("left out for invoice-clean v2 portrait"));
 
         dropSettings("jobgate.provider.dropin.size.square = 1024x1024\njobgate.provider.dropin.size.landscape = 1536x1024\n"
                 + "jobgate.provider.dropin.size.portrait = 1024x1536\n");
