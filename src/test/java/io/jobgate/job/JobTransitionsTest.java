@@ -124,10 +124,19 @@ class JobTransitionsTest {
             jdbc.update("UPDATE gateway_capacity SET in_flight = in_flight + 1 WHERE id = 1");
             jdbc.update("UPDATE dispatch_window SET running = running + ? WHERE id = 1", slot ? 1 : 0);
         }
+        if (slot && BEFORE_CALL_PAST.contains(status)) {
+            // Dispatched and not yet past its call: its provider's share of the window (V30), taken by a relay round.
+            jdbc.update("INSERT INTO provider_window AS w (provider, shard, running) VALUES ('fakeimg', 0, 1) "
+                    + "ON CONFLICT (provider, shard) DO UPDATE SET running = w.running + 1");
+        }
         return new Fixture(id, token, newest, slot);
     }
 
     private static final java.util.concurrent.atomic.AtomicInteger SLOTS = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** A dispatched job in these holds its provider's share of the dispatch window (V30). */
+    private static final Set<JobStatus> BEFORE_CALL_PAST = Set.of(JobStatus.QUEUED, JobStatus.RETRY_WAIT, JobStatus.RUNNING,
+            JobStatus.SUBMITTING);
 
     /** What a job and its counters look like, to compare before and after. */
     record Snapshot(Map<String, Object> job, List<Map<String, Object>> outbox, List<Map<String, Object>> ledger,
@@ -144,7 +153,9 @@ class JobTransitionsTest {
                 jdbc.queryForList("SELECT attempt, lease_token, adapter FROM attempts WHERE job_id = ? ORDER BY attempt", id),
                 jdbc.queryForMap("SELECT a.open_jobs::int AS open_jobs, a.running_jobs::int AS running_jobs, "
                         + "(SELECT sum(in_flight)::int FROM gateway_capacity) AS in_flight, "
-                        + "(SELECT sum(running)::int FROM dispatch_window) AS window_running FROM tenant_counters a WHERE tenant_id = ?", TENANT),
+                        + "(SELECT sum(running)::int FROM dispatch_window) AS window_running, "
+                        + "(SELECT coalesce(sum(running), 0)::int FROM provider_window WHERE provider = 'fakeimg') AS provider_window "
+                        + "FROM tenant_counters a WHERE tenant_id = ?", TENANT),
                 Boolean.TRUE.equals(jdbc.queryForObject("SELECT EXISTS (SELECT 1 FROM provider_slots WHERE job_id = ?)", Boolean.class, id)));
     }
 
@@ -186,11 +197,15 @@ class JobTransitionsTest {
         Set<Effect> effects = event.effects();
         int slotDelta = effects.contains(Effect.RELEASE_SLOT) && job.holdsSlot() ? -1 : 0;
         int openDelta = effects.contains(Effect.FINALIZE) ? -1 : effects.contains(Effect.REOPEN) ? 1 : 0;
+        // The provider's share (V30) comes back once the job is past its call, or gives its dispatch slot back before it.
+        int providerDelta = job.holdsSlot() && BEFORE_CALL_PAST.contains(status)
+                && (effects.contains(Effect.RELEASE_SLOT) || status == JobStatus.SUBMITTING && event.to() != JobStatus.SUBMITTING) ? -1 : 0;
         assertThat(after.counters()).isEqualTo(Map.of(
                 "open_jobs", (int) before.counters().get("open_jobs") + openDelta,
                 "running_jobs", (int) before.counters().get("running_jobs") + slotDelta,
                 "in_flight", (int) before.counters().get("in_flight") + openDelta,
-                "window_running", (int) before.counters().get("window_running") + slotDelta));
+                "window_running", (int) before.counters().get("window_running") + slotDelta,
+                "provider_window", (int) before.counters().get("provider_window") + providerDelta));
         // Whatever takes a job out of submitting frees its call's provider slot; the claim is the worker's (JobLeases).
         assertThat(after.holdsProviderSlot()).isEqualTo(before.holdsProviderSlot() && event.to() == JobStatus.SUBMITTING);
         assertThat(after.job().get("dispatched_at") == null)
