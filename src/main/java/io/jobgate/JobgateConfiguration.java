@@ -272,6 +272,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         leases.useCanaries(canaries);
         worker.useCanaries(canaries);
         reconciler.useCanaries(canaries);
+        sweeper.useCanaries(canaries);
         registry.bind("canaries", canaries);
         // Evaluation (docs/evaluation.md): outputs read back by the evaluator route and scored.
         registry.bind("tesseractOcr", new io.jobgate.evaluation.TesseractOcr(settings.required("jobgate.evaluation.tesseract-command"),

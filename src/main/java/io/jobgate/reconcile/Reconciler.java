@@ -188,6 +188,9 @@ public final class Reconciler {
             return schedule(job, "adapter " + provider.name() + " has no lookup; waiting for a webhook or the lifetime");
         }
         Optional<Instant> closed = gates.closedUntil(provider.name());
+        if (closed.isEmpty() && candidate(job)) {
+            closed = canaries.candidateClosedUntil(job.adapterRevision()); // the candidate's own 429
+        }
         if (closed.isPresent()) {
             // A lookup is a request like a submit: a provider that said 429 is left alone until it said.
             return scheduleAt(job, closed.get(), "provider " + provider.name() + " gate closed until " + closed.get());
@@ -195,7 +198,7 @@ public final class Reconciler {
         Map<String, Object> properties = new LinkedHashMap<>();
         properties.put(AdapterContract.JOB_ID, job.jobId().toString());
         // A canary candidate's attempt is asked about through its own route, by its own key (docs/canary.md).
-        boolean candidate = canaries != null && !canaries.approved(job.adapterRevision());
+        boolean candidate = candidate(job);
         properties.put(AdapterContract.IDEMPOTENCY_KEY, candidate
                 ? Canaries.candidateKey(AdapterContract.idempotencyKey(job.jobId()), job.attempts())
                 : AdapterContract.idempotencyKey(job.jobId()));
@@ -220,6 +223,11 @@ public final class Reconciler {
         Instant now = clock.instant();
         io.jobgate.adapter.RateLimitWait wait = io.jobgate.adapter.RateLimitWait.after(answer.retryAfter(), now,
                 checkBackoff.ceiling(Math.max(1, job.checks())), provider.rateLimitBackoff());
+        if (candidate(job)) {
+            // A canary candidate's 429 closes the candidate only: the stable revision's jobs go on.
+            canaries.closeCandidate(job.adapterRevision(), wait.until(), "HTTP 429 to a lookup of job " + job.jobId());
+            return scheduleAt(job, wait.until(), "canary candidate rate limited: asked again at " + wait.until());
+        }
         gates.close(provider.name(), wait.until(), "HTTP 429 to a lookup of job " + job.jobId());
         LOG.info("reconcile job={} provider {} answered a lookup with 429 (Retry-After {}): gate closed until {}", job.jobId(),
                 provider.name(), answer.retryAfter(), wait.until());
@@ -238,8 +246,14 @@ public final class Reconciler {
                     evidence.billedAmount(), evidence.billedUnit(), job.jobId(), Math.max(1, job.attempts()));
         }
         Applied applied;
+        boolean candidate = candidate(job);
         if (evidence.succeeded()) {
             applied = succeed(job, evidence);
+        } else if (candidate && (evidence.absent() || (evidence.declared() && evidence.category() != null
+                && evidence.category().handling() != ErrorCategory.Handling.UNKNOWN))) {
+            // A canary candidate's task failed or was lost: the candidate's failure, never the job's.
+            applied = candidateFailed(job, evidence.absent() ? null : evidence.category(),
+                    evidence.absent() ? "provider has no such request" : evidence.message());
         } else if (evidence.pending()) {
             applied = stillPending(job, evidence);
         } else if (evidence.absent()) {
@@ -273,6 +287,9 @@ public final class Reconciler {
         } catch (OutputStore.Superseded e) {
             return new Applied(false, "already moved on");
         } catch (OutputStore.OutputUnavailable e) {
+            if (hold && e.category().handling() == ErrorCategory.Handling.FAIL) {
+                return candidateFailed(job, e.category(), e.getMessage()); // a candidate's refused output: its own
+            }
             if (e.category().handling() == ErrorCategory.Handling.FAIL) {
                 boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job),
                         JobFinalizer.Outcome.failed(e.category().wire(), e.getMessage()));
@@ -301,6 +318,31 @@ public final class Reconciler {
         boolean moved = canaries.requeueHeld(job.jobId(), job.attempts(), JobStatus.fromWire(job.status()).orElseThrow(), heldRecord);
         return new Applied(moved, moved ? "candidate output held in quarantine; retry_wait for the stable revision"
                 : "candidate output held in quarantine; the job had moved on");
+    }
+
+    /**
+     * A canary candidate's task failed (its declared failure, any category; its output refused; the provider
+     * lost it): recorded on its attempt for its gates, and the job is due now for an attempt on the stable
+     * revision, within its lifetime. Only stable attempts fail jobs.
+     */
+    private Applied candidateFailed(WaitingJob job, ErrorCategory category, String message) {
+        Instant now = clock.instant();
+        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(job.attempts(), job.maxAttempts(), job.expiresAt(), now,
+                "a canary candidate's task failed");
+        if (capped.isPresent()) {
+            boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job), JobFinalizer.Outcome.failed(
+                    capped.get().category().wire(), capped.get().message()));
+            return new Applied(won, capped.get().category().wire() + ": candidate task failed");
+        }
+        boolean moved = canaries.requeueFailed(job.jobId(), job.attempts(), JobStatus.fromWire(job.status()).orElseThrow(),
+                category == null ? null : category.wire(), message);
+        return new Applied(moved, moved ? "candidate task failed (" + (category == null ? "lost" : category.wire())
+                + "); retry_wait for the stable revision" : "candidate task failed; the job had moved on");
+    }
+
+    /** Is the job waiting on a canary candidate's task (its outputs held, its failures its own)? */
+    private boolean candidate(WaitingJob job) {
+        return canaries != null && canaries.isCandidate(job.adapterRevision());
     }
 
     private volatile Canaries canaries;
