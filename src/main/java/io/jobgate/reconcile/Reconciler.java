@@ -102,7 +102,8 @@ public final class Reconciler {
 
     private static final String COLUMNS = """
             job_id, status, provider, provider_task, provider_request_id, attempts, max_attempts, expires_at, checks,
-            preset_id, preset_version, kind, tenant_id, aspect_class, inputs::text AS inputs, source_sha256, adapter_revision""";
+            preset_id, preset_version, kind, tenant_id, aspect_class, inputs::text AS inputs, source_sha256, adapter_revision,
+            provider_state""";
 
     /** The due checks, oldest first, claimed for a poll (parameters: see {@link #claimDue}). */
     static final String CLAIM_DUE = """
@@ -203,6 +204,7 @@ public final class Reconciler {
                 ? Canaries.candidateKey(AdapterContract.idempotencyKey(job.jobId()), job.attempts())
                 : AdapterContract.idempotencyKey(job.jobId()));
         properties.put(AdapterContract.PROVIDER_TASK, job.providerTask());
+        properties.put(AdapterContract.PROVIDER_STATE, job.providerState());
         properties.put(AdapterContract.PROVIDER_REQUEST_ID, job.providerRequestId());
         properties.put(AdapterContract.KIND, job.kind());
         properties.put(AdapterContract.OUTPUT_MEDIA_TYPE, expectedMediaType(job));
@@ -244,6 +246,16 @@ public final class Reconciler {
             // when the job has moved on to another since.
             jdbc.update("UPDATE attempts SET billed_units = ?, billed_unit = ? WHERE job_id = ? AND attempt = ?",
                     evidence.billedAmount(), evidence.billedUnit(), job.jobId(), Math.max(1, job.attempts()));
+        }
+        if (evidence.fetch()) {
+            // The task is done but its news came without the result: asked for it now, not at the poller's next
+            // round. A lookup answering "fetch" itself (it should not) is not asked again.
+            if (source.endsWith(FETCHED)) {
+                return schedule(job, "the lookup answered 'fetch' too");
+            }
+            LOG.info("reconcile job={} source={} evidence=fetch: the result is asked for now ({})", job.jobId(), source,
+                    evidence.message());
+            return check(job, source + FETCHED);
         }
         Applied applied;
         boolean candidate = candidate(job);
@@ -345,6 +357,9 @@ public final class Reconciler {
         return canaries != null && canaries.isCandidate(job.adapterRevision());
     }
 
+    /** Marks the source of evidence asked for because a webhook said "fetch". */
+    static final String FETCHED = "-fetch";
+
     private volatile Canaries canaries;
 
     /** Jobs whose attempt ran on a canary candidate are asked about through its route, and their outputs held. */
@@ -371,7 +386,7 @@ public final class Reconciler {
     private Applied stillPending(WaitingJob job, AdapterResult evidence) {
         if (job.status().equals(JobStatus.SUBMISSION_UNKNOWN.wire())) {
             boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.TASK_FOUND, onItsAttempt(job),
-                    JobTransitions.Change.checkFrom(nextCheck(0), evidence.providerTask(), null, null)).isPresent();
+                    JobTransitions.Change.checkFrom(nextCheck(0), evidence.providerTask(), null, null, evidence.providerState())).isPresent();
             return new Applied(moved, "provider has the task: provider_pending");
         }
         return schedule(job, "provider still working");
@@ -428,7 +443,7 @@ public final class Reconciler {
                 rs.getString("provider_task"), rs.getString("provider_request_id"), rs.getInt("attempts"),
                 rs.getInt("max_attempts"), expires.toInstant(), rs.getInt("checks"), rs.getString("preset_id"),
                 rs.getInt("preset_version"), rs.getString("kind"), rs.getString("tenant_id"), rs.getString("aspect_class"),
-                rs.getString("inputs"), rs.getString("source_sha256"), rs.getString("adapter_revision"));
+                rs.getString("inputs"), rs.getString("source_sha256"), rs.getString("adapter_revision"), rs.getString("provider_state"));
     }
 
 }

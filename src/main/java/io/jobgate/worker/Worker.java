@@ -429,10 +429,11 @@ public final class Worker {
                 decided = new Decision("lease_lost", "none", null);
             } else if (result.pending()) {
                 Instant check = clock.instant().plus(firstCheck);
-                if (leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(), check)) {
+                if (leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(),
+                        result.providerState(), check)) {
                     decided = new Decision("pending", "provider_pending", null);
-                } else if (result.providerTask() != null
-                        && leases.adoptPending(lease.jobId(), attempt, result.providerTask(), result.providerRequestId(), check)) {
+                } else if (result.providerTask() != null && leases.adoptPending(lease.jobId(), attempt, result.providerTask(),
+                        result.providerRequestId(), result.providerState(), check)) {
                     decided = new Decision("late_pending", "provider_pending", null, null, true);
                 } else {
                     decided = new Decision("lease_lost", "none", null);
@@ -455,7 +456,7 @@ public final class Worker {
             outcome = "cancelled_in_flight";
             if (result.pending() && result.providerTask() != null && providerCancel != null) {
                 // Its submit was on the wire: the task the provider just started is stopped too.
-                providerCancel.orphaned(lease.jobId(), provider, result.providerTask());
+                providerCancel.orphaned(lease.jobId(), provider, result.providerTask(), result.providerState());
             }
         }
         if (d.late || outcome.equals("lease_lost")) {
