@@ -58,10 +58,13 @@ public final class Canaries {
         }
     }
 
-    /** A provider's candidate as loaded now: its identity, label and route file. */
-    public record Candidate(String provider, String id, String label, AdapterSource source) {
+    /**
+     * A provider's candidate as loaded now: its identity, label and route file, and the provider's settings as
+     * it reads them (with the entries only it reads that the environment alone gives).
+     */
+    public record Candidate(String provider, String id, String label, AdapterSource source, Map<String, String> settings) {
         public String revision(Provider p, String kind) {
-            return RevisionIdentity.of(Canaries.label(p, kind), source, p.settings(), kind);
+            return RevisionIdentity.of(Canaries.label(p, kind), source, settings, kind);
         }
 
         /** Its per-kind revisions (what its attempts record). */
@@ -130,7 +133,8 @@ public final class Canaries {
             return Optional.empty();
         }
         String label = label(provider, null);
-        return Optional.of(new Candidate(provider.name(), RevisionIdentity.of(label, source, provider.settings(), null), label, source));
+        Map<String, String> settings = providers.settingsReadBy(provider, source);
+        return Optional.of(new Candidate(provider.name(), RevisionIdentity.of(label, source, settings, null), label, source, settings));
     }
 
     /** A candidate's human label: {@code canary.label}, else the stable label and {@code -candidate}. */

@@ -152,14 +152,25 @@ public final class ProviderCatalog {
 
     private Provider withAdapter(Provider provider) {
         AdapterSource source = adapterSources.apply(provider.name());
-        if (source.settingKeys() == null || provider.settings().keySet().containsAll(source.settingKeys())) {
-            return provider.withAdapter(source);
+        Map<String, String> settings = settingsReadBy(provider, source);
+        return settings == provider.settings() ? provider.withAdapter(source) : provider.withAdapter(source).withSettings(settings);
+    }
+
+    /**
+     * The settings of {@code provider} with those a route file reads ({@code source}, its stable adapter's or a
+     * canary candidate's) that the provider file does not name but the environment (or a system property) gives:
+     * they shape its requests, so they count in its revision. The provider's own map when there are none; else
+     * made once per (settings read, route file loaded), so the map keeps its identity between calls (revision ids
+     * are cached by it).
+     */
+    public Map<String, String> settingsReadBy(Provider provider, AdapterSource source) {
+        if (source == null || source.settingKeys() == null || provider.settings().keySet().containsAll(source.settingKeys())) {
+            return provider.settings();
         }
-        // Settings its route reads that the file does not name may come from the environment alone: made once
-        // per (settings read, route file loaded), so the provider's maps keep their identity between calls.
-        WithAdapter known = withAdapters.get(provider.name());
-        if (known != null && known.scanned() == provider && known.source() == source) {
-            return known.provider();
+        String cacheKey = provider.name() + "@" + source.digest();
+        ReadBy known = readBy.get(cacheKey);
+        if (known != null && known.base() == provider.settings() && known.source() == source) {
+            return known.settings();
         }
         Map<String, String> merged = new TreeMap<>(provider.settings());
         String prefix = "jobgate.provider." + provider.name() + ".";
@@ -168,17 +179,19 @@ public final class ProviderCatalog {
                 override(prefix + key).ifPresent(value -> merged.put(key, placeholders.apply(value)));
             }
         }
-        Provider made = merged.size() == provider.settings().size() ? provider.withAdapter(source)
-                : provider.withAdapter(source).withSettings(Map.copyOf(merged));
-        withAdapters.put(provider.name(), new WithAdapter(provider, source, made));
-        return made;
+        Map<String, String> settings = merged.size() == provider.settings().size() ? provider.settings() : Map.copyOf(merged);
+        if (readBy.size() > 256) {
+            readBy.clear(); // route files reloaded many times: old sources are not asked again
+        }
+        readBy.put(cacheKey, new ReadBy(provider.settings(), source, settings));
+        return settings;
     }
 
-    /** A provider with its adapter's environment-only settings, and what it was made from. */
-    private record WithAdapter(Provider scanned, AdapterSource source, Provider provider) {
+    /** Settings with a route file's environment-only entries, and what they were made from. */
+    private record ReadBy(Map<String, String> base, AdapterSource source, Map<String, String> settings) {
     }
 
-    private final Map<String, WithAdapter> withAdapters = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<String, ReadBy> readBy = new java.util.concurrent.ConcurrentHashMap<>();
 
     /**
      * A provider file's entry by its full key, as written in the file (environment variables and
