@@ -71,21 +71,30 @@ public final class Gateway {
     }
 
     /**
+     * The {@code camel.*} settings docs/settings.md documents: each may come from the environment alone,
+     * whether or not the settings file names it.
+     */
+    static final java.util.List<String> CAMEL_SETTINGS = java.util.List.of("camel.server.host", "camel.server.port");
+
+    /**
      * Camel Main reads {@code CAMEL_*} variables for components only; the server, management and
-     * REST settings of the file are overridden here by the variable named after each entry
-     * ({@code camel.server.port} ← {@code CAMEL_SERVER_PORT}). {@code jobgate.*} entries are
-     * resolved by Camel's properties component, which already prefers the environment.
+     * REST settings — the file's entries and {@link #CAMEL_SETTINGS}, whether or not the file names
+     * them — are overridden here by the variable named after each ({@code camel.server.port} ←
+     * {@code CAMEL_SERVER_PORT}): a variable is looked up by the entry's name, never read back into
+     * one, since its underscores could stand for dots or dashes. {@code jobgate.*} entries are
+     * resolved by Camel's properties component, which asks the environment first for any key.
      */
     static void overrideFromEnvironment(Main main) throws IOException {
+        java.util.Set<String> keys = new java.util.TreeSet<>(CAMEL_SETTINGS);
         Path file = Path.of(SETTINGS.substring("file:".length()));
-        if (!Files.isReadable(file)) {
-            return;
+        if (Files.isReadable(file)) {
+            Properties settings = new Properties();
+            try (Reader reader = Files.newBufferedReader(file)) {
+                settings.load(reader);
+            }
+            keys.addAll(settings.stringPropertyNames());
         }
-        Properties settings = new Properties();
-        try (Reader reader = Files.newBufferedReader(file)) {
-            settings.load(reader);
-        }
-        for (String key : settings.stringPropertyNames()) {
+        for (String key : keys) {
             String value = System.getenv(Settings.environmentName(key));
             if (key.startsWith("camel.") && value != null) {
                 main.addOverrideProperty(key, value);

@@ -260,6 +260,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         AdapterCaller adapters = new AdapterCaller(context);
         io.jobgate.adapter.ProviderCancel providerCancel = new io.jobgate.adapter.ProviderCancel(jdbc, providers, adapters);
         registry.bind("providerCancel", providerCancel);
+        providerCancel.useMeters(meters);
         registry.bind("jobLeases", leases);
         registry.bind("outputStore", outputs);
         registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer(providers));
@@ -292,6 +293,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         leases.useCanaries(canaries);
         worker.useCanaries(canaries);
         reconciler.useCanaries(canaries);
+        sweeper.useCanaries(canaries);
         registry.bind("canaries", canaries);
         // Evaluation (docs/evaluation.md): outputs read back by the evaluator route and scored.
         registry.bind("tesseractOcr", new io.jobgate.evaluation.TesseractOcr(settings.required("jobgate.evaluation.tesseract-command"),

@@ -114,6 +114,15 @@ public final class AdapterContract {
     public static final String PROVIDER_REQUEST_ID = "JobgateProviderRequestId";
     /** The provider's task reference: set with {@code pending}, given to lookups, found in webhooks. */
     public static final String PROVIDER_TASK = "JobgateProviderTask";
+    /**
+     * The adapter's own record of its task (text it chooses, at most {@value #MAX_PROVIDER_STATE} characters):
+     * set with {@code pending} (or by a lookup that finds the task of a lost submit reply), kept with the job's
+     * task reference ({@code jobs.provider_state}), and given back to the lookups and cancels of that task, and to
+     * a webhook whose URL names its job. fal keeps the status, result and cancel URLs of its submit reply and the
+     * ordered seconds there.
+     */
+    public static final String PROVIDER_STATE = "JobgateProviderState";
+    public static final int MAX_PROVIDER_STATE = 4096;
     /** With outcome {@code succeeded}, one of: a URL to fetch, base64 bytes, or text (transcripts). */
     public static final String OUTPUT_URL = "JobgateOutputUrl";
     public static final String OUTPUT_BASE64 = "JobgateOutputBase64";
@@ -130,4 +139,10 @@ public final class AdapterContract {
     public static final String PENDING = "pending";
     /** Lookup only: the provider confirms it never received the request (a resubmit is safe). */
     public static final String ABSENT = "absent";
+    /**
+     * Webhook only: the task is done but the delivery does not carry its result (fal's {@code payload: null}
+     * with {@code payload_error}): the gateway asks the adapter's lookup for it at once instead of waiting for
+     * the poller.
+     */
+    public static final String FETCH = "fetch";
 }

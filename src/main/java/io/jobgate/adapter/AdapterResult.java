@@ -22,11 +22,12 @@ import org.apache.camel.component.direct.DirectConsumerNotAvailableException;
  * @param excerpt  the start of the reply body for an operator (error outcomes only), at most 2 KiB
  * @param billedAmount what the provider billed, when it sent a readable number; {@code billedUnit} names
  *                     its unit ({@code units} when the adapter named none)
+ * @param providerState the adapter's own record of its task ({@link AdapterContract#PROVIDER_STATE}), or null
  */
 public record AdapterResult(String outcome, ErrorCategory category, Integer httpStatus, String retryAfter,
                             String providerRequestId, String providerTask, String outputUrl, String outputBase64,
                             String outputText, String outputMediaType, String message, String excerpt,
-                            BigDecimal billedAmount, String billedUnit, boolean declared) {
+                            BigDecimal billedAmount, String billedUnit, boolean declared, String providerState) {
 
     static final int EXCERPT_CHARS = 2048;
 
@@ -42,6 +43,20 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         return AdapterContract.ABSENT.equals(outcome);
     }
 
+    /** A webhook said the task is done without carrying its result: ask the lookup now. */
+    public boolean fetch() {
+        return AdapterContract.FETCH.equals(outcome);
+    }
+
+    /**
+     * The same answer without what the adapter read from a state it was given for another job than the one
+     * its task turned out to be (a webhook whose URL named the wrong job): its billing and that state.
+     */
+    public AdapterResult withoutGivenState() {
+        return new AdapterResult(outcome, category, httpStatus, retryAfter, providerRequestId, providerTask, outputUrl, outputBase64,
+                outputText, outputMediaType, message, excerpt, null, null, declared, null);
+    }
+
     /** A call that never reached an adapter or ended in an exception, classified by where it broke. */
     public static AdapterResult ofException(Throwable failure) {
         ErrorCategory category = sentBeforeFailing(failure) ? ErrorCategory.AMBIGUOUS : ErrorCategory.TRANSIENT;
@@ -51,12 +66,12 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         Throwable root = rootOf(failure);
         String message = root.getClass().getSimpleName() + (root.getMessage() == null ? "" : ": " + root.getMessage());
         return new AdapterResult(null, category, null, null, null, null, null, null, null, null, truncate(message, 500),
-                null, null, null, false);
+                null, null, null, false, null);
     }
 
     public static AdapterResult deadlinePassed(long millis) {
         return new AdapterResult(null, ErrorCategory.AMBIGUOUS, null, null, null, null, null, null, null, null,
-                "no answer within the call deadline of " + millis + " ms", null, null, null, false);
+                "no answer within the call deadline of " + millis + " ms", null, null, null, false, null);
     }
 
     /** Reads the outcome properties an adapter set, falling back on the reply's status and headers. */
@@ -76,7 +91,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
             Throwable root = rootOf(failure);
             return new AdapterResult(null, ErrorCategory.UNPARSEABLE_RESPONSE, replied, null, null, null, null, null, null,
                     null, truncate("adapter could not read the reply: " + root.getClass().getSimpleName(), 500),
-                    excerpt(call), null, null, false);
+                    excerpt(call), null, null, false, null);
         }
         if (failure != null) {
             return ofException(failure);
@@ -92,7 +107,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         String outcome = null;
         ErrorCategory category = null;
         if (AdapterContract.SUCCEEDED.equals(declared) || AdapterContract.PENDING.equals(declared)
-                || AdapterContract.ABSENT.equals(declared)) {
+                || AdapterContract.ABSENT.equals(declared) || AdapterContract.FETCH.equals(declared)) {
             outcome = declared;
         } else if (declared != null) {
             category = ErrorCategory.fromWire(declared).orElse(ErrorCategory.UNPARSEABLE_RESPONSE);
@@ -122,7 +137,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
                 call.getProperty(AdapterContract.OUTPUT_TEXT, String.class),
                 call.getProperty(AdapterContract.OUTPUT_MEDIA_TYPE, String.class),
                 message == null ? null : truncate(message, 500),
-                excerpt, amount, amount == null ? null : unit(call), declared != null);
+                excerpt, amount, amount == null ? null : unit(call), declared != null, state(call));
         if (result.succeeded() && result.outputUrl() == null && result.outputBase64() == null && result.outputText() == null) {
             return result.failedAs(ErrorCategory.UNPARSEABLE_RESPONSE, "adapter reported success without an output");
         }
@@ -131,7 +146,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
 
     public AdapterResult failedAs(ErrorCategory newCategory, String newMessage) {
         return new AdapterResult(null, newCategory, httpStatus, retryAfter, providerRequestId, providerTask, null, null,
-                null, null, truncate(newMessage, 500), excerpt, billedAmount, billedUnit, declared);
+                null, null, truncate(newMessage, 500), excerpt, billedAmount, billedUnit, declared, providerState);
     }
 
     /** Was the request (possibly) on the wire when it broke? Refused or unresolved connections were not. */
@@ -185,6 +200,12 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         } catch (NumberFormatException e) {
             return null;
         }
+    }
+
+    /** The adapter's record of its task; one too long to keep is not kept (its lookups then build what they need). */
+    private static String state(Exchange call) {
+        String state = call.getProperty(AdapterContract.PROVIDER_STATE, String.class);
+        return state == null || state.isBlank() || state.length() > AdapterContract.MAX_PROVIDER_STATE ? null : state;
     }
 
     private static String unit(Exchange call) {

@@ -15,7 +15,10 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * After a tenant cancelled a job that a provider is working on, asks the provider to stop it
  * (operation {@code cancel}, for adapters that list it): a long render is not left running for
  * nothing. The job is already cancelled and refunded by the documented rule; what the provider
- * answers changes nothing of it and is logged.
+ * answers changes nothing of it and is logged and counted ({@code jobgate_provider_cancels_total}).
+ * Only the adapter's {@code cancelled} says the provider stopped it (or had nothing left to stop); any
+ * other answer — a 404, a refused or failed call — is a cancel that did not reach the task, logged as a
+ * warning: the provider may still be rendering, and billing, it.
  */
 public final class ProviderCancel {
 
@@ -45,18 +48,18 @@ public final class ProviderCancel {
      * A task the provider started for a job that was cancelled while the submit was on the wire (its
      * reference was never recorded): stopped like any other, when the job is indeed cancelled.
      */
-    public String orphaned(UUID jobId, Provider provider, String task) {
+    public String orphaned(UUID jobId, Provider provider, String task, String state) {
         if (!provider.supports(AdapterContract.CANCEL) || jdbc.queryForList(
                 "SELECT 1 FROM jobs WHERE job_id = ? AND status = 'cancelled'", jobId).isEmpty()) {
             return null;
         }
-        return ask(jobId, provider, task, null);
+        return ask(jobId, provider, task, state, null);
     }
 
     /** @return the adapter's outcome, or null when there was nothing to ask */
     public String cancel(UUID jobId) {
         List<Map<String, Object>> rows = jdbc.queryForList("""
-                SELECT provider, provider_task, kind FROM jobs
+                SELECT provider, provider_task, provider_state, kind FROM jobs
                  WHERE job_id = ? AND status = 'cancelled' AND provider_task IS NOT NULL""", jobId);
         if (rows.isEmpty()) {
             return null;
@@ -65,19 +68,35 @@ public final class ProviderCancel {
         if (provider == null || !provider.supports(AdapterContract.CANCEL)) {
             return null;
         }
-        return ask(jobId, provider, (String) rows.get(0).get("provider_task"), (String) rows.get(0).get("kind"));
+        return ask(jobId, provider, (String) rows.get(0).get("provider_task"), (String) rows.get(0).get("provider_state"),
+                (String) rows.get(0).get("kind"));
     }
 
-    private String ask(UUID jobId, Provider provider, String task, String kind) {
+    private volatile io.jobgate.ops.Meters meters;
+
+    public void useMeters(io.jobgate.ops.Meters meters) {
+        this.meters = meters;
+    }
+
+    private String ask(UUID jobId, Provider provider, String task, String state, String kind) {
         Map<String, Object> properties = new java.util.LinkedHashMap<>();
         properties.put(AdapterContract.JOB_ID, jobId.toString());
         properties.put(AdapterContract.IDEMPOTENCY_KEY, AdapterContract.idempotencyKey(jobId));
         properties.put(AdapterContract.PROVIDER_TASK, task);
+        properties.put(AdapterContract.PROVIDER_STATE, state);
         properties.put(AdapterContract.KIND, kind);
         AdapterResult answer = adapters.call(provider, AdapterContract.CANCEL, null, properties);
         String outcome = answer.category() == null ? answer.outcome() : answer.category().wire();
-        LOG.info("cancel job={} provider={} task={} provider answered {} (HTTP {})", jobId, provider.name(), task, outcome,
-                answer.httpStatus());
+        if ("cancelled".equals(outcome)) {
+            LOG.info("cancel job={} provider={} task={} provider answered {} (HTTP {})", jobId, provider.name(), task, outcome,
+                    answer.httpStatus());
+        } else {
+            LOG.warn("cancel job={} provider={} task={} did not reach the task: {} (HTTP {}{}); the provider may still be working on it",
+                    jobId, provider.name(), task, outcome, answer.httpStatus(), answer.message() == null ? "" : ", " + answer.message());
+        }
+        if (meters != null) {
+            meters.providerCancel(provider.name(), outcome == null ? "none" : outcome);
+        }
         return outcome;
     }
 }

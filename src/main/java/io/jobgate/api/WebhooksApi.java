@@ -57,13 +57,17 @@ public final class WebhooksApi {
      * knows its task: a submit whose reply was lost. Only a job of this provider still waiting
      * without a task reference qualifies; the signature already proved the provider sent it.
      */
-    private Optional<WaitingJob> lostReply(String provider, String jobParam) {
+    private static Optional<WaitingJob> lostReply(Optional<WaitingJob> named) {
+        return named.filter(j -> j.providerTask() == null);
+    }
+
+    /** The job of this provider a webhook URL names ({@code ?job=<id>}), if any. */
+    private Optional<WaitingJob> named(String provider, String jobParam) {
         if (jobParam == null) {
             return Optional.empty();
         }
         try {
-            return reconciler.find(java.util.UUID.fromString(jobParam.trim()))
-                    .filter(j -> j.provider().equals(provider) && j.providerTask() == null);
+            return reconciler.find(java.util.UUID.fromString(jobParam.trim())).filter(j -> j.provider().equals(provider));
         } catch (IllegalArgumentException e) {
             return Optional.empty();
         }
@@ -116,12 +120,19 @@ public final class WebhooksApi {
             HttpReply.json(exchange, 200, reply, Map.of());
             return;
         }
+        // A delivery whose URL names its job is read with that job's record of its task (JobgateProviderState:
+        // what fal bills comes from the order kept there), which counts only if the delivery's task is that job's.
+        Optional<WaitingJob> named = named(name, exchange.getIn().getHeader("job", String.class));
+        String givenState = named.map(WaitingJob::providerState).orElse(null);
         AdapterResult evidence = adapters.call(provider, AdapterContract.WEBHOOK, new String(body, StandardCharsets.UTF_8),
-                Map.of());
+                givenState == null ? Map.of() : Map.of(AdapterContract.PROVIDER_STATE, givenState));
         Optional<WaitingJob> job = evidence.providerTask() == null ? Optional.empty()
                 : reconciler.findByTask(name, evidence.providerTask());
         if (job.isEmpty() && evidence.providerTask() != null) {
-            job = lostReply(name, exchange.getIn().getHeader("job", String.class));
+            job = lostReply(named);
+        }
+        if (givenState != null && !job.map(WaitingJob::jobId).equals(named.map(WaitingJob::jobId))) {
+            evidence = evidence.withoutGivenState();
         }
         Map<String, Object> reply = new LinkedHashMap<>();
         reply.put("matched", job.isPresent());

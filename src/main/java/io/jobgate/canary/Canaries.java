@@ -58,10 +58,13 @@ public final class Canaries {
         }
     }
 
-    /** A provider's candidate as loaded now: its identity, label and route file. */
-    public record Candidate(String provider, String id, String label, AdapterSource source) {
+    /**
+     * A provider's candidate as loaded now: its identity, label and route file, and the provider's settings as
+     * it reads them (with the entries only it reads that the environment alone gives).
+     */
+    public record Candidate(String provider, String id, String label, AdapterSource source, Map<String, String> settings) {
         public String revision(Provider p, String kind) {
-            return RevisionIdentity.of(Canaries.label(p, kind), source, p.settings(), kind);
+            return RevisionIdentity.of(Canaries.label(p, kind), source, settings, kind);
         }
 
         /** Its per-kind revisions (what its attempts record). */
@@ -130,7 +133,8 @@ public final class Canaries {
             return Optional.empty();
         }
         String label = label(provider, null);
-        return Optional.of(new Candidate(provider.name(), RevisionIdentity.of(label, source, provider.settings(), null), label, source));
+        Map<String, String> settings = providers.settingsReadBy(provider, source);
+        return Optional.of(new Candidate(provider.name(), RevisionIdentity.of(label, source, settings, null), label, source, settings));
     }
 
     /** A candidate's human label: {@code canary.label}, else the stable label and {@code -candidate}. */
@@ -158,10 +162,12 @@ public final class Canaries {
     }
 
     /**
-     * Where the next attempt of a job goes (called in the worker's start transaction, {@code JobLeases.start}).
-     * The candidate gets it when its route runs, its canary is running (or promoted: then every attempt),
-     * the job's previous attempt did not run on it, the job has an attempt left for the stable revision
-     * after this one, and the attempt's hash bucket falls within the share.
+     * Where the next attempt of a job goes (called in the worker's start transaction, {@code JobLeases.start},
+     * right before the attempt row is opened). The candidate gets it when its route runs, its canary is running
+     * (or promoted: then every attempt), the job's previous attempt did not run on it, the job has an attempt
+     * left for the stable revision after this one, the attempt's hash bucket falls within the share, the
+     * candidate's own gate is open (a 429 it got closes it, {@link #closeCandidate}), and — until its gates have
+     * judged a full sample — it has fewer than {@code canary.min-sample} attempts started ({@link #sampleFull}).
      *
      * @param attemptsSoFar the job's attempts before this one
      */
@@ -174,12 +180,15 @@ public final class Canaries {
             return Choice.stable(provider, kind);
         }
         Candidate candidate = loaded.get();
-        List<String> status = jdbc.queryForList("SELECT status FROM canaries WHERE revision = ?", String.class, candidate.id());
+        List<Map<String, Object>> rows = jdbc.queryForList(
+                "SELECT status, closed_until, sampled_at, judged_from, array_to_string(revisions, ' ') AS revisions FROM canaries WHERE revision = ?",
+                candidate.id());
         String revision = candidate.revision(provider, kind);
-        if (!status.isEmpty() && status.get(0).equals("promoted")) {
+        String status = rows.isEmpty() ? null : (String) rows.get(0).get("status");
+        if ("promoted".equals(status)) {
             return new Choice(revision, candidate.uri(), true, true);
         }
-        if (status.isEmpty() || !status.get(0).equals("running") || attemptsSoFar + 1 >= maxAttempts
+        if (!"running".equals(status) || attemptsSoFar + 1 >= maxAttempts
                 || bucket(jobId, attemptsSoFar + 1) >= Math.round(share(provider) * (BUCKETS / 100.0))) {
             return Choice.stable(provider, kind);
         }
@@ -187,7 +196,71 @@ public final class Canaries {
         if (!last.isEmpty() && revision.equals(last.get(0))) {
             return Choice.stable(provider, kind); // a retry of a job whose last attempt ran on the candidate
         }
+        Map<String, Object> row = rows.get(0);
+        Instant now = clock.instant();
+        if (row.get("closed_until") instanceof Timestamp closed && closed.toInstant().isAfter(now)) {
+            return Choice.stable(provider, kind); // the candidate's own 429: only it waits
+        }
+        if (row.get("sampled_at") == null && sampleFull(provider, candidate, revisions(row), ((Timestamp) row.get("judged_from")).toInstant(), now)) {
+            return Choice.stable(provider, kind);
+        }
         return new Choice(revision, candidate.uri(), true, false);
+    }
+
+    /**
+     * Before its gates first judged a full sample, may the candidate take no more attempts? It has
+     * {@code canary.min-sample} attempts started in the gates' window (since {@code judged_from}; attempts
+     * the gates never count — lease lost, ended with their job — excepted), counted as they start: the
+     * count runs in the start's transaction under a transaction-scoped advisory lock of the canary, so
+     * concurrent starts on any instance count one after the other and a burst cannot overshoot. The lock
+     * is only tried: a start that finds it taken sends its attempt to the stable revision rather than wait
+     * (no start ever waits on another's, whatever rows either holds).
+     */
+    private boolean sampleFull(Provider provider, Candidate candidate, List<String> revisions, Instant judgedFrom, Instant now) {
+        GateThresholds thresholds = GateThresholds.of(provider);
+        if (!Boolean.TRUE.equals(jdbc.queryForObject("SELECT pg_try_advisory_xact_lock(?, hashtext(?))", Boolean.class,
+                SAMPLE_LOCK, candidate.id()))) {
+            return true;
+        }
+        Instant since = now.minus(thresholds.window());
+        if (judgedFrom.isAfter(since)) {
+            since = judgedFrom;
+        }
+        Long started = jdbc.queryForObject("""
+                SELECT count(*) FROM attempts
+                 WHERE adapter_revision = ANY (?) AND adapter = ? AND started_at >= ?
+                   AND (outcome IS NULL OR outcome NOT IN ('lease_lost', 'ended_with_job'))""",
+                Long.class, revisions.toArray(String[]::new), provider.name(), Timestamp.from(since));
+        return started != null && started >= thresholds.minSample();
+    }
+
+    /** Advisory lock class of a canary's first sample (beside {@code UploadStore.OBJECT_LOCK}, {@code InstanceLiveness.LOCK_CLASS}). */
+    static final int SAMPLE_LOCK = 27241;
+
+    /**
+     * A candidate's attempt got a 429: the candidate alone waits until {@code until} (never shortened),
+     * its share going to the stable revision meanwhile; the provider's gate stays open for stable attempts.
+     *
+     * @param revision the attempt's (per-kind) revision
+     */
+    public void closeCandidate(String revision, Instant until, String reason) {
+        jdbc.update("""
+                UPDATE canaries SET closed_until = greatest(coalesce(closed_until, '-infinity'), ?), closed_reason = ?
+                 WHERE ? = ANY (revisions)""", Timestamp.from(until), reason, revision);
+    }
+
+    /** Until when the candidate of the (per-kind) {@code revision} is closed by its own 429, if it is now. */
+    public Optional<Instant> candidateClosedUntil(String revision) {
+        return jdbc.queryForList("SELECT closed_until FROM canaries WHERE ? = ANY (revisions) AND closed_until > ?", Timestamp.class,
+                revision, Timestamp.from(clock.instant())).stream().findFirst().map(Timestamp::toInstant);
+    }
+
+    /**
+     * Is {@code revision} a candidate's whose outputs are not approved (running or stopped, not promoted)?
+     * Its attempts' failures are the candidate's, never their job's.
+     */
+    public boolean isCandidate(String revision) {
+        return !approved(revision);
     }
 
     /** The attempt's bucket, 0 to 9999: the same on every instance. */
@@ -238,13 +311,32 @@ public final class Canaries {
      * A candidate's task (attempt {@code attempt}) succeeded while its job waits on the provider: if the job
      * is still on that attempt, in {@code from}, the attempt ends as {@code candidate_output} with its held
      * output recorded and the job takes {@code resubmit}, due now, for an attempt on the stable revision.
-     * One transaction, the job's row locked first (a job waiting on its provider has no unpublished dispatch
-     * event for the transition to lock), so stale evidence — a poller's lookup that started before the job
-     * moved on to its next attempt — changes nothing.
      *
      * @return false when the job had moved on (nothing changed)
      */
     public boolean requeueHeld(UUID jobId, int attempt, JobStatus from, String heldRecord) {
+        return requeueFromCandidate(jobId, attempt, from, "candidate_output", null, null, heldRecord);
+    }
+
+    /**
+     * A candidate's task failed while its job waits on the provider (its evidence declared a failure, its
+     * output was refused, the provider lost it): the failure is the candidate's, never the job's. If the job
+     * is still on that attempt, in {@code from}, the attempt records the failure (its category is what the
+     * gates count) and the job takes {@code resubmit}, due now, for an attempt on the stable revision.
+     *
+     * @return false when the job had moved on (nothing changed)
+     */
+    public boolean requeueFailed(UUID jobId, int attempt, JobStatus from, String category, String message) {
+        return requeueFromCandidate(jobId, attempt, from, "retry_wait", category, message, null);
+    }
+
+    /**
+     * One transaction, the job's row locked first (a job waiting on its provider has no unpublished dispatch
+     * event for the transition to lock), so stale evidence — a poller's lookup that started before the job
+     * moved on to its next attempt — changes nothing.
+     */
+    private boolean requeueFromCandidate(UUID jobId, int attempt, JobStatus from, String outcome, String category, String message,
+                                         String heldRecord) {
         return Boolean.TRUE.equals(transactions.execute(tx -> {
             // By the job's key ("still open" as a CASE, which cannot select a partial index of open jobs).
             if (jdbc.queryForList("SELECT 1 FROM jobs WHERE job_id = ? AND attempts = ? AND status = ? "
@@ -252,10 +344,13 @@ public final class Canaries {
                     Integer.class, jobId, attempt, from.wire()).isEmpty()) {
                 return false;
             }
-            jdbc.update("UPDATE attempts SET outcome = 'candidate_output', held_output = CAST(? AS jsonb) WHERE job_id = ? AND attempt = ?",
-                    heldRecord, jobId, attempt);
+            jdbc.update("""
+                    UPDATE attempts SET outcome = ?, held_output = coalesce(CAST(? AS jsonb), held_output),
+                           error_category = coalesce(?, error_category), error_message = coalesce(?, error_message)
+                     WHERE job_id = ? AND attempt = ?""", outcome, heldRecord, category,
+                    message == null ? null : io.jobgate.adapter.AdapterResult.truncate(message, 500), jobId, attempt);
             return transitions.apply(jobId, JobTransitions.Event.RESUBMIT, JobTransitions.Guard.from(java.util.Set.of(from)),
-                    JobTransitions.Change.retryAt(clock.instant(), 0, null)).isPresent();
+                    JobTransitions.Change.retryAt(clock.instant(), 0, category)).isPresent();
         }));
     }
 
@@ -274,7 +369,7 @@ public final class Canaries {
         for (Provider provider : providers.all()) {
             candidate(provider).ifPresent(c -> discover(provider, c));
         }
-        for (Map<String, Object> row : jdbc.queryForList("SELECT revision, provider, array_to_string(revisions, ' ') AS revisions, judged_from FROM canaries WHERE status = 'running'")) {
+        for (Map<String, Object> row : jdbc.queryForList("SELECT revision, provider, array_to_string(revisions, ' ') AS revisions, judged_from, sampled_at FROM canaries WHERE status = 'running'")) {
             Provider provider = providers.find((String) row.get("provider")).orElse(null);
             if (provider == null) {
                 continue;
@@ -284,6 +379,10 @@ public final class Canaries {
                     ((Timestamp) row.get("judged_from")).toInstant());
             if (verdict.tripped() != null) {
                 stop(revision, verdict.tripped().split(" ")[0], verdict.tripped(), GATES);
+            } else if (verdict.judged() && row.get("sampled_at") == null) {
+                // A full sample passed: from now on the share alone decides (no count at each start).
+                jdbc.update("UPDATE canaries SET sampled_at = ? WHERE revision = ? AND status = 'running' AND sampled_at IS NULL",
+                        Timestamp.from(clock.instant()), revision);
             }
         }
         publish();
@@ -397,7 +496,7 @@ public final class Canaries {
         String revision = (String) row.get("revision");
         Timestamp now = Timestamp.from(clock.instant());
         int changed = jdbc.update("UPDATE canaries SET status = ?, gate = NULL, reason = ?, changed_by = ?, changed_at = ?"
-                + (fresh ? ", judged_from = ?" : "") + " WHERE revision = ? AND " + from,
+                + (fresh ? ", judged_from = ?, sampled_at = NULL" : "") + " WHERE revision = ? AND " + from,
                 fresh ? new Object[] {to, reason, operator, now, now, revision} : new Object[] {to, reason, operator, now, revision});
         if (changed == 0) {
             throw conflict(provider, revision, (String) row.get("status"), to.equals("running") ? "restart" : "promote");
@@ -460,7 +559,8 @@ public final class Canaries {
 
     public Map<String, Object> view(String revision) {
         Map<String, Object> row = jdbc.queryForMap("""
-                SELECT provider, array_to_string(revisions, ' ') AS revisions, status, gate, reason, changed_by, changed_at, judged_from
+                SELECT provider, array_to_string(revisions, ' ') AS revisions, status, gate, reason, changed_by, changed_at, judged_from,
+                       closed_until, closed_reason, sampled_at
                   FROM canaries WHERE revision = ?""", revision);
         Map<String, Object> view = new LinkedHashMap<>();
         String providerName = (String) row.get("provider");
@@ -472,6 +572,12 @@ public final class Canaries {
         view.put("reason", row.get("reason"));
         view.put("changed_by", row.get("changed_by"));
         view.put("changed_at", ((Timestamp) row.get("changed_at")).toInstant().toString());
+        // Its own gate: closed by a 429 it got (the provider's gate is not), until then its share goes to stable.
+        boolean closed = row.get("closed_until") instanceof Timestamp t && t.toInstant().isAfter(clock.instant());
+        view.put("closed_until", closed ? ((Timestamp) row.get("closed_until")).toInstant().toString() : null);
+        view.put("closed_reason", closed ? row.get("closed_reason") : null);
+        // When its gates first judged a full sample; before that it takes at most min-sample attempts.
+        view.put("sampled_at", row.get("sampled_at") == null ? null : ((Timestamp) row.get("sampled_at")).toInstant().toString());
         Optional<Provider> provider = providers.find(providerName);
         provider.ifPresent(p -> {
             view.put("share_percent", share(p));

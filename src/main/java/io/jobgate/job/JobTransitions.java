@@ -221,34 +221,42 @@ public final class JobTransitions {
      * @param expiresAt      REOPEN: the job's lifetime ends no earlier than this (a forced redrive's new window), or null
      * @param leaseToken     TAKE_LEASE: the new lease's token when the caller chose it (a slot claimed under it
      *                       first); null: a fresh one
+     * @param providerState  SCHEDULE_CHECK: the adapter's own record of the task, when it gave one
      */
     public record Change(String leaseOwner, Duration leaseFor, Instant at, int unparseable, String providerTask,
                          String providerRequestId, String adapter, String revision, String category, String message,
                          String resultJson, int refundPercent, String cause, int extraAttempts, Instant expiresAt,
-                         UUID leaseToken) {
+                         UUID leaseToken, String providerState) {
         public static Change none() {
-            return new Change(null, null, null, 0, null, null, null, null, null, null, null, 0, null, 0, null, null);
+            return new Change(null, null, null, 0, null, null, null, null, null, null, null, 0, null, 0, null, null, null);
         }
 
         public static Change lease(String owner, Duration leaseFor) {
-            return new Change(owner, leaseFor, null, 0, null, null, null, null, null, null, null, 0, null, 0, null, null);
+            return new Change(owner, leaseFor, null, 0, null, null, null, null, null, null, null, 0, null, 0, null, null, null);
         }
 
         /** START: leased under {@code token} (its provider slot already claimed under it) for an attempt on {@code revision}. */
         public static Change start(String owner, Duration leaseFor, UUID token, String adapter, String revision) {
-            return new Change(owner, leaseFor, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null, token);
+            return new Change(owner, leaseFor, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null, token, null);
         }
 
         public static Change attempt(String worker, String adapter, String revision) {
-            return new Change(worker, null, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null, null);
+            return new Change(worker, null, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null, null, null);
         }
 
         public static Change retryAt(Instant at, int unparseable, String lastCategory) {
-            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0, null, 0, null, null);
+            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0, null, 0, null, null, null);
         }
 
         public static Change checkFrom(Instant firstCheck, String providerTask, String providerRequestId, String category) {
-            return new Change(null, null, firstCheck, 0, providerTask, providerRequestId, null, null, category, null, null, 0, null, 0, null, null);
+            return checkFrom(firstCheck, providerTask, providerRequestId, category, null);
+        }
+
+        /** As above, with the adapter's record of the task ({@code providerState}; null keeps the one the job has). */
+        public static Change checkFrom(Instant firstCheck, String providerTask, String providerRequestId, String category,
+                                       String providerState) {
+            return new Change(null, null, firstCheck, 0, providerTask, providerRequestId, null, null, category, null, null, 0, null, 0, null,
+                    null, providerState);
         }
 
         public static Change ending(String category, String message, String resultJson, int refundPercent) {
@@ -257,12 +265,12 @@ public final class JobTransitions {
 
         /** An operator's redrive: dispatched at {@code at}, {@code extraAttempts} more, lifetime to at least {@code expiresAt}. */
         public static Change redrive(Instant at, int extraAttempts, Instant expiresAt) {
-            return new Change(null, null, at, 0, null, null, null, null, null, null, null, 0, null, extraAttempts, expiresAt, null);
+            return new Change(null, null, at, 0, null, null, null, null, null, null, null, 0, null, extraAttempts, expiresAt, null, null);
         }
 
         /** @param cause FINALIZE: what used the job's caps up, when that says more than its category (a 429) */
         public static Change ending(String category, String message, String resultJson, int refundPercent, String cause) {
-            return new Change(null, null, null, 0, null, null, null, null, category, message, resultJson, refundPercent, cause, 0, null, null);
+            return new Change(null, null, null, 0, null, null, null, null, category, message, resultJson, refundPercent, cause, 0, null, null, null);
         }
     }
 
@@ -740,11 +748,13 @@ public final class JobTransitions {
             set.append(", dispatched_at = NULL");
         }
         if (event.has(Effect.DISPATCH_AT)) {
-            set.append(", next_attempt_at = :at, unparseable_streak = :unparseable, next_check_at = NULL, provider_task = NULL");
+            set.append(", next_attempt_at = :at, unparseable_streak = :unparseable, next_check_at = NULL, provider_task = NULL,"
+                    + " provider_state = NULL");
         }
         if (event.has(Effect.SCHEDULE_CHECK)) {
             set.append(", next_check_at = :at, checks = 0, check_claimed_by = NULL, provider_task = coalesce(:task, j.provider_task),"
-                    + " provider_request_id = coalesce(:requestId, j.provider_request_id)");
+                    + " provider_request_id = coalesce(:requestId, j.provider_request_id),"
+                    + " provider_state = coalesce(:providerState, j.provider_state)");
         }
         if (event.has(Effect.OPEN_ATTEMPT)) {
             set.append(", attempts = j.attempts + 1, adapter_revision = :revision");
@@ -772,7 +782,7 @@ public final class JobTransitions {
         }
         if (event.has(Effect.SCHEDULE_CHECK)) {
             p.addValue("at", Timestamp.from(change.at())).addValue("task", change.providerTask())
-                    .addValue("requestId", change.providerRequestId());
+                    .addValue("requestId", change.providerRequestId()).addValue("providerState", change.providerState());
         }
         if (event.has(Effect.REOPEN)) {
             p.addValue("extra", change.extraAttempts())

@@ -93,6 +93,12 @@ public final class Meters {
                 "provider", provider, "revision", revision, "totals", totalsCorrect ? "correct" : "wrong").increment();
     }
 
+    /** A cancelled job's task the provider was asked to stop: {@code cancelled}, or what the call ended in instead. */
+    public void providerCancel(String provider, String outcome) {
+        counter("jobgate_provider_cancels_total", "asks to stop a cancelled job's task, by the adapter's answer", "provider", provider,
+                "outcome", outcome).increment();
+    }
+
     public void rateLimited(String provider, String tenant) {
         counter("jobgate_provider_rate_limited_total", "429 answers of providers", "provider", provider, "tenant", tenant).increment();
     }

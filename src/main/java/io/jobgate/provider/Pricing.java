@@ -44,8 +44,13 @@ public final class Pricing {
     /**
      * What {@code units} of a provider's own billing unit cost at its price list, or null when its
      * settings price no such unit: {@code images} and {@code audio_minutes}/{@code audio_seconds} by
-     * the job prices, any other unit by {@code price.<unit>-micros} (e.g. {@code price.tokens-micros}).
+     * the job prices, {@code video_seconds.<resolution>} (seconds of video at a resolution class, fal's
+     * basis for Veo) by {@code price.video-second-micros.<resolution>}, any other unit by
+     * {@code price.<unit>-micros} (e.g. {@code price.tokens-micros}).
      */
+    /** A billed unit of seconds of video at a resolution class: {@code video_seconds.720p}. */
+    public static final String VIDEO_SECONDS = "video_seconds.";
+
     public static java.math.BigDecimal billedMicros(Provider provider, String unit, java.math.BigDecimal units) {
         if (unit == null || units == null) {
             return null;
@@ -54,7 +59,9 @@ public final class Pricing {
             case "images" -> price(provider, ProviderCatalog.IMAGE_PRICE, 1);
             case "audio_minutes" -> price(provider, ProviderCatalog.AUDIO_MINUTE_PRICE, 1);
             case "audio_seconds" -> price(provider, ProviderCatalog.AUDIO_MINUTE_PRICE, 60);
-            default -> price(provider, unit + "-micros", 1);
+            default -> unit.startsWith(VIDEO_SECONDS)
+                    ? price(provider, ProviderCatalog.videoSecondPrice(unit.substring(VIDEO_SECONDS.length())), 1)
+                    : price(provider, unit + "-micros", 1);
         };
         return per == null ? null : per.multiply(units);
     }

@@ -57,6 +57,12 @@ public record Provider(String name, Set<String> kinds, Map<String, Long> prices,
                 errors, Map.copyOf(changed), adapter);
     }
 
+    /** The same provider with these settings (an immutable map; the typed fields stay as they are). */
+    Provider withSettings(Map<String, String> replaced) {
+        return new Provider(name, kinds, prices, label, maxConcurrency, callDeadline, idempotentSubmit, rateLimitBackoff, sizes,
+                errors, replaced, adapter);
+    }
+
     /** The same provider with its adapter route file as now loaded. */
     public Provider withAdapter(AdapterSource source) {
         return source.equals(adapter) ? this : new Provider(name, kinds, prices, label, maxConcurrency, callDeadline,

@@ -26,10 +26,11 @@ import io.jobgate.preset.VideoOrder;
 
 /**
  * Providers from {@code <dir>/<name>.properties} in the provider directories. Each entry is named
- * {@code jobgate.provider.<name>.<key>}; the same name as a setting or environment variable
- * ({@code JOBGATE_PROVIDER_<NAME>_<KEY>}) overrides the file, so an operator can re-point or
- * re-price an adapter without editing files. A provider dropped in while the gateway runs is
- * found on first use: an unknown name re-reads the directories (at most once a second).
+ * {@code jobgate.provider.<name>.<key>}; the same name as a system property or environment variable
+ * ({@code JOBGATE_PROVIDER_<NAME>_<KEY>}) overrides the file, or gives an entry the file does not have
+ * (every entry {@link ProviderKeys} knows, and every provider setting its adapter route reads), so an
+ * operator can re-point, re-price or canary an adapter without editing files. A provider dropped in while
+ * the gateway runs is found on first use: an unknown name re-reads the directories (at most once a second).
  */
 public final class ProviderCatalog {
 
@@ -96,7 +97,28 @@ public final class ProviderCatalog {
                 }
             }
         }
+        sharedVariables(providers.values());
         return new Scan(Map.copyOf(providers), Map.copyOf(entries));
+    }
+
+    /**
+     * Two entries — of one provider, or of two whose names differ only by a dot, dash or underscore — that
+     * one environment variable would set: the start stops, naming both, rather than set one of them by chance.
+     */
+    private static void sharedVariables(java.util.Collection<Provider> providers) {
+        Map<String, String> byVariable = new TreeMap<>();
+        for (Provider provider : providers) {
+            Set<String> keys = new java.util.TreeSet<>(ProviderKeys.known());
+            keys.addAll(provider.settings().keySet());
+            for (String key : keys) {
+                String entry = "jobgate.provider." + provider.name() + "." + key;
+                String other = byVariable.putIfAbsent(Settings.environmentName(entry), entry);
+                if (other != null && !other.equals(entry)) {
+                    throw new IllegalStateException("provider entries " + other + " and " + entry + " would share the environment variable "
+                            + Settings.environmentName(entry) + ": rename one");
+                }
+            }
+        }
     }
 
     /** Every provider of the last scan. */
@@ -129,8 +151,47 @@ public final class ProviderCatalog {
     private volatile java.util.function.Function<String, AdapterSource> adapterSources = name -> AdapterSource.UNKNOWN;
 
     private Provider withAdapter(Provider provider) {
-        return provider.withAdapter(adapterSources.apply(provider.name()));
+        AdapterSource source = adapterSources.apply(provider.name());
+        Map<String, String> settings = settingsReadBy(provider, source);
+        return settings == provider.settings() ? provider.withAdapter(source) : provider.withAdapter(source).withSettings(settings);
     }
+
+    /**
+     * The settings of {@code provider} with those a route file reads ({@code source}, its stable adapter's or a
+     * canary candidate's) that the provider file does not name but the environment (or a system property) gives:
+     * they shape its requests, so they count in its revision. The provider's own map when there are none; else
+     * made once per (settings read, route file loaded), so the map keeps its identity between calls (revision ids
+     * are cached by it).
+     */
+    public Map<String, String> settingsReadBy(Provider provider, AdapterSource source) {
+        if (source == null || source.settingKeys() == null || provider.settings().keySet().containsAll(source.settingKeys())) {
+            return provider.settings();
+        }
+        String cacheKey = provider.name() + "@" + source.digest();
+        ReadBy known = readBy.get(cacheKey);
+        if (known != null && known.base() == provider.settings() && known.source() == source) {
+            return known.settings();
+        }
+        Map<String, String> merged = new TreeMap<>(provider.settings());
+        String prefix = "jobgate.provider." + provider.name() + ".";
+        for (String key : source.settingKeys()) {
+            if (!merged.containsKey(key)) {
+                override(prefix + key).ifPresent(value -> merged.put(key, placeholders.apply(value)));
+            }
+        }
+        Map<String, String> settings = merged.size() == provider.settings().size() ? provider.settings() : Map.copyOf(merged);
+        if (readBy.size() > 256) {
+            readBy.clear(); // route files reloaded many times: old sources are not asked again
+        }
+        readBy.put(cacheKey, new ReadBy(provider.settings(), source, settings));
+        return settings;
+    }
+
+    /** Settings with a route file's environment-only entries, and what they were made from. */
+    private record ReadBy(Map<String, String> base, AdapterSource source, Map<String, String> settings) {
+    }
+
+    private final Map<String, ReadBy> readBy = new java.util.concurrent.ConcurrentHashMap<>();
 
     /**
      * A provider file's entry by its full key, as written in the file (environment variables and
@@ -163,16 +224,51 @@ public final class ProviderCatalog {
                 .map(String::trim).filter(v -> !v.isEmpty());
     }
 
+    /**
+     * The entries of provider {@code name} that the environment (or a system property) gives while its file
+     * does not name them: each key {@link ProviderKeys} knows by its own variable, the error-table and price
+     * families by their rule, and any {@code jobgate.provider.<name>.*} system property (its name is the key).
+     */
+    static Map<String, String> environmentOnly(String name, Set<String> inFile) {
+        String prefix = "jobgate.provider." + name + ".";
+        Map<String, String> found = new TreeMap<>();
+        Set<String> knownVariables = new java.util.HashSet<>();
+        for (String key : ProviderKeys.known()) {
+            knownVariables.add(Settings.environmentName(prefix + key));
+            if (!inFile.contains(key)) {
+                override(prefix + key).ifPresent(value -> found.put(key, value));
+            }
+        }
+        String variablePrefix = Settings.environmentName(prefix);
+        System.getenv().forEach((variable, value) -> {
+            if (variable.startsWith(variablePrefix) && !knownVariables.contains(variable) && !value.isBlank()) {
+                ProviderKeys.family(variable.substring(variablePrefix.length()))
+                        .filter(key -> !inFile.contains(key))
+                        .ifPresent(key -> found.putIfAbsent(key, value.trim()));
+            }
+        });
+        for (String property : System.getProperties().stringPropertyNames()) {
+            String value = System.getProperty(property);
+            if (property.startsWith(prefix) && value != null && !value.isBlank() && !inFile.contains(property.substring(prefix.length()))) {
+                found.put(property.substring(prefix.length()), value.trim()); // a system property wins, as over the file
+            }
+        }
+        return found;
+    }
+
     private static Provider provider(String name, Properties file, java.util.function.UnaryOperator<String> placeholders) {
         String prefix = "jobgate.provider." + name + ".";
         Map<String, String> values = new TreeMap<>();
+        Set<String> inFile = new java.util.HashSet<>();
         file.stringPropertyNames().forEach(key -> {
             if (!key.startsWith(prefix)) {
                 throw new IllegalStateException("entry " + key + " in providers/" + name + ".properties must start with " + prefix);
             }
             String shortKey = key.substring(prefix.length());
+            inFile.add(shortKey);
             values.put(shortKey, placeholders.apply(override(key).orElse(file.getProperty(key).trim())));
         });
+        environmentOnly(name, inFile).forEach((key, value) -> values.put(key, placeholders.apply(value)));
         Set<String> kinds = Arrays.stream(values.getOrDefault("kinds", "").split(","))
                 .map(String::trim).filter(s -> !s.isEmpty()).collect(Collectors.toUnmodifiableSet());
         Map<String, Long> prices = new TreeMap<>();

@@ -102,7 +102,8 @@ public final class Reconciler {
 
     private static final String COLUMNS = """
             job_id, status, provider, provider_task, provider_request_id, attempts, max_attempts, expires_at, checks,
-            preset_id, preset_version, kind, tenant_id, aspect_class, inputs::text AS inputs, source_sha256, adapter_revision""";
+            preset_id, preset_version, kind, tenant_id, aspect_class, inputs::text AS inputs, source_sha256, adapter_revision,
+            provider_state""";
 
     /** The due checks, oldest first, claimed for a poll (parameters: see {@link #claimDue}). */
     static final String CLAIM_DUE = """
@@ -188,6 +189,9 @@ public final class Reconciler {
             return schedule(job, "adapter " + provider.name() + " has no lookup; waiting for a webhook or the lifetime");
         }
         Optional<Instant> closed = gates.closedUntil(provider.name());
+        if (closed.isEmpty() && candidate(job)) {
+            closed = canaries.candidateClosedUntil(job.adapterRevision()); // the candidate's own 429
+        }
         if (closed.isPresent()) {
             // A lookup is a request like a submit: a provider that said 429 is left alone until it said.
             return scheduleAt(job, closed.get(), "provider " + provider.name() + " gate closed until " + closed.get());
@@ -195,11 +199,12 @@ public final class Reconciler {
         Map<String, Object> properties = new LinkedHashMap<>();
         properties.put(AdapterContract.JOB_ID, job.jobId().toString());
         // A canary candidate's attempt is asked about through its own route, by its own key (docs/canary.md).
-        boolean candidate = canaries != null && !canaries.approved(job.adapterRevision());
+        boolean candidate = candidate(job);
         properties.put(AdapterContract.IDEMPOTENCY_KEY, candidate
                 ? Canaries.candidateKey(AdapterContract.idempotencyKey(job.jobId()), job.attempts())
                 : AdapterContract.idempotencyKey(job.jobId()));
         properties.put(AdapterContract.PROVIDER_TASK, job.providerTask());
+        properties.put(AdapterContract.PROVIDER_STATE, job.providerState());
         properties.put(AdapterContract.PROVIDER_REQUEST_ID, job.providerRequestId());
         properties.put(AdapterContract.KIND, job.kind());
         properties.put(AdapterContract.OUTPUT_MEDIA_TYPE, expectedMediaType(job));
@@ -220,6 +225,11 @@ public final class Reconciler {
         Instant now = clock.instant();
         io.jobgate.adapter.RateLimitWait wait = io.jobgate.adapter.RateLimitWait.after(answer.retryAfter(), now,
                 checkBackoff.ceiling(Math.max(1, job.checks())), provider.rateLimitBackoff());
+        if (candidate(job)) {
+            // A canary candidate's 429 closes the candidate only: the stable revision's jobs go on.
+            canaries.closeCandidate(job.adapterRevision(), wait.until(), "HTTP 429 to a lookup of job " + job.jobId());
+            return scheduleAt(job, wait.until(), "canary candidate rate limited: asked again at " + wait.until());
+        }
         gates.close(provider.name(), wait.until(), "HTTP 429 to a lookup of job " + job.jobId());
         LOG.info("reconcile job={} provider {} answered a lookup with 429 (Retry-After {}): gate closed until {}", job.jobId(),
                 provider.name(), answer.retryAfter(), wait.until());
@@ -237,9 +247,25 @@ public final class Reconciler {
             jdbc.update("UPDATE attempts SET billed_units = ?, billed_unit = ? WHERE job_id = ? AND attempt = ?",
                     evidence.billedAmount(), evidence.billedUnit(), job.jobId(), Math.max(1, job.attempts()));
         }
+        if (evidence.fetch()) {
+            // The task is done but its news came without the result: asked for it now, not at the poller's next
+            // round. A lookup answering "fetch" itself (it should not) is not asked again.
+            if (source.endsWith(FETCHED)) {
+                return schedule(job, "the lookup answered 'fetch' too");
+            }
+            LOG.info("reconcile job={} source={} evidence=fetch: the result is asked for now ({})", job.jobId(), source,
+                    evidence.message());
+            return check(job, source + FETCHED);
+        }
         Applied applied;
+        boolean candidate = candidate(job);
         if (evidence.succeeded()) {
             applied = succeed(job, evidence);
+        } else if (candidate && (evidence.absent() || (evidence.declared() && evidence.category() != null
+                && evidence.category().handling() != ErrorCategory.Handling.UNKNOWN))) {
+            // A canary candidate's task failed or was lost: the candidate's failure, never the job's.
+            applied = candidateFailed(job, evidence.absent() ? null : evidence.category(),
+                    evidence.absent() ? "provider has no such request" : evidence.message());
         } else if (evidence.pending()) {
             applied = stillPending(job, evidence);
         } else if (evidence.absent()) {
@@ -273,6 +299,9 @@ public final class Reconciler {
         } catch (OutputStore.Superseded e) {
             return new Applied(false, "already moved on");
         } catch (OutputStore.OutputUnavailable e) {
+            if (hold && e.category().handling() == ErrorCategory.Handling.FAIL) {
+                return candidateFailed(job, e.category(), e.getMessage()); // a candidate's refused output: its own
+            }
             if (e.category().handling() == ErrorCategory.Handling.FAIL) {
                 boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job),
                         JobFinalizer.Outcome.failed(e.category().wire(), e.getMessage()));
@@ -303,6 +332,34 @@ public final class Reconciler {
                 : "candidate output held in quarantine; the job had moved on");
     }
 
+    /**
+     * A canary candidate's task failed (its declared failure, any category; its output refused; the provider
+     * lost it): recorded on its attempt for its gates, and the job is due now for an attempt on the stable
+     * revision, within its lifetime. Only stable attempts fail jobs.
+     */
+    private Applied candidateFailed(WaitingJob job, ErrorCategory category, String message) {
+        Instant now = clock.instant();
+        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(job.attempts(), job.maxAttempts(), job.expiresAt(), now,
+                "a canary candidate's task failed");
+        if (capped.isPresent()) {
+            boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job), JobFinalizer.Outcome.failed(
+                    capped.get().category().wire(), capped.get().message()));
+            return new Applied(won, capped.get().category().wire() + ": candidate task failed");
+        }
+        boolean moved = canaries.requeueFailed(job.jobId(), job.attempts(), JobStatus.fromWire(job.status()).orElseThrow(),
+                category == null ? null : category.wire(), message);
+        return new Applied(moved, moved ? "candidate task failed (" + (category == null ? "lost" : category.wire())
+                + "); retry_wait for the stable revision" : "candidate task failed; the job had moved on");
+    }
+
+    /** Is the job waiting on a canary candidate's task (its outputs held, its failures its own)? */
+    private boolean candidate(WaitingJob job) {
+        return canaries != null && canaries.isCandidate(job.adapterRevision());
+    }
+
+    /** Marks the source of evidence asked for because a webhook said "fetch". */
+    static final String FETCHED = "-fetch";
+
     private volatile Canaries canaries;
 
     /** Jobs whose attempt ran on a canary candidate are asked about through its route, and their outputs held. */
@@ -329,7 +386,7 @@ public final class Reconciler {
     private Applied stillPending(WaitingJob job, AdapterResult evidence) {
         if (job.status().equals(JobStatus.SUBMISSION_UNKNOWN.wire())) {
             boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.TASK_FOUND, onItsAttempt(job),
-                    JobTransitions.Change.checkFrom(nextCheck(0), evidence.providerTask(), null, null)).isPresent();
+                    JobTransitions.Change.checkFrom(nextCheck(0), evidence.providerTask(), null, null, evidence.providerState())).isPresent();
             return new Applied(moved, "provider has the task: provider_pending");
         }
         return schedule(job, "provider still working");
@@ -386,7 +443,7 @@ public final class Reconciler {
                 rs.getString("provider_task"), rs.getString("provider_request_id"), rs.getInt("attempts"),
                 rs.getInt("max_attempts"), expires.toInstant(), rs.getInt("checks"), rs.getString("preset_id"),
                 rs.getInt("preset_version"), rs.getString("kind"), rs.getString("tenant_id"), rs.getString("aspect_class"),
-                rs.getString("inputs"), rs.getString("source_sha256"), rs.getString("adapter_revision"));
+                rs.getString("inputs"), rs.getString("source_sha256"), rs.getString("adapter_revision"), rs.getString("provider_state"));
     }
 
 }

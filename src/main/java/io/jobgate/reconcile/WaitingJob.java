@@ -3,9 +3,13 @@ package io.jobgate.reconcile;
 import java.time.Instant;
 import java.util.UUID;
 
-/** A job waiting on a provider ({@code provider_pending} or {@code submission_unknown}), as reconciliation sees it. */
+/**
+ * A job waiting on a provider ({@code provider_pending} or {@code submission_unknown}), as reconciliation sees it.
+ *
+ * @param providerState the adapter's own record of its task ({@code JobgateProviderState}), or null
+ */
 public record WaitingJob(UUID jobId, String status, String provider, String providerTask, String providerRequestId,
                          int attempts, int maxAttempts, Instant expiresAt, int checks, String presetId, int presetVersion,
                          String kind, String tenantId, String aspectClass, String inputsJson, String sourceSha256,
-                         String adapterRevision) {
+                         String adapterRevision, String providerState) {
 }

@@ -92,9 +92,10 @@ public final class JobLeases {
      * A late answer's task (its lease ran out while the provider accepted it): the job waits on that
      * task ({@code provider_pending}) if it still waits on this attempt in {@code submission_unknown}.
      */
-    public boolean adoptPending(UUID jobId, int attempt, String providerTask, String providerRequestId, Instant firstCheck) {
+    public boolean adoptPending(UUID jobId, int attempt, String providerTask, String providerRequestId, String providerState,
+                                Instant firstCheck) {
         return transitions.apply(jobId, Event.TASK_FOUND, Guard.onAttempt(attempt, java.util.Set.of(io.jobgate.job.JobStatus.SUBMISSION_UNKNOWN)),
-                Change.checkFrom(firstCheck, providerTask, providerRequestId, null)).isPresent();
+                Change.checkFrom(firstCheck, providerTask, providerRequestId, null, providerState)).isPresent();
     }
 
     /** Was the job cancelled (by its tenant)? Asked when a worker's lease was lost during its call. */
@@ -284,11 +285,13 @@ public final class JobLeases {
 
     /**
      * The provider accepted the task: {@code provider_pending} with its reference (a webhook finds the
-     * job by it; the poller asks from {@code firstCheck} on); the slot stays held.
+     * job by it; the poller asks from {@code firstCheck} on) and the adapter's record of it
+     * ({@code providerState}, may be null); the slot stays held.
      */
-    public boolean markPending(UUID jobId, UUID leaseToken, String providerTask, String providerRequestId, Instant firstCheck) {
+    public boolean markPending(UUID jobId, UUID leaseToken, String providerTask, String providerRequestId, String providerState,
+                               Instant firstCheck) {
         return transitions.apply(jobId, Event.ACCEPTED, Guard.lease(leaseToken),
-                Change.checkFrom(firstCheck, providerTask, providerRequestId, null)).isPresent();
+                Change.checkFrom(firstCheck, providerTask, providerRequestId, null, providerState)).isPresent();
     }
 
     /** Runs {@code work} (database writes only: it may run again after a deadlock) in one transaction. */

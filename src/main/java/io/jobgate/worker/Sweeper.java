@@ -53,6 +53,13 @@ public final class Sweeper {
         this.batch = settings.batch();
     }
 
+    private volatile io.jobgate.canary.Canaries canaries;
+
+    /** A lease that ran out on a canary candidate's call gives its job a new attempt (on the stable revision). */
+    public void useCanaries(io.jobgate.canary.Canaries canaries) {
+        this.canaries = canaries;
+    }
+
     public void sweep(Exchange exchange) {
         int reclaimed = reclaimLeasesOfGoneInstances() + reclaimExpiredLeases();
         int expired = expireOverdue();
@@ -73,7 +80,7 @@ public final class Sweeper {
         java.sql.Timestamp now = java.sql.Timestamp.from(clock.instant());
         String[] owners = gone.toArray(String[]::new);
         List<Map<String, Object>> rows = jdbc.queryForList("""
-                SELECT job_id, lease_token, lease_owner, status, provider FROM jobs
+                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision FROM jobs
                  WHERE lease_token IS NOT NULL AND lease_owner = ANY (?) LIMIT ?""", owners, batch);
         int released = release(rows, "owner_gone", "ended with its process");
         int claims = jdbc.update("""
@@ -100,7 +107,7 @@ public final class Sweeper {
 
     public int reclaimExpiredLeases() {
         List<Map<String, Object>> rows = jdbc.queryForList("""
-                SELECT job_id, lease_token, lease_owner, status, provider FROM jobs
+                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision FROM jobs
                  WHERE lease_token IS NOT NULL AND lease_expires_at < ?
                  ORDER BY lease_expires_at LIMIT ?""", java.sql.Timestamp.from(clock.instant()), batch);
         return release(rows, "lease_expired", "expired during the call");
@@ -113,7 +120,7 @@ public final class Sweeper {
      */
     public int handBack(String owner) {
         List<Map<String, Object>> rows = jdbc.queryForList("""
-                SELECT job_id, lease_token, lease_owner, status, provider FROM jobs
+                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision FROM jobs
                  WHERE lease_token IS NOT NULL AND lease_owner = ?""", owner);
         int done = release(rows, "handed_back", "handed back when its worker stopped");
         if (done > 0) {
@@ -133,7 +140,10 @@ public final class Sweeper {
             UUID token = (UUID) row.get("lease_token");
             String status = (String) row.get("status");
             boolean sent = "submitting".equals(status);
-            boolean resubmitSafe = providers.find((String) row.get("provider")).map(Provider::idempotentSubmit).orElse(false);
+            // A canary candidate's call is not looked up either: its task could only ever give a held output,
+            // never the job's, so its job goes on to the stable revision (docs/canary.md).
+            boolean resubmitSafe = providers.find((String) row.get("provider")).map(Provider::idempotentSubmit).orElse(false)
+                    || (canaries != null && canaries.isCandidate((String) row.get("adapter_revision")));
             jdbc.update("""
                     UPDATE attempts SET ended_at = ?, outcome = ?, error_category = ?, error_message = ?
                      WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",

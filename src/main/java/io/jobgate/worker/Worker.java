@@ -429,14 +429,17 @@ public final class Worker {
                 decided = new Decision("lease_lost", "none", null);
             } else if (result.pending()) {
                 Instant check = clock.instant().plus(firstCheck);
-                if (leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(), check)) {
+                if (leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(),
+                        result.providerState(), check)) {
                     decided = new Decision("pending", "provider_pending", null);
-                } else if (result.providerTask() != null
-                        && leases.adoptPending(lease.jobId(), attempt, result.providerTask(), result.providerRequestId(), check)) {
+                } else if (result.providerTask() != null && leases.adoptPending(lease.jobId(), attempt, result.providerTask(),
+                        result.providerRequestId(), result.providerState(), check)) {
                     decided = new Decision("late_pending", "provider_pending", null, null, true);
                 } else {
                     decided = new Decision("lease_lost", "none", null);
                 }
+            } else if (called.started().holdsOutput()) {
+                decided = candidateFailed(lease, result, attempt, called.started());
             } else {
                 decided = decide(lease, result, attempt, provider);
             }
@@ -453,7 +456,7 @@ public final class Worker {
             outcome = "cancelled_in_flight";
             if (result.pending() && result.providerTask() != null && providerCancel != null) {
                 // Its submit was on the wire: the task the provider just started is stopped too.
-                providerCancel.orphaned(lease.jobId(), provider, result.providerTask());
+                providerCancel.orphaned(lease.jobId(), provider, result.providerTask(), result.providerState());
             }
         }
         if (d.late || outcome.equals("lease_lost")) {
@@ -556,6 +559,37 @@ public final class Worker {
         }
         boolean mine = leases.requeue(lease.jobId(), lease.token(), now, 0, null);
         return new Decision(mine ? "candidate_output" : "lease_lost", mine ? "retry_wait" : "none", mine ? now : null);
+    }
+
+    /**
+     * A canary candidate's attempt failed, whatever the category ({@code invalid_output}, a refusal, a 429, a
+     * timeout after sending included): the failure is the candidate's, recorded on its attempt for its gates,
+     * never its job's. The job is due now for an attempt on the stable revision (its last ran on the
+     * candidate; the candidate never takes a job's last attempt), within its lifetime. A 429 closes the
+     * candidate's own gate until its Retry-After, not the provider's: stable attempts are not held up. A
+     * call that may have reached the provider is not looked up first: the candidate's task, if the provider
+     * has it, can only ever give an output that is held, never the job's. The job's unparseable streak is
+     * the stable revision's and is left as it was.
+     */
+    private Decision candidateFailed(Lease lease, AdapterResult result, int attempt, Started started) {
+        ErrorCategory category = result.category();
+        Instant now = clock.instant();
+        Boolean understood = null;
+        if (category == ErrorCategory.RATE_LIMITED) {
+            RateLimitWait wait = RateLimitWait.after(result.retryAfter(), now, backoff.delay(attempt),
+                    started.provider().rateLimitBackoff());
+            understood = wait.headerUnderstood();
+            canaries.closeCandidate(started.revision(), wait.until(), "HTTP 429 for job " + lease.jobId());
+        } else if (category == ErrorCategory.UNPARSEABLE_RESPONSE) {
+            AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
+        }
+        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(attempt, lease.maxAttempts(), lease.expiresAt(), now,
+                "canary candidate's " + category.wire() + " (" + result.message() + ")");
+        if (capped.isPresent()) {
+            return ended(lease, capped.get().category(), capped.get().message()).with(understood);
+        }
+        boolean mine = leases.requeue(lease.jobId(), lease.token(), now, lease.unparseableStreak(), category.wire());
+        return new Decision(mine ? "retry_wait" : "lease_lost", mine ? "retry_wait" : "none", mine ? now : null, understood);
     }
 
     /** @param cause what used the caps up, when it was a 429 (the metrics' 429-caused failures) */

@@ -20,6 +20,7 @@ class AdminUsageTest {
     AdminUsageTest() throws Exception {
         Path dir = java.nio.file.Files.createTempDirectory("jobgate-usage");
         java.nio.file.Files.copy(Path.of("config/providers/openai.properties"), dir.resolve("openai.properties"));
+        java.nio.file.Files.copy(Path.of("config/providers/fal.properties"), dir.resolve("fal.properties"));
         usage = new AdminUsage(null, ProviderCatalog.load(List.of(dir),
                 new Settings(new DefaultCamelContext())), java.time.Clock.systemUTC());
     }
@@ -54,5 +55,16 @@ class AdminUsageTest {
         assertThat(lines.get(0)).containsEntry("kind", "image").containsEntry("cost_micros", 126000L)
                 .containsEntry("charged_micros", 63000L);
         assertThat(lines.get(1)).containsEntry("kind", "transcription").containsEntry("cost_micros", 6000L);
+    }
+
+    @Test
+    void secondsOfVideoArePricedAtTheirResolutionsPricePerSecond() {
+        // fal bills Veo per second of video: 14 s at 720p and 8 s at 1080p, 100000 micros a second each.
+        List<Map<String, Object>> lines = usage.lines(List.of(metered("fal", "video", 2_200_000, 0)),
+                List.of(billed("fal", "video", "video_seconds.720p", "14"), billed("fal", "video", "video_seconds.1080p", "8")));
+        assertThat(lines).singleElement().satisfies(l -> {
+            assertThat(l.get("basis")).isEqualTo(AdminUsage.BILLED);
+            assertThat(l.get("cost_micros")).isEqualTo(2_200_000L);
+        });
     }
 }

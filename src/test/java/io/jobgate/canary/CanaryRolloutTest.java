@@ -12,6 +12,7 @@ import java.util.UUID;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
+import software.amazon.awssdk.services.s3.S3Client;
 import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
@@ -19,6 +20,7 @@ import io.jobgate.support.FakeProvider;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.GptImageRules;
 import io.jobgate.support.Jobs;
+import org.apache.camel.BeanInject;
 import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -26,15 +28,20 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.get;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlPathMatching;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 
 /**
  * Canary candidates end to end (docs/canary.md), on the real PostgreSQL, Artemis and S3 of the test
- * gateway, with candidate route files dropped in while it runs (hot reload). Two providers of one
- * fake image API: {@code canarybad}, whose candidate answers 500s, and {@code canaryok}, whose
- * candidate is healthy and gets promoted.
+ * gateway, with candidate route files dropped in while it runs (hot reload). Providers of one fake
+ * image API, each with its own candidate: {@code canarybad} answers 500s, {@code canaryok} is healthy
+ * and gets promoted, {@code canarywrong} renders the wrong size, {@code canaryburst} answers 500s to a
+ * burst, {@code canarylimited} gets 429s with a Retry-After of an hour.
  */
 @CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -48,6 +55,8 @@ class CanaryRolloutTest {
     static Path settings;
     WireMockServer fake;
     ApiClient api;
+    @BeanInject
+    S3Client s3;
 
     @BeforeAll
     void boot() throws Exception {
@@ -67,21 +76,66 @@ class CanaryRolloutTest {
                 jobgate.provider.canaryok.canary.share = 50
                 jobgate.provider.canaryok.canary.min-sample = 1000
                 """);
+        // canarywrong: its outputs fail the size check; no gate stops it while the jobs run.
+        provider("canarywrong", """
+                jobgate.provider.canarywrong.canary.share = 50
+                jobgate.provider.canarywrong.canary.min-sample = 1000
+                """);
+        // canaryburst: every first attempt would go to it; its gates judge after 8.
+        provider("canaryburst", """
+                jobgate.provider.canaryburst.canary.share = 100
+                jobgate.provider.canaryburst.canary.min-sample = 8
+                """);
+        provider("canarylimited", """
+                jobgate.provider.canarylimited.canary.share = 50
+                jobgate.provider.canarylimited.canary.min-sample = 1000
+                """);
+        fake.stubFor(post("/v1/images/limited").willReturn(aResponse().withStatus(429).withHeader("Retry-After", "3600")
+                .withHeader("Content-Type", "application/json")
+                .withBody("{\"error\": {\"message\": \"Rate limit reached\", \"type\": \"requests\", \"code\": \"rate_limit_exceeded\"}}")));
+        // canaryasync: Replicate-shaped, asked by the poller; the candidate's tasks all fail at the provider.
+        provider("canaryasync", """
+                jobgate.provider.canaryasync.operations = submit,lookup
+                jobgate.provider.canaryasync.call-deadline-ms = 5000
+                jobgate.provider.canaryasync.canary.share = 50
+                jobgate.provider.canaryasync.canary.min-sample = 1000
+                """);
+        Files.writeString(routes.resolve("canaryasync.camel.yaml"), asyncRoute("canaryasync", "/v1/predictions"));
+        fake.stubFor(post("/v1/predictions").willReturn(aResponse().withStatus(201).withTransformers("response-template")
+                .withBody("{\"id\": \"s-{{randomValue length=16 type='ALPHANUMERIC'}}\", \"status\": \"starting\"}")));
+        fake.stubFor(post("/v1/predictions-candidate").willReturn(aResponse().withStatus(201).withTransformers("response-template")
+                .withBody("{\"id\": \"c-{{randomValue length=16 type='ALPHANUMERIC'}}\", \"status\": \"starting\"}")));
+        fake.stubFor(get(urlPathMatching("/v1/predictions/s-.*")).willReturn(aResponse().withStatus(200)
+                .withTransformers("response-template").withBody("{\"id\": \"{{request.pathSegments.[2]}}\", \"status\": \"succeeded\", "
+                        + "\"output\": [\"" + fake.baseUrl() + "/files/square.png\"]}")));
+        fake.stubFor(get(urlPathMatching("/v1/predictions/c-.*")).willReturn(aResponse().withStatus(200)
+                .withTransformers("response-template").withBody("{\"id\": \"{{request.pathSegments.[2]}}\", \"status\": \"failed\", "
+                        + "\"error\": \"NSFW content detected\"}")));
+        fake.stubFor(get("/files/square.png").willReturn(aResponse().withStatus(200).withHeader("Content-Type", "image/png")
+                .withBody(io.jobgate.support.Samples.png(1024, 1024))));
+        for (String name : List.of("canarywrong", "canaryburst", "canarylimited")) {
+            Files.writeString(routes.resolve(name + ".camel.yaml"), route("provider-" + name, "direct:provider-" + name, name,
+                    "images/generations", "medium"));
+        }
         Files.writeString(routes.resolve("canarybad.camel.yaml"), route("provider-canarybad", "direct:provider-canarybad", "canarybad",
                 "images/generations", "medium"));
         Files.writeString(routes.resolve("canaryok.camel.yaml"), route("provider-canaryok", "direct:provider-canaryok", "canaryok",
                 "images/generations", "medium"));
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
-                "jobgate.worker.enabled", "true",
-                "jobgate.worker.backoff-base-ms", "15000",
-                "jobgate.worker.backoff-cap-ms", "15000",
-                "jobgate.canary.period-ms", "200",
-                "jobgate.providers.dirs", "config/providers,src/test/resources/providers," + settings,
-                "camel.main.routes-include-pattern", GatewayTestSupport.ROUTES + ",file:" + routes + "/*.camel.yaml",
-                "camel.main.routes-reload-enabled", "true",
-                "camel.main.routes-reload-directory", routes.toString(),
-                "camel.main.routes-reload-pattern", "*.camel.yaml",
-                "camel.main.routes-reload-remove-all-routes", "false")));
+        api = new ApiClient(GatewayTestSupport.prepare(Map.ofEntries(
+                Map.entry("jobgate.worker.enabled", "true"),
+                Map.entry("jobgate.worker.backoff-base-ms", "15000"),
+                Map.entry("jobgate.worker.backoff-cap-ms", "15000"),
+                Map.entry("jobgate.canary.period-ms", "200"),
+                Map.entry("jobgate.reconcile.enabled", "true"),
+                Map.entry("jobgate.reconcile.period-ms", "100"),
+                Map.entry("jobgate.reconcile.first-check-ms", "200"),
+                Map.entry("jobgate.reconcile.check-cap-ms", "400"),
+                Map.entry("jobgate.providers.dirs", "config/providers,src/test/resources/providers," + settings),
+                Map.entry("camel.main.routes-include-pattern", GatewayTestSupport.ROUTES + ",file:" + routes + "/*.camel.yaml"),
+                Map.entry("camel.main.routes-reload-enabled", "true"),
+                Map.entry("camel.main.routes-reload-directory", routes.toString()),
+                Map.entry("camel.main.routes-reload-pattern", "*.camel.yaml"),
+                Map.entry("camel.main.routes-reload-remove-all-routes", "false"))));
     }
 
     @AfterAll
@@ -101,6 +155,11 @@ class CanaryRolloutTest {
     }
 
     static String route(String id, String from, String provider, String path, String quality) {
+        return route(id, from, provider, path, quality, "${exchangeProperty.JobgateWidth}x${exchangeProperty.JobgateHeight}");
+    }
+
+    /** @param size what it asks for (the size table's by default) */
+    static String route(String id, String from, String provider, String path, String quality, String size) {
         return """
                 - route:
                     id: %1$s
@@ -112,7 +171,7 @@ class CanaryRolloutTest {
                         - setHeader: {name: CamelHttpMethod, constant: POST}
                         - setHeader: {name: Content-Type, constant: application/json}
                         - setBody:
-                            simple: '{"model": "gpt-image-1", "prompt": ${exchangeProperty.JobgatePromptJson}, "size": "${exchangeProperty.JobgateWidth}x${exchangeProperty.JobgateHeight}", "quality": "%5$s", "output_format": "png", "n": 1}'
+                            simple: '{"model": "gpt-image-1", "prompt": ${exchangeProperty.JobgatePromptJson}, "size": "%6$s", "quality": "%5$s", "output_format": "png", "n": 1}'
                         - to: "{{jobgate.provider.%3$s.base-url}}/%4$s?throwExceptionOnFailure=false"
                         - convertBodyTo: {type: String}
                         - filter:
@@ -120,14 +179,25 @@ class CanaryRolloutTest {
                             steps:
                               - setProperty: {name: JobgateOutputBase64, jsonpath: "$.data[0].b64_json"}
                               - setProperty: {name: JobgateOutcome, constant: succeeded}
-                """.formatted(id, from, provider, path, quality);
+                """.formatted(id, from, provider, path, quality, size);
+    }
+
+    /** The Replicate-shaped test adapter (src/test/resources/adapters/fakeasync.camel.yaml) for {@code name}, submitting to {@code path}. */
+    static String asyncRoute(String name, String path) throws Exception {
+        return Files.readString(Path.of("src/test/resources/adapters/fakeasync.camel.yaml")).replace("fakeasync", name)
+                .replace("base-url}}/v1/", "base-url}}/") // its base URL already ends in /v1
+                .replace("base-url}}/predictions?", "base-url}}" + path.substring("/v1".length()) + "?");
     }
 
     /** A candidate route file dropped in while the gateway runs (written aside, then moved: one reload event). */
     void dropCandidate(String provider, String path, String quality) throws Exception {
+        dropCandidate(provider, path, quality, "${exchangeProperty.JobgateWidth}x${exchangeProperty.JobgateHeight}");
+    }
+
+    void dropCandidate(String provider, String path, String quality, String size) throws Exception {
         Path tmp = routes.resolve(provider + "-candidate.tmp");
         Files.writeString(tmp, route("provider-" + provider + "-candidate", "direct:provider-" + provider + "-candidate", provider,
-                path, quality));
+                path, quality, size));
         Files.move(tmp, routes.resolve(provider + "-candidate.camel.yaml"), StandardCopyOption.REPLACE_EXISTING,
                 StandardCopyOption.ATOMIC_MOVE);
     }
@@ -202,8 +272,14 @@ class CanaryRolloutTest {
         long onCandidate = Db.count("SELECT count(DISTINCT job_id) FROM attempts WHERE adapter_revision = ? AND job_id IN " + in(ids),
                 candidate);
         assertThat(onCandidate).as("the share sent some first attempts to the candidate").isGreaterThanOrEqualTo(4);
-        assertThat(((Number) stop.get("requeued")).intValue())
-                .as("jobs waiting for their retry after a candidate's 500 were made due at once").isPositive();
+        // A candidate's failure is its own: the job's next attempt (on the stable revision) is due at once, not
+        // after the 15 s back-off of a retry; nothing is left waiting for the rollback to bring forward.
+        assertThat(Db.count("""
+                SELECT count(*) FROM attempts c JOIN attempts n ON n.job_id = c.job_id AND n.attempt = c.attempt + 1
+                 WHERE c.adapter_revision = ? AND (n.adapter_revision = ? OR n.started_at > c.ended_at + interval '10 seconds')""",
+                candidate, candidate)).as("every next attempt on the stable revision, without the back-off").isZero();
+        assertThat(Db.count("SELECT count(*) FROM attempts WHERE adapter_revision = ? AND next_attempt_at > ended_at + interval '1 second'",
+                candidate)).isZero();
         assertThat(Db.count("SELECT count(*) FROM attempts WHERE adapter_revision = ? AND (error_category <> 'transient' OR outcome <> 'retry_wait')",
                 candidate)).as("each candidate attempt failed as transient and was kept").isZero();
         // Every job ends on the stable revision: its result and its last attempt.
@@ -277,5 +353,110 @@ class CanaryRolloutTest {
         assertThat(restarted.status()).as(restarted.text()).isEqualTo(200);
         assertThat(restarted.json().path("status").asText()).isEqualTo("running");
         assertThat(restarted.json().path("gates").path("sample").asInt()).isZero();
+    }
+
+    @Test
+    void aCandidateRenderingTheWrongSizeNeverCostsAJobEveryJobSucceedsOnTheStableRevision() throws Exception {
+        dropCandidate("canarywrong", "images/generations", "medium", "1536x1024"); // square jobs, landscape images
+        String candidate = awaitCanary("canarywrong").path("revisions").get(0).asText();
+
+        List<UUID> ids = submit("canarywrong", 28);
+        finishedExactly(ids); // every job succeeded, charged once, never refunded
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE status = 'failed' AND job_id IN " + in(ids))).isZero();
+        List<Map<String, Object>> tried = Db.rows("SELECT job_id, attempt, outcome, error_category, error_message FROM attempts "
+                + "WHERE adapter_revision = '" + candidate + "' AND job_id IN " + in(ids));
+        assertThat(tried).as("the share sent some first attempts to the candidate").hasSizeGreaterThanOrEqualTo(4);
+        for (Map<String, Object> attempt : tried) {
+            // Measured as the candidate's invalid_output (its gates see it), and the job went on at once.
+            assertThat(attempt).containsEntry("outcome", "retry_wait").containsEntry("error_category", "invalid_output");
+            assertThat((String) attempt.get("error_message")).contains("1536x1024");
+            Map<String, Object> job = Db.single("SELECT result->>'adapter_revision' AS revision, (result->>'attempt')::int AS attempt, "
+                    + "result->>'output_key' AS output_key FROM jobs WHERE job_id = ?", attempt.get("job_id"));
+            assertThat(job.get("revision")).isNotEqualTo(candidate);
+            assertThat((Integer) job.get("attempt")).isEqualTo((Integer) attempt.get("attempt") + 1);
+            // The candidate's output stays in quarantine, never under outputs/.
+            assertThat(keys("quarantine/" + attempt.get("job_id") + "/" + attempt.get("attempt") + "/")).isNotEmpty();
+            assertThat(api.getBytes(ACME, "/v1/jobs/" + attempt.get("job_id") + "/output")).isNotEmpty();
+        }
+        JsonNode listed = awaitCanary("canarywrong");
+        assertThat(listed.path("status").asText()).as("min-sample 1000: nothing judged yet").isEqualTo("running");
+        assertThat(listed.path("gates").path("invalid_output_rate").asDouble()).isEqualTo(1.0);
+    }
+
+    List<String> keys(String prefix) {
+        return s3.listObjectsV2(b -> b.bucket("jobgate").prefix(prefix)).contents().stream().map(o -> o.key()).toList();
+    }
+
+    @Test
+    void aBurstReachesAFailingCandidateOnlyUpToItsMinimumSampleBeforeItsGatesJudge() throws Exception {
+        dropCandidate("canaryburst", "images/broken", "medium");
+        String candidate = awaitCanary("canaryburst").path("revisions").get(0).asText();
+
+        // 48 jobs at once, share 100: every first attempt would go to the candidate; 8 workers start them
+        // in parallel, far faster than the gates (every 200 ms) could look.
+        List<UUID> ids = submit("canaryburst", 48);
+        finishedExactly(ids);
+        long onCandidate = Db.count("SELECT count(*) FROM attempts WHERE adapter_revision = ?", candidate);
+        assertThat(onCandidate).as("attempts counted as they start: at most min-sample before the gates judge").isBetween(1L, 8L);
+        await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200)).until(() ->
+                "stopped".equals(Db.single("SELECT status FROM canaries WHERE provider = 'canaryburst'").get("status")));
+        assertThat(Db.single("SELECT gate FROM canaries WHERE provider = 'canaryburst'").get("gate")).isEqualTo("error_rate");
+        assertThat(Db.count("SELECT count(*) FROM attempts WHERE adapter_revision = ?", candidate)).isEqualTo(onCandidate);
+    }
+
+    @Test
+    void aCandidatesRateLimitClosesTheCandidateOnlyAndStableJobsAreNotDelayed() throws Exception {
+        dropCandidate("canarylimited", "images/limited", "medium");
+        String candidate = awaitCanary("canarylimited").path("revisions").get(0).asText();
+
+        long begun = System.nanoTime();
+        List<UUID> ids = submit("canarylimited", 16);
+        finishedExactly(ids);
+        // The candidate asked for an hour's pause; the jobs went on to the stable revision at once.
+        assertThat(Duration.ofNanos(System.nanoTime() - begun)).isLessThan(Duration.ofSeconds(60));
+        assertThat(Db.count("SELECT count(*) FROM attempts WHERE adapter_revision = ? AND job_id IN " + in(ids), candidate))
+                .as("the first attempts the share sent to the candidate").isPositive();
+        assertThat(Db.count("SELECT count(*) FROM attempts WHERE adapter_revision = ? AND (error_category <> 'rate_limited' "
+                + "OR outcome <> 'retry_wait')", candidate)).isZero();
+        assertThat(Db.count("SELECT count(*) FROM provider_gates WHERE provider = 'canarylimited' AND closed_until > now()"))
+                .as("the provider's gate stays open").isZero();
+        Map<String, Object> closed = Db.single("SELECT closed_until > now() + interval '50 minutes' AS closed, closed_reason "
+                + "FROM canaries WHERE provider = 'canarylimited'");
+        assertThat(closed.get("closed")).as("the candidate's own gate, until its Retry-After").isEqualTo(true);
+        assertThat((String) closed.get("closed_reason")).startsWith("HTTP 429");
+        long asked = fake.findAll(postRequestedFor(urlEqualTo("/v1/images/limited"))).size();
+
+        // While it is closed the candidate gets nothing: a second batch runs on the stable revision alone.
+        List<UUID> after = submit("canarylimited", 12);
+        finishedExactly(after);
+        assertThat(Db.count("SELECT count(*) FROM attempts WHERE adapter_revision = ? AND job_id IN " + in(after), candidate)).isZero();
+        assertThat(fake.findAll(postRequestedFor(urlEqualTo("/v1/images/limited")))).hasSize((int) asked);
+        JsonNode listed = awaitCanary("canarylimited");
+        assertThat(listed.path("status").asText()).isEqualTo("running");
+        assertThat(listed.path("closed_until").asText()).isNotBlank();
+    }
+
+    @Test
+    void aCandidatesTaskThatFailsAtTheProviderIsTheCandidatesFailureTheJobSucceedsOnTheStableRevision() throws Exception {
+        Path tmp = routes.resolve("canaryasync-candidate.tmp");
+        Files.writeString(tmp, asyncRoute("canaryasync", "/v1/predictions-candidate")
+                .replace("direct:provider-canaryasync\n", "direct:provider-canaryasync-candidate\n")
+                .replace("id: provider-canaryasync\n", "id: provider-canaryasync-candidate\n")
+                .replace("canaryasync-prediction", "canaryasync-candidate-prediction"));
+        Files.move(tmp, routes.resolve("canaryasync-candidate.camel.yaml"), StandardCopyOption.ATOMIC_MOVE);
+        String candidate = awaitCanary("canaryasync").path("revisions").get(0).asText();
+
+        List<UUID> ids = submit("canaryasync", 16);
+        finishedExactly(ids); // every job succeeded, charged once, never refunded
+        List<Map<String, Object>> tried = Db.rows("SELECT job_id, outcome, error_category, error_message FROM attempts "
+                + "WHERE adapter_revision = '" + candidate + "' AND job_id IN " + in(ids));
+        assertThat(tried).as("the share sent some first attempts to the candidate").isNotEmpty();
+        for (Map<String, Object> attempt : tried) {
+            // Its declared failure (declined, which fails a stable attempt's job) recorded for its gates, the job gone on.
+            assertThat(attempt).containsEntry("outcome", "retry_wait").containsEntry("error_category", "declined");
+            assertThat(Db.single("SELECT result->>'adapter_revision' AS revision FROM jobs WHERE job_id = ?", attempt.get("job_id"))
+                    .get("revision")).isNotEqualTo(candidate);
+        }
+        assertThat(awaitCanary("canaryasync").path("attempts").path("errors").asInt()).isEqualTo(tried.size());
     }
 }

@@ -104,4 +104,33 @@ class RevisionIdentityTest {
         assertThat(openai.revision("transcription")).startsWith("openai-transcription-2@");
         assertThat(openai.revision("transcription").substring(23)).isNotEqualTo(openai.revision("image").substring(17));
     }
+
+    @Test
+    void aSettingItsRouteReadsCountsWhenOnlyTheEnvironmentGivesIt() throws Exception {
+        // A candidate route reading an entry no provider file names: given by the environment alone (here its
+        // system property, which the catalog reads the same way), it shapes the candidate's revision.
+        String key = "jobgate.provider.openai.candidate-image-model";
+        String candidateRoute = Files.readString(Path.of(ROUTE)).replace("{{" + MODEL + "}}", "{{" + key + "}}");
+        Files.writeString(dir.resolve("openai.properties"), Files.readString(Path.of("config/providers/openai.properties")));
+        ProviderCatalog none = ProviderCatalog.load(List.of(dir), new Settings(new DefaultCamelContext()));
+        AdapterSource candidate = AdapterSource.of("openai", candidateRoute);
+        Provider plain = none.find("openai").orElseThrow();
+        assertThat(none.settingsReadBy(plain, candidate)).as("nothing from the environment").isSameAs(plain.settings());
+        try {
+            // The environment is read once per settings read (each process has its own).
+            System.setProperty(key, "gpt-image-1.5");
+            ProviderCatalog catalog = ProviderCatalog.load(List.of(dir), new Settings(new DefaultCamelContext()));
+            Provider openai = catalog.find("openai").orElseThrow();
+            java.util.Map<String, String> first = catalog.settingsReadBy(openai, candidate);
+            assertThat(first).containsEntry("candidate-image-model", "gpt-image-1.5");
+            assertThat(catalog.settingsReadBy(openai, candidate)).as("made once").isSameAs(first);
+            String one = RevisionIdentity.of("c", candidate, first, "image");
+            System.setProperty(key, "gpt-image-2"); // another process's environment: read when its settings are
+            ProviderCatalog other = ProviderCatalog.load(List.of(dir), new Settings(new DefaultCamelContext()));
+            String two = RevisionIdentity.of("c", candidate, other.settingsReadBy(other.find("openai").orElseThrow(), candidate), "image");
+            assertThat(two).isNotEqualTo(one);
+        } finally {
+            System.clearProperty(key);
+        }
+    }
 }
