@@ -260,7 +260,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         AdapterCaller adapters = new AdapterCaller(context);
         io.jobgate.adapter.ProviderCancel providerCancel = new io.jobgate.adapter.ProviderCancel(jdbc, providers, adapters);
         registry.bind("providerCancel", providerCancel);
-        providerCancel.useMeters(meters);
+        providerCancel.onAnswer(meters::providerCancel);
         registry.bind("jobLeases", leases);
         registry.bind("outputStore", outputs);
         registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer(providers));

@@ -72,10 +72,11 @@ public final class ProviderCancel {
                 (String) rows.get(0).get("kind"));
     }
 
-    private volatile io.jobgate.ops.Meters meters;
+    /** Told of every answer: the provider and the adapter's outcome (the metric). */
+    private volatile java.util.function.BiConsumer<String, String> answered = (provider, outcome) -> { };
 
-    public void useMeters(io.jobgate.ops.Meters meters) {
-        this.meters = meters;
+    public void onAnswer(java.util.function.BiConsumer<String, String> listener) {
+        this.answered = listener;
     }
 
     private String ask(UUID jobId, Provider provider, String task, String state, String kind) {
@@ -94,9 +95,7 @@ public final class ProviderCancel {
             LOG.warn("cancel job={} provider={} task={} did not reach the task: {} (HTTP {}{}); the provider may still be working on it",
                     jobId, provider.name(), task, outcome, answer.httpStatus(), answer.message() == null ? "" : ", " + answer.message());
         }
-        if (meters != null) {
-            meters.providerCancel(provider.name(), outcome == null ? "none" : outcome);
-        }
+        answered.accept(provider.name(), outcome == null ? "none" : outcome);
         return outcome;
     }
 }

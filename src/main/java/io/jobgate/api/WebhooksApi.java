@@ -61,13 +61,20 @@ public final class WebhooksApi {
         return named.filter(j -> j.providerTask() == null);
     }
 
-    /** The job of this provider a webhook URL names ({@code ?job=<id>}), if any. */
-    private Optional<WaitingJob> named(String provider, String jobParam) {
+    /**
+     * The job of this provider a webhook URL names ({@code ?job=<id>}), if any; when the URL names the attempt
+     * too ({@code &attempt=<n>}), only while the job is on that attempt: a late delivery about an earlier
+     * attempt's task (a canary candidate's, whose call was cut short and whose job went on to the stable
+     * revision) must not be taken for the task of the attempt the job waits on now.
+     */
+    private Optional<WaitingJob> named(String provider, String jobParam, String attemptParam) {
         if (jobParam == null) {
             return Optional.empty();
         }
         try {
-            return reconciler.find(java.util.UUID.fromString(jobParam.trim())).filter(j -> j.provider().equals(provider));
+            Integer attempt = attemptParam == null || attemptParam.isBlank() ? null : Integer.valueOf(attemptParam.trim());
+            return reconciler.find(java.util.UUID.fromString(jobParam.trim()))
+                    .filter(j -> j.provider().equals(provider) && (attempt == null || j.attempts() == attempt));
         } catch (IllegalArgumentException e) {
             return Optional.empty();
         }
@@ -122,7 +129,8 @@ public final class WebhooksApi {
         }
         // A delivery whose URL names its job is read with that job's record of its task (JobgateProviderState:
         // what fal bills comes from the order kept there), which counts only if the delivery's task is that job's.
-        Optional<WaitingJob> named = named(name, exchange.getIn().getHeader("job", String.class));
+        Optional<WaitingJob> named = named(name, exchange.getIn().getHeader("job", String.class),
+                exchange.getIn().getHeader("attempt", String.class));
         String givenState = named.map(WaitingJob::providerState).orElse(null);
         AdapterResult evidence = adapters.call(provider, AdapterContract.WEBHOOK, new String(body, StandardCharsets.UTF_8),
                 givenState == null ? Map.of() : Map.of(AdapterContract.PROVIDER_STATE, givenState));

@@ -172,9 +172,37 @@ public final class Canaries {
      * @param attemptsSoFar the job's attempts before this one
      */
     public Choice choose(Provider provider, UUID jobId, String kind, int attemptsSoFar, int maxAttempts) {
+        return choose(provider, jobId, kind, attemptsSoFar, maxAttempts, false);
+    }
+
+    /**
+     * As {@link #choose(Provider, UUID, String, int, int)}.
+     *
+     * @param mayWait the start holds no job row yet (the usual start, whose transition locks the job after the
+     *                choice): it may wait for the count of a candidate's first sample; a start that holds its job's
+     *                row only tries (and goes to the stable revision when another start is counting), so no two
+     *                starts ever wait on each other
+     */
+    public Choice choose(Provider provider, UUID jobId, String kind, int attemptsSoFar, int maxAttempts, boolean mayWait) {
         if (provider == null) {
             return null;
         }
+        try {
+            return chooseFor(provider, jobId, kind, attemptsSoFar, maxAttempts, mayWait);
+        } catch (IllegalStateException badSetting) {
+            // A canary entry that cannot be read (share, thresholds) sends nothing to the candidate; it never stops
+            // the stable revision's attempts. The gates' round names it too.
+            if (!badSetting.getMessage().equals(lastBadSetting)) {
+                lastBadSetting = badSetting.getMessage();
+                LOG.warn("canary of provider {} takes no attempts: {}", provider.name(), badSetting.getMessage());
+            }
+            return Choice.stable(provider, kind);
+        }
+    }
+
+    private volatile String lastBadSetting = "";
+
+    private Choice chooseFor(Provider provider, UUID jobId, String kind, int attemptsSoFar, int maxAttempts, boolean mayWait) {
         Optional<Candidate> loaded = candidate(provider);
         if (loaded.isEmpty()) {
             return Choice.stable(provider, kind);
@@ -201,7 +229,8 @@ public final class Canaries {
         if (row.get("closed_until") instanceof Timestamp closed && closed.toInstant().isAfter(now)) {
             return Choice.stable(provider, kind); // the candidate's own 429: only it waits
         }
-        if (row.get("sampled_at") == null && sampleFull(provider, candidate, revisions(row), ((Timestamp) row.get("judged_from")).toInstant(), now)) {
+        if (row.get("sampled_at") == null
+                && sampleFull(provider, candidate, revisions(row), ((Timestamp) row.get("judged_from")).toInstant(), now, mayWait)) {
             return Choice.stable(provider, kind);
         }
         return new Choice(revision, candidate.uri(), true, false);
@@ -212,13 +241,17 @@ public final class Canaries {
      * {@code canary.min-sample} attempts started in the gates' window (since {@code judged_from}; attempts
      * the gates never count — lease lost, ended with their job — excepted), counted as they start: the
      * count runs in the start's transaction under a transaction-scoped advisory lock of the canary, so
-     * concurrent starts on any instance count one after the other and a burst cannot overshoot. The lock
-     * is only tried: a start that finds it taken sends its attempt to the stable revision rather than wait
-     * (no start ever waits on another's, whatever rows either holds).
+     * concurrent starts on any instance count one after the other and a burst cannot overshoot. A usual start
+     * ({@code mayWait}) waits for the lock while it holds no job row; one that holds its job's row (the long
+     * way of a start) only tries it and, finding it taken, sends its attempt to the stable revision. A holder
+     * of the lock may wait for its own job's row, never the other way round: no cycle.
      */
-    private boolean sampleFull(Provider provider, Candidate candidate, List<String> revisions, Instant judgedFrom, Instant now) {
+    private boolean sampleFull(Provider provider, Candidate candidate, List<String> revisions, Instant judgedFrom, Instant now,
+                               boolean mayWait) {
         GateThresholds thresholds = GateThresholds.of(provider);
-        if (!Boolean.TRUE.equals(jdbc.queryForObject("SELECT pg_try_advisory_xact_lock(?, hashtext(?))", Boolean.class,
+        if (mayWait) {
+            jdbc.queryForList("SELECT pg_advisory_xact_lock(?, hashtext(?))", SAMPLE_LOCK, candidate.id());
+        } else if (!Boolean.TRUE.equals(jdbc.queryForObject("SELECT pg_try_advisory_xact_lock(?, hashtext(?))", Boolean.class,
                 SAMPLE_LOCK, candidate.id()))) {
             return true;
         }
@@ -348,7 +381,7 @@ public final class Canaries {
                     UPDATE attempts SET outcome = ?, held_output = coalesce(CAST(? AS jsonb), held_output),
                            error_category = coalesce(?, error_category), error_message = coalesce(?, error_message)
                      WHERE job_id = ? AND attempt = ?""", outcome, heldRecord, category,
-                    message == null ? null : io.jobgate.adapter.AdapterResult.truncate(message, 500), jobId, attempt);
+                    message == null || message.length() <= 500 ? message : message.substring(0, 500), jobId, attempt);
             return transitions.apply(jobId, JobTransitions.Event.RESUBMIT, JobTransitions.Guard.from(java.util.Set.of(from)),
                     JobTransitions.Change.retryAt(clock.instant(), 0, category)).isPresent();
         }));

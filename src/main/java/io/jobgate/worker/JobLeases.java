@@ -180,8 +180,9 @@ public final class JobLeases {
                 UUID token = UUID.randomUUID();
                 claimed = slots.tryClaim(provider.name(), provider.maxConcurrency(), jobId, token, clock.instant());
                 if (claimed.claimed()) {
+                    // No job row is locked yet (START locks it next): the choice may wait for a candidate's count.
                     Canaries.Choice route = canaries == null ? null
-                            : canaries.choose(provider, jobId, peeked.kind(), peeked.attempts(), peeked.maxAttempts());
+                            : canaries.choose(provider, jobId, peeked.kind(), peeked.attempts(), peeked.maxAttempts(), true);
                     Optional<JobTransitions.Moved> started = transitions.apply(jobId, Event.START,
                             Guard.dispatchEvent(eventId, peeked.attempts()), Change.start(worker, leaseFor, token, provider.name(),
                                     route == null ? provider.revision(peeked.kind()) : route.revision()), LEASE_RETURNING);
@@ -240,7 +241,8 @@ public final class JobLeases {
                         verdict == null ? null : verdict.category().wire());
                 return new Snoozed(wakeAt, reason);
             }
-            // The stable revision or a canary's candidate (docs/canary.md): decided from the attempt alone.
+            // The stable revision or a canary's candidate (docs/canary.md): decided from the attempt alone. The job's
+            // row is locked (LEASE): the choice does not wait for a candidate's count.
             Canaries.Choice route = canaries == null ? null
                     : canaries.choose(provider, jobId, lease.kind(), lease.attempts(), lease.maxAttempts());
             int attempt = transitions.apply(jobId, Event.SUBMIT, Guard.lease(lease.token()),

@@ -397,7 +397,7 @@ class CanaryRolloutTest {
         List<UUID> ids = submit("canaryburst", 48);
         finishedExactly(ids);
         long onCandidate = Db.count("SELECT count(*) FROM attempts WHERE adapter_revision = ?", candidate);
-        assertThat(onCandidate).as("attempts counted as they start: at most min-sample before the gates judge").isBetween(1L, 8L);
+        assertThat(onCandidate).as("attempts counted as they start: min-sample, no more, before the gates judge").isEqualTo(8L);
         await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200)).until(() ->
                 "stopped".equals(Db.single("SELECT status FROM canaries WHERE provider = 'canaryburst'").get("status")));
         assertThat(Db.single("SELECT gate FROM canaries WHERE provider = 'canaryburst'").get("gate")).isEqualTo("error_rate");

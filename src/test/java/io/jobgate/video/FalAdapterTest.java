@@ -135,14 +135,19 @@ class FalAdapterTest {
         return "{\"video\": {\"url\": \"" + fal.baseUrl() + "/files/" + id + ".mp4\", \"content_type\": \"video/mp4\"}}";
     }
 
+    /** A signed delivery to the URL the adapter gave fal for the job's first attempt. */
     ApiClient.Response webhook(UUID job, String body) throws Exception {
+        return webhook("?job=" + job + "&attempt=1", body);
+    }
+
+    ApiClient.Response webhook(String query, String body) throws Exception {
         String requestId = Json.MAPPER.readTree(body).path("request_id").asText();
         String ts = Long.toString(Instant.now().getEpochSecond());
         byte[] raw = body.getBytes(StandardCharsets.UTF_8);
         Signature signer = Signature.getInstance("Ed25519");
         signer.initSign(signing.getPrivate());
         signer.update(FalWebhookSignature.message(requestId, "user-1", ts, raw));
-        return api.send(api.request("/v1/providers/fal/webhook?job=" + job, null)
+        return api.send(api.request("/v1/providers/fal/webhook" + query, null)
                 .header(FalWebhookSignature.REQUEST_ID, requestId).header(FalWebhookSignature.USER_ID, "user-1")
                 .header(FalWebhookSignature.TIMESTAMP, ts)
                 .header(FalWebhookSignature.SIGNATURE, HexFormat.of().formatHex(signer.sign()))
@@ -164,7 +169,7 @@ class FalAdapterTest {
 
         var sent = fal.findAll(postRequestedFor(urlPathEqualTo(SUBMIT)).withRequestBody(containing(tag))).get(0);
         assertThat(sent.getHeader("Authorization")).isEqualTo("Key fal-test-key");
-        assertThat(sent.queryParameter("fal_webhook").firstValue()).endsWith("/v1/providers/fal/webhook?job=" + job);
+        assertThat(sent.queryParameter("fal_webhook").firstValue()).endsWith("/v1/providers/fal/webhook?job=" + job + "&attempt=1");
         JsonNode body = Json.MAPPER.readTree(sent.getBodyAsString());
         assertThat(body.path("aspect_ratio").asText()).isEqualTo("9:16");
         assertThat(body.path("duration").asText()).isEqualTo("6s");
@@ -201,6 +206,13 @@ class FalAdapterTest {
                 .header(FalWebhookSignature.SIGNATURE, "00".repeat(64))
                 .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{\"request_id\": \"" + id + "\"}")).build());
         assertThat(forged.status()).isEqualTo(401);
+
+        // A genuine delivery about another attempt's task (its URL names attempt 2) is not taken for this one's.
+        ApiClient.Response other = webhook("?job=" + job + "&attempt=2", "{\"request_id\": \"" + id + "-other\", "
+                + "\"gateway_request_id\": \"" + id + "-other\", \"status\": \"OK\", \"payload\": " + output(id) + "}");
+        assertThat(other.status()).as(other.text()).isEqualTo(200);
+        assertThat(other.json().path("matched").asBoolean()).isFalse();
+        assertThat(Jobs.status(job)).isEqualTo("submission_unknown");
 
         ApiClient.Response hook = webhook(job, "{\"request_id\": \"" + id + "\", \"gateway_request_id\": \"" + id
                 + "\", \"status\": \"OK\", \"payload\": " + output(id) + "}");
