@@ -241,6 +241,15 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("admissionService", admission);
         java.util.Map<String, Integer> callLimits = new java.util.LinkedHashMap<>();
         providers.all().forEach(p -> callLimits.put(p.name(), p.maxConcurrency()));
+        // Each provider's slot rows (V19) exist before its first call, so a start claims its slot in one statement:
+        // made as the context starts, before any route (the database is still starting while this method runs).
+        io.jobgate.job.ProviderSlots slotRows = new io.jobgate.job.ProviderSlots(jdbc);
+        context.addStartupListener(new org.apache.camel.StartupListener() {
+            @Override
+            public void onCamelContextStarted(CamelContext started, boolean alreadyStarted) {
+                callLimits.forEach(slotRows::ensureRows);
+            }
+        });
         OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), parts.relayDataSource(), clock, relay, callLimits);
         registry.bind("outboxRelay", outboxRelay);
         registry.bind("deadLetters", new DeadLetters(finalizer));

@@ -48,6 +48,16 @@ public final class ProviderSlots {
     }
 
     /**
+     * Makes the provider's slot rows its limit needs (at start, for every provider), so that a start's
+     * one-statement claim ({@link #tryClaim}) finds them from the first call on instead of going the
+     * long way (lease first, then the claim) for a provider's first calls.
+     */
+    public void ensureRows(String provider, int limit) {
+        jdbc.update("INSERT INTO provider_slots (provider, slot) SELECT ?, g FROM generate_series(0, ? - 1) g ON CONFLICT DO NOTHING",
+                provider, limit);
+    }
+
+    /**
      * As {@link #claim}, without making missing slot rows ({@code rowsMissing}: the provider's rows are not
      * all there yet, so none may have been free). Never waits on a row lock, so it may come before the job row's lock
      * ({@link JobTransitions.Event#START}); making rows may wait on another transaction making the same.
