@@ -160,6 +160,7 @@ final class GatewayProcesses implements AutoCloseable {
     static long cpuMillis(long pid) {
         try {
             String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
             String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
             return (Long.parseLong(fields[11]) + Long.parseLong(fields[12])) * 10; // USER_HZ is 100 on Linux
         } catch (IOException | RuntimeException notLinux) {

@@ -174,15 +174,7 @@ final class RestartBench {
 
     /** CPU (user and system) the process has used so far, in ms; -1 where /proc is not there. */
     private static long cpuMillis(Process process) {
-        try {
-            String stat = Files.readString(Path.of("/proc", Long.toString(process.pid()), "stat"));
-            // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            long ticks = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
-            return ticks * 10; // USER_HZ is 100 on Linux
-        } catch (java.io.IOException | RuntimeException notLinux) {
-            return -1;
-        }
+        return GatewayProcesses.cpuMillis(process.pid());
     }
 
     private String readyLine(String name) throws Exception {
