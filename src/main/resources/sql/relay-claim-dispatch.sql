@@ -1,5 +1,6 @@
--- One fair relay round: at most one due dispatch event per tenant, only for tenants below their
--- running limit, tenants that waited longest first, within the global running window and, per
+-- One fair relay round: at most :perTenant due dispatch events per tenant, taken in turns (every
+-- tenant's first before anyone's second), only for tenants below their running limit and never past
+-- it, tenants that waited longest first within a turn, within the global running window and, per
 -- provider, within its max-concurrency (V30: a job dispatched to a full provider only comes back). Rounds of
 -- several relays take turns on an advisory lock, so no two relays split one round; SKIP LOCKED
 -- keeps a round from waiting on rows another transaction holds. Claiming takes the job's slot
@@ -36,37 +37,38 @@ waiting(tenant_id) AS (
 -- A tenant's running count: its row holds what rounds took, its rows of tenant_releases what releases
 -- gave back (V24), read from the statement's snapshot, as the tenant row was.
 tenant_turns AS (
-    SELECT t.tenant_id, a.last_dispatch_at,
-           a.running_jobs + (SELECT coalesce(sum(r.running_jobs), 0) FROM tenant_releases r WHERE r.tenant_id = a.tenant_id)
-               < t.max_running_jobs AS has_room
-      FROM turn CROSS JOIN waiting w JOIN tenants t ON t.tenant_id = w.tenant_id
-      JOIN tenant_accounts a ON a.tenant_id = t.tenant_id
-     WHERE turn.ours),
--- A tenant's oldest due event of a provider with room, looked for among its 16 oldest due events
--- only: a round costs the same whatever a tenant's backlog at a full provider (a tenant whose 16
--- oldest all wait for full providers waits a round or two).
+    SELECT c.tenant_id, c.last_dispatch_at, c.room > 0 AS has_room, least(greatest(c.room, 0), :#perTenant) AS takes
+      FROM (SELECT t.tenant_id, a.last_dispatch_at,
+                   t.max_running_jobs - a.running_jobs
+                     - (SELECT coalesce(sum(r.running_jobs), 0) FROM tenant_releases r WHERE r.tenant_id = a.tenant_id) AS room
+              FROM turn CROSS JOIN waiting w JOIN tenants t ON t.tenant_id = w.tenant_id
+              JOIN tenant_accounts a ON a.tenant_id = t.tenant_id
+             WHERE turn.ours) c),
+-- A tenant's oldest due events of providers with room (as many as it takes), looked for among its
+-- 16 + :perTenant oldest due events only: a round costs the same whatever a tenant's backlog at a
+-- full provider (a tenant whose oldest all wait for full providers waits a round or two).
 fresh AS (
-    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot, e.provider
+    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot, e.provider, e.available_at
       FROM tenant_turns g
       CROSS JOIN LATERAL (
-          SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot, j.provider
+          SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot, j.provider, o.available_at
             FROM (SELECT d.event_id FROM outbox d
                    WHERE d.tenant_id = g.tenant_id AND d.event_type = 'dispatch' AND d.published_at IS NULL
                      AND d.available_at <= CAST(:#now AS timestamptz) AND (d.claimed_until IS NULL OR d.claimed_until < CAST(:#now AS timestamptz))
                    ORDER BY d.available_at, d.event_id
-                   LIMIT 16) head
+                   LIMIT 16 + :#perTenant) head
             JOIN outbox o ON o.event_id = head.event_id
             JOIN jobs j ON j.job_id = o.job_id
            WHERE NOT EXISTS (SELECT 1 FROM provider_room r WHERE r.provider = j.provider AND r.free <= 0)
            ORDER BY o.available_at, o.event_id
-           LIMIT 1
+           LIMIT g.takes
            FOR UPDATE OF o SKIP LOCKED) e
      WHERE g.has_room),
 reclaims AS (
-    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot, e.provider
+    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot, e.provider, e.available_at
       FROM tenant_turns g
       CROSS JOIN LATERAL (
-          SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot, j.provider
+          SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot, j.provider, o.available_at
             FROM outbox o JOIN jobs j ON j.job_id = o.job_id
            WHERE o.tenant_id = g.tenant_id AND o.event_type = 'dispatch' AND o.published_at IS NULL
              AND o.claimed_until IS NOT NULL AND o.claimed_until < CAST(:#now AS timestamptz) AND j.dispatched_at IS NOT NULL
@@ -75,15 +77,20 @@ reclaims AS (
            FOR UPDATE OF o SKIP LOCKED) e
      WHERE NOT g.has_room),
 -- Within the window, and per provider within its free calls (a claim that already holds its slot
--- is counted already): tenants that waited longest first.
+-- is counted already), in turns: every tenant's first event (tenants that waited longest first),
+-- then every tenant's second, ... `place` is the order the messages go out in.
+candidates AS (
+    SELECT u.*, row_number() OVER (PARTITION BY u.tenant_id ORDER BY u.available_at, u.event_id) AS turn_of_tenant
+      FROM (SELECT * FROM fresh UNION ALL SELECT * FROM reclaims) u),
 picked AS (
-    SELECT c.event_id, c.job_id, c.tenant_id, c.last_dispatch_at, c.holds_slot, c.provider
-      FROM (SELECT u.*, row_number() OVER (PARTITION BY u.provider, u.holds_slot
-                                ORDER BY u.last_dispatch_at NULLS FIRST, u.tenant_id) AS nth
-              FROM (SELECT * FROM fresh UNION ALL SELECT * FROM reclaims) u) c
+    SELECT c.event_id, c.job_id, c.tenant_id, c.last_dispatch_at, c.holds_slot, c.provider,
+           row_number() OVER (ORDER BY c.turn_of_tenant, c.last_dispatch_at NULLS FIRST, c.tenant_id) AS place
+      FROM (SELECT v.*, row_number() OVER (PARTITION BY v.provider, v.holds_slot
+                                ORDER BY v.turn_of_tenant, v.last_dispatch_at NULLS FIRST, v.tenant_id) AS nth
+              FROM candidates v) c
       LEFT JOIN provider_room r ON r.provider = c.provider
      WHERE c.holds_slot OR r.free IS NULL OR c.nth <= r.free
-     ORDER BY c.last_dispatch_at NULLS FIRST, c.tenant_id
+     ORDER BY c.turn_of_tenant, c.last_dispatch_at NULLS FIRST, c.tenant_id
      LIMIT (SELECT free FROM room)),
 claimed AS (
     UPDATE outbox o SET claimed_until = CAST(:#now AS timestamptz) + make_interval(secs => :#claimSeconds), claim_token = :#claimToken::uuid, claimed_by = :#claimOwner
@@ -113,5 +120,5 @@ providers_taken AS (
     SELECT s.provider, 0, count(*) FROM slots s WHERE (SELECT count(*) FROM window_taken) > 0 GROUP BY s.provider
     ON CONFLICT (provider, shard) DO UPDATE SET running = w.running + EXCLUDED.running)
 SELECT c.event_id, c.job_id, c.tenant_id, j.attempts, j.preset_id, j.preset_version, j.kind, j.provider
-  FROM claimed c JOIN jobs j ON j.job_id = c.job_id
- ORDER BY c.event_id
+  FROM claimed c JOIN jobs j ON j.job_id = c.job_id JOIN picked p ON p.event_id = c.event_id
+ ORDER BY p.place

@@ -64,31 +64,20 @@ public final class Bench {
         if (opts.getOrDefault("only", "all").equals("restart")) {
             // The jar this command runs from, as processes of its own: a restart is a new JVM.
             Path jar = Path.of(Bench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-            try {
-                new RestartBench(jar, dataDir, port).run(Integer.parseInt(opts.getOrDefault("restarts", "3")));
-            } finally {
-                deleteTree(dataDir);
-            }
+            inProcesses(dataDir, () -> new RestartBench(jar, dataDir, port).run(Integer.parseInt(opts.getOrDefault("restarts", "3"))));
             System.exit(0);
         }
         if (only.equals("sustained")) {
             // Open-loop arrivals against the gateway as its own process (SustainedBench).
             Path jar = Path.of(Bench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-            try {
-                new SustainedBench(jar, dataDir, opts).run();
-            } finally {
-                deleteTree(dataDir);
-            }
+            inProcesses(dataDir, () -> new SustainedBench(jar, dataDir, opts).run());
             System.exit(0);
         }
         if (only.equals("inflight")) {
             // Stand-in, gateway and JobRunr as processes of their own: each one's memory and threads are its own.
             Path jar = Path.of(Bench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-            try {
-                new InflightBench(jar, dataDir, opts).run(peers != null);
-            } finally {
-                deleteTree(dataDir);
-            }
+            boolean withPeers = peers != null;
+            inProcesses(dataDir, () -> new InflightBench(jar, dataDir, opts).run(withPeers));
             System.exit(0);
         }
         String apiKey = "bench-" + System.nanoTime();
@@ -341,6 +330,17 @@ public final class Bench {
      * The run's data directory (its objects, broker journal and, without --jdbc-url, its PostgreSQL), gone
      * with the run: a 20,000-job drain leaves about a gigabyte there.
      */
+    /** A bench of processes of their own: their logs stay in {@code dataDir} when it fails (its message names it). */
+    private static void inProcesses(Path dataDir, ProcessBench bench) throws Exception {
+        bench.run();
+        deleteTree(dataDir);
+    }
+
+    @FunctionalInterface
+    private interface ProcessBench {
+        void run() throws Exception;
+    }
+
     private static void deleteTree(Path root) {
         try (java.util.stream.Stream<Path> paths = Files.walk(root)) {
             paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());

@@ -47,7 +47,7 @@ final class GatewayProcesses implements AutoCloseable {
         this.dir = dir;
         this.java = java;
         this.postgres = EmbeddedPostgresServer.start(dir.resolve("postgres"), Bench.freePort(),
-                EmbeddedPostgresServer.Durability.DURABLE);
+                EmbeddedPostgresServer.Durability.DURABLE, Map.of("shared_preload_libraries", "pg_stat_statements"));
         int providerPort = Bench.freePort();
         this.provider = start("slow-provider", List.of("-Xss256k", "-cp", jar.toString(), SlowProvider.class.getName(),
                 Integer.toString(providerPort), Long.toString(latencyMillis)), Map.of());
@@ -100,6 +100,10 @@ final class GatewayProcesses implements AutoCloseable {
         Path archive = jar.resolveSibling("jobgate.jsa");
         if (Files.isReadable(archive)) {
             args.add("-XX:SharedArchiveFile=" + archive); // as the README's run command starts it
+        }
+        String jvmOptions = System.getenv("JOBGATE_BENCH_GATEWAY_JVM_OPTIONS"); // e.g. a flight recording of the gateway alone
+        if (jvmOptions != null && !jvmOptions.isBlank()) {
+            args.addAll(List.of(jvmOptions.trim().split("\\s+")));
         }
         args.addAll(List.of("-jar", jar.toString()));
         gateway = start("gateway", args, env);
@@ -174,6 +178,41 @@ final class GatewayProcesses implements AutoCloseable {
         return ProcessHandle.allProcesses().filter(p -> p.info().commandLine().map(c -> c.contains(data)).orElse(false)
                         || p.parent().flatMap(pp -> pp.info().commandLine()).map(c -> c.contains(data)).orElse(false))
                 .mapToLong(p -> Math.max(0, cpuMillis(p.pid()))).sum();
+    }
+
+    /** Starts counting the database's statements anew (pg_stat_statements, preloaded by this bench's server). */
+    static void resetStatements(java.sql.Connection db) throws java.sql.SQLException {
+        try (java.sql.Statement s = db.createStatement()) {
+            s.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+            s.execute("SELECT pg_stat_statements_reset()");
+        }
+    }
+
+    /**
+     * Prints the statements the database ran since {@link #resetStatements}, the costliest {@code top} by
+     * execution time, each as calls and milliseconds per finished job: where the database's share goes.
+     */
+    static void printStatements(java.sql.Connection db, long finishedJobs, int top) throws java.sql.SQLException {
+        double jobs = Math.max(1, finishedJobs);
+        try (java.sql.Statement s = db.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SELECT calls, total_exec_time, rows, regexp_replace(left(query, 400), '\\s+', ' ', 'g') "
+                     + "FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC")) {
+            System.out.printf("%n  the database's statements over %d finished jobs (pg_stat_statements: execution time, planning not included)%n",
+                    finishedJobs);
+            System.out.printf("  %9s %9s %9s  %s%n", "calls/job", "ms/job", "rows/call", "statement");
+            double calls = 0;
+            double millis = 0;
+            int shown = 0;
+            while (rs.next()) {
+                calls += rs.getLong(1);
+                millis += rs.getDouble(2);
+                if (shown++ < top) {
+                    System.out.printf("  %9.2f %9.3f %9.1f  %s%n", rs.getLong(1) / jobs, rs.getDouble(2) / jobs,
+                            rs.getLong(3) / (double) Math.max(1, rs.getLong(1)), rs.getString(4).substring(0, Math.min(160, rs.getString(4).length())));
+                }
+            }
+            System.out.printf("  %9.2f %9.3f            all statements%n", calls / jobs, millis / jobs);
+        }
     }
 
     /** Lines of a party's log that contain {@code text}. */

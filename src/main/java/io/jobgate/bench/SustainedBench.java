@@ -46,6 +46,8 @@ final class SustainedBench {
     private final int stepSeconds;
     private final int tenants;
     private final int maxConcurrency;
+    /** How many of the last step's costliest statements to print. */
+    private final int statements;
 
     SustainedBench(Path jar, Path dir, Map<String, String> opts) {
         this.jar = jar;
@@ -57,6 +59,7 @@ final class SustainedBench {
         this.stepSeconds = Integer.parseInt(opts.getOrDefault("step-seconds", "45"));
         this.tenants = Integer.parseInt(opts.getOrDefault("tenants", "10"));
         this.maxConcurrency = Integer.parseInt(opts.getOrDefault("max-concurrency", "64"));
+        this.statements = Integer.parseInt(opts.getOrDefault("statements", "12"));
     }
 
     /** A sent job: when it was planned, and its id once accepted. */
@@ -105,6 +108,7 @@ final class SustainedBench {
                     steps.add(step);
                     long cpuBefore = GatewayProcesses.cpuMillis(parties.gatewayPid());
                     long pgBefore = parties.postgresCpuMillis();
+                    GatewayProcesses.resetStatements(db); // the statements printed are the last step's
                     offer(parties, senders, step, step.rate, i, sent, stepSeconds);
                     step.backlogAtEnd = open(db, parties);
                     step.cpuGatewayMillis = GatewayProcesses.cpuMillis(parties.gatewayPid()) - cpuBefore;
@@ -115,6 +119,8 @@ final class SustainedBench {
                         break;
                     }
                 }
+                long lastStepFinished = finishedSince(db, parties, steps.get(steps.size() - 1).startMillis);
+                GatewayProcesses.printStatements(db, lastStepFinished, statements);
                 waitForOpen(db, parties, 0, 600);
                 print(db, parties, steps, sent);
             } finally {
@@ -170,6 +176,17 @@ final class SustainedBench {
     private static long open(Connection db, GatewayProcesses parties) throws Exception {
         try (PreparedStatement s = db.prepareStatement("SELECT count(*) FROM jobs WHERE tenant_id LIKE ? AND finalized_at IS NULL")) {
             s.setString(1, parties.tenantPattern());
+            try (ResultSet rs = s.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    private static long finishedSince(Connection db, GatewayProcesses parties, long startMillis) throws Exception {
+        try (PreparedStatement s = db.prepareStatement("SELECT count(*) FROM jobs WHERE tenant_id LIKE ? AND finalized_at >= ?")) {
+            s.setString(1, parties.tenantPattern());
+            s.setTimestamp(2, new java.sql.Timestamp(startMillis));
             try (ResultSet rs = s.executeQuery()) {
                 rs.next();
                 return rs.getLong(1);

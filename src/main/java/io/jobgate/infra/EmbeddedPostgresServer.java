@@ -55,6 +55,12 @@ public final class EmbeddedPostgresServer {
     }
 
     public static EmbeddedPostgresServer start(Path baseDir, int port, Durability durability) throws IOException {
+        return start(baseDir, port, durability, java.util.Map.of());
+    }
+
+    /** As {@link #start(Path, int, Durability)}, with more server settings (a bench's {@code shared_preload_libraries}). */
+    public static EmbeddedPostgresServer start(Path baseDir, int port, Durability durability, java.util.Map<String, String> settings)
+            throws IOException {
         Path dataDir = baseDir.resolve("pgdata");
         Path workDir = baseDir.resolve("pgbin");
         Files.createDirectories(dataDir);
@@ -79,6 +85,7 @@ public final class EmbeddedPostgresServer {
         builder.setServerConfig("fsync", on)
                 .setServerConfig("synchronous_commit", on)
                 .setServerConfig("full_page_writes", on);
+        settings.forEach(builder::setServerConfig);
         if (port > 0) {
             builder.setPort(port);
         }

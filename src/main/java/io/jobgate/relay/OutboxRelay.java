@@ -41,6 +41,7 @@ public final class OutboxRelay {
     private final String providerLimits;
     private final int claimSeconds;
     private final int statusBatch;
+    private final int perTenant;
     /** Names this relay on its claims, so the sweeper releases them when its process is gone. */
     private final String owner = io.jobgate.infra.InstanceLiveness.ownerName("relay-");
 
@@ -59,6 +60,7 @@ public final class OutboxRelay {
         this.maxRunning = settings.maxRunning();
         this.claimSeconds = settings.claimSeconds();
         this.statusBatch = settings.statusBatch();
+        this.perTenant = settings.perTenant();
     }
 
     public String owner() {
@@ -77,6 +79,7 @@ public final class OutboxRelay {
         m.setHeader("maxRunning", maxRunning);
         m.setHeader("providerLimits", providerLimits);
         m.setHeader("statusBatch", statusBatch);
+        m.setHeader("perTenant", perTenant);
         // camel-sql looks every :#parameter up in the body first, converting it to a Map each time: an
         // empty Map answers at once (another body costs a failed type conversion per parameter).
         m.setBody(Map.of());

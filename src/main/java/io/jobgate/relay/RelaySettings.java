@@ -10,8 +10,10 @@ import io.jobgate.infra.Settings;
  *                     unset: derived from what the providers allow in flight)
  * @param claimSeconds how long a round's claim lasts before another relay may publish the event again
  * @param statusBatch  status events per round
+ * @param perTenant    due dispatch events a round takes per tenant at most, in turns: every tenant's first, then
+ *                     every tenant's second, ... (1: one job per tenant per round)
  */
-public record RelaySettings(boolean enabled, int maxRunning, int claimSeconds, int statusBatch) {
+public record RelaySettings(boolean enabled, int maxRunning, int claimSeconds, int statusBatch, int perTenant) {
 
     /** @param derivedMaxRunning the window when {@code jobgate.dispatch.max-running} is left empty */
     public static RelaySettings from(Settings s, boolean enabled, int derivedMaxRunning) {
@@ -19,6 +21,7 @@ public record RelaySettings(boolean enabled, int maxRunning, int claimSeconds, i
         return new RelaySettings(enabled,
                 set ? s.intValue("jobgate.dispatch.max-running", 1, 1_000_000) : Math.max(1, Math.min(derivedMaxRunning, 1_000_000)),
                 s.intValue("jobgate.relay.claim-seconds", 1, 3600),
-                s.intValue("jobgate.relay.status-batch", 1, 10_000));
+                s.intValue("jobgate.relay.status-batch", 1, 10_000),
+                s.intValue("jobgate.relay.per-tenant", 1, 1_000));
     }
 }
