@@ -6,10 +6,9 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 
-import io.jobgate.bench.Bench;
 
 /**
- * One binary, several commands: {@code run} (default) starts the gateway, {@code bench} measures it,
+ * One binary, several commands: {@code run} (default) starts the gateway,
  * {@code simulator} runs the bundled provider on its own, {@code demo} drives a running gateway, {@code evaluate} prints what its evaluator read back, {@code hawtio} serves the console on one.
  * {@code help} (or {@code --help}) lists them; {@code <command> --help} describes one without
  * running it. The commands depend on the gateway ({@link Gateway}), never the other way round.
@@ -61,13 +60,6 @@ public final class App {
                       Per preset and revision since then (default: the last 24 hours): jobs, field accuracy, outputs
                       whose totals read right, rejected outputs. Admin key: --admin-key or JOBGATE_ADMIN_API_KEY.
                       Needs jobgate.evaluation.enabled on the gateway. docs/evaluation.md."""),
-            new Command("bench", "measure the gateway: admission, relay, worker latency, backlog drain, history, restart",
-                    """
-                    usage: java -jar jobgate.jar bench [--jdbc-url URL --db-user U [--db-password P]]
-                                 [--only worker|admission|relay|drain|mixed|history|restart|peers] [--peers] [options]
-                      Prints figures beside the same run's pgbench and artemis perf ceilings, and with --peers
-                      beside db-scheduler's and JobRunr's on the same PostgreSQL; asserts nothing.
-                      Options and what each figure means: docs/benchmarks.md."""),
             new Command("training-run", "start the gateway on a throwaway data directory and stop it once ready (the build's class-data archive)",
                     """
                     usage: java -jar jobgate.jar training-run
@@ -98,7 +90,11 @@ public final class App {
         }
         switch (command) {
             case "run" -> Gateway.gateway().run(rest);
-            case "bench" -> Bench.main(rest);
+            case "bench" -> {
+                // The bench is not in the gateway's jar (src/bench, docs/benchmarks.md).
+                System.err.println("the bench is its own jar: java -jar target/jobgate-bench.jar [options] (docs/benchmarks.md)");
+                System.exit(2);
+            }
             case "training-run" -> io.jobgate.ops.TrainingRun.main(rest);
             case "simulator" -> io.jobgate.simulator.SimulatorCommand.main(rest);
             case "demo" -> io.jobgate.demo.Demo.main(rest);

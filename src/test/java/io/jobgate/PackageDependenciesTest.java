@@ -68,6 +68,18 @@ class PackageDependenciesTest {
         assertThat(beyond).as("packages using more than their package-info allows").isEmpty();
     }
 
+    /** The bench is its own source set (src/bench/java) and jar: the gateway's sources neither hold nor name it. */
+    @Test
+    void theBenchIsNotPartOfTheGateway() throws IOException {
+        assertThat(ROOT.resolve("bench")).doesNotExist();
+        assertThat(Path.of("src/bench/java/io/jobgate/bench/Bench.java")).exists();
+        try (Stream<Path> files = Files.walk(ROOT)) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+                assertThat(Files.readString(f)).as(f.toString()).doesNotContain("io.jobgate.bench.");
+            }
+        }
+    }
+
     @Test
     void theGatewaysOwnCodeImportsNoCommand() throws IOException {
         Map<String, Set<String>> offenders = new LinkedHashMap<>();

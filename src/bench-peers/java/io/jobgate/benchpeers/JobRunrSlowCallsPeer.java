@@ -33,7 +33,9 @@ import org.jobrunr.utils.mapper.jackson.JacksonJsonMapper;
  * jobs are enqueued from 16 threads. Prints one line {@code RESULT k=v ...}: the seconds from the first
  * enqueue to the last job SUCCEEDED, and this JVM's most threads and resident memory seen (sampled).
  *
- * <p>Arguments: jdbc-url user password schema stand-in-url jobs workers timeout-seconds.
+ * <p>Arguments: jdbc-url user password schema stand-in-url jobs workers timeout-seconds
+ * [warm-up-jobs warm-up-latency-ms latency-ms]: warm-up jobs run first, unmeasured, with the stand-in's
+ * answers set to the warm-up latency ({@code GET /latency?ms=}), then set back to the measured latency.
  */
 public final class JobRunrSlowCallsPeer {
 
@@ -57,6 +59,10 @@ public final class JobRunrSlowCallsPeer {
         DONE.incrementAndGet();
     }
 
+    private static void get(String url) throws Exception {
+        HTTP.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.discarding());
+    }
+
     public static void main(String[] args) throws Exception {
         Map<String, String> settings = new HashMap<>();
         settings.put("jdbc-url", args[0]);
@@ -67,6 +73,7 @@ public final class JobRunrSlowCallsPeer {
         int jobs = Integer.parseInt(args[5]);
         int workers = Integer.parseInt(args[6]);
         long timeoutNanos = Duration.ofSeconds(Long.parseLong(args[7])).toNanos();
+        int warmUp = args.length > 8 ? Integer.parseInt(args[8]) : 0;
         boolean virtual = Runtime.version().feature() >= 21;
         Sampler sampler = new Sampler();
         sampler.start();
@@ -91,12 +98,25 @@ public final class JobRunrSlowCallsPeer {
                                 .andCarbonAwareJobProcessingConfiguration(
                                         CarbonAwareJobProcessingConfiguration.usingDisabledCarbonAwareJobProcessingConfiguration()));
                 server.start();
+                if (warmUp > 0) {
+                    get(args[4] + "/latency?ms=" + args[9]);
+                    long warmStart = System.nanoTime();
+                    PeerDatabase.enqueue(warmUp, 16, i -> scheduler.enqueue(() -> JobRunrSlowCallsPeer.call(url)));
+                    while (DONE.get() < warmUp || storage.countJobs(StateName.SUCCEEDED) < warmUp) {
+                        if (System.nanoTime() - warmStart > timeoutNanos) {
+                            throw new IllegalStateException("JobRunr's warm-up: " + DONE.get() + " of " + warmUp + " done before the timeout");
+                        }
+                        Thread.sleep(50);
+                    }
+                    get(args[4] + "/latency?ms=" + args[10]);
+                    get(args[4] + "/reset");
+                }
                 long cpuAtStart = java.lang.management.ManagementFactory.getPlatformMXBean(com.sun.management.OperatingSystemMXBean.class)
                         .getProcessCpuTime() / 1_000_000;
                 long start = System.nanoTime();
                 double enqueueSeconds = PeerDatabase.enqueue(jobs, 16, i -> scheduler.enqueue(() -> JobRunrSlowCallsPeer.call(url)));
                 try {
-                    while (DONE.get() < jobs || storage.countJobs(StateName.SUCCEEDED) < jobs) {
+                    while (DONE.get() < warmUp + jobs || storage.countJobs(StateName.SUCCEEDED) < warmUp + jobs) {
                         if (System.nanoTime() - start > timeoutNanos) {
                             throw new IllegalStateException("JobRunr: " + DONE.get() + " of " + jobs + " done before the timeout");
                         }

@@ -1,5 +1,6 @@
 package io.jobgate.bench;
 
+import java.io.File;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -49,7 +50,7 @@ final class GatewayProcesses implements AutoCloseable {
         this.postgres = EmbeddedPostgresServer.start(dir.resolve("postgres"), Bench.freePort(),
                 EmbeddedPostgresServer.Durability.DURABLE, Map.of("shared_preload_libraries", "pg_stat_statements"));
         int providerPort = Bench.freePort();
-        this.provider = start("slow-provider", List.of("-Xss256k", "-cp", jar.toString(), SlowProvider.class.getName(),
+        this.provider = start("slow-provider", List.of("-Xss256k", "-cp", Bench.benchClasses() + File.pathSeparator + jar, SlowProvider.class.getName(),
                 Integer.toString(providerPort), Long.toString(latencyMillis)), Map.of());
         this.providerUrl = "http://127.0.0.1:" + providerPort;
         await(() -> get(providerUrl + "/stats").statusCode() == 200, provider, "the stand-in");

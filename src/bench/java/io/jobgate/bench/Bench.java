@@ -15,7 +15,7 @@ import org.apache.camel.CamelContext;
 import org.apache.camel.main.Main;
 
 /**
- * {@code java -jar target/jobgate.jar bench [--jdbc-url URL] [--db-user U] [--db-password P]
+ * {@code java -jar target/jobgate-bench.jar [--jdbc-url URL] [--db-user U] [--db-password P]
  * [--seconds 10] [--clients 1,16,64] [--warm-up 20] [--samples 50] [--worker-warm-up 45] [--retry-samples 20] [--only admission|relay|worker|drain|mixed|history|restart|peers, or several: admission,drain] [--mixed-jobs 5000] [--mixed-clients 16] [--mixed-warm-up 1000] [--artemis-home DIR]
  * [--drain-jobs 20000] [--drain-tenants 20] [--drain-warm-up N] [--floor-jobs min(5000, drain jobs), 0: none] [--history 1000000]
  * [--peers [db-scheduler,db-scheduler-lock-and-fetch,jobrunr|all] [--peer-jobs 20000] [--peer-warm-up N] [--peer-threads 16] [--peers-dir DIR]]}:
@@ -36,6 +36,11 @@ import org.apache.camel.main.Main;
 public final class Bench {
 
     private Bench() {
+    }
+
+    static {
+        // As the gateway's commands do: one line per log record, before the first logger starts JUL.
+        io.jobgate.common.LogSetup.use();
     }
 
     public static void main(String[] args) throws Exception {
@@ -63,19 +68,19 @@ public final class Bench {
         int port = freePort();
         if (opts.getOrDefault("only", "all").equals("restart")) {
             // The jar this command runs from, as processes of its own: a restart is a new JVM.
-            Path jar = Path.of(Bench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            Path jar = gatewayJar();
             inProcesses(dataDir, () -> new RestartBench(jar, dataDir, port).run(Integer.parseInt(opts.getOrDefault("restarts", "3"))));
             System.exit(0);
         }
         if (only.equals("sustained")) {
             // Open-loop arrivals against the gateway as its own process (SustainedBench).
-            Path jar = Path.of(Bench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            Path jar = gatewayJar();
             inProcesses(dataDir, () -> new SustainedBench(jar, dataDir, opts).run());
             System.exit(0);
         }
         if (only.equals("inflight")) {
             // Stand-in, gateway and JobRunr as processes of their own: each one's memory and threads are its own.
-            Path jar = Path.of(Bench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            Path jar = gatewayJar();
             boolean withPeers = peers != null;
             inProcesses(dataDir, () -> new InflightBench(jar, dataDir, opts).run(withPeers));
             System.exit(0);
@@ -330,6 +335,16 @@ public final class Bench {
      * The run's data directory (its objects, broker journal and, without --jdbc-url, its PostgreSQL), gone
      * with the run: a 20,000-job drain leaves about a gigabyte there.
      */
+    /** The gateway's jar, as the bench jar's manifest names it ({@code Class-Path: jobgate.jar}, beside it). */
+    static Path gatewayJar() throws Exception {
+        return Path.of(io.jobgate.App.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    }
+
+    /** This bench's own classes: its jar, or the class folder of a test run. */
+    static Path benchClasses() throws Exception {
+        return Path.of(Bench.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+    }
+
     /** A bench of processes of their own: their logs stay in {@code dataDir} when it fails (its message names it). */
     private static void inProcesses(Path dataDir, ProcessBench bench) throws Exception {
         bench.run();

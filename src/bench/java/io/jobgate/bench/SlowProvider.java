@@ -29,7 +29,7 @@ import com.sun.net.httpserver.HttpServer;
  * gpt-image-1 does. A call held waiting is a scheduled reply, not a thread, so the stand-in itself never
  * limits how many calls are in flight. {@code GET /stats} tells how many calls it holds now, the most at
  * once, and how many it answered. Run in a JVM of its own by {@code bench --only inflight}
- * ({@code java -cp jobgate.jar io.jobgate.bench.SlowProvider <port> <latency-ms>}), so its memory and
+ * ({@code java -cp jobgate-bench.jar:jobgate.jar io.jobgate.bench.SlowProvider <port> <latency-ms>}), so its memory and
  * threads are not counted as the client's or the gateway's.
  */
 public final class SlowProvider {
@@ -43,7 +43,11 @@ public final class SlowProvider {
     private final AtomicInteger most = new AtomicInteger();
     private final AtomicLong answered = new AtomicLong();
 
+    /** How long each answer waits; {@code GET /latency?ms=N} changes it (the benches' warm-up runs short calls first). */
+    private volatile long latencyMillis;
+
     SlowProvider(int port, long latencyMillis) throws IOException {
+        this.latencyMillis = latencyMillis;
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 8192);
         server.setExecutor(Executors.newFixedThreadPool(4));
         server.createContext("/v1/images/generations", exchange -> {
@@ -54,7 +58,12 @@ public final class SlowProvider {
             Matcher size = SIZE.matcher(body);
             String wxh = size.find() ? size.group(1) + "x" + size.group(2) : "1024x1024";
             most.accumulateAndGet(holding.incrementAndGet(), Math::max);
-            replies.schedule(() -> answer(exchange, wxh), latencyMillis, TimeUnit.MILLISECONDS);
+            replies.schedule(() -> answer(exchange, wxh), this.latencyMillis, TimeUnit.MILLISECONDS);
+        });
+        server.createContext("/latency", exchange -> {
+            String query = exchange.getRequestURI().getQuery();
+            this.latencyMillis = Long.parseLong(query.substring(query.indexOf("ms=") + 3));
+            send(exchange, 200, "{}".getBytes(StandardCharsets.UTF_8));
         });
         server.createContext("/stats", exchange -> send(exchange, 200, ("{\"holding\": " + holding.get() + ", \"most\": "
                 + most.get() + ", \"answered\": " + answered.get() + "}").getBytes(StandardCharsets.UTF_8)));

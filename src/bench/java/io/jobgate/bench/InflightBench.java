@@ -61,7 +61,16 @@ final class InflightBench {
         this.jobs = Integer.parseInt(opts.getOrDefault("jobs", Integer.toString(3 * inflight)));
         this.tenants = Integer.parseInt(opts.getOrDefault("tenants", "10"));
         this.clients = Integer.parseInt(opts.getOrDefault("clients", "16"));
+        this.warmUp = Integer.parseInt(opts.getOrDefault("warm-up", Integer.toString(inflight)));
     }
+
+    /**
+     * Jobs run first, unmeasured, against the stand-in answering after {@link #WARM_UP_LATENCY_MS}: a gateway
+     * (or JobRunr) that has run for a while, its code compiled by the JIT, as users meet it after its first
+     * minutes. The same for both parties; {@code --warm-up 0} measures a fresh JVM.
+     */
+    private final int warmUp;
+    static final long WARM_UP_LATENCY_MS = 200;
 
     /** One party's figures. */
     record Figures(String name, int mostInFlight, double seconds, int succeeded, long droppedAnswers, int maxThreads,
@@ -91,6 +100,18 @@ final class InflightBench {
         // Only what a user raises: the provider's max-concurrency and the tenants' caps.
         parties.startGateway(tenants, inflight, inflight, Map.of());
         String providerUrl = parties.providerUrl;
+        if (warmUp > 0) {
+            parties.get(providerUrl + "/latency?ms=" + WARM_UP_LATENCY_MS);
+            long warmStart = System.currentTimeMillis();
+            send(parties, warmUp, new AtomicLong());
+            try (Connection db = DriverManager.getConnection(parties.jdbcUrl())) {
+                waitForFinal(db, parties.tenantPattern(), warmStart, warmUp);
+            }
+            System.out.printf("  jobgate: %,d warm-up jobs (calls of %d ms) in %.1f s, unmeasured%n", warmUp, WARM_UP_LATENCY_MS,
+                    (System.currentTimeMillis() - warmStart) / 1000.0);
+            parties.get(providerUrl + "/latency?ms=" + latencyMillis);
+            Thread.sleep(1000); // the last warm-up's rows written after its finalized_at: apart from the measured jobs' created_at
+        }
         parties.get(providerUrl + "/reset");
         Sampler sampler = new Sampler(parties, parties.gatewayPid());
         ApiProbe probe = new ApiProbe(parties, sampler);
@@ -98,37 +119,18 @@ final class InflightBench {
         long cpuBefore = GatewayProcesses.cpuMillis(parties.gatewayPid());
         long pgBefore = parties.postgresCpuMillis();
         long first = System.currentTimeMillis();
-        Thread[] senders = new Thread[clients];
-        AtomicInteger next = new AtomicInteger();
         AtomicLong refused = new AtomicLong();
-        ConcurrentLinkedQueue<String> errors = new ConcurrentLinkedQueue<>();
-        for (int c = 0; c < clients; c++) {
-            senders[c] = new Thread(() -> {
-                for (int i = next.getAndIncrement(); i < jobs; i = next.getAndIncrement()) {
-                    try {
-                        post(parties, i, refused);
-                    } catch (Exception e) {
-                        errors.add(e.toString());
-                    }
-                }
-            }, "inflight-sender-" + c);
-            senders[c].start();
-        }
         probe.start();
-        for (Thread t : senders) {
-            t.join();
-        }
+        send(parties, jobs, refused);
         long lastAccepted = System.currentTimeMillis();
-        if (!errors.isEmpty()) {
-            throw new IllegalStateException(errors.size() + " jobs not accepted, first: " + errors.peek());
-        }
         try (Connection db = DriverManager.getConnection(parties.jdbcUrl())) {
-            long[] done = waitForFinal(db, parties.tenantPattern());
+            long[] done = waitForFinal(db, parties.tenantPattern(), first, jobs);
             double cpu = (GatewayProcesses.cpuMillis(parties.gatewayPid()) - cpuBefore) / (double) jobs;
             double pgCpu = (parties.postgresCpuMillis() - pgBefore) / (double) jobs;
             sampler.interrupt();
             probe.interrupt();
-            String ofRun = "FROM attempts a JOIN jobs j ON j.job_id = a.job_id WHERE j.tenant_id LIKE '" + parties.tenantPattern() + "'";
+            String ofRun = "FROM attempts a JOIN jobs j ON j.job_id = a.job_id WHERE j.tenant_id LIKE '" + parties.tenantPattern()
+                    + "' AND j.created_at >= to_timestamp(" + first / 1000.0 + ")";
             long dropped = count(db, "SELECT count(*) " + ofRun + " AND a.outcome = 'lease_lost' AND a.http_status = 200");
             long attempts = count(db, "SELECT count(*) " + ofRun);
             double seconds = (done[1] - first) / 1000.0;
@@ -141,24 +143,49 @@ final class InflightBench {
         }
     }
 
-    /** {@code [succeeded, epoch ms of the last finalized_at]} once every job of the run is final. */
-    private long[] waitForFinal(Connection db, String tenantPattern) throws Exception {
+    /** Sends {@code count} jobs from {@link #clients} threads, each retried after a 429/503's Retry-After. */
+    private void send(GatewayProcesses parties, int count, AtomicLong refused) throws Exception {
+        Thread[] senders = new Thread[clients];
+        AtomicInteger next = new AtomicInteger();
+        ConcurrentLinkedQueue<String> errors = new ConcurrentLinkedQueue<>();
+        for (int c = 0; c < clients; c++) {
+            senders[c] = new Thread(() -> {
+                for (int i = next.getAndIncrement(); i < count; i = next.getAndIncrement()) {
+                    try {
+                        post(parties, i, refused);
+                    } catch (Exception e) {
+                        errors.add(e.toString());
+                    }
+                }
+            }, "inflight-sender-" + c);
+            senders[c].start();
+        }
+        for (Thread t : senders) {
+            t.join();
+        }
+        if (!errors.isEmpty()) {
+            throw new IllegalStateException(errors.size() + " jobs not accepted, first: " + errors.peek());
+        }
+    }
+
+    /** {@code [succeeded, epoch ms of the last finalized_at]} once the {@code expected} jobs created since {@code since} are final. */
+    private long[] waitForFinal(Connection db, String tenantPattern, long since, int expected) throws Exception {
         long lastProgress = System.nanoTime();
         long lastFinal = -1;
         while (true) {
             try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery("SELECT count(*) FILTER (WHERE finalized_at IS NOT NULL), "
                     + "count(*) FILTER (WHERE status = 'succeeded'), (extract(epoch FROM max(finalized_at)) * 1000)::bigint "
-                    + "FROM jobs WHERE tenant_id LIKE '" + tenantPattern + "'")) {
+                    + "FROM jobs WHERE tenant_id LIKE '" + tenantPattern + "' AND created_at >= to_timestamp(" + since / 1000.0 + ")")) {
                 rs.next();
                 long finals = rs.getLong(1);
-                if (finals == jobs) {
+                if (finals == expected) {
                     return new long[] {rs.getLong(2), rs.getLong(3)};
                 }
                 if (finals != lastFinal) {
                     lastFinal = finals;
                     lastProgress = System.nanoTime();
                 } else if (System.nanoTime() - lastProgress > TimeUnit.MILLISECONDS.toNanos(3 * latencyMillis + 120_000)) {
-                    throw new IllegalStateException("stalled: " + finals + " of " + jobs + " jobs final; logs in " + dir);
+                    throw new IllegalStateException("stalled: " + finals + " of " + expected + " jobs final; logs in " + dir);
                 }
             }
             Thread.sleep(100); // another process's progress: nothing to wait on but the database
@@ -196,7 +223,8 @@ final class InflightBench {
         Process peer = parties.start("jobrunr", List.of("-cp", peers.resolve("classes") + ":" + peers.resolve("lib") + "/*",
                 "io.jobgate.benchpeers.JobRunrSlowCallsPeer", bare, user.find() ? user.group(1) : "postgres", "",
                 "jobgate_peer_jobrunr_inflight", providerUrl, Integer.toString(jobs), Integer.toString(inflight),
-                Long.toString(Math.max(600, jobs / Math.max(1, inflight) * latencyMillis / 1000 * 4))), Map.of());
+                Long.toString(Math.max(600, jobs / Math.max(1, inflight) * latencyMillis / 1000 * 4)),
+                Integer.toString(warmUp), Long.toString(WARM_UP_LATENCY_MS), Long.toString(latencyMillis)), Map.of());
         Sampler sampler = new Sampler(parties, -1);
         sampler.start();
         long pgBefore = parties.postgresCpuMillis();
