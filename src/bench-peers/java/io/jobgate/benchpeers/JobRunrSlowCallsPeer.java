@@ -111,6 +111,8 @@ public final class JobRunrSlowCallsPeer {
                     get(args[4] + "/latency?ms=" + args[10]);
                     get(args[4] + "/reset");
                 }
+                System.out.println("WARMED-UP"); // the bench reads PostgreSQL's CPU from here on
+                System.out.flush();
                 long cpuAtStart = java.lang.management.ManagementFactory.getPlatformMXBean(com.sun.management.OperatingSystemMXBean.class)
                         .getProcessCpuTime() / 1_000_000;
                 long start = System.nanoTime();

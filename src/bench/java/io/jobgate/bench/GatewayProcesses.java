@@ -163,22 +163,40 @@ final class GatewayProcesses implements AutoCloseable {
 
     /** CPU (user and system) a process has used so far, in ms; -1 without /proc. */
     static long cpuMillis(long pid) {
+        return cpuMillis(pid, false);
+    }
+
+    /** @param withEndedChildren also the CPU of its children that ended (a postmaster's backends whose session closed) */
+    static long cpuMillis(long pid, boolean withEndedChildren) {
         try {
             String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-            // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+            // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th,
+            // cutime and cstime (its waited-for children's) the 14th and 15th.
             String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            return (Long.parseLong(fields[11]) + Long.parseLong(fields[12])) * 10; // USER_HZ is 100 on Linux
+            long ticks = Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+            if (withEndedChildren) {
+                ticks += Long.parseLong(fields[13]) + Long.parseLong(fields[14]);
+            }
+            return ticks * 10; // USER_HZ is 100 on Linux
         } catch (IOException | RuntimeException notLinux) {
             return -1;
         }
     }
 
-    /** CPU of this run's PostgreSQL processes so far, in ms (those whose command line names its data folder). */
+    /**
+     * CPU of this run's PostgreSQL processes so far, in ms: the postmaster (its command line names the data
+     * folder) with its backends that ended (a peer's sessions close before its figures are read), and its
+     * live children.
+     */
     long postgresCpuMillis() {
         String data = dir.resolve("postgres").toString();
-        return ProcessHandle.allProcesses().filter(p -> p.info().commandLine().map(c -> c.contains(data)).orElse(false)
-                        || p.parent().flatMap(pp -> pp.info().commandLine()).map(c -> c.contains(data)).orElse(false))
-                .mapToLong(p -> Math.max(0, cpuMillis(p.pid()))).sum();
+        return ProcessHandle.allProcesses().mapToLong(p -> {
+            if (p.info().commandLine().map(c -> c.contains(data)).orElse(false)) {
+                return Math.max(0, cpuMillis(p.pid(), true));
+            }
+            return p.parent().flatMap(pp -> pp.info().commandLine()).map(c -> c.contains(data)).orElse(false)
+                    ? Math.max(0, cpuMillis(p.pid())) : 0;
+        }).sum();
     }
 
     /** Starts counting the database's statements anew (pg_stat_statements, preloaded by this bench's server). */

@@ -225,6 +225,9 @@ final class InflightBench {
                 "jobgate_peer_jobrunr_inflight", providerUrl, Integer.toString(jobs), Integer.toString(inflight),
                 Long.toString(Math.max(600, jobs / Math.max(1, inflight) * latencyMillis / 1000 * 4)),
                 Integer.toString(warmUp), Long.toString(WARM_UP_LATENCY_MS), Long.toString(latencyMillis)), Map.of());
+        while (parties.logLines("jobrunr", "WARMED-UP") == 0 && peer.isAlive()) {
+            Thread.sleep(50); // its warm-up is its own process's: its log says when it is over
+        }
         Sampler sampler = new Sampler(parties, -1);
         sampler.start();
         long pgBefore = parties.postgresCpuMillis();

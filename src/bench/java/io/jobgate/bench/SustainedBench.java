@@ -46,6 +46,8 @@ final class SustainedBench {
     private final int stepSeconds;
     private final int tenants;
     private final int maxConcurrency;
+    /** How long the unmeasured warm-up sends, at half the first step's rate. */
+    private final int warmUpSeconds;
     /** How many of the last step's costliest statements to print. */
     private final int statements;
 
@@ -60,6 +62,7 @@ final class SustainedBench {
         this.tenants = Integer.parseInt(opts.getOrDefault("tenants", "10"));
         this.maxConcurrency = Integer.parseInt(opts.getOrDefault("max-concurrency", "64"));
         this.statements = Integer.parseInt(opts.getOrDefault("statements", "12"));
+        this.warmUpSeconds = Integer.parseInt(opts.getOrDefault("warm-up-seconds", "45"));
     }
 
     /** A sent job: when it was planned, and its id once accepted. */
@@ -78,6 +81,10 @@ final class SustainedBench {
         long backlogAtEnd;
         long cpuGatewayMillis;
         long cpuPostgresMillis;
+        /** Each POST's time to its answer, from its planned send (an open-loop client's view of admission). */
+        final java.util.concurrent.ConcurrentLinkedQueue<long[]> admissionMillis = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        /** {planned send, accept -> final} of the step's jobs that became final. */
+        final List<long[]> finalMillis = new ArrayList<>();
 
         Step(int rate) {
             this.rate = rate;
@@ -100,8 +107,10 @@ final class SustainedBench {
                 return t;
             });
             try (Connection db = DriverManager.getConnection(parties.jdbcUrl())) {
-                // Warm-up, unmeasured: the JIT compiles the path first (on two cores C2 competes with the first minute).
-                offer(parties, senders, new Step(rates[0]), 20, -1, null, 20);
+                // Warm-up, unmeasured: the JIT compiles the path first (on two cores C2 competes with the first minute):
+                // half the first step's rate (at least 20 jobs/s) for --warm-up-seconds.
+                int warmRate = Math.max(20, rates[0] / 2);
+                offer(parties, senders, new Step(warmRate), warmRate, -1, null, warmUpSeconds);
                 waitForOpen(db, parties, 0, 120);
                 for (int i = 0; i < rates.length; i++) {
                     Step step = new Step(rates[i]);
@@ -150,6 +159,7 @@ final class SustainedBench {
             senders.execute(() -> {
                 try {
                     HttpResponse<String> r = parties.http.send(parties.post(tenant), HttpResponse.BodyHandlers.ofString());
+                    step.admissionMillis.add(new long[] {planned, System.currentTimeMillis() - planned});
                     Matcher id = JOB_ID.matcher(r.body());
                     if (r.statusCode() == 202 && id.find()) {
                         step.accepted.incrementAndGet();
@@ -224,14 +234,15 @@ final class SustainedBench {
                     int rate = steps.get(job.step()).rate;
                     if (isFinal) {
                         latencies.computeIfAbsent(rate, r -> new ArrayList<>()).add((double) (finalAt - job.plannedMillis()));
+                        steps.get(job.step()).finalMillis.add(new long[] {job.plannedMillis(), finalAt - job.plannedMillis()});
                     } else {
                         neverFinal.merge(rate, 1L, Long::sum);
                     }
                 }
             }
         }
-        System.out.printf("%n  %8s %9s %8s %8s %10s %9s %25s %14s %14s%n", "offered", "accepted", "refused", "failed", "finished/s",
-                "backlog", "accept->final p50/p95/p99", "JVM ms/job", "PG ms/job");
+        System.out.printf("%n  %8s %9s %8s %8s %10s %9s %25s %14s %11s %11s%n", "offered", "accepted", "refused", "failed", "finished/s",
+                "backlog", "accept->final p50/p95/p99", "admission p99", "JVM ms/job", "PG ms/job");
         Integer knee = null;
         for (Step step : steps) {
             List<Double> l = latencies.getOrDefault(step.rate, List.of());
@@ -242,9 +253,10 @@ final class SustainedBench {
             double p99 = percentile(sorted, never, 0.99);
             double finishedPerSecond = finishedInStep.getOrDefault(step.rate, 0L) * 1000.0 / (step.endMillis - step.startMillis);
             long finished = Math.max(1, finishedInStep.getOrDefault(step.rate, 0L));
-            System.out.printf("  %6d/s %9d %8d %8d %10.1f %9d %25s %14.1f %14.1f%n", step.rate, step.accepted.get(), step.refused.get(),
+            double[] admission = step.admissionMillis.stream().mapToDouble(a -> a[1]).sorted().toArray();
+            System.out.printf("  %6d/s %9d %8d %8d %10.1f %9d %25s %11.0f ms %11.1f %11.1f%n", step.rate, step.accepted.get(), step.refused.get(),
                     step.failed.get(), finishedPerSecond, step.backlogAtEnd,
-                    String.format("%s / %s / %s s", seconds(p50), seconds(p95), seconds(p99)),
+                    String.format("%s / %s / %s s", seconds(p50), seconds(p95), seconds(p99)), percentile(admission, 0, 0.99),
                     (double) step.cpuGatewayMillis / finished, (double) step.cpuPostgresMillis / finished);
             if (step.late.get() > 0) {
                 System.out.printf("           (the sender fell behind its plan on %d sends)%n", step.late.get());
@@ -254,10 +266,67 @@ final class SustainedBench {
                 knee = step.rate;
             }
         }
+        for (Step step : steps) {
+            if (step.endMillis - step.startMillis >= 120_000) {
+                byMinute(db, parties, step);
+            }
+        }
         System.out.printf("  knee: %s (the highest offered rate with accept -> final p95 under 2 s, finishing at least 95 %% of what "
                 + "was accepted during the step)%n", knee == null ? "below the lowest step" : knee + " jobs/s");
         System.out.println("  accept -> final: from the planned send to the job's finalized_at; a job never final counts as the "
                 + "slowest. CPU per job: the step's CPU over the jobs finished during it.");
+    }
+
+    /**
+     * A long step minute by minute, from the database afterwards: jobs accepted (created) and finished
+     * (finalized) in the minute, their ratio, and the backlog (accepted, not yet final) at the minute's
+     * end and at its highest (every 5 s).
+     */
+    private static void byMinute(Connection db, GatewayProcesses parties, Step step) throws Exception {
+        System.out.printf("%n  the %d jobs/s step minute by minute (accept -> final and admission of the jobs sent in the minute)%n"
+                        + "  %6s %9s %9s %18s %9s %12s %18s %14s%n", step.rate, "minute", "accepted",
+                "finished", "finished/accepted", "backlog", "backlog max", "accept->final p95", "admission p99");
+        String backlogAt = "SELECT count(*) FROM jobs WHERE tenant_id LIKE ? AND created_at <= to_timestamp(?) "
+                + "AND (finalized_at IS NULL OR finalized_at > to_timestamp(?))";
+        String inMinute = "SELECT count(*) FILTER (WHERE created_at >= to_timestamp(?) AND created_at < to_timestamp(?)), "
+                + "count(*) FILTER (WHERE finalized_at >= to_timestamp(?) AND finalized_at < to_timestamp(?)) FROM jobs WHERE tenant_id LIKE ?";
+        for (long from = step.startMillis, minute = 1; from < step.endMillis; from += 60_000, minute++) {
+            long to = Math.min(step.endMillis, from + 60_000);
+            long accepted;
+            long finished;
+            try (PreparedStatement s = db.prepareStatement(inMinute)) {
+                s.setDouble(1, from / 1000.0);
+                s.setDouble(2, to / 1000.0);
+                s.setDouble(3, from / 1000.0);
+                s.setDouble(4, to / 1000.0);
+                s.setString(5, parties.tenantPattern());
+                try (ResultSet rs = s.executeQuery()) {
+                    rs.next();
+                    accepted = rs.getLong(1);
+                    finished = rs.getLong(2);
+                }
+            }
+            long most = 0;
+            long atEnd = 0;
+            for (long t = from + 5_000; t <= to; t += 5_000) {
+                try (PreparedStatement s = db.prepareStatement(backlogAt)) {
+                    s.setString(1, parties.tenantPattern());
+                    s.setDouble(2, t / 1000.0);
+                    s.setDouble(3, t / 1000.0);
+                    try (ResultSet rs = s.executeQuery()) {
+                        rs.next();
+                        atEnd = rs.getLong(1);
+                        most = Math.max(most, atEnd);
+                    }
+                }
+            }
+            long f = from;
+            double[] toFinal = step.finalMillis.stream().filter(j -> j[0] >= f && j[0] < to).mapToDouble(j -> j[1]).sorted().toArray();
+            double[] admitted = step.admissionMillis.stream().filter(a -> a[0] >= f && a[0] < to).mapToDouble(a -> a[1]).sorted().toArray();
+            System.out.printf("  %6d %9d %9d %18.3f %9d %12d %16s s %11.0f ms%n", minute, accepted, finished,
+                    finished / (double) Math.max(1, accepted), atEnd, most, seconds(percentile(toFinal, 0, 0.95)),
+                    percentile(admitted, 0, 0.99));
+        }
     }
 
     /** The {@code q} quantile of finished latencies with {@code never} jobs that never finished counted as slowest. */

@@ -85,10 +85,24 @@ public final class OutboxRelay {
         m.setBody(Map.of());
     }
 
-    /** Publishes the claimed dispatch rows to jobs.dispatch; sets {@code eventIds} for the mark. */
+    /**
+     * Publishes the claimed dispatch rows to jobs.dispatch; sets {@code eventIds} for the mark, and
+     * {@code anotherRound} when a tenant took its whole share ({@code per-tenant}): it may have more due
+     * now, so the next round runs at once. A round that took less from everyone took all that was due
+     * (or all the room left); the next one waits for a wake (an admission, a due time) or the timer,
+     * instead of an empty round after every round.
+     */
+    @SuppressWarnings("unchecked")
     public void publishDispatch(Exchange exchange) throws JMSException {
+        List<Map<String, Object>> rows = exchange.getMessage().getBody(List.class);
+        Map<Object, Integer> perTenantTaken = new java.util.HashMap<>();
+        boolean shareTaken = false;
+        for (Map<String, Object> row : rows) {
+            shareTaken |= perTenantTaken.merge(row.get("tenant_id"), 1, Integer::sum) >= perTenant;
+        }
         publish(exchange);
         exchange.setProperty("dispatched", exchange.getMessage().getHeader("published", Integer.class));
+        exchange.setProperty("anotherRound", shareTaken);
     }
 
     /**
