@@ -37,8 +37,9 @@ waiting(tenant_id) AS (
 -- A tenant's running count: its row holds what rounds took, its rows of tenant_releases what releases
 -- gave back (V24), read from the statement's snapshot, as the tenant row was.
 tenant_turns AS (
-    SELECT c.tenant_id, c.last_dispatch_at, c.room > 0 AS has_room, least(greatest(c.room, 0), :#perTenant) AS takes
-      FROM (SELECT t.tenant_id, a.last_dispatch_at,
+    SELECT c.tenant_id, c.last_dispatch_at, c.room > 0 AS has_room, least(greatest(c.room, 0), :#perTenant) AS takes,
+           c.max_running_jobs - c.room AS running
+      FROM (SELECT t.tenant_id, a.last_dispatch_at, t.max_running_jobs,
                    t.max_running_jobs - a.running_jobs
                      - (SELECT coalesce(sum(r.running_jobs), 0) FROM tenant_releases r WHERE r.tenant_id = a.tenant_id) AS room
               FROM turn CROSS JOIN waiting w JOIN tenants t ON t.tenant_id = w.tenant_id
@@ -48,7 +49,7 @@ tenant_turns AS (
 -- 16 + :perTenant oldest due events only: a round costs the same whatever a tenant's backlog at a
 -- full provider (a tenant whose oldest all wait for full providers waits a round or two).
 fresh AS (
-    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot, e.provider, e.available_at
+    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, g.running, e.holds_slot, e.provider, e.available_at
       FROM tenant_turns g
       CROSS JOIN LATERAL (
           SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot, j.provider, o.available_at
@@ -65,7 +66,7 @@ fresh AS (
            FOR UPDATE OF o SKIP LOCKED) e
      WHERE g.has_room),
 reclaims AS (
-    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, e.holds_slot, e.provider, e.available_at
+    SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, g.running, e.holds_slot, e.provider, e.available_at
       FROM tenant_turns g
       CROSS JOIN LATERAL (
           SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot, j.provider, o.available_at
@@ -78,12 +79,14 @@ reclaims AS (
      WHERE NOT g.has_room),
 -- Within the window, and per provider within its free calls (a claim that already holds its slot
 -- is counted already), in turns: every tenant's first event (tenants that waited longest first),
--- then every tenant's second, ... `place` is the order the messages go out in.
+-- then every tenant's second, ... `place` is the order the messages go out in. `tenant_ahead`: the
+-- tenant's jobs dispatched and not yet ended when its message goes out (its message priority).
 candidates AS (
     SELECT u.*, row_number() OVER (PARTITION BY u.tenant_id ORDER BY u.available_at, u.event_id) AS turn_of_tenant
       FROM (SELECT * FROM fresh UNION ALL SELECT * FROM reclaims) u),
 picked AS (
     SELECT c.event_id, c.job_id, c.tenant_id, c.last_dispatch_at, c.holds_slot, c.provider,
+           c.running + c.turn_of_tenant - 1 AS tenant_ahead,
            row_number() OVER (ORDER BY c.turn_of_tenant, c.last_dispatch_at NULLS FIRST, c.tenant_id) AS place
       FROM (SELECT v.*, row_number() OVER (PARTITION BY v.provider, v.holds_slot
                                 ORDER BY v.turn_of_tenant, v.last_dispatch_at NULLS FIRST, v.tenant_id) AS nth
@@ -119,6 +122,6 @@ providers_taken AS (
     INSERT INTO provider_window AS w (provider, shard, running)
     SELECT s.provider, 0, count(*) FROM slots s WHERE (SELECT count(*) FROM window_taken) > 0 GROUP BY s.provider
     ON CONFLICT (provider, shard) DO UPDATE SET running = w.running + EXCLUDED.running)
-SELECT c.event_id, c.job_id, c.tenant_id, j.attempts, j.preset_id, j.preset_version, j.kind, j.provider
+SELECT c.event_id, c.job_id, c.tenant_id, j.attempts, j.preset_id, j.preset_version, j.kind, j.provider, p.tenant_ahead
   FROM claimed c JOIN jobs j ON j.job_id = c.job_id JOIN picked p ON p.event_id = c.event_id
  ORDER BY p.place

@@ -31,7 +31,8 @@ import org.apache.camel.main.Main;
  * [--java PATH] [--peers jobrunr]}: calls in flight against a slow provider, the gateway and JobRunr each in a
  * process of its own ({@link InflightBench}). {@code --only sustained [--rates 25,50,100,150,200,250]
  * [--step-seconds 45] [--latency-seconds 0] [--max-concurrency 64] [--tenants 10]}: open-loop arrivals at stepped
- * rates and the knee ({@link SustainedBench}).
+ * rates and the knee ({@link SustainedBench}). {@code --only fairness [--flood 1500] [--quiet-jobs 12] [--background-rate 50]}:
+ * a quiet tenant's jobs behind a noisy tenant's flood while the other tenants keep sending ({@link FloodBench}).
  */
 public final class Bench {
 
@@ -76,6 +77,12 @@ public final class Bench {
             // Open-loop arrivals against the gateway as its own process (SustainedBench).
             Path jar = gatewayJar();
             inProcesses(dataDir, () -> new SustainedBench(jar, dataDir, opts).run());
+            System.exit(0);
+        }
+        if (only.equals("fairness")) {
+            // A quiet tenant behind a noisy one's flood while the rest keep arriving (FloodBench).
+            Path jar = gatewayJar();
+            inProcesses(dataDir, () -> new FloodBench(jar, dataDir, opts).run());
             System.exit(0);
         }
         if (only.equals("inflight")) {

@@ -183,7 +183,7 @@ final class SustainedBench {
         }
     }
 
-    private static long open(Connection db, GatewayProcesses parties) throws Exception {
+    static long open(Connection db, GatewayProcesses parties) throws Exception {
         try (PreparedStatement s = db.prepareStatement("SELECT count(*) FROM jobs WHERE tenant_id LIKE ? AND finalized_at IS NULL")) {
             s.setString(1, parties.tenantPattern());
             try (ResultSet rs = s.executeQuery()) {
@@ -204,7 +204,7 @@ final class SustainedBench {
         }
     }
 
-    private static void waitForOpen(Connection db, GatewayProcesses parties, long atMost, int seconds) throws Exception {
+    static void waitForOpen(Connection db, GatewayProcesses parties, long atMost, int seconds) throws Exception {
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (open(db, parties) > atMost && System.nanoTime() < until) {
             Thread.sleep(200); // another process's progress: nothing to wait on but the database
@@ -330,7 +330,7 @@ final class SustainedBench {
     }
 
     /** The {@code q} quantile of finished latencies with {@code never} jobs that never finished counted as slowest. */
-    private static double percentile(double[] sorted, long never, double q) {
+    static double percentile(double[] sorted, long never, double q) {
         long n = sorted.length + never;
         if (n == 0) {
             return Double.NaN;
@@ -339,7 +339,7 @@ final class SustainedBench {
         return index >= sorted.length ? Double.POSITIVE_INFINITY : sorted[(int) Math.max(0, index)];
     }
 
-    private static String seconds(double millis) {
+    static String seconds(double millis) {
         return Double.isInfinite(millis) ? "never" : Double.isNaN(millis) ? "n/a" : String.format("%.2f", millis / 1000);
     }
 }

@@ -9,6 +9,7 @@ import java.util.UUID;
 import io.jobgate.common.Json;
 import jakarta.jms.Connection;
 import jakarta.jms.ConnectionFactory;
+import jakarta.jms.DeliveryMode;
 import jakarta.jms.Destination;
 import jakarta.jms.JMSException;
 import jakarta.jms.MessageProducer;
@@ -225,7 +226,8 @@ public final class OutboxRelay {
                 Destination to = session.createQueue(DISPATCH_QUEUE);
                 try (MessageProducer producer = session.createProducer(to)) {
                     for (Map<String, Object> row : rows) {
-                        producer.send(dispatchMessage(session, row));
+                        producer.send(dispatchMessage(session, row), DeliveryMode.PERSISTENT, priority(row),
+                                jakarta.jms.Message.DEFAULT_TIME_TO_LIVE);
                         ids.add(row.get("event_id").toString());
                     }
                 }
@@ -235,6 +237,22 @@ public final class OutboxRelay {
         m.setHeader("eventIds", ids.toString());
         m.setHeader("published", rows.size());
         m.setBody(Map.of()); // the mark's parameters are headers (see prepareRound)
+    }
+
+    /**
+     * A dispatch message's JMS priority from how many of its tenant's jobs are dispatched and not yet ended
+     * when it goes out: 9 for a tenant with none, one less each time that number doubles (8 for 1–2, 7 for
+     * 3–6, ..., 4, the JMS default, for 31–62), 0 from 511. The relay's turns are fair within a round, but
+     * jobs.dispatch is one queue: without priorities a quiet tenant's job would wait behind every message of
+     * a flood published in the rounds before it (up to the providers' max-concurrency), as long as those take
+     * to start. Artemis delivers a queue's higher priorities first (the consumers buffer nothing: window 0),
+     * so a tenant with little running goes ahead of one with much; a flood's messages still go, in order,
+     * as soon as nobody with less running waits, and the relay never queues more than the providers' calls.
+     */
+    static int priority(Map<String, Object> row) {
+        Object ahead = row.get("tenant_ahead");
+        long n = ahead == null ? 0 : Math.max(0, ((Number) ahead).longValue());
+        return 9 - Math.min(9, 63 - Long.numberOfLeadingZeros(n + 1));
     }
 
     /** One claimed dispatch row → the message workers consume from jobs.dispatch. */

@@ -124,15 +124,7 @@ class RelayRoundsTest {
 
     @Test
     void aQuietTenantsFirstJobGoesOutInTheFirstRoundDespiteAnotherTenantsBacklogOf10000() throws Exception {
-        Db.execute("""
-                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
-                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at)
-                SELECT gen_random_uuid(), 'bulk', 'backlog-' || g, 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
-                       'simulator', '{}', 0, 4, 1800, now() + interval '1 hour'
-                  FROM generate_series(1, 10000) g;
-                INSERT INTO outbox (job_id, tenant_id, event_type, available_at)
-                SELECT job_id, 'bulk', 'dispatch', now() - interval '1 minute' FROM jobs WHERE tenant_id = 'bulk'
-                   AND idempotency_key LIKE 'backlog-%'""");
+        backlog(10_000);
         List<String> quiet = List.of(post("dev-globex-key"), post("dev-globex-key"), post("dev-globex-key"));
 
         // One round, in turns (jobgate.relay.per-tenant 8): every tenant's first job, then every tenant's
@@ -158,6 +150,70 @@ class RelayRoundsTest {
         // The next round: the flood's next eight (the quiet tenant has none left), as far as the provider's calls allow.
         long limit = Long.parseLong(context.resolvePropertyPlaceholders("{{jobgate.provider.simulator.max-concurrency}}"));
         assertThat(round()).hasSize((int) Math.min(8, limit - 11)).doesNotContainAnyElementsOf(quiet);
+    }
+
+    /** The tenant bulk's due jobs of the simulator provider, older than anything a test posts. */
+    private void backlog(int jobs) {
+        Db.execute("""
+                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
+                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at)
+                SELECT gen_random_uuid(), 'bulk', 'backlog-' || gen_random_uuid(), 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
+                       'simulator', '{}', 0, 4, 1800, now() + interval '1 hour'
+                  FROM generate_series(1, %d) g;
+                INSERT INTO outbox (job_id, tenant_id, event_type, available_at)
+                SELECT j.job_id, 'bulk', 'dispatch', now() - interval '1 minute' FROM jobs j
+                 WHERE j.tenant_id = 'bulk' AND j.idempotency_key LIKE 'backlog-%%'
+                   AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.job_id = j.job_id)""".formatted(jobs));
+    }
+
+    /** The job ids of the messages on jobs.dispatch, in the order the broker would deliver them, of these jobs only. */
+    private List<Message> queued(java.util.Collection<String> jobs) throws Exception {
+        List<Message> found = new ArrayList<>();
+        for (Message m : jms.browse("jobs.dispatch", null)) {
+            if (jobs.contains(m.getStringProperty(OutboxRelay.JOB_ID))) {
+                found.add(m);
+            }
+        }
+        return found;
+    }
+
+    /**
+     * jobs.dispatch is one queue: a quiet tenant's job published after a flood's messages is still
+     * delivered first, by its priority (its tenant has nothing running; the flood's has many).
+     */
+    @Test
+    void aQuietTenantsMessageGoesAheadOfAFloodPublishedBeforeIt() throws Exception {
+        backlog(40);
+        List<String> flood = new ArrayList<>(round());
+        assertThat(flood).hasSize(8);
+        Db.execute("DELETE FROM provider_window"); // the provider's calls ended; the flood's tenant still has 8 running
+        flood.addAll(round());
+        assertThat(flood).hasSize(16);
+        Db.execute("DELETE FROM provider_window");
+        String quiet = post("dev-globex-key");
+        List<String> third = round();
+        assertThat(third).hasSize(9).contains(quiet);
+        flood.addAll(third.stream().filter(id -> !id.equals(quiet)).toList());
+
+        List<String> all = new ArrayList<>(flood);
+        all.add(quiet);
+        List<Message> order = queued(all);
+        assertThat(order).hasSize(25);
+        int at = 0;
+        for (Message m : order) {
+            if (m.getStringProperty(OutboxRelay.JOB_ID).equals(quiet)) {
+                break;
+            }
+            at++;
+        }
+        // Only the flood's first message, sent when its tenant had nothing running either, may go before it.
+        assertThat(at).as("the quiet tenant's place among the 25 queued messages").isLessThanOrEqualTo(1);
+        assertThat(order.get(at).getJMSPriority()).isEqualTo(9);
+        for (Message m : order) {
+            if (third.contains(m.getStringProperty(OutboxRelay.JOB_ID)) && !m.getStringProperty(OutboxRelay.JOB_ID).equals(quiet)) {
+                assertThat(m.getJMSPriority()).as("a message of a tenant with 16 or more jobs running").isEqualTo(5);
+            }
+        }
     }
 
     @Test
