@@ -327,7 +327,9 @@ class ChaosSoakIT {
                        CASE WHEN retry_after IS NULL THEN ' (no header)' WHEN retry_after ~ '^[0-9]+$' THEN ' (seconds)' ELSE ' (date)' END
                        ELSE '' END, count(*) FROM attempts GROUP BY 1 ORDER BY 1""")).append('\n');
         out.append("client answers: ").append(load.answers()).append(", no answer (port closed, reset, timeout): ")
-                .append(load.noAnswer()).append("\n\n");
+                .append(load.noAnswer()).append('\n');
+        out.append("arrivals open-loop: %d sent, the latest first POST %d ms after its planned time, at most %d arrivals waiting for the gateway at once%n%n"
+                .formatted(load.submitted(), load.latestFirstSendMillis(), load.mostPending()));
 
         out.append("| event | restart to ready | stop (SIGTERM) | finishing before (jobs/s) | ready to first finish | back to 80% after | best 10 s after (jobs/s) |\n");
         out.append("|---|---|---|---|---|---|---|\n");

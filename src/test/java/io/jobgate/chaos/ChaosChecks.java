@@ -73,6 +73,9 @@ public final class ChaosChecks {
         paidAnswersKept();
         check("clients never got a 404, a non-JSON body or another job for their key", load.answers().values().stream()
                 .mapToLong(Long::longValue).sum(), load.violations());
+        check("arrivals stayed on the clock through every event (each first POST within " + ChaosLoad.ON_TIME.toSeconds()
+                + " s of its planned time: the load was open-loop)", load.submitted(), load.lateArrivals().entrySet().stream()
+                .sorted(Map.Entry.comparingByKey()).map(e -> "arrival " + e.getKey() + " left " + e.getValue() + " ms late").toList());
         return checks;
     }
 

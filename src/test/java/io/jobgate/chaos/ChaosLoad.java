@@ -25,7 +25,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 
 /**
  * The clients of a chaos run, as a product's backend would be: jobs submitted at a steady rate with
- * an idempotency key each, sent again (same key, same body) whenever no answer came or the gateway
+ * an idempotency key each, open-loop (each arrival is sent at its planned time by a client of its own,
+ * whatever the gateway is doing: a kill does not pause the traffic, as it would not in production), sent again (same key, same body) whenever no answer came or the gateway
  * said 503, and one in ten sent twice on purpose; readers polling jobs all along. Every answer is
  * kept in the book: what a client must never see (a 404 for a path that exists, a body that is not
  * JSON, a terminal state that later changes, a duplicate answered with another job) is a violation.
@@ -36,6 +37,8 @@ public final class ChaosLoad implements AutoCloseable {
     private static final List<String> PRESETS = List.of("invoice-clean", "invoice-scan");
     private static final List<String> CLASSES = List.of("square", "landscape", "portrait");
     private static final Duration GIVE_UP = Duration.ofSeconds(240);
+    /** How late an arrival's first POST may leave and still be on the clock (thread start, a GC pause). */
+    static final Duration ON_TIME = Duration.ofSeconds(1);
 
     /** A job the gateway accepted: the key the client sent, the tenant's API key, the job id answered. */
     public record Accepted(String idempotencyKey, String apiKey, String jobId) {
@@ -50,7 +53,8 @@ public final class ChaosLoad implements AutoCloseable {
     private final int perSecond;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private final ScheduledExecutorService pace = Executors.newSingleThreadScheduledExecutor();
-    private final ExecutorService clients = Executors.newFixedThreadPool(24);
+    /** A client per arrival in flight: a fixed pool would hold arrivals back while its clients retry through a kill. */
+    private final ExecutorService clients = Executors.newCachedThreadPool();
     private final ExecutorService readers = Executors.newFixedThreadPool(2);
     private final AtomicBoolean reading = new AtomicBoolean(true);
     private final AtomicInteger next = new AtomicInteger();
@@ -63,6 +67,11 @@ public final class ChaosLoad implements AutoCloseable {
     private final Map<String, AtomicLong> answers = new ConcurrentHashMap<>();
     private final AtomicLong noAnswer = new AtomicLong();
     private final AtomicLong duplicatesAnswered = new AtomicLong();
+    /** Arrivals whose first POST left more than {@link #ON_TIME} after their planned time: the load was not open-loop. */
+    private final Map<Integer, Long> lateArrivals = new ConcurrentHashMap<>();
+    private final AtomicLong latestFirstSendMillis = new AtomicLong();
+    private final AtomicInteger mostPending = new AtomicInteger();
+    private long startNanos;
 
     public ChaosLoad(int port, List<String> apiKeys, int perSecond) {
         this.base = "http://127.0.0.1:" + port;
@@ -71,11 +80,19 @@ public final class ChaosLoad implements AutoCloseable {
     }
 
     public void start() {
+        long period = 1_000_000_000L / perSecond;
+        startNanos = System.nanoTime();
         pace.scheduleAtFixedRate(() -> {
             int index = next.getAndIncrement();
-            pending.incrementAndGet();
+            mostPending.accumulateAndGet(pending.incrementAndGet(), Math::max);
+            long planned = startNanos + index * period;
             clients.execute(() -> {
                 try {
+                    long lateMillis = (System.nanoTime() - planned) / 1_000_000;
+                    latestFirstSendMillis.accumulateAndGet(lateMillis, Math::max);
+                    if (lateMillis > ON_TIME.toMillis()) {
+                        lateArrivals.put(index, lateMillis);
+                    }
                     submit(index);
                 } catch (RuntimeException e) {
                     violation("job " + index + ": " + e);
@@ -83,7 +100,7 @@ public final class ChaosLoad implements AutoCloseable {
                     pending.decrementAndGet();
                 }
             });
-        }, 0, 1_000_000 / perSecond, TimeUnit.MICROSECONDS);
+        }, 0, period, TimeUnit.NANOSECONDS);
         for (int r = 0; r < 2; r++) {
             readers.execute(this::readAll);
         }
@@ -266,6 +283,21 @@ public final class ChaosLoad implements AutoCloseable {
 
     public long duplicatesAnswered() {
         return duplicatesAnswered.get();
+    }
+
+    /** Arrivals (index → milliseconds late) whose first POST left later than {@link #ON_TIME} after their planned time. */
+    public Map<Integer, Long> lateArrivals() {
+        return Map.copyOf(lateArrivals);
+    }
+
+    /** The latest any arrival's first POST left after its planned time, in milliseconds. */
+    public long latestFirstSendMillis() {
+        return latestFirstSendMillis.get();
+    }
+
+    /** The most arrivals that were waiting for the gateway at once (a kill's downtime shows here). */
+    public int mostPending() {
+        return mostPending.get();
     }
 
     @Override
