@@ -29,7 +29,8 @@ import com.github.kagkarlsson.scheduler.task.helper.Tasks;
  */
 public final class DbSchedulerPeer implements Function<Map<String, String>, Map<String, Object>> {
 
-    private static final String DDL = """
+    /** Its PostgreSQL table, as its documentation gives it. */
+    static final String DDL = """
             CREATE TABLE scheduled_tasks (
               task_name text NOT NULL,
               task_instance text NOT NULL,

@@ -36,12 +36,12 @@ public final class SlowProvider {
 
     private static final Pattern SIZE = Pattern.compile("\"size\"\\s*:\\s*\"(\\d+)x(\\d+)\"");
 
-    private final HttpServer server;
+    final HttpServer server;
     private final ScheduledExecutorService replies = Executors.newScheduledThreadPool(2);
     private final Map<String, byte[]> replyBySize = new ConcurrentHashMap<>();
     private final AtomicInteger holding = new AtomicInteger();
     private final AtomicInteger most = new AtomicInteger();
-    private final AtomicLong answered = new AtomicLong();
+    final AtomicLong answered = new AtomicLong();
 
     /** How long each answer waits; {@code GET /latency?ms=N} changes it (the benches' warm-up runs short calls first). */
     private volatile long latencyMillis;

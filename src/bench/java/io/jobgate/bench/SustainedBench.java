@@ -50,6 +50,10 @@ final class SustainedBench {
     private final int warmUpSeconds;
     /** How many of the last step's costliest statements to print. */
     private final int statements;
+    /** The gateway's sustained rate: the highest step up to which every step ended with less than 10 s of its arrivals open, whatever the latency. */
+    private Integer keepsUp;
+    /** The job schedulers given the same arrivals after the gateway ({@code --peers}). */
+    private final List<String> peers;
 
     SustainedBench(Path jar, Path dir, Map<String, String> opts) {
         this.jar = jar;
@@ -63,6 +67,7 @@ final class SustainedBench {
         this.maxConcurrency = Integer.parseInt(opts.getOrDefault("max-concurrency", "64"));
         this.statements = Integer.parseInt(opts.getOrDefault("statements", "12"));
         this.warmUpSeconds = Integer.parseInt(opts.getOrDefault("warm-up-seconds", "45"));
+        this.peers = SustainedPeers.named(opts.get("peers"));
     }
 
     /** A sent job: when it was planned, and its id once accepted. */
@@ -131,7 +136,14 @@ final class SustainedBench {
                 long lastStepFinished = finishedSince(db, parties, steps.get(steps.size() - 1).startMillis);
                 GatewayProcesses.printStatements(db, lastStepFinished, statements);
                 waitForOpen(db, parties, 0, 600);
-                print(db, parties, steps, sent);
+                Integer knee = print(db, parties, steps, sent);
+                parties.stopGateway(); // the peers run alone on the machine, as the gateway did
+                List<SustainedPeers.Party> others = new ArrayList<>();
+                for (String peer : peers) {
+                    others.add(SustainedPeers.run(parties, peer, Arrays.copyOf(rates, steps.size()), stepSeconds, warmUpSeconds,
+                            maxConcurrency));
+                }
+                printPeers(others, knee);
             } finally {
                 senders.shutdownNow();
             }
@@ -211,10 +223,12 @@ final class SustainedBench {
         }
     }
 
-    private void print(Connection db, GatewayProcesses parties, List<Step> steps, Map<String, Sent> sent) throws Exception {
+    /** Prints the gateway's steps; answers its knee (null: below the lowest step). */
+    private Integer print(Connection db, GatewayProcesses parties, List<Step> steps, Map<String, Sent> sent) throws Exception {
         Map<Integer, List<Double>> latencies = new ConcurrentHashMap<>();
         Map<Integer, Long> finishedInStep = new ConcurrentHashMap<>();
         Map<Integer, Long> neverFinal = new ConcurrentHashMap<>();
+        Map<Integer, Long> notSucceeded = new ConcurrentHashMap<>();
         try (PreparedStatement s = db.prepareStatement("SELECT job_id, (extract(epoch FROM finalized_at) * 1000)::bigint, status "
                 + "FROM jobs WHERE tenant_id LIKE ?")) {
             s.setString(1, parties.tenantPattern());
@@ -232,6 +246,9 @@ final class SustainedBench {
                         continue; // the warm-up's
                     }
                     int rate = steps.get(job.step()).rate;
+                    if (!"succeeded".equals(rs.getString(3))) {
+                        notSucceeded.merge(rate, 1L, Long::sum);
+                    }
                     if (isFinal) {
                         latencies.computeIfAbsent(rate, r -> new ArrayList<>()).add((double) (finalAt - job.plannedMillis()));
                         steps.get(job.step()).finalMillis.add(new long[] {job.plannedMillis(), finalAt - job.plannedMillis()});
@@ -244,6 +261,8 @@ final class SustainedBench {
         System.out.printf("%n  %8s %9s %8s %8s %10s %9s %25s %14s %11s %11s%n", "offered", "accepted", "refused", "failed", "finished/s",
                 "backlog", "accept->final p50/p95/p99", "admission p99", "JVM ms/job", "PG ms/job");
         Integer knee = null;
+        Integer keepsUp = null;
+        boolean missed = false;
         for (Step step : steps) {
             List<Double> l = latencies.getOrDefault(step.rate, List.of());
             double[] sorted = l.stream().mapToDouble(Double::doubleValue).sorted().toArray();
@@ -261,11 +280,19 @@ final class SustainedBench {
             if (step.late.get() > 0) {
                 System.out.printf("           (the sender fell behind its plan on %d sends)%n", step.late.get());
             }
-            if (p95 < 2000 && finishedPerSecond >= 0.95 * step.accepted.get() * 1000.0 / (step.endMillis - step.startMillis)
-                    && step.failed.get() == 0) {
+            boolean keptUp = finishedPerSecond >= 0.95 * step.accepted.get() * 1000.0 / (step.endMillis - step.startMillis)
+                    && step.failed.get() == 0;
+            missed |= step.backlogAtEnd > 10L * step.rate || step.failed.get() > 0;
+            if (!missed) {
+                keepsUp = step.rate;
+            }
+            if (p95 < 2000 && keptUp) {
                 knee = step.rate;
             }
         }
+        this.keepsUp = keepsUp;
+        System.out.printf("  jobs of the steps that did not succeed: %s%n", notSucceeded.isEmpty() ? "none"
+                : notSucceeded.toString().replace("=", " jobs/s: "));
         for (Step step : steps) {
             if (step.endMillis - step.startMillis >= 120_000) {
                 byMinute(db, parties, step);
@@ -275,6 +302,46 @@ final class SustainedBench {
                 + "was accepted during the step)%n", knee == null ? "below the lowest step" : knee + " jobs/s");
         System.out.println("  accept -> final: from the planned send to the job's finalized_at; a job never final counts as the "
                 + "slowest. CPU per job: the step's CPU over the jobs finished during it.");
+        return knee;
+    }
+
+    /**
+     * The peers' steps in the gateway's columns (accept: the enqueue call; final: the job's end), and
+     * every party's knee by the same rule.
+     */
+    private void printPeers(List<SustainedPeers.Party> others, Integer knee) {
+        if (others.isEmpty()) {
+            return;
+        }
+        System.out.printf("%n  the same arrivals, warm-up and steps given to the job schedulers a team would use instead (each job one POST "
+                + "to the same stand-in, %d workers; JobRunr polling every 5 s, the least its SQL storage allows; db-scheduler every "
+                + "100 ms with immediate execution)%n", maxConcurrency);
+        System.out.printf("  %-22s %8s %9s %8s %10s %9s %25s %14s %11s %11s%n", "", "offered", "accepted", "failed", "finished/s",
+                "backlog", "enqueue->done p50/p95/p99", "enqueue p99", "JVM ms/job", "PG ms/job");
+        StringBuilder knees = new StringBuilder("jobgate " + (knee == null ? "below the lowest step" : knee + " jobs/s"));
+        StringBuilder kept = new StringBuilder("jobgate " + (keepsUp == null ? "below the lowest step" : keepsUp + " jobs/s"));
+        for (SustainedPeers.Party party : others) {
+            Integer peerKnee = null;
+            Integer peerKeepsUp = null;
+            boolean missed = false;
+            for (SustainedPeers.Row row : party.steps()) {
+                System.out.printf("  %-22s %6d/s %9d %8d %10.1f %9d %25s %11.0f ms %11.1f %11.1f%n", party.name(), row.rate(), row.accepted(),
+                        row.failed(), row.finishedPerSecond(), row.backlog(), String.format("%s / %s / %s s", seconds(row.p50()),
+                                seconds(row.p95()), seconds(row.p99())), row.enqueueP99(), row.cpuMillisPerJob(), row.pgMillisPerJob());
+                boolean keptUp = row.finishedPerSecond() >= 0.95 * row.accepted() / (double) stepSeconds && row.failed() == 0;
+                missed |= row.backlog() > 10L * row.rate() || row.failed() > 0;
+                if (!missed) {
+                    peerKeepsUp = row.rate();
+                }
+                if (row.p95() < 2000 && keptUp) {
+                    peerKnee = row.rate();
+                }
+            }
+            knees.append(", ").append(party.name()).append(' ').append(peerKnee == null ? "below the lowest step" : peerKnee + " jobs/s");
+            kept.append(", ").append(party.name()).append(' ').append(peerKeepsUp == null ? "below the lowest step" : peerKeepsUp + " jobs/s");
+        }
+        System.out.println("  knee (p95 under 2 s, 95 % finished): " + knees);
+        System.out.println("  sustained rate (the backlog at the end of every step up to it under 10 s of its arrivals, whatever the latency): " + kept);
     }
 
     /**
