@@ -179,7 +179,9 @@ class FalAdapterTest {
         assertThat((String) Db.single("SELECT provider_state FROM jobs WHERE job_id = ?", job).get("provider_state"))
                 .contains(fal.baseUrl() + SERVED + id + "/status");
         assertThat(fal.findAll(getRequestedFor(urlEqualTo(SERVED + id + "/status")))).isNotEmpty();
-        assertThat(fal.findAll(getRequestedFor(urlEqualTo(SERVED + id)))).hasSize(1);
+        // Fetched there too: once, or again at the next poll when the clip's download or its quarantine upload
+        // failed (a transient IOException on a pooled connection, seen once in CI: the job then succeeded).
+        assertThat(fal.findAll(getRequestedFor(urlEqualTo(SERVED + id)))).isNotEmpty();
         noneBuilt();
         // Billed as fal bills Veo: seconds of video at the ordered resolution (not the 41.5 s it computed).
         assertThat(Db.single("SELECT billed_units::float8 AS units, billed_unit FROM attempts WHERE job_id = ?", job))
