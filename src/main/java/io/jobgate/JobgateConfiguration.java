@@ -322,7 +322,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         // Where calls wait on their provider (routes/worker.camel.yaml, hand-off-call): no JMS transaction,
         // no consumer, and on Java 21+ no platform thread per call.
         io.jobgate.worker.ProviderCalls providerCalls = io.jobgate.worker.ProviderCalls.create(
-                settings.intValue("jobgate.worker.finish-concurrency", 1, 1000));
+                settings.intValue("jobgate.worker.finish-concurrency", 1, 1000),
+                providers.all().stream().mapToInt(io.jobgate.provider.Provider::maxConcurrency).sum());
         registry.bind("providerCalls", providerCalls);
         Map<String, Integer> capacity = new java.util.TreeMap<>();
         providers.all().forEach(p -> capacity.put(p.name(), p.maxConcurrency()));

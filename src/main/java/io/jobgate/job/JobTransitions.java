@@ -357,6 +357,32 @@ public final class JobTransitions {
         return apply(jobId, event, guard, change, returning, null);
     }
 
+    /** The call's slot, freed by its job and lease token, and its provider's share given back on the thread's release row. */
+    private static final Statement END_CALL = new Statement("""
+            WITH freed AS (
+                UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL
+                 WHERE job_id = :job AND lease_token = :token RETURNING provider)
+            INSERT INTO provider_window AS w (provider, shard, running)
+            SELECT provider, :callShard, -1 FROM freed
+            ON CONFLICT (provider, shard) DO UPDATE SET running = w.running - 1
+            RETURNING 1""");
+
+    /**
+     * A call answered while its job is still {@code submitting} (its answer waits to be checked and
+     * recorded): the call's provider slot (V19) and its provider's share of the dispatch window (V30)
+     * come back now, so the provider's next call need not wait for this answer's record. Under the
+     * call's lease token: a call whose lease was lost (its slot freed by the transition that took
+     * the job away) frees nothing. The transition that later takes the job out of {@code submitting}
+     * finds the slot free and gives back nothing twice. Not a transition: the job's row and status stay.
+     *
+     * @return whether the call still held its slot (and gave it back now)
+     */
+    public boolean endCall(UUID jobId, UUID leaseToken) {
+        MapSqlParameterSource p = new MapSqlParameterSource().addValue("job", jobId).addValue("token", leaseToken)
+                .addValue("callShard", releaseShard() - 1);
+        return !END_CALL.queryForList(jdbc, p).isEmpty();
+    }
+
     /**
      * A worker's record of the attempt that this transition ends: {@code set} assigns the attempt row's
      * columns from {@code values} (parameters named {@code close…}). Written in the transition's
@@ -432,7 +458,8 @@ public final class JobTransitions {
             if (callWindow) {
                 p.addValue("provider", row.get("provider"));
             }
-            if (SUBMITTING.wire().equals(row.get("from_status")) && event.to() != SUBMITTING) {
+            boolean leftCall = SUBMITTING.wire().equals(fromStatus) && event.to() != SUBMITTING;
+            if (leftCall) {
                 // The call is over (as far as this job's state goes): its provider slot is free (V19),
                 // whichever event ended it. The slot row comes after the job row, as when it was taken.
                 // By the job alone: a job is in one call at a time, so whichever slot names it is its call's.
@@ -483,11 +510,11 @@ public final class JobTransitions {
                                error_message = 'the job ended (' || CAST(:to AS text) || ') before this attempt was recorded'
                          WHERE job_id = :job AND ended_at IS NULL""" + (closing == null ? "" : " AND attempt <> :closeAttempt")
                         + " AND {after} RETURNING 1");
-                releaseCounters(writes, p, heldSlot, true, ((Number) row.get("source_bytes")).longValue(), callWindow);
+                releaseCounters(writes, p, heldSlot, true, ((Number) row.get("source_bytes")).longValue(), callWindow, leftCall);
             } else if (event.has(Effect.RELEASE_SLOT) && heldSlot) {
-                releaseCounters(writes, p, true, false, 0, callWindow);
+                releaseCounters(writes, p, true, false, 0, callWindow, leftCall);
             } else if (callWindow) {
-                releaseCallWindow(writes, p);
+                releaseCallWindow(writes, p, leftCall);
             }
             if (writes.refunded(statements, jdbc, p) && refund > 0) {
                 row.put("refunded_micros", refund);
@@ -587,9 +614,9 @@ public final class JobTransitions {
      * missing, the release creates it rather than be lost.
      */
     private static void releaseCounters(WriteChain writes, MapSqlParameterSource p, boolean slot, boolean finalize, long bytes,
-                                        boolean callWindow) {
+                                        boolean callWindow, boolean leftCall) {
         if (callWindow) {
-            releaseCallWindow(writes, p);
+            releaseCallWindow(writes, p, leftCall);
         }
         p.addValue("slot", slot ? 1 : 0).addValue("opened", finalize ? 1 : 0).addValue("bytes", bytes)
                 .addValue("shard", releaseShard())
@@ -611,13 +638,16 @@ public final class JobTransitions {
     /**
      * The job's provider gets back its share of the dispatch window (V30), on the calling thread's
      * release row of that provider (1..16; row 0 is the relay's), made on first use. Before the
-     * tenant's and the window's release rows: the order every releaser keeps.
+     * tenant's and the window's release rows: the order every releaser keeps. A job leaving its call
+     * ({@code leftCall}) gives it back only with the slot it freed: a call answered earlier gave both
+     * back then ({@link #endCall}).
      */
-    private static void releaseCallWindow(WriteChain writes, MapSqlParameterSource p) {
+    private static void releaseCallWindow(WriteChain writes, MapSqlParameterSource p, boolean leftCall) {
         p.addValue("callShard", releaseShard() - 1);
-        writes.then("call_window_release", """
+        writes.then(leftCall ? "call_window_release_with_slot" : "call_window_release", """
                 INSERT INTO provider_window AS w (provider, shard, running)
-                SELECT :provider, :callShard, -1 WHERE {after}
+                SELECT :provider, :callShard, -1 WHERE {after}""" + (leftCall ? " AND EXISTS (SELECT 1 FROM free_slot)" : "") + """
+
                 ON CONFLICT (provider, shard) DO UPDATE SET running = w.running - 1
                 RETURNING 1""");
     }

@@ -296,6 +296,16 @@ public final class JobLeases {
                 Change.checkFrom(firstCheck, providerTask, providerRequestId, null, providerState)).isPresent();
     }
 
+    /**
+     * The call under {@code leaseToken} was answered and its answer waits to be finished: its provider
+     * slot and window share go back now ({@link JobTransitions#endCall}); the job stays {@code submitting}.
+     *
+     * @return false if the call no longer held its slot (its lease was lost, or it gave it back already)
+     */
+    public boolean endCall(UUID jobId, UUID leaseToken) {
+        return transitions.endCall(jobId, leaseToken);
+    }
+
     /** Runs {@code work} (database writes only: it may run again after a deadlock) in one transaction. */
     public <T> T inOneTransaction(java.util.function.Supplier<T> work) {
         return transactions.execute(tx -> work.get());

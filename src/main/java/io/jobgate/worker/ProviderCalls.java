@@ -47,10 +47,13 @@ public final class ProviderCalls extends AbstractExecutorService {
     private final int finishPlaces;
     private final AtomicInteger waitingToFinish = new AtomicInteger();
 
-    private ProviderCalls(ExecutorService delegate, boolean virtual, int finishPlaces) {
+    private final int answersWaitingFree;
+
+    private ProviderCalls(ExecutorService delegate, boolean virtual, int finishPlaces, int answersWaitingFree) {
         this.delegate = delegate;
         this.virtual = virtual;
         this.finishPlaces = finishPlaces;
+        this.answersWaitingFree = answersWaitingFree;
         this.finishing = new java.util.concurrent.Semaphore(finishPlaces, true);
     }
 
@@ -60,12 +63,14 @@ public final class ProviderCalls extends AbstractExecutorService {
     /**
      * Virtual threads where the JVM has them, else on-demand platform threads with small stacks.
      *
-     * @param finishPlaces answers finished at once ({@code jobgate.worker.finish-concurrency})
+     * @param finishPlaces       answers finished at once ({@code jobgate.worker.finish-concurrency})
+     * @param answersWaitingFree answers that may wait to be finished with their provider slots given back
+     *                           ({@link #mustWaitToFinish}): the providers' calls in flight, summed
      */
-    public static ProviderCalls create(int finishPlaces) {
+    public static ProviderCalls create(int finishPlaces, int answersWaitingFree) {
         ExecutorService virtualThreads = virtualThreadPerTask();
         if (virtualThreads != null) {
-            return new ProviderCalls(virtualThreads, true, finishPlaces);
+            return new ProviderCalls(virtualThreads, true, finishPlaces, answersWaitingFree);
         }
         AtomicInteger n = new AtomicInteger();
         ThreadPoolExecutor pool = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 60, TimeUnit.SECONDS, new SynchronousQueue<>(),
@@ -74,7 +79,7 @@ public final class ProviderCalls extends AbstractExecutorService {
                     t.setDaemon(true);
                     return t;
                 });
-        return new ProviderCalls(pool, false, finishPlaces);
+        return new ProviderCalls(pool, false, finishPlaces, answersWaitingFree);
     }
 
     /** {@code Executors.newVirtualThreadPerTaskExecutor()} on Java 21+, looked up so the jar still runs on 17. */
@@ -134,6 +139,16 @@ public final class ProviderCalls extends AbstractExecutorService {
                 finishing.release();
             }
         });
+    }
+
+    /**
+     * Route predicate ({@code provider-call}, before {@code finish-place}): every place to finish an answer is
+     * taken, so this answer will wait for one, and fewer than {@code answersWaitingFree} answers already wait
+     * with their provider slots given back. That bound keeps what waiting answers hold in memory within
+     * twice what the providers' slots alone allowed; beyond it an answer waits holding its slot, as before.
+     */
+    public boolean mustWaitToFinish() {
+        return finishing.availablePermits() == 0 && waitingToFinish.get() < answersWaitingFree;
     }
 
     /** Answers waiting for a place to be finished. */

@@ -348,6 +348,17 @@ public final class Worker {
         exchange.setProperty(ADAPTER_URI, started.adapterUri());
     }
 
+    /**
+     * Step (end-call), for an answer that must wait for a place to be finished: the provider is done with
+     * this call, so its slot and window share go back now and the provider's next call starts while this
+     * answer waits ({@link JobLeases#endCall}). Without it a wave of answers arriving together held the
+     * provider's slots through the whole queue to be finished, and the next wave started only behind it.
+     */
+    public void endCall(Exchange exchange) {
+        Lease lease = exchange.getProperty(STARTED, Started.class).lease();
+        leases.endCall(lease.jobId(), lease.token());
+    }
+
     /** Step 5: what the adapter answered ({@link AdapterAnswer}; an exception it threw included). */
     public void classify(Exchange exchange) {
         Started started = exchange.getProperty(STARTED, Started.class);

@@ -272,6 +272,48 @@ class JobTransitionsTest {
         assertThat(snapshot(job.jobId())).isEqualTo(ended);
     }
 
+    static Stream<Event> exitsOfSubmitting() {
+        return JobTransitions.exits(JobStatus.SUBMITTING).stream().filter(e -> e.to() != JobStatus.SUBMITTING).sorted();
+    }
+
+    @ParameterizedTest
+    @MethodSource("exitsOfSubmitting")
+    void anAnsweredCallGivesItsSlotAndItsProvidersShareBackOnceWhateverEndsItsJobLater(Event event) {
+        Fixture job = jobIn(JobStatus.SUBMITTING);
+        Snapshot called = snapshot(job.jobId());
+
+        assertThat(transitions.endCall(job.jobId(), UUID.randomUUID())).as("another lease's answer frees nothing").isFalse();
+        assertThat(snapshot(job.jobId())).isEqualTo(called);
+
+        assertThat(transitions.endCall(job.jobId(), job.leaseToken())).isTrue();
+        Snapshot answered = snapshot(job.jobId());
+        assertThat(answered.holdsProviderSlot()).isFalse();
+        assertThat(answered.job()).as("the job is still in its call's attempt until the answer is recorded").isEqualTo(called.job());
+        assertThat(answered.counters()).isEqualTo(with(called.counters(), "provider_window", -1));
+        assertThat(transitions.endCall(job.jobId(), job.leaseToken())).as("given back once").isFalse();
+        assertThat(snapshot(job.jobId())).isEqualTo(answered);
+
+        Guard guard = Guard.lease(job.leaseToken());
+        assertThat(transitions.apply(job.jobId(), event, guard, change(event))).isPresent();
+        Map<String, Object> after = snapshot(job.jobId()).counters();
+        assertThat(after.get("provider_window")).as("the provider's share is not given back a second time")
+                .isEqualTo(answered.counters().get("provider_window"));
+        int slotDelta = event.has(Effect.RELEASE_SLOT) ? -1 : 0;
+        int openDelta = event.has(Effect.FINALIZE) ? -1 : 0;
+        assertThat(after).isEqualTo(Map.of(
+                "open_jobs", (int) answered.counters().get("open_jobs") + openDelta,
+                "running_jobs", (int) answered.counters().get("running_jobs") + slotDelta,
+                "in_flight", (int) answered.counters().get("in_flight") + openDelta,
+                "window_running", (int) answered.counters().get("window_running") + slotDelta,
+                "provider_window", answered.counters().get("provider_window")));
+    }
+
+    private static Map<String, Object> with(Map<String, Object> counters, String name, int delta) {
+        Map<String, Object> changed = new java.util.HashMap<>(counters);
+        changed.put(name, (int) counters.get(name) + delta);
+        return changed;
+    }
+
     @Test
     void aStaleLeaseTokenMovesNothing() {
         Fixture job = jobIn(JobStatus.SUBMITTING);

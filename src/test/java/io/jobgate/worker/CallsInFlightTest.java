@@ -35,7 +35,8 @@ import org.junit.jupiter.api.TestInstance;
  * Issue 35: how many calls are in flight is the provider's {@code max-concurrency}, nothing else. Here
  * two dispatch consumers (jobgate.worker.concurrency) and a provider allowing 30 calls, more than the
  * HTTP library's default of 20 connections per host, against a stand-in that takes seconds: all 30 calls
- * reach it at once, each job succeeds on its first attempt, and no lease runs out while a call waits.
+ * reach it at once, each job succeeds on its first attempt, and no lease runs out while a call waits. An
+ * answer waiting to be finished holds no slot: the provider's next calls start meanwhile.
  */
 @CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -50,6 +51,9 @@ class CallsInFlightTest {
 
     @BeanInject
     ProviderCalls calls;
+
+    @BeanInject
+    Worker worker;
 
     @BeforeAll
     void boot() throws Exception {
@@ -69,6 +73,8 @@ class CallsInFlightTest {
         api = new ApiClient(GatewayTestSupport.prepare(Map.ofEntries(
                 Map.entry("jobgate.worker.enabled", "true"),
                 Map.entry("jobgate.worker.concurrency", "2"),
+                // One answer finished at a time, so answers arriving together wait for a place.
+                Map.entry("jobgate.worker.finish-concurrency", "1"),
                 Map.entry("jobgate.worker.lease-margin-seconds", "2"),
                 Map.entry("jobgate.sweeper.enabled", "true"),
                 Map.entry("jobgate.sweeper.period-ms", "200"),
@@ -110,6 +116,54 @@ class CallsInFlightTest {
         assertThat(Db.count("SELECT count(*) FROM attempts WHERE job_id = ANY (?::uuid[]) AND outcome <> 'succeeded'",
                 (Object) ids.stream().map(UUID::toString).toArray(String[]::new))).isZero();
         assertThat(calls.peak()).isGreaterThanOrEqualTo(ALLOWED);
+    }
+
+    @Test
+    void answersWaitingToBeFinishedLetTheProvidersNextCallsStart() throws Exception {
+        String tag = Jobs.tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withBody(WorkerTest.pngReply()).withFixedDelay(300)));
+        // The first answer to reach its place holds the only one until released: every other answer waits.
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
+        worker.injectFaults(step -> {
+            if ("called".equals(step) && first.getAndSet(false)) {
+                try {
+                    release.await(30, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        try {
+            List<UUID> ids = new ArrayList<>();
+            for (int i = 0; i < ALLOWED + 3; i++) {
+                ApiClient.Response r = api.postJob(KEY, tag + "-" + i, """
+                        {"preset_id": "invoice-clean", "preset_version": 1, "aspect_class": "portrait", "provider": "fakeimg",
+                         "inputs": {"supplier_name": "%s", "invoice_id": "INV-%d", "currency": "EUR",
+                                    "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(tag, i));
+                assertThat(r.status()).as(r.text()).isEqualTo(202);
+                ids.add(UUID.fromString(r.json().path("job_id").asText()));
+            }
+            // The provider answered the first 30 calls; their answers wait behind the one held, yet they gave
+            // the provider's slots back: the jobs beyond its limit are called while no answer was recorded.
+            await().atMost(Duration.ofSeconds(15)).until(() -> requests(tag) == ALLOWED + 3);
+            assertThat(ids.stream().filter(id -> "succeeded".equals(Jobs.status(id)))).isEmpty();
+            assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NOT NULL"))
+                    .as("calls at the provider now (answered calls hold no slot)").isLessThanOrEqualTo(ALLOWED);
+
+            release.countDown();
+            await().atMost(Duration.ofSeconds(40)).until(() -> ids.stream().allMatch(id -> "succeeded".equals(Jobs.status(id))));
+            assertThat(Db.count("SELECT count(*) FROM attempts WHERE job_id = ANY (?::uuid[]) AND outcome <> 'succeeded'",
+                    (Object) ids.stream().map(UUID::toString).toArray(String[]::new))).isZero();
+            // Each call's slot and its provider's share of the window came back once: none held, none given twice.
+            await().atMost(Duration.ofSeconds(5)).until(() -> Db.count(
+                    "SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NOT NULL") == 0);
+            assertThat(Db.count("SELECT coalesce(sum(running), 0) FROM provider_window WHERE provider = 'fakeimg'")).isZero();
+        } finally {
+            release.countDown();
+            worker.injectFaults(step -> { });
+        }
     }
 
     int requests(String tag) {
