@@ -453,12 +453,11 @@ public final class JobTransitions {
             // Its provider's share of the dispatch window (V30) is given back once the job is past its
             // call, or gives its dispatch slot back before it: not when it goes on waiting at the provider.
             String fromStatus = (String) row.get("from_status");
-            boolean callWindow = heldSlot && BEFORE_CALL_PAST.contains(fromStatus)
-                    && (event.has(Effect.RELEASE_SLOT) || SUBMITTING.wire().equals(fromStatus) && event.to() != SUBMITTING);
+            boolean leftCall = SUBMITTING.wire().equals(fromStatus) && event.to() != SUBMITTING;
+            boolean callWindow = heldSlot && BEFORE_CALL_PAST.contains(fromStatus) && (event.has(Effect.RELEASE_SLOT) || leftCall);
             if (callWindow) {
                 p.addValue("provider", row.get("provider"));
             }
-            boolean leftCall = SUBMITTING.wire().equals(fromStatus) && event.to() != SUBMITTING;
             if (leftCall) {
                 // The call is over (as far as this job's state goes): its provider slot is free (V19),
                 // whichever event ended it. The slot row comes after the job row, as when it was taken.

@@ -95,26 +95,16 @@ class CallsInFlightTest {
         String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag))
                 .willReturn(aResponse().withStatus(200).withBody(WorkerTest.pngReply()).withFixedDelay(6000)));
-        List<UUID> ids = new ArrayList<>();
-        for (int i = 0; i < ALLOWED + 5; i++) {
-            ApiClient.Response r = api.postJob(KEY, tag + "-" + i, """
-                    {"preset_id": "invoice-clean", "preset_version": 1, "aspect_class": "portrait", "provider": "fakeimg",
-                     "inputs": {"supplier_name": "%s", "invoice_id": "INV-%d", "currency": "EUR",
-                                "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(tag, i));
-            assertThat(r.status()).as(r.text()).isEqualTo(202);
-            ids.add(UUID.fromString(r.json().path("job_id").asText()));
-        }
+        List<UUID> ids = postJobs(tag, ALLOWED + 5);
 
         // All the provider allows reach it while the first answer is still seconds away; not one more.
         await().atMost(Duration.ofSeconds(5)).until(() -> requests(tag) == ALLOWED);
         assertThat(calls.inFlight()).isEqualTo(ALLOWED);
-        assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NOT NULL"))
-                .isEqualTo(ALLOWED);
+        assertThat(heldSlots()).isEqualTo(ALLOWED);
 
         await().atMost(Duration.ofSeconds(40)).until(() -> ids.stream().allMatch(id -> "succeeded".equals(Jobs.status(id))));
         assertThat(requests(tag)).isEqualTo(ALLOWED + 5);
-        assertThat(Db.count("SELECT count(*) FROM attempts WHERE job_id = ANY (?::uuid[]) AND outcome <> 'succeeded'",
-                (Object) ids.stream().map(UUID::toString).toArray(String[]::new))).isZero();
+        assertThat(attemptsNotSucceeded(ids)).isZero();
         assertThat(calls.peak()).isGreaterThanOrEqualTo(ALLOWED);
     }
 
@@ -136,34 +126,47 @@ class CallsInFlightTest {
             }
         });
         try {
-            List<UUID> ids = new ArrayList<>();
-            for (int i = 0; i < ALLOWED + 3; i++) {
-                ApiClient.Response r = api.postJob(KEY, tag + "-" + i, """
-                        {"preset_id": "invoice-clean", "preset_version": 1, "aspect_class": "portrait", "provider": "fakeimg",
-                         "inputs": {"supplier_name": "%s", "invoice_id": "INV-%d", "currency": "EUR",
-                                    "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(tag, i));
-                assertThat(r.status()).as(r.text()).isEqualTo(202);
-                ids.add(UUID.fromString(r.json().path("job_id").asText()));
-            }
+            List<UUID> ids = postJobs(tag, ALLOWED + 3);
             // The provider answered the first 30 calls; their answers wait behind the one held, yet they gave
             // the provider's slots back: the jobs beyond its limit are called while no answer was recorded.
             await().atMost(Duration.ofSeconds(15)).until(() -> requests(tag) == ALLOWED + 3);
             assertThat(ids.stream().filter(id -> "succeeded".equals(Jobs.status(id)))).isEmpty();
-            assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NOT NULL"))
-                    .as("calls at the provider now (answered calls hold no slot)").isLessThanOrEqualTo(ALLOWED);
+            assertThat(heldSlots()).as("calls at the provider now (answered calls hold no slot)").isLessThanOrEqualTo(ALLOWED);
 
             release.countDown();
             await().atMost(Duration.ofSeconds(40)).until(() -> ids.stream().allMatch(id -> "succeeded".equals(Jobs.status(id))));
-            assertThat(Db.count("SELECT count(*) FROM attempts WHERE job_id = ANY (?::uuid[]) AND outcome <> 'succeeded'",
-                    (Object) ids.stream().map(UUID::toString).toArray(String[]::new))).isZero();
+            assertThat(attemptsNotSucceeded(ids)).isZero();
             // Each call's slot and its provider's share of the window came back once: none held, none given twice.
-            await().atMost(Duration.ofSeconds(5)).until(() -> Db.count(
-                    "SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NOT NULL") == 0);
+            await().atMost(Duration.ofSeconds(5)).until(() -> heldSlots() == 0);
             assertThat(Db.count("SELECT coalesce(sum(running), 0) FROM provider_window WHERE provider = 'fakeimg'")).isZero();
         } finally {
             release.countDown();
             worker.injectFaults(step -> { });
         }
+    }
+
+    /** {@code n} image jobs of the stand-in provider, each accepted. */
+    List<UUID> postJobs(String tag, int n) {
+        List<UUID> ids = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            ApiClient.Response r = api.postJob(KEY, tag + "-" + i, """
+                    {"preset_id": "invoice-clean", "preset_version": 1, "aspect_class": "portrait", "provider": "fakeimg",
+                     "inputs": {"supplier_name": "%s", "invoice_id": "INV-%d", "currency": "EUR",
+                                "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(tag, i));
+            assertThat(r.status()).as(r.text()).isEqualTo(202);
+            ids.add(UUID.fromString(r.json().path("job_id").asText()));
+        }
+        return ids;
+    }
+
+    /** The stand-in provider's slots held by a call now. */
+    static long heldSlots() {
+        return Db.count("SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NOT NULL");
+    }
+
+    static long attemptsNotSucceeded(List<UUID> ids) {
+        return Db.count("SELECT count(*) FROM attempts WHERE job_id = ANY (?::uuid[]) AND outcome <> 'succeeded'",
+                (Object) ids.stream().map(UUID::toString).toArray(String[]::new));
     }
 
     int requests(String tag) {
