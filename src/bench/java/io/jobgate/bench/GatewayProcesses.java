@@ -111,18 +111,29 @@ final class GatewayProcesses implements AutoCloseable {
         await(() -> get("http://127.0.0.1:" + port + "/observe/health").statusCode() == 200, gateway, "the gateway");
     }
 
+    long providerPid() {
+        return provider.pid();
+    }
+
     long gatewayPid() {
         return gateway.pid();
     }
 
-    /** An image job of the OpenAI provider, as {@link AdmissionLoad}'s. */
+    /** The body of {@link #post}: an image job of the OpenAI provider, as {@link AdmissionLoad}'s. */
+    static final String IMAGE_JOB = AdmissionLoad.BODY.replace("{\"preset_id\"", "{\"provider\": \"openai\", \"preset_id\"");
+
+    /** An image job of the OpenAI provider for one of this run's tenants, with a fresh idempotency key. */
     HttpRequest post(int tenant) {
-        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/jobs"))
-                .header("Authorization", "Bearer " + keys.get(tenant % keys.size()))
-                .header("Idempotency-Key", UUID.randomUUID().toString())
-                .header("Content-Type", "application/json").timeout(Duration.ofSeconds(60))
-                .POST(HttpRequest.BodyPublishers.ofString(AdmissionLoad.BODY.replace("{\"preset_id\"",
-                        "{\"provider\": \"openai\", \"preset_id\""))).build();
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/jobs"))
+                .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofString(IMAGE_JOB));
+        postHeaders(tenant).forEach(request::header);
+        return request.build();
+    }
+
+    /** The headers of {@link #post}. */
+    Map<String, String> postHeaders(int tenant) {
+        return Map.of("Authorization", "Bearer " + keys.get(tenant % keys.size()), "Idempotency-Key", UUID.randomUUID().toString(),
+                "Content-Type", "application/json");
     }
 
     Process start(String name, List<String> args, Map<String, String> env) throws IOException {

@@ -4,6 +4,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -13,6 +14,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -61,16 +63,24 @@ final class InflightBench {
         this.jobs = Integer.parseInt(opts.getOrDefault("jobs", Integer.toString(3 * inflight)));
         this.tenants = Integer.parseInt(opts.getOrDefault("tenants", "10"));
         this.clients = Integer.parseInt(opts.getOrDefault("clients", "16"));
-        this.warmUp = Integer.parseInt(opts.getOrDefault("warm-up", Integer.toString(inflight)));
+        this.warmUpRound = Integer.parseInt(opts.getOrDefault("warm-up", Integer.toString(Math.max(400, inflight))));
     }
 
     /**
      * Jobs run first, unmeasured, against the stand-in answering after {@link #WARM_UP_LATENCY_MS}: a gateway
      * (or JobRunr) that has run for a while, its code compiled by the JIT, as users meet it after its first
-     * minutes. The same for both parties; {@code --warm-up 0} measures a fresh JVM.
+     * minutes. Rounds of {@code --warm-up} jobs run until the gateway's JIT spent less than
+     * {@link #QUIET_JIT} of a round compiling (its {@code TotalCompilationTime}, read over Jolokia), at most
+     * {@link #MAX_WARM_UP_ROUNDS}, each followed by a pause until the compilers are done: a single round of 400
+     * jobs left the C2 compiler busy through the measured run's first seconds (several seconds of compilations
+     * over 100 ms each in a flight recording), so the figure was the JIT's as much as the gateway's. JobRunr runs as many warm-up jobs as the gateway needed;
+     * {@code --warm-up 0} measures fresh JVMs.
      */
-    private final int warmUp;
+    private final int warmUpRound;
+    private int warmedUpJobs;
     static final long WARM_UP_LATENCY_MS = 200;
+    static final double QUIET_JIT = 0.05;
+    static final int MAX_WARM_UP_ROUNDS = 10;
 
     /** One party's figures. */
     record Figures(String name, int mostInFlight, double seconds, int succeeded, long droppedAnswers, int maxThreads,
@@ -100,19 +110,33 @@ final class InflightBench {
         // Only what a user raises: the provider's max-concurrency and the tenants' caps.
         parties.startGateway(tenants, inflight, inflight, Map.of());
         String providerUrl = parties.providerUrl;
-        if (warmUp > 0) {
+        if (warmUpRound > 0) {
             parties.get(providerUrl + "/latency?ms=" + WARM_UP_LATENCY_MS);
-            long warmStart = System.currentTimeMillis();
-            send(parties, warmUp, new AtomicLong());
-            try (Connection db = DriverManager.getConnection(parties.jdbcUrl())) {
-                waitForFinal(db, parties.tenantPattern(), warmStart, warmUp);
+            for (int round = 1; ; round++) {
+                long compiledBefore = compilationMillis(parties);
+                long roundStart = System.currentTimeMillis();
+                send(parties, warmUpRound, new AtomicLong());
+                try (Connection db = DriverManager.getConnection(parties.jdbcUrl())) {
+                    waitForFinal(db, parties.tenantPattern(), roundStart, warmUpRound);
+                }
+                long roundMillis = System.currentTimeMillis() - roundStart;
+                double compiling = (compilationMillis(parties) - compiledBefore) / (double) roundMillis;
+                warmedUpJobs += warmUpRound;
+                double settled = jitSettled(parties);
+                System.out.printf("  jobgate: warm-up round %d, %,d jobs (calls of %d ms) in %.1f s, unmeasured; its compilers' time "
+                                + "%.0f %% of it, then %.1f s until they were done%n", round, warmUpRound, WARM_UP_LATENCY_MS,
+                        roundMillis / 1000.0, 100 * compiling, settled);
+                if (compiling < QUIET_JIT || round == MAX_WARM_UP_ROUNDS) {
+                    break;
+                }
             }
-            System.out.printf("  jobgate: %,d warm-up jobs (calls of %d ms) in %.1f s, unmeasured%n", warmUp, WARM_UP_LATENCY_MS,
-                    (System.currentTimeMillis() - warmStart) / 1000.0);
             parties.get(providerUrl + "/latency?ms=" + latencyMillis);
             Thread.sleep(1000); // the last warm-up's rows written after its finalized_at: apart from the measured jobs' created_at
         }
         parties.get(providerUrl + "/reset");
+        try (Connection db = DriverManager.getConnection(parties.jdbcUrl())) {
+            GatewayProcesses.resetStatements(db); // the statements printed are the measured run's
+        }
         Sampler sampler = new Sampler(parties, parties.gatewayPid());
         ApiProbe probe = new ApiProbe(parties, sampler);
         sampler.start();
@@ -135,6 +159,8 @@ final class InflightBench {
             long attempts = count(db, "SELECT count(*) " + ofRun);
             double seconds = (done[1] - first) / 1000.0;
             double[] api = probe.percentiles();
+            printTimeline(parties, db, first, done[1], sampler);
+            GatewayProcesses.printStatements(db, jobs, 12);
             return new Figures("jobgate (" + javaVersion() + ")", sampler.mostHeld, seconds, (int) done[0], dropped,
                     sampler.maxThreads, sampler.maxRssKib / 1024, api[0], api[1], probe.samples(), cpu, pgCpu,
                     String.format("admitted in %.1f s (%d answered 429 and retried), %d attempts for %d jobs, %d dispatches found the "
@@ -143,18 +169,24 @@ final class InflightBench {
         }
     }
 
-    /** Sends {@code count} jobs from {@link #clients} threads, each retried after a 429/503's Retry-After. */
+    /**
+     * Sends {@code count} jobs from {@link #clients} threads, each on its own kept-alive connection
+     * ({@link KeptAliveClient}: the clients share the gateway's two cores), each job retried after a 429/503's
+     * Retry-After.
+     */
     private void send(GatewayProcesses parties, int count, AtomicLong refused) throws Exception {
         Thread[] senders = new Thread[clients];
         AtomicInteger next = new AtomicInteger();
         ConcurrentLinkedQueue<String> errors = new ConcurrentLinkedQueue<>();
         for (int c = 0; c < clients; c++) {
             senders[c] = new Thread(() -> {
-                for (int i = next.getAndIncrement(); i < count; i = next.getAndIncrement()) {
-                    try {
-                        post(parties, i, refused);
-                    } catch (Exception e) {
-                        errors.add(e.toString());
+                try (KeptAliveClient http = new KeptAliveClient("127.0.0.1", parties.port, 60_000)) {
+                    for (int i = next.getAndIncrement(); i < count; i = next.getAndIncrement()) {
+                        try {
+                            post(http, parties, i, refused);
+                        } catch (Exception e) {
+                            errors.add(e.toString());
+                        }
                     }
                 }
             }, "inflight-sender-" + c);
@@ -168,42 +200,51 @@ final class InflightBench {
         }
     }
 
-    /** {@code [succeeded, epoch ms of the last finalized_at]} once the {@code expected} jobs created since {@code since} are final. */
+    /**
+     * {@code [succeeded, epoch ms of the last finalized_at]} once the {@code expected} jobs created since {@code since} are final.
+     * While it waits it counts only the run's open jobs, through the index that holds open jobs alone: counting
+     * every job of the run ten times a second read the whole table each time, and that poll was a third of the
+     * database's time in a run of 6,000 jobs, taken from the gateway it measured.
+     */
     private long[] waitForFinal(Connection db, String tenantPattern, long since, int expected) throws Exception {
+        String ofRun = " FROM jobs WHERE tenant_id LIKE '" + tenantPattern + "' AND created_at >= to_timestamp(" + since / 1000.0 + ")";
         long lastProgress = System.nanoTime();
-        long lastFinal = -1;
+        long lastOpen = -1;
         while (true) {
-            try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery("SELECT count(*) FILTER (WHERE finalized_at IS NOT NULL), "
-                    + "count(*) FILTER (WHERE status = 'succeeded'), (extract(epoch FROM max(finalized_at)) * 1000)::bigint "
-                    + "FROM jobs WHERE tenant_id LIKE '" + tenantPattern + "' AND created_at >= to_timestamp(" + since / 1000.0 + ")")) {
-                rs.next();
-                long finals = rs.getLong(1);
-                if (finals == expected) {
+            long open = count(db, "SELECT count(*)" + ofRun + " AND finalized_at IS NULL");
+            if (open == 0) {
+                try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery("SELECT count(*), count(*) FILTER (WHERE status = "
+                        + "'succeeded'), (extract(epoch FROM max(finalized_at)) * 1000)::bigint" + ofRun)) {
+                    rs.next();
+                    if (rs.getLong(1) != expected) {
+                        throw new IllegalStateException(rs.getLong(1) + " jobs of " + expected + " in the database; logs in " + dir);
+                    }
                     return new long[] {rs.getLong(2), rs.getLong(3)};
                 }
-                if (finals != lastFinal) {
-                    lastFinal = finals;
-                    lastProgress = System.nanoTime();
-                } else if (System.nanoTime() - lastProgress > TimeUnit.MILLISECONDS.toNanos(3 * latencyMillis + 120_000)) {
-                    throw new IllegalStateException("stalled: " + finals + " of " + expected + " jobs final; logs in " + dir);
-                }
+            }
+            if (open != lastOpen) {
+                lastOpen = open;
+                lastProgress = System.nanoTime();
+            } else if (System.nanoTime() - lastProgress > TimeUnit.MILLISECONDS.toNanos(3 * latencyMillis + 120_000)) {
+                throw new IllegalStateException("stalled: " + open + " of " + expected + " jobs not final; logs in " + dir);
             }
             Thread.sleep(100); // another process's progress: nothing to wait on but the database
         }
     }
 
-    private static void post(GatewayProcesses parties, int i, AtomicLong refused) throws Exception {
-        HttpRequest request = parties.post(i);
+    private static void post(KeptAliveClient http, GatewayProcesses parties, int i, AtomicLong refused) throws Exception {
+        byte[] body = GatewayProcesses.IMAGE_JOB.getBytes(StandardCharsets.UTF_8);
+        Map<String, String> headers = parties.postHeaders(i); // one idempotency key for all its tries
         for (int tries = 0; tries < 100; tries++) {
-            HttpResponse<String> r = parties.http.send(request, HttpResponse.BodyHandlers.ofString());
-            if (r.statusCode() == 202 && JOB_ID.matcher(r.body()).find()) {
+            KeptAliveClient.Answer r = http.post("/v1/jobs", headers, body);
+            if (r.status() == 202 && JOB_ID.matcher(r.body()).find()) {
                 return;
             }
-            if (r.statusCode() != 429 && r.statusCode() != 503) {
-                throw new IllegalStateException("admission answered " + r.statusCode() + ": " + r.body());
+            if (r.status() != 429 && r.status() != 503) {
+                throw new IllegalStateException("admission answered " + r.status() + ": " + r.body());
             }
             refused.incrementAndGet();
-            long wait = r.headers().firstValue("Retry-After").map(Long::parseLong).orElse(1L);
+            long wait = Long.parseLong(r.headers().getOrDefault("retry-after", "1"));
             Thread.sleep(TimeUnit.SECONDS.toMillis(Math.max(1, wait))); // what the Retry-After asks of a client
         }
         throw new IllegalStateException("admission refused 100 times");
@@ -224,7 +265,7 @@ final class InflightBench {
                 "io.jobgate.benchpeers.JobRunrSlowCallsPeer", bare, user.find() ? user.group(1) : "postgres", "",
                 "jobgate_peer_jobrunr_inflight", providerUrl, Integer.toString(jobs), Integer.toString(inflight),
                 Long.toString(Math.max(600, jobs / Math.max(1, inflight) * latencyMillis / 1000 * 4)),
-                Integer.toString(warmUp), Long.toString(WARM_UP_LATENCY_MS), Long.toString(latencyMillis)), Map.of());
+                Integer.toString(warmedUpJobs), Long.toString(WARM_UP_LATENCY_MS), Long.toString(latencyMillis)), Map.of());
         while (parties.logLines("jobrunr", "WARMED-UP") == 0 && peer.isAlive()) {
             Thread.sleep(50); // its warm-up is its own process's: its log says when it is over
         }
@@ -267,6 +308,121 @@ final class InflightBench {
                 + "while at least 90 % of the target was in flight (count)");
     }
 
+    /**
+     * Where the run's time went: per bucket (a tenth of the latency, at least a second) the jobs admitted, the calls
+     * the stand-in started and answered, and the jobs made final; then how soon the slots filled, how full they
+     * stayed, and how long the last answers took to be finished. The ideal rate needs every slot held from the
+     * first POST to the last final.
+     */
+    private void printTimeline(GatewayProcesses parties, Connection db, long first, long lastFinal, Sampler sampler) throws Exception {
+        String[] lines = parties.get(parties.providerUrl + "/timeline").body().split("\n");
+        long resetAt = Long.parseLong(lines[0].substring(lines[0].indexOf('=') + 1));
+        long bucketMs = Math.max(1000, latencyMillis / 10);
+        int buckets = (int) ((lastFinal - first) / bucketMs) + 1;
+        long[] admitted = new long[buckets];
+        long[] started = new long[buckets];
+        long[] answered = new long[buckets];
+        long[] finals = new long[buckets];
+        long heldNow = 0;
+        double heldSlotMillis = 0;
+        long fullAt = -1;
+        long lastAnswer = first;
+        long previous = first;
+        for (int i = 1; i < lines.length; i++) {
+            String[] f = lines[i].split(",");
+            long at = resetAt + Long.parseLong(f[0]) * SlowProvider.BUCKET_MS;
+            heldSlotMillis += heldNow * (double) Math.max(0, at - previous);
+            previous = Math.max(previous, at);
+            heldNow += Long.parseLong(f[1]) - Long.parseLong(f[2]);
+            if (fullAt < 0 && heldNow >= 0.95 * inflight) {
+                fullAt = at;
+            }
+            if (Long.parseLong(f[2]) > 0) {
+                lastAnswer = at;
+            }
+            int b = (int) Math.min(buckets - 1, Math.max(0, (at - first) / bucketMs));
+            started[b] += Long.parseLong(f[1]);
+            answered[b] += Long.parseLong(f[2]);
+        }
+        String ofRun = " FROM jobs WHERE tenant_id LIKE '" + parties.tenantPattern() + "' AND created_at >= to_timestamp(" + first / 1000.0 + ")";
+        for (String[] column : List.of(new String[] {"created_at", "a"}, new String[] {"finalized_at", "f"})) {
+            try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery("SELECT floor((extract(epoch FROM " + column[0]
+                    + ") * 1000 - " + first + ") / " + bucketMs + ")::int, count(*)" + ofRun + " AND " + column[0] + " IS NOT NULL GROUP BY 1")) {
+                while (rs.next()) {
+                    int b = Math.min(buckets - 1, Math.max(0, rs.getInt(1)));
+                    (column[1].equals("a") ? admitted : finals)[b] += rs.getLong(2);
+                }
+            }
+        }
+        System.out.printf("%n  jobgate, per %.0f s from the first POST:   admitted  calls started  answered  final  calls held at its end"
+                + "   CPU: gateway  PostgreSQL  clients  stand-in  machine busy%n", bucketMs / 1000.0);
+        long held = 0;
+        List<long[]> cpu;
+        synchronized (sampler.cpu) {
+            cpu = new ArrayList<>(sampler.cpu);
+        }
+        for (int b = 0; b < buckets; b++) {
+            held += started[b] - answered[b];
+            long[] from = sampleAt(cpu, first + b * bucketMs);
+            long[] to = sampleAt(cpu, first + (b + 1) * bucketMs);
+            String load = "";
+            if (from != null && to != null && to[0] > from[0]) {
+                double wall = to[0] - from[0];
+                load = String.format("%14.0f %% %10.0f %% %7.0f %% %8.0f %% %12.0f %%", 100 * (to[1] - from[1]) / wall,
+                        100 * (to[2] - from[2]) / wall, 100 * (to[5] - from[5]) / wall, 100 * (to[6] - from[6]) / wall,
+                        100.0 * (to[3] - from[3]) / Math.max(1, to[4] - from[4]));
+            }
+            System.out.printf("  %6.0f s %38d %14d %9d %6d %8d %s%n", b * bucketMs / 1000.0, admitted[b], started[b], answered[b], finals[b],
+                    held, load);
+        }
+        double seconds = (lastFinal - first) / 1000.0;
+        System.out.printf("  95 %% of the slots held %.1f s after the first POST; slots held %.1f %% of the run (%.1f s of %.1f s at the "
+                        + "target); the last answer %.1f s before the last job final%n", (fullAt - first) / 1000.0,
+                100 * heldSlotMillis / (inflight * (double) (lastFinal - first)), heldSlotMillis / inflight / 1000.0, seconds,
+                (lastFinal - lastAnswer) / 1000.0);
+    }
+
+    /**
+     * Waits (at most a minute) until the gateway's compilers are done with what the last round queued: as a
+     * gateway's JIT catches up in its quiet moments, where back-to-back rounds on two busy cores kept it
+     * behind. Answers the seconds waited.
+     */
+    private static double jitSettled(GatewayProcesses parties) throws Exception {
+        long start = System.nanoTime();
+        long last = compilationMillis(parties);
+        while (System.nanoTime() - start < TimeUnit.MINUTES.toNanos(1)) {
+            Thread.sleep(1000); // another process's compilers: nothing to wait on but their counter
+            long now = compilationMillis(parties);
+            if (now - last < 50) {
+                break;
+            }
+            last = now;
+        }
+        return (System.nanoTime() - start) / 1e9;
+    }
+
+    /** The gateway JVM's compilers' time so far (ms), from {@code java.lang:type=Compilation} over Jolokia (loopback may read it). */
+    private static long compilationMillis(GatewayProcesses parties) throws Exception {
+        String body = parties.get("http://127.0.0.1:" + parties.port
+                + "/observe/jolokia/read/java.lang:type=Compilation/TotalCompilationTime").body();
+        Matcher value = Pattern.compile("\"value\"\\s*:\\s*(\\d+)").matcher(body);
+        if (!value.find()) {
+            throw new IllegalStateException("the gateway's compilation time could not be read: " + body);
+        }
+        return Long.parseLong(value.group(1));
+    }
+
+    /** The last CPU sample taken at or before {@code at}. */
+    private static long[] sampleAt(List<long[]> samples, long at) {
+        long[] found = null;
+        for (long[] sample : samples) {
+            if (sample[0] <= at) {
+                found = sample;
+            }
+        }
+        return found;
+    }
+
     private static long count(Connection db, String sql) throws Exception {
         try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
             rs.next();
@@ -286,6 +442,12 @@ final class InflightBench {
         volatile int heldNow;
         volatile int maxThreads;
         volatile long maxRssKib;
+        /**
+         * Every second: {epoch ms, the gateway's CPU ms, PostgreSQL's CPU ms, the machine's busy and total jiffies, this
+         * bench's CPU ms (its HTTP clients), the stand-in's CPU ms}.
+         */
+        final List<long[]> cpu = Collections.synchronizedList(new ArrayList<>());
+        private int ticks;
 
         Sampler(GatewayProcesses parties, long pid) {
             super("inflight-sampler");
@@ -317,6 +479,17 @@ final class InflightBench {
                                 maxThreads = Math.max(maxThreads, Integer.parseInt(line.replaceAll("\\D", "")));
                             }
                         }
+                    }
+                    if (pid > 0 && ticks++ % 5 == 0) {
+                        String[] all = Files.readAllLines(Path.of("/proc/stat")).get(0).trim().split("\\s+");
+                        long total = 0;
+                        for (int i = 1; i < all.length; i++) {
+                            total += Long.parseLong(all[i]);
+                        }
+                        long idle = Long.parseLong(all[4]) + Long.parseLong(all[5]);
+                        cpu.add(new long[] {System.currentTimeMillis(), GatewayProcesses.cpuMillis(pid), parties.postgresCpuMillis(),
+                                total - idle, total, GatewayProcesses.cpuMillis(ProcessHandle.current().pid()),
+                                GatewayProcesses.cpuMillis(parties.providerPid())});
                     }
                     Thread.sleep(200);
                 } catch (InterruptedException e) {

@@ -14,6 +14,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -43,6 +44,12 @@ public final class SlowProvider {
     private final AtomicInteger most = new AtomicInteger();
     final AtomicLong answered = new AtomicLong();
 
+    /** Calls started and answered per {@link #BUCKET_MS} since the last {@code /reset}: where a run's slots went idle. */
+    static final int BUCKET_MS = 100;
+    private final AtomicIntegerArray startedPerBucket = new AtomicIntegerArray(36_000);
+    private final AtomicIntegerArray answeredPerBucket = new AtomicIntegerArray(36_000);
+    private volatile long resetAtMillis = System.currentTimeMillis();
+
     /** How long each answer waits; {@code GET /latency?ms=N} changes it (the benches' warm-up runs short calls first). */
     private volatile long latencyMillis;
 
@@ -58,6 +65,7 @@ public final class SlowProvider {
             Matcher size = SIZE.matcher(body);
             String wxh = size.find() ? size.group(1) + "x" + size.group(2) : "1024x1024";
             most.accumulateAndGet(holding.incrementAndGet(), Math::max);
+            count(startedPerBucket);
             replies.schedule(() -> answer(exchange, wxh), this.latencyMillis, TimeUnit.MILLISECONDS);
         });
         server.createContext("/latency", exchange -> {
@@ -67,9 +75,23 @@ public final class SlowProvider {
         });
         server.createContext("/stats", exchange -> send(exchange, 200, ("{\"holding\": " + holding.get() + ", \"most\": "
                 + most.get() + ", \"answered\": " + answered.get() + "}").getBytes(StandardCharsets.UTF_8)));
+        server.createContext("/timeline", exchange -> {
+            StringBuilder csv = new StringBuilder("reset_at_ms=" + resetAtMillis + "\n");
+            for (int b = 0; b < startedPerBucket.length(); b++) {
+                if (startedPerBucket.get(b) != 0 || answeredPerBucket.get(b) != 0) {
+                    csv.append(b).append(',').append(startedPerBucket.get(b)).append(',').append(answeredPerBucket.get(b)).append('\n');
+                }
+            }
+            send(exchange, 200, csv.toString().getBytes(StandardCharsets.UTF_8));
+        });
         server.createContext("/reset", exchange -> {
             most.set(holding.get());
             answered.set(0);
+            for (int b = 0; b < startedPerBucket.length(); b++) {
+                startedPerBucket.set(b, 0);
+                answeredPerBucket.set(b, 0);
+            }
+            resetAtMillis = System.currentTimeMillis();
             send(exchange, 200, "{}".getBytes(StandardCharsets.UTF_8));
         });
     }
@@ -78,10 +100,18 @@ public final class SlowProvider {
         try {
             send(exchange, 200, replyBySize.computeIfAbsent(wxh, SlowProvider::reply));
             answered.incrementAndGet();
+            count(answeredPerBucket);
         } catch (IOException e) {
             exchange.close(); // the caller gave up (its deadline): nothing to answer
         } finally {
             holding.decrementAndGet();
+        }
+    }
+
+    private void count(AtomicIntegerArray perBucket) {
+        int bucket = (int) ((System.currentTimeMillis() - resetAtMillis) / BUCKET_MS);
+        if (bucket >= 0 && bucket < perBucket.length()) {
+            perBucket.incrementAndGet(bucket);
         }
     }
 
