@@ -323,7 +323,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         // no consumer, and on Java 21+ no platform thread per call.
         io.jobgate.worker.ProviderCalls providerCalls = io.jobgate.worker.ProviderCalls.create(
                 settings.intValue("jobgate.worker.finish-concurrency", 1, 1000),
-                providers.all().stream().mapToInt(io.jobgate.provider.Provider::maxConcurrency).sum());
+                providers.all().stream().mapToInt(io.jobgate.provider.Provider::maxConcurrency).sum(),
+                settings.intValue("jobgate.worker.concurrency", 1, 10000));
         registry.bind("providerCalls", providerCalls);
         Map<String, Integer> capacity = new java.util.TreeMap<>();
         providers.all().forEach(p -> capacity.put(p.name(), p.maxConcurrency()));

@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,7 +22,13 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
+import com.github.tomakehurst.wiremock.WireMockServer;
+import com.github.tomakehurst.wiremock.client.WireMock;
+import com.github.tomakehurst.wiremock.core.WireMockConfiguration;
+import com.github.tomakehurst.wiremock.stubbing.ServeEvent;
 import io.jobgate.chaos.ChaosChecks;
 import io.jobgate.chaos.ChaosLoad;
 import io.jobgate.infra.EmbeddedS3Server;
@@ -30,6 +37,7 @@ import io.jobgate.simulator.ProviderSimulator;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.PackagedGateway;
+import io.jobgate.support.Samples;
 import io.jobgate.support.StandaloneBroker;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -42,7 +50,9 @@ import static org.awaitility.Awaitility.await;
  * The chaos soak (issues 11 and 17): the packaged gateway on a real PostgreSQL, a standalone Artemis
  * of its own, the S3 server and the provider simulator with random faults (429 in its three forms,
  * 503, slow calls, lost replies, wrong media types and sizes, prose for an image), under a steady
- * load of several tenants with duplicate submissions. Meanwhile the gateway is killed with SIGKILL
+ * load of several tenants with duplicate submissions, one of whose jobs go to a slow synchronous provider
+ * (a stand-in of OpenAI's Images API taking {@link #SLOW_CALL} per image, issue 35), so that every event
+ * meets calls in flight and its answers can be counted against the jobs. Meanwhile the gateway is killed with SIGKILL
  * three times, the broker once, and the gateway is stopped once with SIGTERM; each time it is started
  * again at once. Afterwards every invariant of the design is checked ({@link ChaosChecks}) and the
  * recovery after each event is measured from the jobs' own finish times. The tables go to
@@ -63,7 +73,16 @@ class ChaosSoakIT {
     /** Issue 17: jobs finish within 10 s of ready, the rate is back to 80% within 30 s. */
     static final Duration FIRST_FINISH = Duration.ofSeconds(10);
     static final Duration RECOVER = Duration.ofSeconds(30);
-    static final List<String> TENANTS = List.of("chaos-a", "chaos-b", "chaos-c");
+    static final List<String> TENANTS = List.of("chaos-a", "chaos-b", "chaos-c", "chaos-slow");
+    /**
+     * Issue 35's slow provider: the tenant chaos-slow's jobs go to OpenAI's Images API, here a stand-in that
+     * answers every generation after {@link #SLOW_CALL}, so every event meets calls in flight. Its answers are
+     * counted against the jobs afterwards ({@link ChaosChecks.ProviderAnswer}).
+     */
+    static final String SLOW_TENANT = "chaos-slow";
+    static final Duration SLOW_CALL = Duration.ofSeconds(3);
+    static final String IMAGES = "/v1/images/generations";
+    static final Pattern INVOICE = Pattern.compile("CH-(\\d+)");
     /** The simulator's faults, per submit (retries included). */
     static final String FAULTS = "rate_limit_seconds:0.003,rate_limit_date:0.003,rate_limit_no_header:0.002,server_error:0.02,"
             + "slow:0.02,lose_reply:0.01,wrong_media_type:0.01,wrong_size:0.005,prose:0.005";
@@ -127,7 +146,8 @@ class ChaosSoakIT {
                 simulatorFile.getProperty("jobgate.provider.simulator.rate-limit-backoff-seconds", "60").trim()));
         try (ProviderSimulator simulator = ProviderSimulator.start(new ProviderSimulator.Config(0, Duration.ofMillis(300),
                 Duration.ofMillis(5000), shipped.getProperty("jobgate.simulator.webhook-secret").trim(),
-                ProviderSimulator.rates(FAULTS)))) {
+                ProviderSimulator.rates(FAULTS)));
+             SlowImages slowImages = new SlowImages()) {
             port = GatewayTestSupport.freePort();
             environment = new LinkedHashMap<>();
             environment.put("JOBGATE_DB_URL", dbUrl);
@@ -143,12 +163,20 @@ class ChaosSoakIT {
             environment.put("JOBGATE_SIMULATOR_ENABLED", "false");
             environment.put("JOBGATE_SIMULATOR_URL", "http://127.0.0.1:" + simulator.port());
             environment.put("JOBGATE_PUBLIC_BASE_URL", "http://127.0.0.1:" + port);
+            environment.put("JOBGATE_PROVIDER_OPENAI_BASE_URL", slowImages.baseUrl());
+            environment.put("JOBGATE_PROVIDER_OPENAI_API_KEY", "chaos");
+            // OpenAI has no lookup and no idempotent submit: a call a SIGKILL cut short leaves its job in
+            // submission_unknown until its lifetime and the reconcile horizon have passed. Both short here,
+            // so that such jobs end (expired, refunded) within the run.
+            environment.put("JOBGATE_LIMITS_MAX_LIFETIME_SECONDS", "180");
+            environment.put("JOBGATE_RECONCILE_HORIZON_SECONDS", "0");
             // Every other setting as shipped: the recovery measured is the one users get.
 
             ApiClient api = new ApiClient(port);
             Instant firstReady = startGateway(api);
             List<Event> events = new ArrayList<>();
-            try (ChaosLoad load = new ChaosLoad(port, TENANTS.stream().map(t -> t + "-key").toList(), RATE)) {
+            try (ChaosLoad load = new ChaosLoad(port, TENANTS.stream().map(t -> t + "-key").toList(), RATE,
+                    Map.of(SLOW_TENANT + "-key", "openai"))) {
                 load.start();
                 Instant began = Instant.now();
                 awaitFinishedSince(db, began, RATE * 10);
@@ -174,9 +202,13 @@ class ChaosSoakIT {
 
                 List<ChaosChecks.Check> checks;
                 try (S3Client objects = ObjectStorage.client(s3.endpoint(), "us-east-1", s3.accessKey(), s3.secretKey())) {
-                    checks = new ChaosChecks(db, objects, "jobgate", api, rateLimitBackoff).run(load);
+                    checks = new ChaosChecks(db, objects, "jobgate", api, rateLimitBackoff).run(load, slowImages.answers(),
+                            events.stream().filter(e -> e.kind() == Kind.GATEWAY_SIGKILL).map(Event::at).toList());
                 }
-                String report = report(db, load, events, checks, firstReady, began, drained, accepted);
+                String report = report(db, load, events, checks, firstReady, began, drained, accepted)
+                        + "slow provider (OpenAI's Images API answering after %d s): %d calls answered; jobs of %s: %s%n".formatted(
+                        SLOW_CALL.toSeconds(), slowImages.answers().size(), SLOW_TENANT, rows(db, "SELECT status || coalesce(' ' "
+                                + "|| error_category, ''), count(*) FROM jobs WHERE tenant_id = '" + SLOW_TENANT + "' GROUP BY 1 ORDER BY 1"));
                 Path file = Path.of("target/chaos/report.txt");
                 Files.createDirectories(file.getParent());
                 Files.writeString(file, report);
@@ -201,6 +233,48 @@ class ChaosSoakIT {
                 stopQuietly();
                 s3.stop();
             }
+        }
+    }
+
+    /**
+     * A stand-in of OpenAI's Images API that takes {@link #SLOW_CALL} for every generation (a square PNG, as
+     * gpt-image-1 answers), its delays served without a thread each; its log is what it answered.
+     */
+    static final class SlowImages implements AutoCloseable {
+        private final WireMockServer server = new WireMockServer(WireMockConfiguration.options().dynamicPort().bindAddress("127.0.0.1")
+                .asynchronousResponseEnabled(true).asynchronousResponseThreads(4).containerThreads(64));
+
+        SlowImages() {
+            server.start();
+            server.stubFor(WireMock.post(WireMock.urlEqualTo(IMAGES)).willReturn(WireMock.aResponse().withStatus(200)
+                    .withHeader("Content-Type", "application/json").withHeader("x-request-id", "req_chaos")
+                    .withBody("{\"created\": 1, \"data\": [{\"b64_json\": \"" + Base64.getEncoder().encodeToString(Samples.png(1024, 1024))
+                            + "\"}], \"usage\": {\"input_tokens\": 20, \"output_tokens\": 1056, \"total_tokens\": 1076}}")
+                    .withFixedDelay((int) SLOW_CALL.toMillis())));
+        }
+
+        String baseUrl() {
+            return "http://127.0.0.1:" + server.port() + "/v1";
+        }
+
+        /** Each call it answered: its job's idempotency key (the invoice number in the prompt), when it came, when its answer left. */
+        List<ChaosChecks.ProviderAnswer> answers() {
+            List<ChaosChecks.ProviderAnswer> answers = new ArrayList<>();
+            for (ServeEvent event : server.getAllServeEvents()) {
+                if (!event.getRequest().getUrl().equals(IMAGES)) {
+                    continue;
+                }
+                Matcher invoice = INVOICE.matcher(event.getRequest().getBodyAsString());
+                Instant arrived = event.getRequest().getLoggedDate().toInstant();
+                answers.add(new ChaosChecks.ProviderAnswer(invoice.find() ? ChaosLoad.key(Integer.parseInt(invoice.group(1))) : "?",
+                        arrived, arrived.plus(SLOW_CALL)));
+            }
+            return answers;
+        }
+
+        @Override
+        public void close() {
+            server.stop();
         }
     }
 

@@ -43,18 +43,35 @@ public final class ProviderCalls extends AbstractExecutorService {
      * connection while they wait for a core (virtual threads share the machine's few carriers), and
      * the pool would time out. Answers beyond these places wait, holding nothing.
      */
-    private final java.util.concurrent.Semaphore finishing;
     private final int finishPlaces;
-    private final AtomicInteger waitingToFinish = new AtomicInteger();
+    /**
+     * The places while starts queue up ({@link #startsQueueUp}): an eighth (one of the default eight). Starting a call and finishing an
+     * answer share the cores; when a wave of answers comes back together (calls started together end
+     * together), every answer finished at full width took the cores from the starts of the provider's next
+     * calls, whose slots the answers had just given back, so each wave of calls started later and wider than
+     * the last. An answer finished a little later costs its job those milliseconds; a call started later
+     * costs the provider's slot the whole wait. The answers left waiting are finished in the quiet between
+     * waves (or as soon as the starts no longer queue up).
+     */
+    private final int finishPlacesWhileStarting;
+    /** Half the worker's consumers starting attempts at once: starts queue up for the cores. */
+    private final int startsQueueUpAt;
+    private final java.util.concurrent.locks.ReentrantLock places = new java.util.concurrent.locks.ReentrantLock();
+    /** Signalled, one waiter at a time, whenever a place to finish becomes free. */
+    private final java.util.concurrent.locks.Condition placeFree = places.newCondition();
+    private int finishing;
+    private int waitingToFinish;
+    private final AtomicInteger starting = new AtomicInteger();
 
     private final int answersWaitingFree;
 
-    private ProviderCalls(ExecutorService delegate, boolean virtual, int finishPlaces, int answersWaitingFree) {
+    private ProviderCalls(ExecutorService delegate, boolean virtual, int finishPlaces, int answersWaitingFree, int startPlaces) {
         this.delegate = delegate;
         this.virtual = virtual;
         this.finishPlaces = finishPlaces;
+        this.finishPlacesWhileStarting = Math.max(1, finishPlaces / 8);
+        this.startsQueueUpAt = Math.max(1, startPlaces / 2);
         this.answersWaitingFree = answersWaitingFree;
-        this.finishing = new java.util.concurrent.Semaphore(finishPlaces, true);
     }
 
     /** A platform call thread's stack (Java 17 only): a call's route, HTTP client and checks stay well inside it. */
@@ -66,11 +83,12 @@ public final class ProviderCalls extends AbstractExecutorService {
      * @param finishPlaces       answers finished at once ({@code jobgate.worker.finish-concurrency})
      * @param answersWaitingFree answers that may wait to be finished with their provider slots given back
      *                           ({@link #mustWaitToFinish}): the providers' calls in flight, summed
+     * @param startPlaces        the worker's consumers that start attempts ({@code jobgate.worker.concurrency})
      */
-    public static ProviderCalls create(int finishPlaces, int answersWaitingFree) {
+    public static ProviderCalls create(int finishPlaces, int answersWaitingFree, int startPlaces) {
         ExecutorService virtualThreads = virtualThreadPerTask();
         if (virtualThreads != null) {
-            return new ProviderCalls(virtualThreads, true, finishPlaces, answersWaitingFree);
+            return new ProviderCalls(virtualThreads, true, finishPlaces, answersWaitingFree, startPlaces);
         }
         AtomicInteger n = new AtomicInteger();
         ThreadPoolExecutor pool = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 60, TimeUnit.SECONDS, new SynchronousQueue<>(),
@@ -79,7 +97,7 @@ public final class ProviderCalls extends AbstractExecutorService {
                     t.setDaemon(true);
                     return t;
                 });
-        return new ProviderCalls(pool, false, finishPlaces, answersWaitingFree);
+        return new ProviderCalls(pool, false, finishPlaces, answersWaitingFree, startPlaces);
     }
 
     /** {@code Executors.newVirtualThreadPerTaskExecutor()} on Java 21+, looked up so the jar still runs on 17. */
@@ -123,22 +141,79 @@ public final class ProviderCalls extends AbstractExecutorService {
     }
 
     /**
+     * Route step ({@code worker}, {@code count-start}): this dispatch message is being started, until its
+     * exchange is done (its call handed off, or acknowledged without one). The hand-off's copy carries no
+     * part of it.
+     */
+    public void startBegins(org.apache.camel.Exchange exchange) {
+        starting.incrementAndGet();
+        exchange.getExchangeExtension().addOnCompletion(new org.apache.camel.support.SynchronizationAdapter() {
+            @Override
+            public void onDone(org.apache.camel.Exchange done) {
+                if (starting.getAndDecrement() == startsQueueUpAt) {
+                    signalPlaces(finishPlaces - finishPlacesWhileStarting); // the starts no longer queue up: all places again
+                }
+            }
+        });
+    }
+
+    /** Dispatch messages being started now. */
+    public int starting() {
+        return starting.get();
+    }
+
+    /** True while starts queue up for the cores: answers are then finished in {@link #finishPlacesWhileStarting} places. */
+    boolean startsQueueUp() {
+        return starting.get() >= startsQueueUpAt;
+    }
+
+    /** The places to finish answers now. */
+    int placesNow() {
+        return startsQueueUp() ? finishPlacesWhileStarting : finishPlaces;
+    }
+
+    /**
      * Route step ({@code provider-call}, {@code finish-place}): waits for a place to finish this call's
-     * answer, held until the exchange is done (whatever happens to it).
+     * answer (first come, first served), held until the exchange is done (whatever happens to it).
      */
     public void enterFinish(org.apache.camel.Exchange exchange) throws InterruptedException {
-        waitingToFinish.incrementAndGet();
+        places.lockInterruptibly();
         try {
-            finishing.acquire();
+            waitingToFinish++;
+            try {
+                while (finishing >= placesNow()) {
+                    placeFree.await();
+                }
+            } finally {
+                waitingToFinish--;
+            }
+            finishing++;
         } finally {
-            waitingToFinish.decrementAndGet();
+            places.unlock();
         }
         exchange.getExchangeExtension().addOnCompletion(new org.apache.camel.support.SynchronizationAdapter() {
             @Override
             public void onDone(org.apache.camel.Exchange done) {
-                finishing.release();
+                places.lock();
+                try {
+                    finishing--;
+                    placeFree.signal();
+                } finally {
+                    places.unlock();
+                }
             }
         });
+    }
+
+    private void signalPlaces(int n) {
+        places.lock();
+        try {
+            for (int i = 0; i < n; i++) {
+                placeFree.signal();
+            }
+        } finally {
+            places.unlock();
+        }
     }
 
     /**
@@ -148,12 +223,22 @@ public final class ProviderCalls extends AbstractExecutorService {
      * twice what the providers' slots alone allowed; beyond it an answer waits holding its slot, as before.
      */
     public boolean mustWaitToFinish() {
-        return finishing.availablePermits() == 0 && waitingToFinish.get() < answersWaitingFree;
+        places.lock();
+        try {
+            return finishing >= placesNow() && waitingToFinish < answersWaitingFree;
+        } finally {
+            places.unlock();
+        }
     }
 
     /** Answers waiting for a place to be finished. */
     public int waitingToFinish() {
-        return waitingToFinish.get();
+        places.lock();
+        try {
+            return waitingToFinish;
+        } finally {
+            places.unlock();
+        }
     }
 
     public int finishPlaces() {

@@ -80,7 +80,7 @@ public final class Sweeper {
         java.sql.Timestamp now = java.sql.Timestamp.from(clock.instant());
         String[] owners = gone.toArray(String[]::new);
         List<Map<String, Object>> rows = jdbc.queryForList("""
-                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision FROM jobs
+                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision, tenant_id, attempts FROM jobs
                  WHERE lease_token IS NOT NULL AND lease_owner = ANY (?) LIMIT ?""", owners, batch);
         int released = release(rows, "owner_gone", "ended with its process");
         int claims = jdbc.update("""
@@ -107,7 +107,7 @@ public final class Sweeper {
 
     public int reclaimExpiredLeases() {
         List<Map<String, Object>> rows = jdbc.queryForList("""
-                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision FROM jobs
+                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision, tenant_id, attempts FROM jobs
                  WHERE lease_token IS NOT NULL AND lease_expires_at < ?
                  ORDER BY lease_expires_at LIMIT ?""", java.sql.Timestamp.from(clock.instant()), batch);
         return release(rows, "lease_expired", "expired during the call");
@@ -120,7 +120,7 @@ public final class Sweeper {
      */
     public int handBack(String owner) {
         List<Map<String, Object>> rows = jdbc.queryForList("""
-                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision FROM jobs
+                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision, tenant_id, attempts FROM jobs
                  WHERE lease_token IS NOT NULL AND lease_owner = ?""", owner);
         int done = release(rows, "handed_back", "handed back when its worker stopped");
         if (done > 0) {
@@ -130,8 +130,11 @@ public final class Sweeper {
     }
 
     /**
-     * Ends leases nobody will finish: a new attempt, unless the request may have reached a provider
-     * that does not deduplicate resubmissions ({@code submission_unknown}); the open attempt row says why.
+     * Ends leases nobody will finish. An attempt whose output its worker had already promoted (its
+     * manifest names this attempt) before it died succeeds with that output: the provider's answer is
+     * there, and asking again would pay for it twice, or, where nothing can be asked, lose it. Otherwise a
+     * new attempt, unless the request may have reached a provider that does not deduplicate resubmissions
+     * ({@code submission_unknown}); the open attempt row says why.
      */
     private int release(List<Map<String, Object>> rows, String outcome, String why) {
         int done = 0;
@@ -140,6 +143,11 @@ public final class Sweeper {
             UUID token = (UUID) row.get("lease_token");
             String status = (String) row.get("status");
             boolean sent = "submitting".equals(status);
+            if (sent && succeededWithPromotedOutput(jobId, token, (String) row.get("tenant_id"), ((Number) row.get("attempts")).intValue(),
+                    why)) {
+                done++;
+                continue;
+            }
             // A canary candidate's call is not looked up either: its task could only ever give a held output,
             // never the job's, so its job goes on to the stable revision (docs/canary.md).
             boolean resubmitSafe = providers.find((String) row.get("provider")).map(Provider::idempotentSubmit).orElse(false)
@@ -159,6 +167,81 @@ public final class Sweeper {
             }
         }
         return done;
+    }
+
+    /**
+     * The attempt's output was promoted (its worker died between the promotion and the record): the job
+     * succeeds with it through the one finalize, under the lease being ended, and its attempt is closed as
+     * succeeded. The record is the worker's, read back from the manifest beside the output.
+     */
+    private boolean succeededWithPromotedOutput(UUID jobId, UUID token, String tenant, int attempt, String why) {
+        String record = promotedRecord(tenant, jobId, attempt);
+        if (record == null) {
+            return false;
+        }
+        boolean won;
+        try {
+            won = leases.inOneTransaction(() -> {
+                // The attempt first: the finalize closes any attempt still open as ended with its job.
+                jdbc.update("""
+                        UPDATE attempts SET ended_at = ?, outcome = 'succeeded', error_message = ?
+                         WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",
+                        java.sql.Timestamp.from(clock.instant()), "its output was promoted; the lease " + why + " before the record",
+                        jobId, token);
+                if (!finalizer.finalizeJob(jobId, token, JobFinalizer.Outcome.succeeded(record))) {
+                    throw new LeaseMovedOn(); // rolls the attempt's close back with it
+                }
+                return true;
+            });
+        } catch (LeaseMovedOn e) {
+            won = false;
+        }
+        if (won) {
+            LOG.warn("job {} succeeded with the output attempt {} had promoted before its lease {}", jobId, attempt, why);
+        }
+        return won;
+    }
+
+    /** The lease was no longer the one being ended: nothing of the promoted output's success is written. */
+    private static final class LeaseMovedOn extends RuntimeException {
+        LeaseMovedOn() {
+            super(null, null, false, false);
+        }
+    }
+
+    /** The record of attempt {@code attempt}'s promoted output, from its manifest; null when there is none. */
+    private String promotedRecord(String tenant, UUID jobId, int attempt) {
+        String manifestKey = "outputs/" + tenant + "/" + jobId + "/manifest.json";
+        try {
+            com.fasterxml.jackson.databind.JsonNode manifest = io.jobgate.common.Json.parseObject(
+                    s3.getObjectAsBytes(b -> b.bucket(bucket).key(manifestKey)).asByteArray());
+            if (manifest.path("attempt").asInt() != attempt) {
+                return null; // an earlier attempt's output: this one's answer is not known
+            }
+            com.fasterxml.jackson.databind.JsonNode output = manifest.path("output");
+            long bytes = s3.headObject(b -> b.bucket(bucket).key(output.path("key").asText())).contentLength();
+            Map<String, Object> record = new java.util.LinkedHashMap<>();
+            record.put("output_key", output.path("key").asText());
+            record.put("manifest_key", manifestKey);
+            record.put("media_type", output.path("media_type").asText());
+            record.put("width", output.path("width").asInt());
+            record.put("height", output.path("height").asInt());
+            if (output.hasNonNull("duration_ms")) {
+                record.put("duration_ms", output.path("duration_ms").asLong());
+            }
+            record.put("bytes", bytes);
+            record.put("sha256", output.path("sha256").asText());
+            record.put("adapter", manifest.path("adapter").path("name").asText());
+            record.put("adapter_revision", manifest.path("adapter").path("revision").asText());
+            record.put("attempt", attempt);
+            return io.jobgate.common.Json.write(record);
+        } catch (software.amazon.awssdk.services.s3.model.NoSuchKeyException e) {
+            return null;
+        } catch (software.amazon.awssdk.core.exception.SdkException e) {
+            LOG.warn("job {}: object storage unavailable to look for a promoted output ({}); its lease ends as if none", jobId,
+                    e.getClass().getSimpleName());
+            return null;
+        }
     }
 
     /**

@@ -37,6 +37,16 @@ public final class ChaosChecks {
     public record Check(String rule, long examined, List<String> violations) {
     }
 
+    /**
+     * A call a slow provider answered, from its own log: the idempotency key of its job (the invoice number its
+     * prompt carried), when the call arrived and when its answer left.
+     */
+    public record ProviderAnswer(String idempotencyKey, Instant arrived, Instant answered) {
+    }
+
+    /** How close to a SIGKILL an answer may or may not have been read by the gateway that was killed. */
+    static final Duration AROUND_A_KILL = Duration.ofSeconds(1);
+
     /** A job as the database ends it. */
     record Job(String id, String tenant, String status, String category, String finalizedAt, long cost, int attempts,
                String result, String idempotencyKey) {
@@ -58,7 +68,18 @@ public final class ChaosChecks {
     }
 
     public List<Check> run(ChaosLoad load) throws Exception {
+        return run(load, List.of(), List.of());
+    }
+
+    /**
+     * @param answers      the calls a slow provider answered (its log)
+     * @param gatewayKills when the gateway was killed (SIGKILL): the answers on their way then had nobody to read them
+     */
+    public List<Check> run(ChaosLoad load, List<ProviderAnswer> answers, List<Instant> gatewayKills) throws Exception {
         Map<String, Job> jobs = jobs();
+        if (!answers.isEmpty()) {
+            providerAnswersReachedTheirJobs(answers, gatewayKills, jobs);
+        }
         List<ChaosLoad.Accepted> accepted = load.accepted();
         acceptedJobsKeptAndTerminal(accepted, jobs);
         oneFinalEventPerJob(jobs);
@@ -388,6 +409,45 @@ public final class ChaosChecks {
             }
         }
         check("no answered call thrown away (2xx never ends as lease_lost)", examined, wrong);
+    }
+
+    /**
+     * Issue 35, counted from the provider's side: each answer a slow provider gave to a gateway alive to read it
+     * reached its job: the job succeeded, or its attempt recorded the answer (HTTP 200; a late answer keeps
+     * its billed units there). Answers within {@link #AROUND_A_KILL} of a SIGKILL may or may not have been read
+     * and are left out; those whose call a killed gateway had made found a closed connection.
+     */
+    private void providerAnswersReachedTheirJobs(List<ProviderAnswer> answers, List<Instant> gatewayKills, Map<String, Job> jobs)
+            throws Exception {
+        Map<String, Job> byKey = new HashMap<>();
+        jobs.values().forEach(j -> byKey.put(j.idempotencyKey(), j));
+        Set<String> answeredAttempts = new java.util.HashSet<>();
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(
+                "SELECT DISTINCT job_id::text FROM attempts WHERE http_status = 200")) {
+            while (rs.next()) {
+                answeredAttempts.add(rs.getString(1));
+            }
+        }
+        List<String> wrong = new ArrayList<>();
+        long read = 0;
+        for (ProviderAnswer answer : answers) {
+            boolean cut = gatewayKills.stream().anyMatch(kill -> !kill.isBefore(answer.arrived())
+                    && !kill.isAfter(answer.answered().plus(AROUND_A_KILL)));
+            if (cut) {
+                continue;
+            }
+            read++;
+            Job job = byKey.get(answer.idempotencyKey());
+            if (job == null) {
+                wrong.add("the provider answered a call for " + answer.idempotencyKey() + " at " + answer.answered()
+                        + ", a job nobody was given");
+            } else if (!job.status().equals("succeeded") && !answeredAttempts.contains(job.id())) {
+                wrong.add("the provider answered job " + job.id() + " (" + answer.idempotencyKey() + ") at " + answer.answered()
+                        + "; the job ended " + job.status() + " " + job.category() + " with no attempt holding the answer");
+            }
+        }
+        check("every answer a slow provider gave a living gateway reached its job (" + answers.size() + " answered, "
+                + (answers.size() - read) + " around a SIGKILL left out)", read, wrong);
     }
 
     private Map<String, Long> counts(String sql) throws Exception {

@@ -50,6 +50,8 @@ public final class ChaosLoad implements AutoCloseable {
 
     private final String base;
     private final List<String> apiKeys;
+    /** Tenants (by API key) whose jobs name a provider of their own: OpenAI's square images, as its stand-in answers them. */
+    private final Map<String, String> providerOf;
     private final int perSecond;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private final ScheduledExecutorService pace = Executors.newSingleThreadScheduledExecutor();
@@ -74,8 +76,14 @@ public final class ChaosLoad implements AutoCloseable {
     private long startNanos;
 
     public ChaosLoad(int port, List<String> apiKeys, int perSecond) {
+        this(port, apiKeys, perSecond, Map.of());
+    }
+
+    /** @param providerOf the provider the jobs of these API keys' tenants name (the rest: the default provider) */
+    public ChaosLoad(int port, List<String> apiKeys, int perSecond, Map<String, String> providerOf) {
         this.base = "http://127.0.0.1:" + port;
         this.apiKeys = List.copyOf(apiKeys);
+        this.providerOf = Map.copyOf(providerOf);
         this.perSecond = perSecond;
     }
 
@@ -106,6 +114,16 @@ public final class ChaosLoad implements AutoCloseable {
         }
     }
 
+    /** The idempotency key of arrival {@code index}. */
+    public static String key(int index) {
+        return "chaos-" + index;
+    }
+
+    /** The invoice number in arrival {@code index}'s inputs: in the prompt a provider is sent, so its calls name their job. */
+    public static String invoiceId(int index) {
+        return "CH-" + index;
+    }
+
     /** No new jobs from now on; answers when every submitted job was accepted or given up on. */
     public void stopSubmitting() throws InterruptedException {
         pace.shutdownNow();
@@ -118,12 +136,14 @@ public final class ChaosLoad implements AutoCloseable {
 
     private void submit(int index) {
         String apiKey = apiKeys.get(index % apiKeys.size());
-        String key = "chaos-" + index;
+        String key = key(index);
+        String provider = providerOf.get(apiKey);
         String body = """
-                {"preset_id": "%s", "aspect_class": "%s",
-                 "inputs": {"supplier_name": "Chaos GmbH", "invoice_id": "CH-%d", "currency": "EUR",
+                {%s"preset_id": "%s", "aspect_class": "%s",
+                 "inputs": {"supplier_name": "Chaos GmbH", "invoice_id": "%s", "currency": "EUR",
                             "line_items": [{"description": "Soak", "quantity": %d, "unit_price": 3}]}}"""
-                .formatted(PRESETS.get(index % 2), CLASSES.get(index % 3), index, 1 + index % 5);
+                .formatted(provider == null ? "" : "\"provider\": \"" + provider + "\", ", provider == null ? PRESETS.get(index % 2)
+                        : "invoice-clean", provider == null ? CLASSES.get(index % 3) : "square", invoiceId(index), 1 + index % 5);
         String jobId = postUntilAnswered(apiKey, key, body);
         if (jobId == null) {
             return;

@@ -34,6 +34,8 @@ import software.amazon.awssdk.services.s3.S3Client;
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.containing;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -249,6 +251,41 @@ class OutputPromotionTest {
         sweeper.sweepQuarantine(sweep);
         assertThat(keys("quarantine/" + id + "/")).as("the orphan of the crashed attempt").isEmpty();
         assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+    }
+
+    @Test
+    void aCrashBetweenPromotionAndRecordEndsWithThePromotedOutputNotANewCall() throws Exception {
+        String tag = Jobs.tag();
+        byte[] png = Samples.png(1024, 1536);
+        providerReturns(tag, png, 0);
+        java.util.concurrent.CountDownLatch dead = new java.util.concurrent.CountDownLatch(1);
+        worker.injectFaults(step -> {
+            if (step.equals("promoted")) {
+                // The worker "dies" here: output and manifest promoted, nothing recorded; its lease runs out.
+                try {
+                    dead.await(60, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        try {
+            UUID id = submit(tag);
+            Jobs.awaitFinal(id);
+
+            // The sweeper ended the lease with the promoted output: no second call, no second attempt.
+            assertThat(job(id)).containsEntry("status", "succeeded").containsEntry("attempts", 1);
+            assertThat(fake.findAll(postRequestedFor(urlEqualTo(PATH)).withRequestBody(containing(tag)))).hasSize(1);
+            assertThat(Db.single("SELECT outcome FROM attempts WHERE job_id = ? AND attempt = 1", id)).containsEntry("outcome", "succeeded");
+            JsonNode result = Json.MAPPER.readTree((String) job(id).get("result"));
+            assertThat(result.path("output_key").asText()).isEqualTo("outputs/acme/" + id + "/output.png");
+            assertThat(result.path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
+            assertThat(result.path("bytes").asLong()).isEqualTo(png.length);
+            assertThat(result.path("attempt").asInt()).isEqualTo(1);
+            assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+        } finally {
+            dead.countDown();
+        }
     }
 
     // ---- small outputs: checked in memory, written once to their readable key ----

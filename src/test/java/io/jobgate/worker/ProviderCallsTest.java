@@ -1,0 +1,134 @@
+package io.jobgate.worker;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.camel.CamelContext;
+import org.apache.camel.Exchange;
+import org.apache.camel.impl.DefaultCamelContext;
+import org.apache.camel.spi.Synchronization;
+import org.apache.camel.support.DefaultExchange;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The places where answers are finished ({@link ProviderCalls#enterFinish}): all of them while the worker's
+ * starts do not queue up, an eighth (one) while half its consumers start attempts at once, so that a wave of answers
+ * leaves the cores to the starts of the calls that follow it.
+ */
+class ProviderCallsTest {
+
+    private final CamelContext camel = new DefaultCamelContext();
+    private final ProviderCalls calls = ProviderCalls.create(8, 1000, 8);
+
+    @AfterEach
+    void stop() {
+        calls.shutdownNow();
+    }
+
+    @Test
+    void everyPlaceFinishesAnAnswerWhileNoStartsQueueUp() throws Exception {
+        List<Exchange> finishing = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            finishing.add(finishNow());
+        }
+        assertThat(calls.mustWaitToFinish()).as("all eight places taken").isTrue();
+        CompletableFuture<Exchange> ninth = finishLater();
+        awaitWaiting(1);
+        assertThat(ninth).isNotDone();
+
+        done(finishing.get(0));
+        assertThat(ninth.get(10, TimeUnit.SECONDS)).isNotNull();
+    }
+
+    @Test
+    void whileHalfTheConsumersStartAttemptsAnswersAreFinishedInOnePlace() throws Exception {
+        List<Exchange> starts = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            starts.add(start());
+        }
+        assertThat(calls.placesNow()).as("3 of 8 consumers starting: no queue").isEqualTo(8);
+        starts.add(start());
+        assertThat(calls.placesNow()).as("4 of 8 starting").isEqualTo(1);
+
+        Exchange first = finishNow();
+        assertThat(calls.mustWaitToFinish()).isTrue();
+        CompletableFuture<Exchange> second = finishLater();
+        CompletableFuture<Exchange> third = finishLater();
+        awaitWaiting(2);
+        assertThat(second).isNotDone();
+        assertThat(third).isNotDone();
+
+        // One start handed off: the starts no longer queue up, so the waiting answers take the places
+        // given back without any answer being finished first.
+        done(starts.remove(0));
+        assertThat(second.get(10, TimeUnit.SECONDS)).isNotNull();
+        assertThat(third.get(10, TimeUnit.SECONDS)).isNotNull();
+        assertThat(calls.waitingToFinish()).isZero();
+        assertThat(calls.starting()).isEqualTo(3);
+
+        // Starts queue up again while three answers are being finished: the next one waits until none is left.
+        starts.add(start());
+        CompletableFuture<Exchange> fourth = finishLater();
+        awaitWaiting(1);
+        done(first);
+        done(second.get());
+        assertThat(calls.waitingToFinish()).as("one still finishing, one place").isEqualTo(1);
+        assertThat(fourth).isNotDone();
+        done(third.get());
+        assertThat(fourth.get(10, TimeUnit.SECONDS)).isNotNull();
+        done(fourth.get());
+        starts.forEach(this::done);
+        assertThat(calls.starting()).isZero();
+        assertThat(calls.placesNow()).isEqualTo(8);
+    }
+
+    private Exchange start() {
+        Exchange exchange = exchange();
+        calls.startBegins(exchange);
+        return exchange;
+    }
+
+    private Exchange finishNow() throws Exception {
+        Exchange exchange = exchange();
+        CompletableFuture.runAsync(() -> enter(exchange)).get(10, TimeUnit.SECONDS);
+        return exchange;
+    }
+
+    private CompletableFuture<Exchange> finishLater() {
+        Exchange exchange = exchange();
+        return CompletableFuture.supplyAsync(() -> {
+            enter(exchange);
+            return exchange;
+        });
+    }
+
+    private void enter(Exchange exchange) {
+        try {
+            calls.enterFinish(exchange);
+        } catch (InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private void awaitWaiting(int answers) {
+        await().atMost(Duration.ofSeconds(10)).until(() -> calls.waitingToFinish() == answers);
+    }
+
+    private Exchange exchange() {
+        return new DefaultExchange(camel);
+    }
+
+    /** The exchange is done: what it holds (a start, a place) is given back. */
+    private void done(Exchange exchange) {
+        for (Synchronization s : exchange.getExchangeExtension().handoverCompletions()) {
+            s.onComplete(exchange);
+        }
+    }
+}
