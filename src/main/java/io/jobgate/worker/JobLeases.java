@@ -311,12 +311,16 @@ public final class JobLeases {
         return transactions.execute(tx -> work.get());
     }
 
-    /** Closes the attempt row with what this worker saw (kept even when the lease was lost meanwhile). */
+    /**
+     * Closes the attempt row with what this worker saw (kept even when the lease was lost meanwhile), unless
+     * it was closed as succeeded already: the sweeper ended its lease with the output this worker had promoted.
+     */
     public void closeAttempt(UUID jobId, int attempt, UUID token, String outcome, AdapterResult result, long durationMs,
                              Instant nextAttemptAt, Boolean retryAfterUnderstood) {
         JobTransitions.AttemptClose close = attemptClose(attempt, token, outcome, result, durationMs, nextAttemptAt,
                 retryAfterUnderstood);
-        named.update("UPDATE attempts SET " + close.set() + " WHERE job_id = :job AND attempt = :closeAttempt AND lease_token = :closeToken",
+        named.update("UPDATE attempts SET " + close.set() + " WHERE job_id = :job AND attempt = :closeAttempt AND lease_token = :closeToken"
+                        + " AND outcome IS DISTINCT FROM 'succeeded'",
                 new MapSqlParameterSource(close.values()).addValue("job", jobId).addValue("closeAttempt", attempt)
                         .addValue("closeToken", token));
     }

@@ -57,10 +57,12 @@ public final class ProviderCalls extends AbstractExecutorService {
     /** Half the worker's consumers starting attempts at once: starts queue up for the cores. */
     private final int startsQueueUpAt;
     private final java.util.concurrent.locks.ReentrantLock places = new java.util.concurrent.locks.ReentrantLock();
-    /** Signalled, one waiter at a time, whenever a place to finish becomes free. */
-    private final java.util.concurrent.locks.Condition placeFree = places.newCondition();
+    /**
+     * The answers waiting for a place, in the order they came, each woken on its own turn: only the first may
+     * take a free place (an answer passed over could outwait its lease), and a place that frees wakes it alone.
+     */
+    private final java.util.ArrayDeque<java.util.concurrent.locks.Condition> waiting = new java.util.ArrayDeque<>();
     private int finishing;
-    private int waitingToFinish;
     private final AtomicInteger starting = new AtomicInteger();
 
     private final int answersWaitingFree;
@@ -151,7 +153,7 @@ public final class ProviderCalls extends AbstractExecutorService {
             @Override
             public void onDone(org.apache.camel.Exchange done) {
                 if (starting.getAndDecrement() == startsQueueUpAt) {
-                    signalPlaces(finishPlaces - finishPlacesWhileStarting); // the starts no longer queue up: all places again
+                    wakeFirstWaiting(); // the starts no longer queue up: all places again, taken in turn
                 }
             }
         });
@@ -179,13 +181,20 @@ public final class ProviderCalls extends AbstractExecutorService {
     public void enterFinish(org.apache.camel.Exchange exchange) throws InterruptedException {
         places.lockInterruptibly();
         try {
-            waitingToFinish++;
-            try {
-                while (finishing >= placesNow()) {
-                    placeFree.await();
+            if (!waiting.isEmpty() || finishing >= placesNow()) {
+                java.util.concurrent.locks.Condition turn = places.newCondition();
+                waiting.addLast(turn);
+                try {
+                    while (waiting.peekFirst() != turn || finishing >= placesNow()) {
+                        turn.await();
+                    }
+                } finally {
+                    boolean first = waiting.peekFirst() == turn;
+                    waiting.remove(turn);
+                    if (first) {
+                        wakeFirstWaiting(); // the next in line looks for a place too (or takes over if this one was interrupted)
+                    }
                 }
-            } finally {
-                waitingToFinish--;
             }
             finishing++;
         } finally {
@@ -197,7 +206,7 @@ public final class ProviderCalls extends AbstractExecutorService {
                 places.lock();
                 try {
                     finishing--;
-                    placeFree.signal();
+                    wakeFirstWaiting();
                 } finally {
                     places.unlock();
                 }
@@ -205,11 +214,13 @@ public final class ProviderCalls extends AbstractExecutorService {
         });
     }
 
-    private void signalPlaces(int n) {
+    /** Wakes the answer waiting longest: it takes a free place if there is one, and wakes the next. */
+    private void wakeFirstWaiting() {
         places.lock();
         try {
-            for (int i = 0; i < n; i++) {
-                placeFree.signal();
+            java.util.concurrent.locks.Condition first = waiting.peekFirst();
+            if (first != null) {
+                first.signal();
             }
         } finally {
             places.unlock();
@@ -225,7 +236,7 @@ public final class ProviderCalls extends AbstractExecutorService {
     public boolean mustWaitToFinish() {
         places.lock();
         try {
-            return finishing >= placesNow() && waitingToFinish < answersWaitingFree;
+            return (!waiting.isEmpty() || finishing >= placesNow()) && waiting.size() < answersWaitingFree;
         } finally {
             places.unlock();
         }
@@ -235,7 +246,7 @@ public final class ProviderCalls extends AbstractExecutorService {
     public int waitingToFinish() {
         places.lock();
         try {
-            return waitingToFinish;
+            return waiting.size();
         } finally {
             places.unlock();
         }

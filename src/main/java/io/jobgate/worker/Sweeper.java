@@ -224,8 +224,8 @@ public final class Sweeper {
             record.put("output_key", output.path("key").asText());
             record.put("manifest_key", manifestKey);
             record.put("media_type", output.path("media_type").asText());
-            record.put("width", output.path("width").asInt());
-            record.put("height", output.path("height").asInt());
+            record.put("width", output.path("width").isNumber() ? output.path("width").intValue() : null); // none for JSON or text
+            record.put("height", output.path("height").isNumber() ? output.path("height").intValue() : null);
             if (output.hasNonNull("duration_ms")) {
                 record.put("duration_ms", output.path("duration_ms").asLong());
             }
@@ -240,6 +240,10 @@ public final class Sweeper {
         } catch (software.amazon.awssdk.core.exception.SdkException e) {
             LOG.warn("job {}: object storage unavailable to look for a promoted output ({}); its lease ends as if none", jobId,
                     e.getClass().getSimpleName());
+            return null;
+        } catch (RuntimeException e) {
+            // A manifest that cannot be read is no evidence, and must not stop the sweep of every other lease.
+            LOG.warn("job {}: the manifest beside its output cannot be read ({}); its lease ends as if none", jobId, e.toString());
             return null;
         }
     }

@@ -68,6 +68,8 @@ class OutputPromotionTest {
     @BeanInject
     OutputStore outputStore;
     @BeanInject
+    io.jobgate.worker.ProviderCalls providerCalls;
+    @BeanInject
     io.jobgate.job.JobFinalizer finalizer;
 
     @BeforeAll
@@ -283,6 +285,12 @@ class OutputPromotionTest {
             assertThat(result.path("bytes").asLong()).isEqualTo(png.length);
             assertThat(result.path("attempt").asInt()).isEqualTo(1);
             assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+
+            // A worker that was only slow, not dead, records after that: its attempt stays succeeded.
+            dead.countDown();
+            await().atMost(Duration.ofSeconds(20)).until(() -> providerCalls.inFlight() == 0);
+            assertThat(Db.single("SELECT outcome FROM attempts WHERE job_id = ? AND attempt = 1", id)).containsEntry("outcome", "succeeded");
+            assertThat(job(id)).containsEntry("status", "succeeded").containsEntry("attempts", 1);
         } finally {
             dead.countDown();
         }

@@ -48,6 +48,25 @@ class ProviderCallsTest {
     }
 
     @Test
+    void answersTakeFreedPlacesInTheOrderTheyCame() throws Exception {
+        List<Exchange> finishing = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            finishing.add(finishNow());
+        }
+        CompletableFuture<Exchange> first = finishLater();
+        awaitWaiting(1);
+        CompletableFuture<Exchange> second = finishLater();
+        awaitWaiting(2);
+
+        done(finishing.get(0));
+        assertThat(first.get(10, TimeUnit.SECONDS)).isNotNull();
+        awaitWaiting(1);
+        assertThat(second).isNotDone();
+        done(finishing.get(1));
+        assertThat(second.get(10, TimeUnit.SECONDS)).isNotNull();
+    }
+
+    @Test
     void whileHalfTheConsumersStartAttemptsAnswersAreFinishedInOnePlace() throws Exception {
         List<Exchange> starts = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
