@@ -34,10 +34,7 @@ class ProviderCallsTest {
 
     @Test
     void everyPlaceFinishesAnAnswerWhileNoStartsQueueUp() throws Exception {
-        List<Exchange> finishing = new ArrayList<>();
-        for (int i = 0; i < 8; i++) {
-            finishing.add(finishNow());
-        }
+        List<Exchange> finishing = takeEveryPlace();
         assertThat(calls.mustWaitToFinish()).as("all eight places taken").isTrue();
         CompletableFuture<Exchange> ninth = finishLater();
         awaitWaiting(1);
@@ -49,10 +46,7 @@ class ProviderCallsTest {
 
     @Test
     void answersTakeFreedPlacesInTheOrderTheyCame() throws Exception {
-        List<Exchange> finishing = new ArrayList<>();
-        for (int i = 0; i < 8; i++) {
-            finishing.add(finishNow());
-        }
+        List<Exchange> finishing = takeEveryPlace();
         CompletableFuture<Exchange> first = finishLater();
         awaitWaiting(1);
         CompletableFuture<Exchange> second = finishLater();
@@ -106,6 +100,15 @@ class ProviderCallsTest {
         starts.forEach(this::done);
         assertThat(calls.starting()).isZero();
         assertThat(calls.placesNow()).isEqualTo(8);
+    }
+
+    /** Eight answers being finished: every place taken. */
+    private List<Exchange> takeEveryPlace() throws Exception {
+        List<Exchange> finishing = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            finishing.add(finishNow());
+        }
+        return finishing;
     }
 
     private Exchange start() {
