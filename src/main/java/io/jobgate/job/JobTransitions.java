@@ -536,11 +536,15 @@ public final class JobTransitions {
         // relay's partial indexes of waiting events (a plain IS NULL, or IS NOT DISTINCT FROM NULL,
         // which the parser turns into one, can): with statistics taken while few events waited, a
         // generic plan read one of those whole, every tenant's waiting event, to find this job's.
-        // Taking a lease locks the job's waiting dispatch events first, then its row (the relay's
-        // and finalize's order), in the same statement: one initplan, no extra round trip. Dropping
+        // Taking a lease the long way (LEASE: its transaction may requeue the job, writing its dispatch
+        // events after its row) locks the job's waiting dispatch events first, then its row (the relay's
+        // and finalize's order), in the same statement: one initplan, no extra round trip. START writes
+        // no dispatch event after the row, so it locks none: the relay marks a round's events published
+        // while their workers start them, and the lock had queued each start behind the whole mark (and
+        // the mark behind each start: 2 ms a start while 2,000 calls started). Dropping
         // them (a newer one, or none, replaces them) deletes them first the same way, only while the
         // transition applies (checked, not locked: the job row comes second).
-        boolean lockEvents = event.has(Effect.TAKE_LEASE);
+        boolean lockEvents = event.has(Effect.TAKE_LEASE) && !event.has(Effect.OPEN_ATTEMPT);
         boolean dropEvents = event.has(Effect.DROP_DISPATCH);
         String update = (lockEvents ? "WITH waiting_events AS (SELECT event_id FROM outbox WHERE job_id = :job"
                 + " AND event_type = 'dispatch' AND CASE WHEN published_at IS NULL THEN true END FOR UPDATE) " : "")
