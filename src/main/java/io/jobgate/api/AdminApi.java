@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.UUID;
 
 import io.jobgate.common.Digests;
+import io.jobgate.job.JobStatus;
 import io.jobgate.job.JobStore;
 import io.jobgate.reconcile.Reconciler;
 import io.jobgate.reconcile.WaitingJob;
@@ -123,9 +124,9 @@ public final class AdminApi {
     public void reconcile(Exchange exchange) {
         UUID id = JobsApi.jobId(exchange);
         WaitingJob job = reconciler.find(id).orElseThrow(() -> ApiProblem.of(404, "job_not_found", "No job " + id + "."));
-        Reconciler.Applied applied = job.status().equals("provider_pending") || job.status().equals("submission_unknown")
+        Reconciler.Applied applied = JobStatus.AT_PROVIDER.contains(job.status())
                 ? reconciler.check(job, "admin")
-                : new Reconciler.Applied(false, "job is " + job.status() + ": nothing to reconcile");
+                : new Reconciler.Applied(false, "job is " + job.status().wire() + ": nothing to reconcile");
         Map<String, Object> reply = new LinkedHashMap<>();
         reply.put("changed", applied.changed());
         reply.put("detail", applied.detail());

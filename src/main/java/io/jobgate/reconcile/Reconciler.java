@@ -31,7 +31,9 @@ import io.jobgate.job.AttemptCaps;
 import io.jobgate.adapter.Backoff;
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.output.OutputStore;
+import org.apache.camel.Body;
 import org.apache.camel.Exchange;
+import org.apache.camel.ExchangeProperty;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -118,27 +120,14 @@ public final class Reconciler {
              WHERE j.job_id = due.job_id
             RETURNING %s""".formatted(WAITING_PREDICATE, COLUMNS.replace("job_id,", "j.job_id,"));
 
-    /** Route step: asks the providers about jobs whose next check is due (claimed, so no two pollers ask at once). */
-    public void checkDue(Exchange exchange) {
-        List<WaitingJob> due = claimDue();
-        int changed = 0;
-        for (WaitingJob job : due) {
-            try {
-                if (check(job, "poller").changed()) {
-                    changed++;
-                }
-            } catch (RuntimeException e) {
-                LOG.warn("check of job {} failed: {}", job.jobId(), e.toString());
-            }
-        }
-        exchange.getMessage().setHeader("checked", due.size());
-        exchange.getMessage().setHeader("changed", changed);
-    }
+    /** The source the poller's evidence is logged with. */
+    static final String POLLER = "poller";
 
     /**
-     * Claims the due checks: a short lease, not a postponement. Each claim names this poller and
-     * lasts the lookup's own deadline (the provider's call deadline) plus a margin, so the claims of
-     * a poller that died between claim and answer are taken over within seconds.
+     * Route step {@code claim-due}: claims the due checks, so no two pollers ask at once. A claim is a
+     * short lease, not a postponement: it names this poller and lasts the lookup's own deadline (the
+     * provider's call deadline) plus a margin, so the claims of a poller that died between claim and
+     * answer are taken over within seconds.
      */
     public List<WaitingJob> claimDue() {
         Instant now = clock.instant();
@@ -176,17 +165,22 @@ public final class Reconciler {
                 provider, task).stream().findFirst();
     }
 
-    /** Asks the provider about one waiting job (by its task reference, else by our idempotency key) and applies the answer. */
+    /** Asks the provider about one waiting job and applies the answer (an operator's repair, a webhook's "fetch"). */
     public Applied check(WaitingJob job, String source) {
+        return apply(askProvider(job), source);
+    }
+
+    /**
+     * Route step {@code ask-provider}: the adapter's lookup of one waiting job (by its task reference,
+     * else by our idempotency key), unless there is none to make or the provider's gate is closed.
+     */
+    public Lookup askProvider(WaitingJob job) {
         Provider provider = providers.find(job.provider()).orElse(null);
         if (provider == null) {
-            return schedule(job, "no settings for provider " + job.provider());
+            return Lookup.noSettings(job);
         }
         if (!provider.supports(AdapterContract.LOOKUP)) {
-            if (job.status().equals(JobStatus.SUBMISSION_UNKNOWN.wire()) && provider.idempotentSubmit()) {
-                return resubmit(job, "provider deduplicates by our idempotency key: a resubmit is safe");
-            }
-            return schedule(job, "adapter " + provider.name() + " has no lookup; waiting for a webhook or the lifetime");
+            return Lookup.noLookup(job, provider);
         }
         Optional<Instant> closed = gates.closedUntil(provider.name());
         if (closed.isEmpty() && candidate(job)) {
@@ -194,7 +188,7 @@ public final class Reconciler {
         }
         if (closed.isPresent()) {
             // A lookup is a request like a submit: a provider that said 429 is left alone until it said.
-            return scheduleAt(job, closed.get(), "provider " + provider.name() + " gate closed until " + closed.get());
+            return Lookup.gateClosed(job, provider, closed.get());
         }
         Map<String, Object> properties = new LinkedHashMap<>();
         properties.put(AdapterContract.JOB_ID, job.jobId().toString());
@@ -210,10 +204,35 @@ public final class Reconciler {
         properties.put(AdapterContract.OUTPUT_MEDIA_TYPE, expectedMediaType(job));
         AdapterResult answer = canaries == null ? adapters.call(provider, AdapterContract.LOOKUP, null, properties)
                 : adapters.call(provider, canaries.adapterUri(provider, job.adapterRevision()), AdapterContract.LOOKUP, null, properties);
-        if (answer.category() == ErrorCategory.RATE_LIMITED && !answer.declared()) {
-            return rateLimited(job, provider, answer);
-        }
-        return apply(job, answer, source);
+        return Lookup.answered(job, provider, answer);
+    }
+
+    /** Route step {@code apply-evidence}: what the poller's lookup came to, applied to its job. */
+    public Applied applyEvidence(Lookup lookup) {
+        return apply(lookup, POLLER);
+    }
+
+    /** Route step {@code log-check-failure}: one job's failed check is logged, and the poll goes on with the others. */
+    public void checkFailed(@Body Object item, @ExchangeProperty(Exchange.EXCEPTION_CAUGHT) Throwable failure) {
+        UUID jobId = item instanceof Lookup lookup ? lookup.job().jobId() : ((WaitingJob) item).jobId();
+        LOG.warn("check of job {} failed: {}", jobId, failure.toString());
+    }
+
+    /** Applies what a lookup came to: the adapter's answer, or the reason the provider was not asked. */
+    public Applied apply(Lookup lookup, String source) {
+        WaitingJob job = lookup.job();
+        Provider provider = lookup.provider();
+        return switch (lookup.reply()) {
+            case NO_SETTINGS -> schedule(job, "no settings for provider " + job.provider());
+            case NO_LOOKUP -> job.status() == JobStatus.SUBMISSION_UNKNOWN && provider.idempotentSubmit()
+                    ? resubmit(job, "provider deduplicates by our idempotency key: a resubmit is safe")
+                    : schedule(job, "adapter " + provider.name() + " has no lookup; waiting for a webhook or the lifetime");
+            case GATE_CLOSED -> scheduleAt(job, lookup.gateOpenAt(),
+                    "provider " + provider.name() + " gate closed until " + lookup.gateOpenAt());
+            case ANSWERED -> lookup.answer().category() == ErrorCategory.RATE_LIMITED && !lookup.answer().declared()
+                    ? rateLimited(job, provider, lookup.answer())
+                    : apply(job, lookup.answer(), source);
+        };
     }
 
     /**
@@ -238,8 +257,8 @@ public final class Reconciler {
 
     /** Applies evidence about the job's provider task; only an answer the adapter declared moves the job. */
     public Applied apply(WaitingJob job, AdapterResult evidence, String source) {
-        if (!WAITING.contains(JobStatus.fromWire(job.status()).orElseThrow())) {
-            return new Applied(false, "job is " + job.status() + ", not waiting on the provider");
+        if (!WAITING.contains(job.status())) {
+            return new Applied(false, "job is " + job.status().wire() + ", not waiting on the provider");
         }
         if (evidence.billedAmount() != null) {
             // Billing reported with the task's end belongs to the attempt that submitted it, even
@@ -279,7 +298,7 @@ public final class Reconciler {
         } else {
             applied = schedule(job, "no answer yet: " + (evidence.category() == null ? "?" : evidence.category().wire()));
         }
-        LOG.info("reconcile job={} source={} status={} evidence={} changed={} detail={}", job.jobId(), source, job.status(),
+        LOG.info("reconcile job={} source={} status={} evidence={} changed={} detail={}", job.jobId(), source, job.status().wire(),
                 evidence.outcome() != null ? evidence.outcome() : evidence.category() == null ? null : evidence.category().wire(),
                 applied.changed(), applied.detail());
         return applied;
@@ -327,7 +346,7 @@ public final class Reconciler {
             return new Applied(won, capped.get().category().wire() + ": candidate output held");
         }
         // Only while the job is still on the candidate's attempt: evidence read before it moved on changes nothing.
-        boolean moved = canaries.requeueHeld(job.jobId(), job.attempts(), JobStatus.fromWire(job.status()).orElseThrow(), heldRecord);
+        boolean moved = canaries.requeueHeld(job.jobId(), job.attempts(), job.status(), heldRecord);
         return new Applied(moved, moved ? "candidate output held in quarantine; retry_wait for the stable revision"
                 : "candidate output held in quarantine; the job had moved on");
     }
@@ -346,7 +365,7 @@ public final class Reconciler {
                     capped.get().category().wire(), capped.get().message()));
             return new Applied(won, capped.get().category().wire() + ": candidate task failed");
         }
-        boolean moved = canaries.requeueFailed(job.jobId(), job.attempts(), JobStatus.fromWire(job.status()).orElseThrow(),
+        boolean moved = canaries.requeueFailed(job.jobId(), job.attempts(), job.status(),
                 category == null ? null : category.wire(), message);
         return new Applied(moved, moved ? "candidate task failed (" + (category == null ? "lost" : category.wire())
                 + "); retry_wait for the stable revision" : "candidate task failed; the job had moved on");
@@ -384,7 +403,7 @@ public final class Reconciler {
     }
 
     private Applied stillPending(WaitingJob job, AdapterResult evidence) {
-        if (job.status().equals(JobStatus.SUBMISSION_UNKNOWN.wire())) {
+        if (job.status() == JobStatus.SUBMISSION_UNKNOWN) {
             boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.TASK_FOUND, onItsAttempt(job),
                     JobTransitions.Change.checkFrom(nextCheck(0), evidence.providerTask(), null, null, evidence.providerState())).isPresent();
             return new Applied(moved, "provider has the task: provider_pending");
@@ -402,7 +421,7 @@ public final class Reconciler {
             return new Applied(won, capped.get().category().wire() + ": " + why);
         }
         boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.RESUBMIT,
-                JobTransitions.Guard.onAttempt(job.attempts(), java.util.Set.of(JobStatus.fromWire(job.status()).orElseThrow())),
+                JobTransitions.Guard.onAttempt(job.attempts(), Set.of(job.status())),
                 JobTransitions.Change.retryAt(at, 0, ErrorCategory.AMBIGUOUS.wire())).isPresent();
         return new Applied(moved, "retry_wait: " + why);
     }
@@ -415,7 +434,7 @@ public final class Reconciler {
         // No "finalized_at IS NULL": the waiting status implies it, and the planner could use it to
         // read a partial index of open jobs whole instead of this one job by its key.
         jdbc.update("UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL WHERE job_id = ? AND status = ? AND attempts = ?",
-                Timestamp.from(at), job.jobId(), job.status(), job.attempts());
+                Timestamp.from(at), job.jobId(), job.status().wire(), job.attempts());
         return new Applied(false, why);
     }
 
@@ -439,7 +458,8 @@ public final class Reconciler {
 
     static WaitingJob waiting(ResultSet rs, int row) throws SQLException {
         Timestamp expires = rs.getTimestamp("expires_at");
-        return new WaitingJob(rs.getObject("job_id", UUID.class), rs.getString("status"), rs.getString("provider"),
+        return new WaitingJob(rs.getObject("job_id", UUID.class), JobStatus.fromWire(rs.getString("status")).orElseThrow(),
+                rs.getString("provider"),
                 rs.getString("provider_task"), rs.getString("provider_request_id"), rs.getInt("attempts"),
                 rs.getInt("max_attempts"), expires.toInstant(), rs.getInt("checks"), rs.getString("preset_id"),
                 rs.getInt("preset_version"), rs.getString("kind"), rs.getString("tenant_id"), rs.getString("aspect_class"),
