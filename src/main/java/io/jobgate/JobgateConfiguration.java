@@ -146,8 +146,10 @@ public class JobgateConfiguration implements CamelConfiguration {
             }
         });
         JdbcTemplate jdbc = new JdbcTemplate(dataSource);
-        // Deadlocks and serialization failures run the transaction again instead of losing an outcome.
-        TransactionTemplate transactions = new RetryingTransactions(dataSource, 3);
+        // Deadlocks, serialization failures and a failover of the database run the transaction again
+        // instead of losing an outcome.
+        TransactionTemplate transactions = new RetryingTransactions(dataSource, 3,
+                settings.seconds("jobgate.db.failover-wait-seconds", 0, 3600));
         S3Client s3 = parts.s3();
 
         // --- What jobs are made of: tenants, presets, providers, uploads ---------------------------

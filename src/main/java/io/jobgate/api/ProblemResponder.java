@@ -52,6 +52,13 @@ public final class ProblemResponder {
     }
 
     private static ApiProblem unexpected(Exchange exchange, Throwable cause) {
+        if (io.jobgate.common.DatabaseLost.is(cause)) {
+            // A failover under way (docs/operating.md, "Failover"): nothing was decided, so a retry is the answer.
+            LOG.warn("Database unreachable in route {} (exchange {}): answered 503", exchange.getFromRouteId(), exchange.getExchangeId());
+            return ApiProblem.of(503, "database_unavailable", "The gateway cannot reach its database (a failover may be under way). "
+                    + "Retry after the Retry-After; with the same Idempotency-Key it never makes a second job.")
+                    .withHeader("Retry-After", "2");
+        }
         // Never echo the request: it may hold prompts or user text.
         LOG.error("Unexpected failure in route {} (exchange {})", exchange.getFromRouteId(), exchange.getExchangeId(), cause);
         return ApiProblem.of(500, "internal_error", "The gateway failed to process the request. "

@@ -42,10 +42,20 @@ public final class TrainingRun {
         } catch (Throwable e) {
             // Exit now: the embedded parts already started keep the JVM (and the build that waits on it) alive.
             System.err.println("training-run: the gateway did not start: " + e);
-            deleteTree(data);
+            try {
+                deleteTree(data);
+            } catch (IOException | RuntimeException ignored) {
+                // as below
+            }
             System.exit(1);
         } finally {
-            deleteTree(data);
+            try {
+                deleteTree(data);
+            } catch (IOException | RuntimeException e) {
+                // A file the stopping parts still removed: the throwaway directory is the system's to clean.
+                // Never a reason to skip the exit below: the parts' threads would keep the build waiting.
+                System.err.println("training-run: " + data + " not removed: " + e);
+            }
         }
         // Now, not when the last pool thread idles out a minute later: the archive is written at exit.
         System.exit(0);

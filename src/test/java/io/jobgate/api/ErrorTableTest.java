@@ -191,6 +191,12 @@ class ErrorTableTest {
                         return api.postJob(ACME, "boom-" + UUID.randomUUID(), invoice("Boom"));
                     }
                 }),
+                entry("database_unavailable", () -> {
+                    // The database's own answer while it is not taking work (a failover): 57P03, cannot_connect_now.
+                    try (Db.Fault fault = Db.failInsertsFor("outbox", "lost-", "57P03")) {
+                        return api.postJob(ACME, "lost-" + UUID.randomUUID(), invoice("Lost"));
+                    }
+                }),
                 entry("unknown_webhook", () -> post(null, "/v1/providers/nobody/webhook", "application/json", "{}", Map.of())),
                 entry("invalid_signature", () -> post(null, "/v1/providers/fakeasync/webhook", "application/json", "{}",
                         Map.of("webhook-id", "msg_errors", "webhook-timestamp", Long.toString(java.time.Instant.now().getEpochSecond()),

@@ -61,16 +61,21 @@ public final class Db {
      * starts with {@code keyPrefix}, as a crash half way through the transaction would.
      */
     public static Fault failInsertsFor(String table, String keyPrefix) {
+        return failInsertsFor(table, keyPrefix, "P0001");
+    }
+
+    /** As {@link #failInsertsFor(String, String)}, the failure with SQL state {@code sqlState} (57P03: a server not taking connections). */
+    public static Fault failInsertsFor(String table, String keyPrefix, String sqlState) {
         String name = "test_fail_" + table;
         execute("""
                 CREATE OR REPLACE FUNCTION %1$s() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN
                   IF EXISTS (SELECT 1 FROM jobs WHERE job_id = NEW.job_id AND idempotency_key LIKE '%2$s%%') THEN
-                    RAISE EXCEPTION 'injected %3$s failure';
+                    RAISE EXCEPTION 'injected %3$s failure' USING ERRCODE = '%4$s';
                   END IF;
                   RETURN NEW;
                 END $$;
-                CREATE TRIGGER %1$s BEFORE INSERT ON %3$s FOR EACH ROW EXECUTE FUNCTION %1$s();""".formatted(name, keyPrefix, table));
+                CREATE TRIGGER %1$s BEFORE INSERT ON %3$s FOR EACH ROW EXECUTE FUNCTION %1$s();""".formatted(name, keyPrefix, table, sqlState));
         return () -> execute("DROP TRIGGER " + name + " ON " + table + "; DROP FUNCTION " + name + "();");
     }
 

@@ -1,0 +1,357 @@
+package io.jobgate;
+
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.sql.Timestamp;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+
+import io.jobgate.chaos.ChaosChecks;
+import io.jobgate.chaos.ChaosLoad;
+import io.jobgate.infra.EmbeddedS3Server;
+import io.jobgate.infra.ObjectStorage;
+import io.jobgate.simulator.ProviderSimulator;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.PackagedGateway;
+import io.jobgate.support.ReplicatedPostgres;
+import io.jobgate.support.StandaloneBroker;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.services.s3.S3Client;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * Past one machine (issue 38): the packaged gateway on a replicated Artemis pair (artemis/ha) and a
+ * PostgreSQL primary with a synchronous streaming replica, under a steady open-loop load of several
+ * tenants. The Artemis primary is killed with SIGKILL (the backup takes over), then the PostgreSQL
+ * primary (the replica is promoted), then the Artemis primary is started again (failback). The
+ * gateway is never restarted: it must follow each failover by itself. Afterwards every invariant of
+ * the design is checked ({@link ChaosChecks}: no accepted job lost, no output or debit twice, every
+ * job final) and, after each event, the finishing rate must be back to 80 % of what it was within
+ * 30 s of the failover's end. The timeline goes to {@code target/failover/report.txt}.
+ *
+ * <p>Needs the PostgreSQL binaries ({@code JOBGATE_TEST_PG_BIN}) and a broker distribution
+ * ({@code JOBGATE_TEST_ARTEMIS_HOME}), as CI gives them; skipped without them unless
+ * {@code JOBGATE_TEST_REQUIRE_FAILOVER} is set.
+ */
+class FailoverIT {
+
+    static final String PG_BIN = System.getenv("JOBGATE_TEST_PG_BIN");
+    static final String ARTEMIS_HOME = System.getenv("JOBGATE_TEST_ARTEMIS_HOME");
+    static final int RATE = Integer.getInteger("jobgate.failover.rate", 8);
+    static final Duration OBSERVE = Duration.ofSeconds(30);
+    static final Duration WINDOW = Duration.ofSeconds(10);
+    static final Duration RECOVER = Duration.ofSeconds(30);
+    static final List<String> TENANTS = List.of("ha-a", "ha-b", "ha-c");
+    static final String DATABASE = "jobgate_failover";
+
+    /** One failover: when its fault came, and when the standby had taken over. */
+    record Event(String name, Instant at, Instant over) {
+    }
+
+    private Path dir;
+    private ReplicatedPostgres pg;
+    private Process gateway;
+
+    @Test
+    void acceptedJobsSurviveTheBrokerAndTheDatabaseFailingOverUnderLoad() throws Exception {
+        boolean present = PG_BIN != null && !PG_BIN.isBlank() && ARTEMIS_HOME != null && !ARTEMIS_HOME.isBlank();
+        if (Boolean.parseBoolean(System.getenv("JOBGATE_TEST_REQUIRE_FAILOVER")) && !present) {
+            throw new IllegalStateException("JOBGATE_TEST_REQUIRE_FAILOVER is set but JOBGATE_TEST_PG_BIN or JOBGATE_TEST_ARTEMIS_HOME is not");
+        }
+        Assumptions.assumeTrue(present, "no PostgreSQL binaries and broker distribution (JOBGATE_TEST_PG_BIN, JOBGATE_TEST_ARTEMIS_HOME)");
+
+        dir = Files.createTempDirectory("jobgate-failover");
+        pg = ReplicatedPostgres.start(Path.of(PG_BIN));
+        try (StandaloneBroker.Pair brokers = StandaloneBroker.createPair(Path.of(ARTEMIS_HOME), dir.resolve("brokers"))) {
+            try (Connection c = DriverManager.getConnection(pg.primaryUrl("postgres"), "postgres", ""); Statement s = c.createStatement()) {
+                s.execute("CREATE DATABASE " + DATABASE);
+            }
+            brokers.start();
+            run(brokers);
+        } finally {
+            if (gateway != null && gateway.isAlive()) {
+                gateway.destroyForcibly();
+            }
+            pg.close();
+        }
+    }
+
+    private void run(StandaloneBroker.Pair brokers) throws Exception {
+        EmbeddedS3Server s3 = EmbeddedS3Server.start(dir.resolve("s3"), 0);
+        Properties shipped = new Properties();
+        try (Reader r = Files.newBufferedReader(Path.of("config/application.properties"))) {
+            shipped.load(r);
+        }
+        try (ProviderSimulator simulator = ProviderSimulator.start(new ProviderSimulator.Config(0, Duration.ofMillis(300),
+                Duration.ofMillis(2000), shipped.getProperty("jobgate.simulator.webhook-secret").trim(), ProviderSimulator.rates("")))) {
+            int port = GatewayTestSupport.freePort();
+            Map<String, String> environment = new LinkedHashMap<>();
+            // Both servers, the one that takes writes found by targetServerType (docs/operating.md, "Failover").
+            environment.put("JOBGATE_DB_URL", pg.url(DATABASE) + "&connectTimeout=5&tcpKeepAlive=true&socketTimeout=30");
+            environment.put("JOBGATE_DB_USER", "postgres");
+            environment.put("JOBGATE_DB_PASSWORD", "");
+            environment.put("JOBGATE_BROKER_URL", brokers.url());
+            environment.put("JOBGATE_BROKER_USER", "jobgate");
+            environment.put("JOBGATE_BROKER_PASSWORD", "jobgate");
+            environment.put("JOBGATE_S3_ENDPOINT", s3.endpoint());
+            environment.put("JOBGATE_S3_ACCESS_KEY", s3.accessKey());
+            environment.put("JOBGATE_S3_SECRET_KEY", s3.secretKey());
+            environment.put("JOBGATE_TENANTS_FILES", tenantsFile().toString());
+            environment.put("JOBGATE_SIMULATOR_ENABLED", "false");
+            environment.put("JOBGATE_SIMULATOR_URL", "http://127.0.0.1:" + simulator.port());
+            environment.put("JOBGATE_PUBLIC_BASE_URL", "http://127.0.0.1:" + port);
+            // Every other setting as shipped.
+
+            ApiClient api = new ApiClient(port);
+            ProcessBuilder pb = PackagedGateway.builder(dir.resolve("data"), port, log(), "-Xmx512m");
+            pb.environment().putAll(environment);
+            gateway = pb.start();
+            PackagedGateway.awaitHealthy(gateway, api, log(), Duration.ofSeconds(90));
+
+            List<Event> events = new ArrayList<>();
+            try (ChaosLoad load = new ChaosLoad(port, TENANTS.stream().map(t -> t + "-key").toList(), RATE)) {
+                load.start();
+                Instant began = Instant.now();
+                awaitFinishedSince(began, RATE * 10);
+
+                Instant at = Instant.now();
+                brokers.primary().kill();
+                await("the Artemis backup active").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50))
+                        .until(brokers.backup()::active);
+                events.add(new Event("Artemis primary SIGKILL, backup active", at, Instant.now()));
+                observe(events);
+
+                at = Instant.now();
+                pg.killPrimary();
+                pg.promoteStandby();
+                events.add(new Event("PostgreSQL primary SIGKILL, replica promoted", at, Instant.now()));
+                observe(events);
+
+                at = Instant.now();
+                brokers.primary().start(); // waits until it is active again: the backup handed back
+                events.add(new Event("Artemis primary started, failback", at, Instant.now()));
+                observe(events);
+
+                load.stopSubmitting();
+                int accepted = load.accepted().size();
+                await("every accepted job terminal").atMost(Duration.ofMinutes(5)).pollInterval(Duration.ofMillis(500))
+                        .untilAsserted(() -> {
+                            assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log())).isTrue();
+                            long open = query(db -> scalar(db, "SELECT count(*) FROM jobs WHERE finalized_at IS NULL"));
+                            assertThat(open).as("open jobs").isZero();
+                        });
+                Instant drained = Instant.now();
+                load.close();
+
+                List<ChaosChecks.Check> checks;
+                try (Connection db = connect();
+                     S3Client objects = ObjectStorage.client(s3.endpoint(), "us-east-1", s3.accessKey(), s3.secretKey())) {
+                    checks = new ChaosChecks(db, objects, "jobgate", api, Duration.ofSeconds(60)).run(load);
+                    String report = report(db, load, events, checks, began, drained, accepted);
+                    Path file = Path.of("target/failover/report.txt");
+                    Files.createDirectories(file.getParent());
+                    Files.writeString(file, report);
+                    System.out.println(report);
+                }
+                assertThat(checks.stream().filter(c -> !c.violations().isEmpty()).map(c -> c.rule() + ": " + c.violations().stream()
+                        .limit(10).toList()).toList()).as("violated invariants").isEmpty();
+                long[] finished = query(FailoverIT::finishTimes);
+                for (Event e : events) {
+                    Recovery r = recovery(finished, e);
+                    assertThat(r.backAt80()).as("%s: the finishing rate back to 80%% of %.1f/s within %d s of the failover",
+                            e.name(), r.before(), RECOVER.toSeconds()).isNotNull();
+                }
+                assertThat(accepted).isPositive();
+            } finally {
+                gateway.destroy();
+                if (!gateway.waitFor(60, TimeUnit.SECONDS)) {
+                    gateway.destroyForcibly();
+                }
+                s3.stop();
+            }
+        }
+    }
+
+    private Path log() {
+        return dir.resolve("gateway.log");
+    }
+
+    /** A connection to whichever server is primary now: the test's own reads follow the failover too. */
+    private Connection connect() throws Exception {
+        return DriverManager.getConnection(pg.url(DATABASE) + "&connectTimeout=5", "postgres", "");
+    }
+
+    private interface Query<T> {
+        T on(Connection db) throws Exception;
+    }
+
+    /** Runs a read on a fresh connection, again while the database fails over. */
+    private <T> T query(Query<T> read) throws Exception {
+        Callable<T> once = () -> {
+            try (Connection db = connect()) {
+                return read.on(db);
+            }
+        };
+        Exception last = null;
+        for (int tries = 0; tries < 60; tries++) {
+            try {
+                return once.call();
+            } catch (java.sql.SQLException e) {
+                last = e;
+                Thread.sleep(500); // the promotion's pace
+            }
+        }
+        throw last;
+    }
+
+    /**
+     * Lets the run go on for the observation window after the failover, then until the backlog it left is
+     * worked off and one more window of steady load has passed, so that the next event's "before" is steady.
+     */
+    private void observe(List<Event> events) {
+        Instant until = events.get(events.size() - 1).over().plus(OBSERVE);
+        await("observation window").atMost(OBSERVE.plusSeconds(30)).pollInterval(Duration.ofMillis(250)).until(() -> {
+            assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log())).isTrue();
+            return !Instant.now().isBefore(until);
+        });
+        await("backlog worked off").atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofMillis(250))
+                .until(() -> query(db -> scalar(db, "SELECT count(*) FROM jobs WHERE finalized_at IS NULL")) <= 3L * RATE);
+        Instant steady = Instant.now().plus(WINDOW);
+        await("a window of steady load").atMost(WINDOW.plusSeconds(30)).pollInterval(Duration.ofMillis(250))
+                .until(() -> !Instant.now().isBefore(steady));
+    }
+
+    private void awaitFinishedSince(Instant since, long n) {
+        await("warm-up: " + n + " jobs finished").atMost(Duration.ofMinutes(3)).pollInterval(Duration.ofMillis(250))
+                .until(() -> query(db -> {
+                    try (var q = db.prepareStatement("SELECT count(*) FROM jobs WHERE finalized_at > ?")) {
+                        q.setTimestamp(1, Timestamp.from(since));
+                        try (ResultSet rs = q.executeQuery()) {
+                            rs.next();
+                            return rs.getLong(1);
+                        }
+                    }
+                }) >= n);
+    }
+
+    /** How the finishing rate came back after a failover, from the jobs' finish times. */
+    record Recovery(double before, Duration firstFinish, Duration backAt80, double best) {
+    }
+
+    private static Recovery recovery(long[] finished, Event e) {
+        double before = count(finished, e.at().minus(WINDOW), e.at()) / (double) WINDOW.toSeconds();
+        long first = Arrays.stream(finished).filter(t -> t > e.over().toEpochMilli()).findFirst().orElse(-1);
+        Duration firstFinish = first < 0 ? null : Duration.ofMillis(first - e.over().toEpochMilli());
+        Duration backAt80 = null;
+        double best = 0;
+        for (Instant end = e.over().plus(WINDOW); !end.isAfter(e.over().plus(RECOVER)); end = end.plusMillis(250)) {
+            double rate = count(finished, end.minus(WINDOW), end) / (double) WINDOW.toSeconds();
+            best = Math.max(best, rate);
+            if (backAt80 == null && rate >= 0.8 * before) {
+                backAt80 = Duration.between(e.over(), end);
+            }
+        }
+        return new Recovery(before, firstFinish, backAt80, best);
+    }
+
+    private static long[] finishTimes(Connection db) throws Exception {
+        List<Long> times = new ArrayList<>();
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(
+                "SELECT finalized_at FROM jobs WHERE finalized_at IS NOT NULL ORDER BY finalized_at")) {
+            while (rs.next()) {
+                times.add(rs.getTimestamp(1).toInstant().toEpochMilli());
+            }
+        }
+        return times.stream().mapToLong(Long::longValue).toArray();
+    }
+
+    private static long count(long[] sorted, Instant from, Instant to) {
+        return Arrays.stream(sorted).filter(t -> t > from.toEpochMilli() && t <= to.toEpochMilli()).count();
+    }
+
+    private String report(Connection db, ChaosLoad load, List<Event> events, List<ChaosChecks.Check> checks, Instant began,
+                          Instant drained, int accepted) throws Exception {
+        long[] finished = finishTimes(db);
+        StringBuilder out = new StringBuilder();
+        out.append("failover: %d jobs/s submitted by %d tenants for %d s, %d accepted, all terminal %d s after the load began%n"
+                .formatted(RATE, TENANTS.size(), Duration.between(began, drained).toSeconds(), accepted,
+                        Duration.between(began, drained).toSeconds()));
+        out.append("jobs: ").append(rows(db, "SELECT status || coalesce(' ' || error_category, ''), count(*) FROM jobs GROUP BY 1 ORDER BY 1"))
+                .append('\n');
+        out.append("attempts: ").append(rows(db, "SELECT coalesce(outcome, '-') || coalesce(' ' || http_status, ''), count(*) FROM attempts "
+                + "GROUP BY 1 ORDER BY 1")).append('\n');
+        out.append("client answers: ").append(load.answers()).append(", no answer: ").append(load.noAnswer()).append('\n');
+        out.append("| event | fault to taken over | finishing before (jobs/s) | taken over to first finish | back to 80% after | best 10 s after (jobs/s) |\n");
+        out.append("|---|---|---|---|---|---|\n");
+        for (Event e : events) {
+            Recovery r = recovery(finished, e);
+            out.append("| %s | %.1f s | %.1f | %s | %s | %.1f |%n".formatted(e.name(), Duration.between(e.at(), e.over()).toMillis() / 1000.0,
+                    r.before(), r.firstFinish() == null ? "none" : "%.1f s".formatted(r.firstFinish().toMillis() / 1000.0),
+                    r.backAt80() == null ? "not within " + RECOVER.toSeconds() + " s" : "%.1f s".formatted(r.backAt80().toMillis() / 1000.0),
+                    r.best()));
+        }
+        out.append("\n| invariant | examined | violations |\n|---|---|---|\n");
+        for (ChaosChecks.Check c : checks) {
+            out.append("| %s | %d | %d |%n".formatted(c.rule(), c.examined(), c.violations().size()));
+        }
+        for (ChaosChecks.Check c : checks) {
+            c.violations().stream().limit(20).forEach(v -> out.append("  ").append(c.rule()).append(": ").append(v).append('\n'));
+        }
+        return out.toString();
+    }
+
+    private static String rows(Connection db, String sql) throws Exception {
+        Map<String, Long> values = new LinkedHashMap<>();
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            while (rs.next()) {
+                values.put(rs.getString(1), rs.getLong(2));
+            }
+        }
+        return values.toString();
+    }
+
+    private static long scalar(Connection db, String sql) throws Exception {
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    private Path tenantsFile() throws Exception {
+        StringBuilder yaml = new StringBuilder("tenants:\n");
+        for (String id : TENANTS) {
+            yaml.append("""
+                      - id: %s
+                        display_name: %s
+                        api_key_sha256: %s
+                        max_open_jobs: 100000
+                        max_running_jobs: 8
+                        credit_grants: {initial: 1000000000000}
+                    """.formatted(id, id, HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
+                    .digest((id + "-key").getBytes(StandardCharsets.UTF_8)))));
+        }
+        Path file = dir.resolve("tenants.yaml");
+        Files.writeString(file, yaml);
+        return file;
+    }
+}
