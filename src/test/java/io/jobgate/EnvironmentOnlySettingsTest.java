@@ -128,14 +128,20 @@ class EnvironmentOnlySettingsTest {
                 }
             }
         }
-        assertThat(removed).as("the walk found the shipped adapters' variables").containsKeys("openai", "replicate", "fal");
+        assertThat(removed).as("the walk found the shipped adapters' variables").containsKeys("openai", "replicate", "fal", "azure-openai");
         // The case: a canary of openai given by the environment alone.
         assertThat(Files.readString(Path.of("config/providers/openai.properties"))).doesNotContain(".canary.");
         give("jobgate.provider.openai.canary.share", "50");
         checks.add(new Check("typed openai canary.share", "JOBGATE_PROVIDER_OPENAI_CANARY_SHARE", "50.0"));
         expect("typed openai canary.min-sample", "jobgate.provider.openai.canary.min-sample", "8");
         expect("provider openai canary.label", "jobgate.provider.openai.canary.label", "openai-images-next");
-        for (String name : List.of("openai", "replicate", "fal", "simulator")) {
+        List<String> shipped;
+        try (java.util.stream.Stream<Path> files = Files.list(Path.of("config/providers"))) {
+            shipped = files.map(f -> f.getFileName().toString()).filter(f -> f.endsWith(".properties"))
+                    .map(f -> f.substring(0, f.length() - ".properties".length())).sorted().toList();
+        }
+        assertThat(shipped).contains("openai", "replicate", "fal", "simulator", "azure-openai");
+        for (String name : shipped) {
             Set<String> gone = removed.getOrDefault(name, Set.of());
             Files.write(providers.resolve(name + ".properties"), Files.readAllLines(Path.of("config/providers/" + name + ".properties"))
                     .stream().filter(line -> !gone.contains(entryOf(line).replace("jobgate.provider." + name + ".", ""))).toList());

@@ -8,8 +8,8 @@ package io.jobgate.adapter;
  * text), no headers, and the fields below are exchange properties. Properties, unlike headers, are never sent
  * to the provider by camel-http. The adapter answers by setting the outcome properties; an adapter
  * that sets no outcome is classified by the provider's HTTP status ({@code CamelHttpResponseCode}),
- * and {@code Retry-After} and a request id header ({@code x-request-id}, {@code request-id}) are
- * read from the reply's headers when the adapter names none.
+ * and the wait ({@code retry-after-ms}, else {@code Retry-After}) and a request id header
+ * ({@code x-request-id}, {@code request-id}) are read from the reply's headers when the adapter names none.
  */
 public final class AdapterContract {
 
@@ -109,7 +109,10 @@ public final class AdapterContract {
     /** {@code succeeded}, {@code pending}, or an error category such as {@code declined}. */
     public static final String OUTCOME = "JobgateOutcome";
     public static final String HTTP_STATUS = "JobgateHttpStatus";
-    /** The provider's Retry-After value as sent (delta-seconds or an HTTP-date). */
+    /**
+     * The provider's Retry-After value as sent (delta-seconds or an HTTP-date), or milliseconds as
+     * {@code <n>ms} ({@link RetryAfter#fromReply}: what a {@code retry-after-ms} header said).
+     */
     public static final String RETRY_AFTER = "JobgateRetryAfter";
     public static final String PROVIDER_REQUEST_ID = "JobgateProviderRequestId";
     /** The provider's task reference: set with {@code pending}, given to lookups, found in webhooks. */

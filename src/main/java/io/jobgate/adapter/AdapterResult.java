@@ -98,8 +98,10 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         }
         Integer status = Optional.ofNullable(call.getProperty(AdapterContract.HTTP_STATUS, Integer.class))
                 .orElse(call.getMessage().getHeader(Exchange.HTTP_RESPONSE_CODE, Integer.class));
+        // The adapter's word, else the reply's: retry-after-ms (Azure OpenAI, milliseconds) before Retry-After.
         String retryAfter = Optional.ofNullable(call.getProperty(AdapterContract.RETRY_AFTER, String.class))
-                .orElse(call.getMessage().getHeader("Retry-After", String.class));
+                .orElseGet(() -> RetryAfter.fromReply(call.getMessage().getHeader(RetryAfter.MILLIS_HEADER, String.class),
+                        call.getMessage().getHeader("Retry-After", String.class)));
         String requestId = Optional.ofNullable(call.getProperty(AdapterContract.PROVIDER_REQUEST_ID, String.class))
                 .or(() -> Optional.ofNullable(call.getMessage().getHeader("x-request-id", String.class)))
                 .orElse(call.getMessage().getHeader("request-id", String.class));

@@ -76,7 +76,9 @@ public final class ProviderReadiness {
                     break;
                 }
                 why = "HTTP " + answer.statusCode() + " from its readiness call";
-                Instant retryAt = answer.headers().firstValue("Retry-After")
+                Instant retryAt = java.util.Optional.ofNullable(RetryAfter.fromReply(
+                                answer.headers().firstValue(RetryAfter.MILLIS_HEADER).orElse(null),
+                                answer.headers().firstValue("Retry-After").orElse(null)))
                         .flatMap(h -> RetryAfter.earliestRetry(h, clock.instant())).orElse(null);
                 if (retryAt != null) {
                     pause = Duration.between(clock.instant(), retryAt);

@@ -20,6 +20,11 @@ import java.util.Optional;
  * the three forms a recipient must accept (§5.6.7): IMF-fixdate, obsolete RFC 850, ANSI C asctime.
  * The answer is the earliest instant a new request may start; a missing or invalid header is empty
  * (the caller falls back to its backoff). A date in the past means "now".
+ *
+ * <p>Also the non-standard {@code retry-after-ms} header (milliseconds), which Azure OpenAI sends on a
+ * 429 beside {@code Retry-After} and OpenAI's SDKs read first: {@link #fromReply} picks the value a reply's
+ * wait is read from, and a value of that header is kept as {@code <milliseconds>ms} ({@code 1500ms}), a
+ * form no {@code Retry-After} can take, so the attempt's {@code retry_after} still says what was obeyed.
  */
 public final class RetryAfter {
 
@@ -51,7 +56,38 @@ public final class RetryAfter {
     /** A provider asking for more than a day is treated as broken, not obeyed. */
     static final Duration MAX_DELAY = Duration.ofDays(1);
 
+    /** The non-standard header of milliseconds (Azure OpenAI; read first by OpenAI's SDKs). */
+    public static final String MILLIS_HEADER = "retry-after-ms";
+    /** The suffix of a wait read from {@code retry-after-ms}: {@code 1500ms}. */
+    public static final String MILLIS_SUFFIX = "ms";
+
     private RetryAfter() {
+    }
+
+    /**
+     * The wait a reply asks for, from its headers: {@code retry-after-ms} when it holds a number of
+     * milliseconds (as {@code <n>ms}), else {@code Retry-After} as sent; an unreadable {@code retry-after-ms}
+     * without a {@code Retry-After} is kept as {@code <value>ms} (the provider asked for a pause whose
+     * length cannot be read). Null when the reply has neither.
+     */
+    public static String fromReply(String retryAfterMs, String retryAfter) {
+        String millis = retryAfterMs == null ? "" : retryAfterMs.trim();
+        if (!millis.isEmpty() && millisOf(millis).isPresent()) {
+            return millis + MILLIS_SUFFIX;
+        }
+        if (retryAfter != null && !retryAfter.isBlank()) {
+            return retryAfter;
+        }
+        return millis.isEmpty() ? null : millis + MILLIS_SUFFIX;
+    }
+
+    /** Whole milliseconds (a fraction rounded up: never sooner than asked) of a {@code retry-after-ms} value. */
+    private static Optional<Duration> millisOf(String value) {
+        if (!value.matches("[0-9]{1,12}(\\.[0-9]{1,6})?")) {
+            return Optional.empty();
+        }
+        long whole = new java.math.BigDecimal(value).setScale(0, java.math.RoundingMode.CEILING).longValueExact();
+        return Optional.of(Duration.ofMillis(whole));
     }
 
     public static Optional<Instant> earliestRetry(String header, Instant now) {
@@ -59,6 +95,10 @@ public final class RetryAfter {
             return Optional.empty();
         }
         String value = header.trim();
+        if (value.endsWith(MILLIS_SUFFIX)) {
+            return millisOf(value.substring(0, value.length() - MILLIS_SUFFIX.length()))
+                    .filter(delay -> delay.compareTo(MAX_DELAY) <= 0).map(now::plus);
+        }
         if (value.chars().allMatch(Character::isDigit)) {
             if (value.length() > 9) {
                 return Optional.empty();

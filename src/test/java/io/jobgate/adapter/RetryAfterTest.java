@@ -92,4 +92,26 @@ class RetryAfterTest {
         // more than a day ahead is a broken provider, not an instruction
         assertThat(RetryAfter.earliestRetry(Long.toString(Duration.ofDays(2).toSeconds()), NOW)).isEmpty();
     }
+
+    /** retry-after-ms (Azure OpenAI's 429s, OpenAI's SDKs): milliseconds, read before Retry-After. */
+    @Test
+    void retryAfterMsIsReadFirstAndKeptAsMilliseconds() {
+        assertThat(RetryAfter.fromReply("1500", "2")).isEqualTo("1500ms");
+        assertThat(RetryAfter.fromReply(" 250 ", null)).isEqualTo("250ms");
+        assertThat(RetryAfter.fromReply(null, "2")).isEqualTo("2");
+        assertThat(RetryAfter.fromReply("", "Sun, 06 Nov 1994 08:49:37 GMT")).isEqualTo("Sun, 06 Nov 1994 08:49:37 GMT");
+        assertThat(RetryAfter.fromReply(null, null)).isNull();
+        assertThat(RetryAfter.fromReply(" ", " ")).isNull();
+        // An unreadable retry-after-ms gives way to a Retry-After; alone, it is kept (a pause of unknown length).
+        assertThat(RetryAfter.fromReply("soon", "3")).isEqualTo("3");
+        assertThat(RetryAfter.fromReply("soon", null)).isEqualTo("soonms");
+
+        assertThat(RetryAfter.earliestRetry("1500ms", NOW)).contains(NOW.plusMillis(1500));
+        assertThat(RetryAfter.earliestRetry("0ms", NOW)).contains(NOW);
+        assertThat(RetryAfter.earliestRetry("12.3ms", NOW)).as("a fraction rounds up: never sooner").contains(NOW.plusMillis(13));
+        assertThat(RetryAfter.earliestRetry("soonms", NOW)).isEmpty();
+        assertThat(RetryAfter.earliestRetry("-5ms", NOW)).isEmpty();
+        assertThat(RetryAfter.earliestRetry("ms", NOW)).isEmpty();
+        assertThat(RetryAfter.earliestRetry(Duration.ofDays(2).toMillis() + "ms", NOW)).as("more than a day").isEmpty();
+    }
 }

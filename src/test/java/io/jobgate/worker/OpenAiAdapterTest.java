@@ -360,4 +360,22 @@ class OpenAiAdapterTest {
                 .containsEntry("error_category", "rate_limited");
         assertThat(job(refused)).containsEntry("status", "failed").containsEntry("error_category", "auth").containsEntry("attempts", 1);
     }
+
+    /**
+     * The shipped settings as this class boots them leave azure-openai unconfigured (enabled = false): its
+     * route is not started, so a job naming it is refused at admission instead of queued for a call that
+     * cannot be made (AzureOpenAiAdapterTest enables it).
+     */
+    @Test
+    void azureOpenAiTakesNoJobsUntilItIsConfigured() {
+        ApiClient.Response upload = api.upload(ACME, "audio/wav", Samples.wav(1000 + UPLOADS.incrementAndGet() * 10));
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), "{\"preset_id\": \"call-transcript\", "
+                + "\"provider\": \"azure-openai\", \"upload_id\": \"" + upload.json().path("upload_id").asText()
+                + "\", \"inputs\": {\"language\": \"en\", \"speakers\": 2}}");
+
+        assertThat(r.status()).as(r.text()).isEqualTo(422);
+        assertThat(r.code()).isEqualTo("provider_not_running");
+        assertThat(r.text()).contains("provider-azure-openai");
+        assertThat(providers.find("azure-openai")).as("its settings are read: only its route waits").isPresent();
+    }
 }
