@@ -314,6 +314,7 @@ class EnvironmentOnlySettingsTest {
             case "rate-limit-backoff-seconds" -> "42";
             case "duration-tolerance-ms" -> "250";
             case "max-video-output-bytes" -> "1000000";
+            case "max-input-bytes" -> "26214400";
             case "operations" -> "submit,lookup,webhook";
             case "error-code-fields" -> "error.code";
             case "readiness-url" -> "http://127.0.0.1:9/ready";

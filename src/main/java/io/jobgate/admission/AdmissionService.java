@@ -82,8 +82,9 @@ public final class AdmissionService {
         PresetCatalog.aspect(preset, request.aspectClass());
         VideoOrder video = VideoOrder.of(preset, request.inputs()); // its own codes, before the generic field checks
         InputValidator.validate(preset, request.inputs());
-        Provider provider = providers.choose(request.provider(), preset, request.aspectClass());
         Upload source = source(tenant, preset, request);
+        // The upload's size is known before the provider is: one whose limit it exceeds is never chosen.
+        Provider provider = providers.choose(request.provider(), preset, request.aspectClass(), source == null ? 0 : source.bytes());
         long cost = Pricing.costMicros(preset, provider, source, video);
         Instant now = clock.instant().truncatedTo(ChronoUnit.MICROS); // what PostgreSQL stores
         Job job = new Job(JobIds.next(clock), tenant.id(), idempotencyKey, request.fingerprint(), JobStatus.QUEUED,

@@ -34,6 +34,9 @@ import io.jobgate.preset.VideoOrder;
  */
 public final class ProviderCatalog {
 
+    /** A provider's limit on a job's source upload, in bytes (absent: none of its own). */
+    static final String MAX_INPUT_BYTES = "max-input-bytes";
+
     public static final String IMAGE_PRICE = "image-micros";
     public static final String AUDIO_MINUTE_PRICE = "audio-minute-micros";
 
@@ -291,6 +294,15 @@ public final class ProviderCatalog {
         if (kinds.contains("transcription") && !prices.containsKey(AUDIO_MINUTE_PRICE)) {
             throw new IllegalStateException(prefix + "price." + AUDIO_MINUTE_PRICE + " is required for kind transcription");
         }
+        if (values.containsKey(MAX_INPUT_BYTES)) {
+            try {
+                if (Long.parseLong(values.get(MAX_INPUT_BYTES).trim()) < 1) {
+                    throw new NumberFormatException();
+                }
+            } catch (NumberFormatException e) {
+                throw new IllegalStateException(prefix + MAX_INPUT_BYTES + " must be a positive whole number of bytes");
+            }
+        }
         if (kinds.contains(VideoOrder.KIND)) {
             for (String key : new String[] {"duration-tolerance-ms", "max-video-output-bytes"}) {
                 if (values.containsKey(key)) {
@@ -471,6 +483,16 @@ public final class ProviderCatalog {
      * first (by name) that can.
      */
     public Provider choose(String requested, Preset preset, String aspectClass) {
+        return choose(requested, preset, aspectClass, 0);
+    }
+
+    /**
+     * As {@link #choose(String, Preset, String)}, for a job whose source upload is {@code inputBytes}
+     * long: a provider whose {@code max-input-bytes} it exceeds never gets it, decided here, before the
+     * {@code 202}, not by the provider's refusal after it ({@code input_too_large}, naming the limit
+     * and the running providers that take it). Without a name, the first provider that fits takes it.
+     */
+    public Provider choose(String requested, Preset preset, String aspectClass, long inputBytes) {
         if (requested != null) {
             Provider provider = find(requested).filter(p -> p.kinds().contains(preset.kind())).orElse(null);
             if (provider == null) {
@@ -490,6 +512,9 @@ public final class ProviderCatalog {
                                 + misfit + "; it renders: " + String.join(", ", renders(provider, preset)) + ".")
                         .with("field", "provider").with("renders", renders(provider, preset));
             }
+            if (!takes(provider, inputBytes)) {
+                throw tooLarge(provider, preset, aspectClass, inputBytes);
+            }
             return provider;
         }
         // A kind without a default of its own (video) goes to the image default when it serves it.
@@ -498,13 +523,42 @@ public final class ProviderCatalog {
         // file's revision (looked up among the routes: once per admission, not once per provider).
         Stream<Provider> candidates = Stream.concat(Stream.ofNullable(settingsOf(preferred == null ? "" : preferred)),
                 scan.providers().values().stream().filter(p -> !p.name().equals(preferred)));
-        return candidates
+        List<Provider> fitting = candidates
                 .filter(p -> misfit(p, preset, aspectClass) == null && whyNotRunning.apply(p.name()) == null)
-                .findFirst()
-                .map(this::withAdapter)
-                .orElseThrow(() -> ApiProblem.of(422, "aspect_class_not_rendered", "No running provider renders "
-                        + (aspectClass == null ? preset.kind() + " jobs" : aspectClass + " of " + preset.id() + " v" + preset.version())
-                        + " now.").with("field", aspectClass == null ? "provider" : "aspect_class"));
+                .toList();
+        if (fitting.isEmpty()) {
+            throw ApiProblem.of(422, "aspect_class_not_rendered", "No running provider renders "
+                    + (aspectClass == null ? preset.kind() + " jobs" : aspectClass + " of " + preset.id() + " v" + preset.version())
+                    + " now.").with("field", aspectClass == null ? "provider" : "aspect_class");
+        }
+        return fitting.stream().filter(p -> takes(p, inputBytes)).findFirst().map(this::withAdapter)
+                .orElseThrow(() -> tooLarge(null, preset, aspectClass, inputBytes));
+    }
+
+    /** A provider's limit on a job's source upload ({@code max-input-bytes}), if it declares one. */
+    public static java.util.OptionalLong maxInputBytes(Provider provider) {
+        String value = provider.settings().get(MAX_INPUT_BYTES);
+        return value == null || value.isBlank() ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(Long.parseLong(value.trim()));
+    }
+
+    private static boolean takes(Provider provider, long inputBytes) {
+        java.util.OptionalLong max = maxInputBytes(provider);
+        return max.isEmpty() || inputBytes <= max.getAsLong();
+    }
+
+    /** The refusal of an upload too large for {@code provider} (null: for every provider that could render the job). */
+    private ApiProblem tooLarge(Provider provider, Preset preset, String aspectClass, long inputBytes) {
+        List<String> taking = scan.providers().values().stream()
+                .filter(p -> misfit(p, preset, aspectClass) == null && whyNotRunning.apply(p.name()) == null && takes(p, inputBytes))
+                .map(Provider::name).sorted().toList();
+        long limit = provider != null ? maxInputBytes(provider).orElse(Long.MAX_VALUE) : scan.providers().values().stream()
+                .filter(p -> misfit(p, preset, aspectClass) == null && whyNotRunning.apply(p.name()) == null)
+                .mapToLong(p -> maxInputBytes(p).orElse(Long.MAX_VALUE)).max().orElse(0);
+        String who = provider != null ? "Provider '" + provider.name() + "' takes" : "No running provider of " + preset.kind() + " jobs takes";
+        return ApiProblem.of(422, "input_too_large", who + " source uploads of at most " + limit + " bytes; this one is " + inputBytes
+                        + " bytes." + (taking.isEmpty() ? " No running provider takes it: split the audio, or compress it."
+                        : " Providers that take it: " + String.join(", ", taking) + " (name one in \"provider\")."))
+                .with("field", "upload_id").with("max_bytes", limit).with("providers", taking);
     }
 
     private ApiProblem unknown(String name, Preset preset) {

@@ -36,7 +36,7 @@ public final class ProviderKeys {
             "kinds", "revision", "max-concurrency", "call-deadline-ms", "idempotent-submit", "rate-limit-backoff-seconds",
             "operations", "readiness-url", "readiness-authorization", "error-code-fields",
             "webhook-secret", "webhook-scheme", "webhook-jwks-url",
-            "duration-tolerance-ms", "max-video-output-bytes",
+            "duration-tolerance-ms", "max-video-output-bytes", ProviderCatalog.MAX_INPUT_BYTES,
             "price." + ProviderCatalog.IMAGE_PRICE, "price." + ProviderCatalog.AUDIO_MINUTE_PRICE,
             "canary.share", "canary.label", "canary.window-seconds", "canary.min-sample", "canary.max-error-rate",
             "canary.max-p95-ms", "canary.max-invalid-output-rate", "canary.min-evaluated", "canary.min-field-accuracy",

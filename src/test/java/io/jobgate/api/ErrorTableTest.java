@@ -191,6 +191,17 @@ class ErrorTableTest {
                         return api.postJob(ACME, "boom-" + UUID.randomUUID(), invoice("Boom"));
                     }
                 }),
+                entry("input_too_large", () -> {
+                    String upload = api.upload(ACME, "audio/wav", Samples.wav(200)).json().path("upload_id").asText();
+                    return api.postJob(ACME, key(), "{\"preset_id\": \"call-transcript\", \"provider\": \"smallinput\", \"upload_id\": \""
+                            + upload + "\"}");
+                }),
+                entry("transaction_conflict", () -> {
+                    // PostgreSQL's answer to a lock cycle (40P01), here on every run of the admission's transaction.
+                    try (Db.Fault fault = Db.failInsertsFor("outbox", "cycle-", "40P01")) {
+                        return api.postJob(ACME, "cycle-" + UUID.randomUUID(), invoice("Cycle"));
+                    }
+                }),
                 entry("database_unavailable", () -> {
                     // The database's own answer while it is not taking work (a failover): 57P03, cannot_connect_now.
                     try (Db.Fault fault = Db.failInsertsFor("outbox", "lost-", "57P03")) {
