@@ -32,7 +32,7 @@ import software.amazon.awssdk.services.s3.S3Client;
 /**
  * A successful adapter's output (URL to fetch, base64 bytes or text) on its way to being readable:
  * quarantined, checked, promoted with its evaluation manifest. Nothing a provider returned is
- * readable before it was checked. The flow and its S3 operations (camel-aws2-s3) are the route
+ * readable before it was checked. The flow and its S3 operations (camel-aws2-s3) are the routes
  * {@code routes/outputs.camel.yaml}; this bean holds the steps' rules.
  */
 public final class OutputStore {
@@ -69,8 +69,11 @@ public final class OutputStore {
         this.maxBytes = maxBytes;
     }
 
-    /** An output that could not be fetched or is too big: the attempt fails with this category. */
-    public static final class OutputUnavailable extends Exception {
+    /**
+     * Why an output could not be had (download, base64, byte cap), from deep in the reading of it up to
+     * the step that turns it into a {@link StoreResult.Refused}; it never leaves this class.
+     */
+    private static final class OutputUnavailable extends Exception {
         private final ErrorCategory category;
 
         OutputUnavailable(ErrorCategory category, String message) {
@@ -78,35 +81,8 @@ public final class OutputStore {
             this.category = category;
         }
 
-        public ErrorCategory category() {
-            return category;
-        }
-    }
-
-    /**
-     * The output's signal (a worker whose lease was lost, evidence for a job that ended meanwhile)
-     * may no longer finish the job: nothing was promoted, the quarantine object is gone.
-     */
-    public static final class Superseded extends Exception {
-        Superseded(String message) {
-            super(message);
-        }
-    }
-
-    /**
-     * A canary candidate's output (docs/canary.md): checked like any, then kept in quarantine with its
-     * manifest beside it, never promoted; {@link #record()} is the record of where it lies.
-     */
-    public static final class Held extends Exception {
-        private final String record;
-
-        Held(String record) {
-            super("held in quarantine");
-            this.record = record;
-        }
-
-        public String record() {
-            return record;
+        StoreResult.Refused refused() {
+            return new StoreResult.Refused(category, getMessage());
         }
     }
 
@@ -118,7 +94,7 @@ public final class OutputStore {
     }
 
     /**
-     * Step 1's result: the output's bytes and their quarantine key; {@code inMemory}: small enough to be
+     * Step quarantine's result: the output's bytes and their quarantine key; {@code inMemory}: small enough to be
      * checked before any write (the route then puts nothing in quarantine unless the checks refuse it).
      */
     record Quarantined(Preset preset, AspectClass aspect, PixelSize size, byte[] bytes, String key, boolean inMemory,
@@ -136,18 +112,23 @@ public final class OutputStore {
     record Streamed(Mp4Probe.Scan scan, String sha256) {
     }
 
-    /** Step 2's result: what the checks found, and where the output is promoted to. */
+    /** The check steps' result: what the checks found, and where the output is promoted to. */
     record Checked(OutputCheck.Checked checked, String sha256, String outputKey, String manifestKey) {
     }
 
-    /** The route branches on this property: null while undecided, then one of the verdicts below. */
+    /**
+     * The routes branch on this property: null while undecided, then one of {@code unavailable},
+     * {@code refused}, {@code promote}, {@code hold}, {@code superseded} ({@link #finish} turns it into a
+     * {@link StoreResult}).
+     */
     static final String VERDICT = "jobgateOutputVerdict";
     static final String QUARANTINED = "jobgateOutputQuarantined";
-    /** True for an output checked in memory before any write (the route's branch). */
+    /** True for an output checked in memory before any write (store-output's small-output branch). */
     static final String IN_MEMORY = "jobgateOutputInMemory";
-    /** True for a video streamed into quarantine by step 1 itself (the route puts nothing). */
+    /** True for a video streamed into quarantine by step quarantine itself (step write-quarantine puts nothing). */
     static final String STREAMED = "jobgateOutputStreamed";
     static final String CHECKED = "jobgateOutputChecked";
+    /** The {@link StoreResult.Refused} of an output that could not be had or that the checks refused. */
     static final String FAILURE = "jobgateOutputFailure";
 
     private volatile java.util.function.Consumer<String> faults = step -> { };
@@ -172,20 +153,11 @@ public final class OutputStore {
      *
      * @param stillOurs asked right before promotion: may this signal still finish the job? (A stale
      *                  worker must not overwrite the output of the attempt that replaced it.)
-     * @return the result record stored with the job (JSON)
+     * @param hold      a canary candidate's output: checked, then kept in quarantine ({@link StoreResult.Held})
+     * @return what was done with the output; a failure of S3 or of the route is thrown
      */
-    public String store(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs)
-            throws OutputUnavailable, Superseded {
-        try {
-            return store(job, result, deadline, stillOurs, false);
-        } catch (Held e) {
-            throw new IllegalStateException("an output not asked to be held was held", e);
-        }
-    }
-
-    /** {@link #store}, or with {@code hold} a candidate's: checked, kept in quarantine, {@link Held} thrown. */
-    public String store(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs, boolean hold)
-            throws OutputUnavailable, Superseded, Held {
+    public StoreResult store(OutputSubject job, AdapterResult result, Duration deadline, BooleanSupplier stillOurs,
+                             boolean hold) {
         Exchange done = producer.send(ROUTE, e -> begin(e, job, result, deadline, stillOurs, hold));
         if (done.getException() != null) {
             throw done.getException() instanceof RuntimeException r ? r : new IllegalStateException(done.getException());
@@ -203,26 +175,23 @@ public final class OutputStore {
         exchange.setProperty(STORING, new Request(job, result, deadline, stillOurs, hold));
     }
 
-    /**
-     * What {@link #ROUTE} decided for the output on {@code exchange}.
-     *
-     * @return the result record stored with the job (JSON)
-     */
-    public String finish(Exchange exchange) throws OutputUnavailable, Superseded, Held {
-        Request request = exchange.getProperty(STORING, Request.class);
-        switch (exchange.getProperty(VERDICT, String.class)) {
-            case "unavailable", "refused" -> throw exchange.getProperty(FAILURE, OutputUnavailable.class);
-            case "hold" -> throw new Held(record(request, exchange.getProperty(QUARANTINED, Quarantined.class),
-                    exchange.getProperty(CHECKED, Checked.class)));
-            case "superseded" -> throw new Superseded("job " + request.job().jobId() + " moved on before its output was promoted");
-            default -> {
-                return record(request, exchange.getProperty(QUARANTINED, Quarantined.class), exchange.getProperty(CHECKED, Checked.class));
-            }
+    /** What {@link #ROUTE} did with the output on {@code exchange}, by the verdict its steps set. */
+    public StoreResult finish(Exchange exchange) {
+        String verdict = exchange.getProperty(VERDICT, String.class);
+        if (verdict == null) {
+            throw new IllegalStateException("the output route ended without a verdict");
         }
+        return switch (verdict) {
+            case "unavailable", "refused" -> exchange.getProperty(FAILURE, StoreResult.Refused.class);
+            case "hold" -> new StoreResult.Held(record(exchange));
+            case "superseded" -> new StoreResult.Superseded();
+            case "promote" -> new StoreResult.Promoted(record(exchange));
+            default -> throw new IllegalStateException("unknown output verdict " + verdict);
+        };
     }
 
     /**
-     * Step 1: the output's bytes (fetched, decoded or as text), within the byte cap; the quarantine put
+     * Step quarantine: the output's bytes (fetched, decoded or as text), within the byte cap; the quarantine put
      * of a big output. A small one (up to the in-memory size) is checked first and written once to its
      * readable key: the S3 server's per-object work (a put, a copy, a delete) is most of a job's cost.
      */
@@ -237,7 +206,7 @@ public final class OutputStore {
         try {
             bytes = bytes(r.result(), r.deadline());
         } catch (OutputUnavailable e) {
-            decide(exchange, "unavailable", e);
+            decide(exchange, "unavailable", e.refused());
             return;
         }
         String key = "quarantine/" + r.job().jobId() + "/" + r.job().attempt() + "/output-"
@@ -255,7 +224,7 @@ public final class OutputStore {
     }
 
     /**
-     * Step 2: the checks; then, while the signal may still finish the job, the copy to the readable key
+     * Steps check-in-memory and check-quarantined: the checks; then, while the signal may still finish the job, the copy to the readable key
      * (quarantined output) or the one put to it (in memory). An output the checks refuse is kept in
      * quarantine for an operator: where it is already, or put there now (in memory).
      */
@@ -273,9 +242,9 @@ public final class OutputStore {
             // The tenant reads the reason; where the refused object lies is for operators (the log) only.
             LOG.info("output of job {} attempt {} refused ({}); kept in quarantine at {}", r.job().jobId(),
                     r.job().attempt(), refused.getMessage(), q.key());
-            decide(exchange, "refused", new OutputUnavailable(ErrorCategory.INVALID_OUTPUT,
+            decide(exchange, "refused", new StoreResult.Refused(ErrorCategory.INVALID_OUTPUT,
                     refused.getMessage() + " (the output is kept for review)"));
-            return; // the message is still the quarantine put of step 1
+            return; // the message is still the quarantine put of step quarantine
         }
         String prefix = "outputs/" + r.job().tenantId() + "/" + r.job().jobId() + "/";
         String outputKey = r.hold() ? q.key() : prefix + "output" + MediaTypes.extension(checked.mediaType());
@@ -287,13 +256,13 @@ public final class OutputStore {
             LOG.info("output of job {} attempt {} (candidate revision {}) checked and held in quarantine at {}", r.job().jobId(),
                     r.job().attempt(), r.job().revision(), q.key());
             decide(exchange, "hold", null);
-            exchange.getMessage().setHeader(AWS2S3Constants.KEY, q.key()); // in memory: the put of step 1, to quarantine
+            exchange.getMessage().setHeader(AWS2S3Constants.KEY, q.key()); // in memory: the put of step quarantine, to quarantine
             return;
         }
         decide(exchange, r.stillOurs().getAsBoolean() ? "promote" : "superseded", null);
         Message m = exchange.getMessage();
         if (q.inMemory()) {
-            m.setHeader(AWS2S3Constants.KEY, outputKey); // body, type and length: step 1's, checked
+            m.setHeader(AWS2S3Constants.KEY, outputKey); // body, type and length: step quarantine's, checked
         } else {
             m.setHeader(AWS2S3Constants.KEY, q.key());
             m.setHeader(AWS2S3Constants.BUCKET_DESTINATION_NAME, bucket);
@@ -301,7 +270,7 @@ public final class OutputStore {
         }
     }
 
-    /** Step 3: the evaluation manifest beside the promoted output. */
+    /** Steps manifest-*: the evaluation manifest beside the promoted (or held) output. */
     public void manifest(Exchange exchange) {
         Request r = exchange.getProperty(STORING, Request.class);
         Checked c = exchange.getProperty(CHECKED, Checked.class);
@@ -313,20 +282,23 @@ public final class OutputStore {
         m.setHeader(AWS2S3Constants.CONTENT_LENGTH, (long) json.length);
     }
 
-    /** Step 4: promoted; the quarantine object is deleted next. */
+    /** Step mark-promoted: promoted; the quarantine object is deleted next. */
     public void promoted(Exchange exchange) {
         faults.accept("promoted");
         exchange.getMessage().setHeader(AWS2S3Constants.KEY, exchange.getProperty(QUARANTINED, Quarantined.class).key());
     }
 
-    private static void decide(Exchange exchange, String verdict, OutputUnavailable failure) {
+    private static void decide(Exchange exchange, String verdict, StoreResult.Refused failure) {
         exchange.setProperty(VERDICT, verdict);
         if (failure != null) {
             exchange.setProperty(FAILURE, failure);
         }
     }
 
-    private String record(Request r, Quarantined q, Checked c) {
+    private String record(Exchange exchange) {
+        Request r = exchange.getProperty(STORING, Request.class);
+        Quarantined q = exchange.getProperty(QUARANTINED, Quarantined.class);
+        Checked c = exchange.getProperty(CHECKED, Checked.class);
         Map<String, Object> record = new LinkedHashMap<>();
         record.put("output_key", c.outputKey());
         record.put("manifest_key", c.manifestKey());
@@ -345,7 +317,7 @@ public final class OutputStore {
     }
 
     /**
-     * Step 1 of a video: from the provider (or the adapter's bytes) straight into its quarantine key
+     * Step quarantine of a video: from the provider (or the adapter's bytes) straight into its quarantine key
      * by multipart upload, its container read on the way ({@link Mp4Probe}); never whole in memory.
      */
     private void streamVideo(Exchange exchange, Request r, Preset preset) {
@@ -365,13 +337,13 @@ public final class OutputStore {
             exchange.getMessage().setBody(null);
         } catch (OutputUnavailable e) {
             abort(upload);
-            decide(exchange, "unavailable", e);
+            decide(exchange, "unavailable", e.refused());
         } catch (Mp4Probe.TooLarge e) {
             abort(upload);
-            decide(exchange, "unavailable", new OutputUnavailable(ErrorCategory.INVALID_OUTPUT, e.getMessage()));
+            decide(exchange, "unavailable", new StoreResult.Refused(ErrorCategory.INVALID_OUTPUT, e.getMessage()));
         } catch (IOException | software.amazon.awssdk.core.exception.SdkException e) {
             abort(upload);
-            decide(exchange, "unavailable", new OutputUnavailable(ErrorCategory.TRANSIENT,
+            decide(exchange, "unavailable", new StoreResult.Refused(ErrorCategory.TRANSIENT,
                     "output download or quarantine upload failed: " + e.getClass().getSimpleName()));
         } catch (java.security.NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);

@@ -31,6 +31,7 @@ import io.jobgate.job.AttemptCaps;
 import io.jobgate.adapter.Backoff;
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.output.OutputStore;
+import io.jobgate.output.StoreResult;
 import org.apache.camel.Body;
 import org.apache.camel.Exchange;
 import org.apache.camel.ExchangeProperty;
@@ -306,28 +307,29 @@ public final class Reconciler {
 
     private Applied succeed(WaitingJob job, AdapterResult evidence) {
         Provider provider = providers.find(job.provider()).orElseThrow();
-        String record;
         boolean hold = canaries != null && !canaries.approved(job.adapterRevision());
-        try {
-            OutputSubject subject = OutputSubject.of(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
-                    job.presetVersion(), job.kind(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider,
-                    job.adapterRevision() != null ? job.adapterRevision() : provider.revision(job.kind()));
-            record = outputs.store(subject, evidence, provider.callDeadline(), () -> stillWaiting(job), hold);
-        } catch (OutputStore.Held e) {
-            return candidateOutput(job, e.record());
-        } catch (OutputStore.Superseded e) {
-            return new Applied(false, "already moved on");
-        } catch (OutputStore.OutputUnavailable e) {
-            if (hold && e.category().handling() == ErrorCategory.Handling.FAIL) {
-                return candidateFailed(job, e.category(), e.getMessage()); // a candidate's refused output: its own
-            }
-            if (e.category().handling() == ErrorCategory.Handling.FAIL) {
-                boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job),
-                        JobFinalizer.Outcome.failed(e.category().wire(), e.getMessage()));
-                return new Applied(won, "output refused: " + e.getMessage());
-            }
-            return schedule(job, "output not retrievable yet: " + e.getMessage());
+        OutputSubject subject = OutputSubject.of(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
+                job.presetVersion(), job.kind(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider,
+                job.adapterRevision() != null ? job.adapterRevision() : provider.revision(job.kind()));
+        StoreResult stored = outputs.store(subject, evidence, provider.callDeadline(), () -> stillWaiting(job), hold);
+        if (stored instanceof StoreResult.Held held) {
+            return candidateOutput(job, held.record());
         }
+        if (stored instanceof StoreResult.Superseded) {
+            return new Applied(false, "already moved on");
+        }
+        if (stored instanceof StoreResult.Refused refused) {
+            if (hold && refused.category().handling() == ErrorCategory.Handling.FAIL) {
+                return candidateFailed(job, refused.category(), refused.message()); // a candidate's refused output: its own
+            }
+            if (refused.category().handling() == ErrorCategory.Handling.FAIL) {
+                boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job),
+                        JobFinalizer.Outcome.failed(refused.category().wire(), refused.message()));
+                return new Applied(won, "output refused: " + refused.message());
+            }
+            return schedule(job, "output not retrievable yet: " + refused.message());
+        }
+        String record = ((StoreResult.Promoted) stored).record();
         boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job), JobFinalizer.Outcome.succeeded(record));
         return new Applied(won, won ? "succeeded" : "already moved on");
     }

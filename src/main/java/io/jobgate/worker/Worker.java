@@ -9,6 +9,7 @@ import io.jobgate.canary.Canaries;
 import io.jobgate.job.AttemptCaps;
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.output.OutputStore;
+import io.jobgate.output.StoreResult;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -395,14 +396,15 @@ public final class Worker {
         boolean superseded = false;
         String held = null;
         if (answered.succeeded()) {
-            try {
-                promoted = outputs.finish(exchange); // object storage: outside the transaction below
-            } catch (OutputStore.Held e) {
-                held = e.record(); // a canary candidate's checked output: kept in quarantine, never the job's
-            } catch (OutputStore.Superseded e) {
+            StoreResult stored = outputs.finish(exchange); // object storage: outside the transaction below
+            if (stored instanceof StoreResult.Promoted p) {
+                promoted = p.record();
+            } else if (stored instanceof StoreResult.Held h) {
+                held = h.record(); // a canary candidate's checked output: kept in quarantine, never the job's
+            } else if (stored instanceof StoreResult.Superseded) {
                 superseded = true;
-            } catch (OutputStore.OutputUnavailable e) {
-                answered = answered.failedAs(e.category(), e.getMessage());
+            } else if (stored instanceof StoreResult.Refused r) {
+                answered = answered.failedAs(r.category(), r.message());
             }
         }
         AdapterResult result = answered;
