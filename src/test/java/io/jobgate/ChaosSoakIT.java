@@ -1,10 +1,8 @@
 package io.jobgate;
 
 import java.io.Reader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
@@ -13,9 +11,7 @@ import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Base64;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -31,6 +27,8 @@ import com.github.tomakehurst.wiremock.core.WireMockConfiguration;
 import com.github.tomakehurst.wiremock.stubbing.ServeEvent;
 import io.jobgate.chaos.ChaosChecks;
 import io.jobgate.chaos.ChaosLoad;
+import io.jobgate.chaos.RunFigures;
+import io.jobgate.chaos.RunFigures.Recovery;
 import io.jobgate.infra.EmbeddedS3Server;
 import io.jobgate.infra.ObjectStorage;
 import io.jobgate.simulator.ProviderSimulator;
@@ -43,6 +41,9 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.services.s3.S3Client;
 
+import static io.jobgate.chaos.RunFigures.finishTimes;
+import static io.jobgate.chaos.RunFigures.rows;
+import static io.jobgate.chaos.RunFigures.scalar;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -159,7 +160,7 @@ class ChaosSoakIT {
             environment.put("JOBGATE_S3_ENDPOINT", s3.endpoint());
             environment.put("JOBGATE_S3_ACCESS_KEY", s3.accessKey());
             environment.put("JOBGATE_S3_SECRET_KEY", s3.secretKey());
-            environment.put("JOBGATE_TENANTS_FILES", tenantsFile().toString());
+            environment.put("JOBGATE_TENANTS_FILES", RunFigures.tenantsFile(dir, TENANTS).toString());
             environment.put("JOBGATE_SIMULATOR_ENABLED", "false");
             environment.put("JOBGATE_SIMULATOR_URL", "http://127.0.0.1:" + simulator.port());
             environment.put("JOBGATE_PUBLIC_BASE_URL", "http://127.0.0.1:" + port);
@@ -352,40 +353,8 @@ class ChaosSoakIT {
                 });
     }
 
-    /** How the finishing rate came back after an event, from the jobs' finish times. */
-    record Recovery(double before, Duration firstFinish, Duration backAt80, double best) {
-    }
-
-    private Recovery recovery(Connection db, Event e) throws Exception {
-        long[] finished = finishTimes(db);
-        double before = count(finished, e.at().minus(WINDOW), e.at()) / (double) WINDOW.toSeconds();
-        long first = Arrays.stream(finished).filter(t -> t > e.ready().toEpochMilli()).findFirst().orElse(-1);
-        Duration firstFinish = first < 0 ? null : Duration.ofMillis(first - e.ready().toEpochMilli());
-        Duration backAt80 = null;
-        double best = 0;
-        for (Instant end = e.ready().plus(WINDOW); !end.isAfter(e.ready().plus(RECOVER)); end = end.plusMillis(250)) {
-            double rate = count(finished, end.minus(WINDOW), end) / (double) WINDOW.toSeconds();
-            best = Math.max(best, rate);
-            if (backAt80 == null && rate >= 0.8 * before) {
-                backAt80 = Duration.between(e.ready(), end);
-            }
-        }
-        return new Recovery(before, firstFinish, backAt80, best);
-    }
-
-    private static long[] finishTimes(Connection db) throws Exception {
-        List<Long> times = new ArrayList<>();
-        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(
-                "SELECT finalized_at FROM jobs WHERE finalized_at IS NOT NULL ORDER BY finalized_at")) {
-            while (rs.next()) {
-                times.add(rs.getTimestamp(1).toInstant().toEpochMilli());
-            }
-        }
-        return times.stream().mapToLong(Long::longValue).toArray();
-    }
-
-    private static long count(long[] sorted, Instant from, Instant to) {
-        return Arrays.stream(sorted).filter(t -> t > from.toEpochMilli() && t <= to.toEpochMilli()).count();
+    private static Recovery recovery(Connection db, Event e) throws Exception {
+        return Recovery.of(finishTimes(db), e.at(), e.ready(), WINDOW, RECOVER);
     }
 
     private String report(Connection db, ChaosLoad load, List<Event> events, List<ChaosChecks.Check> checks, Instant firstReady,
@@ -426,47 +395,12 @@ class ChaosSoakIT {
         return out.toString();
     }
 
-    private static String rows(Connection db, String sql) throws Exception {
-        Map<String, Long> values = new LinkedHashMap<>();
-        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-            while (rs.next()) {
-                values.put(rs.getString(1), rs.getLong(2));
-            }
-        }
-        return values.toString();
-    }
-
-    private Path tenantsFile() throws Exception {
-        StringBuilder yaml = new StringBuilder("tenants:\n");
-        for (String id : TENANTS) {
-            yaml.append("""
-                      - id: %s
-                        display_name: %s
-                        api_key_sha256: %s
-                        max_open_jobs: 100000
-                        max_running_jobs: 8
-                        credit_grants: {initial: 1000000000000}
-                    """.formatted(id, id, HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
-                    .digest((id + "-key").getBytes(StandardCharsets.UTF_8)))));
-        }
-        Path file = dir.resolve("tenants.yaml");
-        Files.writeString(file, yaml);
-        return file;
-    }
-
     private void stopQuietly() throws Exception {
         if (gateway != null && gateway.isAlive()) {
             gateway.destroy();
             if (!gateway.waitFor(60, TimeUnit.SECONDS)) {
                 gateway.destroyForcibly();
             }
-        }
-    }
-
-    private static long scalar(Connection db, String sql) throws Exception {
-        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-            rs.next();
-            return rs.getLong(1);
         }
     }
 

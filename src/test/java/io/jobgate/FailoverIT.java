@@ -1,10 +1,8 @@
 package io.jobgate;
 
 import java.io.Reader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
@@ -13,8 +11,6 @@ import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,6 +20,8 @@ import java.util.concurrent.TimeUnit;
 
 import io.jobgate.chaos.ChaosChecks;
 import io.jobgate.chaos.ChaosLoad;
+import io.jobgate.chaos.RunFigures;
+import io.jobgate.chaos.RunFigures.Recovery;
 import io.jobgate.infra.EmbeddedS3Server;
 import io.jobgate.infra.ObjectStorage;
 import io.jobgate.simulator.ProviderSimulator;
@@ -36,6 +34,9 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.services.s3.S3Client;
 
+import static io.jobgate.chaos.RunFigures.finishTimes;
+import static io.jobgate.chaos.RunFigures.rows;
+import static io.jobgate.chaos.RunFigures.scalar;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -117,7 +118,7 @@ class FailoverIT {
             environment.put("JOBGATE_S3_ENDPOINT", s3.endpoint());
             environment.put("JOBGATE_S3_ACCESS_KEY", s3.accessKey());
             environment.put("JOBGATE_S3_SECRET_KEY", s3.secretKey());
-            environment.put("JOBGATE_TENANTS_FILES", tenantsFile().toString());
+            environment.put("JOBGATE_TENANTS_FILES", RunFigures.tenantsFile(dir, TENANTS).toString());
             environment.put("JOBGATE_SIMULATOR_ENABLED", "false");
             environment.put("JOBGATE_SIMULATOR_URL", "http://127.0.0.1:" + simulator.port());
             environment.put("JOBGATE_PUBLIC_BASE_URL", "http://127.0.0.1:" + port);
@@ -171,9 +172,9 @@ class FailoverIT {
                 }
                 assertThat(checks.stream().filter(c -> !c.violations().isEmpty()).map(c -> c.rule() + ": " + c.violations().stream()
                         .limit(10).toList()).toList()).as("violated invariants").isEmpty();
-                long[] finished = query(FailoverIT::finishTimes);
+                long[] finished = query(RunFigures::finishTimes);
                 for (Event e : events) {
-                    Recovery r = recovery(finished, e);
+                    Recovery r = Recovery.of(finished, e.at(), e.over(), WINDOW, RECOVER);
                     assertThat(r.backAt80()).as("%s: the finishing rate back to 80%% of %.1f/s within %d s of the failover",
                             e.name(), r.before(), RECOVER.toSeconds()).isNotNull();
                 }
@@ -250,41 +251,6 @@ class FailoverIT {
                 }) >= n);
     }
 
-    /** How the finishing rate came back after a failover, from the jobs' finish times. */
-    record Recovery(double before, Duration firstFinish, Duration backAt80, double best) {
-    }
-
-    private static Recovery recovery(long[] finished, Event e) {
-        double before = count(finished, e.at().minus(WINDOW), e.at()) / (double) WINDOW.toSeconds();
-        long first = Arrays.stream(finished).filter(t -> t > e.over().toEpochMilli()).findFirst().orElse(-1);
-        Duration firstFinish = first < 0 ? null : Duration.ofMillis(first - e.over().toEpochMilli());
-        Duration backAt80 = null;
-        double best = 0;
-        for (Instant end = e.over().plus(WINDOW); !end.isAfter(e.over().plus(RECOVER)); end = end.plusMillis(250)) {
-            double rate = count(finished, end.minus(WINDOW), end) / (double) WINDOW.toSeconds();
-            best = Math.max(best, rate);
-            if (backAt80 == null && rate >= 0.8 * before) {
-                backAt80 = Duration.between(e.over(), end);
-            }
-        }
-        return new Recovery(before, firstFinish, backAt80, best);
-    }
-
-    private static long[] finishTimes(Connection db) throws Exception {
-        List<Long> times = new ArrayList<>();
-        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(
-                "SELECT finalized_at FROM jobs WHERE finalized_at IS NOT NULL ORDER BY finalized_at")) {
-            while (rs.next()) {
-                times.add(rs.getTimestamp(1).toInstant().toEpochMilli());
-            }
-        }
-        return times.stream().mapToLong(Long::longValue).toArray();
-    }
-
-    private static long count(long[] sorted, Instant from, Instant to) {
-        return Arrays.stream(sorted).filter(t -> t > from.toEpochMilli() && t <= to.toEpochMilli()).count();
-    }
-
     private String report(Connection db, ChaosLoad load, List<Event> events, List<ChaosChecks.Check> checks, Instant began,
                           Instant drained, int accepted) throws Exception {
         long[] finished = finishTimes(db);
@@ -300,7 +266,7 @@ class FailoverIT {
         out.append("| event | fault to taken over | finishing before (jobs/s) | taken over to first finish | back to 80% after | best 10 s after (jobs/s) |\n");
         out.append("|---|---|---|---|---|---|\n");
         for (Event e : events) {
-            Recovery r = recovery(finished, e);
+            Recovery r = Recovery.of(finished, e.at(), e.over(), WINDOW, RECOVER);
             out.append("| %s | %.1f s | %.1f | %s | %s | %.1f |%n".formatted(e.name(), Duration.between(e.at(), e.over()).toMillis() / 1000.0,
                     r.before(), r.firstFinish() == null ? "none" : "%.1f s".formatted(r.firstFinish().toMillis() / 1000.0),
                     r.backAt80() == null ? "not within " + RECOVER.toSeconds() + " s" : "%.1f s".formatted(r.backAt80().toMillis() / 1000.0),
@@ -314,40 +280,5 @@ class FailoverIT {
             c.violations().stream().limit(20).forEach(v -> out.append("  ").append(c.rule()).append(": ").append(v).append('\n'));
         }
         return out.toString();
-    }
-
-    private static String rows(Connection db, String sql) throws Exception {
-        Map<String, Long> values = new LinkedHashMap<>();
-        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-            while (rs.next()) {
-                values.put(rs.getString(1), rs.getLong(2));
-            }
-        }
-        return values.toString();
-    }
-
-    private static long scalar(Connection db, String sql) throws Exception {
-        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(sql)) {
-            rs.next();
-            return rs.getLong(1);
-        }
-    }
-
-    private Path tenantsFile() throws Exception {
-        StringBuilder yaml = new StringBuilder("tenants:\n");
-        for (String id : TENANTS) {
-            yaml.append("""
-                      - id: %s
-                        display_name: %s
-                        api_key_sha256: %s
-                        max_open_jobs: 100000
-                        max_running_jobs: 8
-                        credit_grants: {initial: 1000000000000}
-                    """.formatted(id, id, HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
-                    .digest((id + "-key").getBytes(StandardCharsets.UTF_8)))));
-        }
-        Path file = dir.resolve("tenants.yaml");
-        Files.writeString(file, yaml);
-        return file;
     }
 }

@@ -4,13 +4,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 
 import io.jobgate.common.ApiProblem;
-import io.jobgate.infra.Settings;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
-import org.apache.camel.impl.DefaultCamelContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -32,20 +29,11 @@ class ProviderFitsTest {
     static final String HALF = "size.square = 1024x1024\nsize.landscape = 1536x1024\n";
 
     void provider(String name, String sizes) throws Exception {
-        StringBuilder file = new StringBuilder();
-        String all = "kinds = image\nprice.image-micros = 1000\n" + sizes;
-        for (String line : all.split("\n")) {
-            file.append("jobgate.provider.").append(name).append('.').append(line).append('\n');
-        }
-        Files.writeString(dir.resolve(name + ".properties"), file);
+        ProviderFiles.write(dir, name, "kinds = image\nprice.image-micros = 1000\n" + sizes);
     }
 
     ProviderCatalog catalog(String defaultImage) throws Exception {
-        DefaultCamelContext context = new DefaultCamelContext();
-        Properties settings = new Properties();
-        settings.setProperty("jobgate.providers.default.image", defaultImage);
-        context.getPropertiesComponent().setInitialProperties(settings);
-        return ProviderCatalog.load(List.of(dir), new Settings(context));
+        return ProviderFiles.catalog(dir, "jobgate.providers.default.image", defaultImage);
     }
 
     static PresetCatalog presets() throws Exception {

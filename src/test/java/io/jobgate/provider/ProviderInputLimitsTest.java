@@ -1,15 +1,11 @@
 package io.jobgate.provider;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Properties;
 
 import io.jobgate.common.ApiProblem;
-import io.jobgate.infra.Settings;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
-import org.apache.camel.impl.DefaultCamelContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -28,19 +24,11 @@ class ProviderInputLimitsTest {
     Path dir;
 
     void provider(String name, String extra) throws Exception {
-        StringBuilder file = new StringBuilder();
-        for (String line : ("kinds = transcription\nprice.audio-minute-micros = 6000\n" + extra).split("\n")) {
-            file.append("jobgate.provider.").append(name).append('.').append(line).append('\n');
-        }
-        Files.writeString(dir.resolve(name + ".properties"), file);
+        ProviderFiles.write(dir, name, "kinds = transcription\nprice.audio-minute-micros = 6000\n" + extra);
     }
 
     ProviderCatalog catalog(String defaultTranscription) throws Exception {
-        DefaultCamelContext context = new DefaultCamelContext();
-        Properties settings = new Properties();
-        settings.setProperty("jobgate.providers.default.transcription", defaultTranscription);
-        context.getPropertiesComponent().setInitialProperties(settings);
-        return ProviderCatalog.load(List.of(dir), new Settings(context));
+        return ProviderFiles.catalog(dir, "jobgate.providers.default.transcription", defaultTranscription);
     }
 
     static Preset callTranscript() throws Exception {
