@@ -268,8 +268,7 @@ public final class AdmissionWriter extends ServiceSupport {
                 writeOnce(batch);
                 return;
             } catch (SQLException e) {
-                boolean lockCycle = "40P01".equals(e.getSQLState()) || "40001".equals(e.getSQLState());
-                if (!lockCycle || run >= 3) {
+                if (!io.jobgate.common.DatabaseFailures.lockCycle(e) || run >= 3) {
                     throw e;
                 }
                 LOG.warn("admission transaction rolled back by PostgreSQL ({}), running it again ({} of 3)", e.getSQLState(), run + 1);

@@ -52,7 +52,7 @@ public final class ProblemResponder {
     }
 
     private static ApiProblem unexpected(Exchange exchange, Throwable cause) {
-        if (lockCycle(cause)) {
+        if (io.jobgate.common.DatabaseFailures.lockCycle(cause)) {
             // PostgreSQL broke a deadlock or a serialization conflict, again on every run: rolled back whole, nothing decided.
             LOG.warn("Lock conflict in route {} (exchange {}) after its runs again: answered 503", exchange.getFromRouteId(),
                     exchange.getExchangeId());
@@ -60,7 +60,7 @@ public final class ProblemResponder {
                     + "back whole. Retry after the Retry-After; with the same Idempotency-Key it never makes a second job.")
                     .withHeader("Retry-After", "1");
         }
-        if (io.jobgate.common.DatabaseLost.is(cause)) {
+        if (io.jobgate.common.DatabaseFailures.lost(cause)) {
             // A failover under way (docs/operating.md, "Failover"): nothing was decided, so a retry is the answer.
             LOG.warn("Database unreachable in route {} (exchange {}): answered 503", exchange.getFromRouteId(), exchange.getExchangeId());
             return ApiProblem.of(503, "database_unavailable", "The gateway cannot reach its database (a failover may be under way). "
@@ -71,18 +71,5 @@ public final class ProblemResponder {
         LOG.error("Unexpected failure in route {} (exchange {})", exchange.getFromRouteId(), exchange.getExchangeId(), cause);
         return ApiProblem.of(500, "internal_error", "The gateway failed to process the request. "
                 + "Retrying with the same Idempotency-Key is safe: it never makes a second job.");
-    }
-
-    /** A deadlock (40P01) or serialization failure (40001) that the work's own runs again did not get past. */
-    private static boolean lockCycle(Throwable failure) {
-        for (Throwable t = failure; t != null; t = t.getCause() == t ? null : t.getCause()) {
-            if (t instanceof org.springframework.dao.PessimisticLockingFailureException) {
-                return true;
-            }
-            if (t instanceof java.sql.SQLException sql && ("40P01".equals(sql.getSQLState()) || "40001".equals(sql.getSQLState()))) {
-                return true;
-            }
-        }
-        return false;
     }
 }

@@ -6,6 +6,7 @@ import javax.sql.DataSource;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.core.NestedExceptionUtils;
 import org.springframework.dao.PessimisticLockingFailureException;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.transaction.TransactionException;
@@ -71,11 +72,11 @@ public final class RetryingTransactions extends TransactionTemplate {
                 LOG.warn("transaction rolled back by PostgreSQL ({}), running it again ({} of {})",
                         e.getMostSpecificCause().getMessage().lines().findFirst().orElse("lock failure"), run + 1, maxRuns);
             } catch (RuntimeException e) {
-                if (!io.jobgate.common.DatabaseLost.is(e) || System.nanoTime() + pause.toNanos() > giveUpAt) {
+                if (!io.jobgate.common.DatabaseFailures.lost(e) || System.nanoTime() + pause.toNanos() > giveUpAt) {
                     throw e;
                 }
                 LOG.warn("database unreachable ({}), running the transaction again in {} ms",
-                        String.valueOf(rootMessage(e)).lines().findFirst().orElse("connection lost"), pause.toMillis());
+                        String.valueOf(NestedExceptionUtils.getMostSpecificCause(e).getMessage()).lines().findFirst().orElse("connection lost"), pause.toMillis());
                 try {
                     Thread.sleep(pause.toMillis()); // the failover's pace, not a condition to wait on
                 } catch (InterruptedException interrupted) {
@@ -85,13 +86,5 @@ public final class RetryingTransactions extends TransactionTemplate {
                 pause = pause.multipliedBy(2).compareTo(LONGEST_PAUSE) > 0 ? LONGEST_PAUSE : pause.multipliedBy(2);
             }
         }
-    }
-
-    private static String rootMessage(Throwable e) {
-        Throwable root = e;
-        while (root.getCause() != null && root.getCause() != root) {
-            root = root.getCause();
-        }
-        return root.getMessage();
     }
 }
