@@ -548,11 +548,10 @@ public final class ProviderCatalog {
 
     /** The refusal of an upload too large for {@code provider} (null: for every provider that could render the job). */
     private ApiProblem tooLarge(Provider provider, Preset preset, String aspectClass, long inputBytes) {
-        List<String> taking = scan.providers().values().stream()
-                .filter(p -> misfit(p, preset, aspectClass) == null && whyNotRunning.apply(p.name()) == null && takes(p, inputBytes))
-                .map(Provider::name).sorted().toList();
-        long limit = provider != null ? maxInputBytes(provider).orElse(Long.MAX_VALUE) : scan.providers().values().stream()
-                .filter(p -> misfit(p, preset, aspectClass) == null && whyNotRunning.apply(p.name()) == null)
+        List<Provider> able = scan.providers().values().stream()
+                .filter(p -> misfit(p, preset, aspectClass) == null && whyNotRunning.apply(p.name()) == null).toList();
+        List<String> taking = able.stream().filter(p -> takes(p, inputBytes)).map(Provider::name).sorted().toList();
+        long limit = (provider != null ? Stream.of(provider) : able.stream())
                 .mapToLong(p -> maxInputBytes(p).orElse(Long.MAX_VALUE)).max().orElse(0);
         String who = provider != null ? "Provider '" + provider.name() + "' takes" : "No running provider of " + preset.kind() + " jobs takes";
         return ApiProblem.of(422, "input_too_large", who + " source uploads of at most " + limit + " bytes; this one is " + inputBytes
