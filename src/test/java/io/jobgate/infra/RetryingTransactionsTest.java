@@ -81,4 +81,39 @@ class RetryingTransactionsTest {
                 .satisfies(f -> assertThat(f).hasCauseInstanceOf(PessimisticLockingFailureException.class));
         assertThat(jdbc.queryForList("SELECT n FROM deadlock_probe ORDER BY id", Integer.class)).containsExactly(1, 1);
     }
+
+    /**
+     * A session PostgreSQL ends under the transaction (its backend terminated, as when a primary dies: the
+     * client sees 57P01 and a dead connection): the transaction runs again on a new connection while the
+     * failover wait lasts, and what the cut run wrote is not kept.
+     */
+    @Test
+    void aTransactionWhoseSessionWasLostRunsAgainOnANewConnectionWithinTheFailoverWait() {
+        AtomicInteger runs = new AtomicInteger();
+        RetryingTransactions transactions = new RetryingTransactions(dataSource, 1, java.time.Duration.ofSeconds(10));
+
+        transactions.executeWithoutResult(tx -> {
+            jdbc.update("UPDATE deadlock_probe SET n = n + 1 WHERE id = 1");
+            if (runs.incrementAndGet() == 1) {
+                jdbc.queryForList("SELECT pg_terminate_backend(pg_backend_pid())");
+            }
+        });
+
+        assertThat(runs).hasValue(2);
+        assertThat(jdbc.queryForObject("SELECT n FROM deadlock_probe WHERE id = 1", Integer.class)).isEqualTo(1);
+    }
+
+    @Test
+    void withoutAFailoverWaitALostSessionFailsTheTransaction() {
+        AtomicInteger runs = new AtomicInteger();
+        RetryingTransactions transactions = new RetryingTransactions(dataSource, 3);
+
+        Throwable failure = catchThrowable(() -> transactions.executeWithoutResult(tx -> {
+            runs.incrementAndGet();
+            jdbc.queryForList("SELECT pg_terminate_backend(pg_backend_pid())");
+        }));
+
+        assertThat(io.jobgate.common.DatabaseFailures.lost(failure)).as("%s", failure).isTrue();
+        assertThat(runs).hasValue(1);
+    }
 }
