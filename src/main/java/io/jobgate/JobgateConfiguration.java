@@ -377,6 +377,16 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("tenantAuth", new TenantAuth(tenants));
         registry.bind("problemResponder", new ProblemResponder(meters));
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));
+        // GET /v1/jobs/{id}?wait=N: held in front of the route, no thread while it waits (WaitingReads says why).
+        io.jobgate.api.WaitingReads waitingReads = new io.jobgate.api.WaitingReads(context, tenants, jobs,
+                settings.intValue("jobgate.api.max-waiting-reads", 0, 1_000_000),
+                settings.millis("jobgate.api.waiting-reads-period-ms", 50, 10_000), meters::waitingReadEnded);
+        meters.waitingReads(waitingReads::waiting);
+        registry.bind("waitingReads", waitingReads);
+        if (roles.runs(Roles.Role.API)) {
+            waitingReads.install();
+            context.addService(waitingReads, true, true);
+        }
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, settings.longValue("jobgate.uploads.max-bytes", 1, 1L << 31),
                 s3, bucket));
         registry.bind("usageApi", new io.jobgate.api.UsageApi(new io.jobgate.usage.UsageReport(jdbc), clock));

@@ -88,7 +88,12 @@ public final class JobsApi {
         HttpReply.json(exchange, 202, JobView.of(admitted.job()), headers);
     }
 
+    /**
+     * {@code GET /v1/jobs/{id}}, with {@code ?wait=N} too: {@link WaitingReads} held the request until
+     * now (the job ended, or N seconds passed); the answer is the job as it is, either way.
+     */
     public void get(Exchange exchange) {
+        WaitingReads.seconds(exchange.getIn().getHeader("wait"));
         Job job = find(exchange);
         HttpReply.json(exchange, 200, JobView.of(job), Map.of());
     }

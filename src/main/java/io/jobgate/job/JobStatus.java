@@ -30,6 +30,11 @@ public enum JobStatus {
     /** Waiting on the provider: its evidence (webhook, poll, operator repair) applies only to these. */
     public static final java.util.Set<JobStatus> AT_PROVIDER = java.util.EnumSet.of(PROVIDER_PENDING, SUBMISSION_UNKNOWN);
 
+    /** The terminal statuses, those {@link #terminal()} names: a job in one never changes again. */
+    public static final java.util.Set<JobStatus> TERMINAL = java.util.Collections.unmodifiableSet(
+            Arrays.stream(values()).filter(JobStatus::terminal).collect(java.util.stream.Collectors.toCollection(
+                    () -> java.util.EnumSet.noneOf(JobStatus.class))));
+
     /**
      * The statuses as one SQL parameter, read by {@code string_to_array(?, ',')} (a text array
      * bound the same way by every driver path: JdbcTemplate, named parameters, camel-sql).

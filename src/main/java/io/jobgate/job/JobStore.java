@@ -75,6 +75,25 @@ public final class JobStore {
         return ts == null ? null : ts.toInstant().toString();
     }
 
+    private static final String TERMINAL = JobStatus.sqlList(JobStatus.TERMINAL);
+
+    /**
+     * Which of these jobs are terminal now, in one statement whatever their number (reads waiting for
+     * their job to end, {@code GET /v1/jobs/{id}?wait=N}): primary-key lookups, no tenant needed
+     * (each waiting read checked its job's tenant before it waited).
+     */
+    public List<UUID> terminalAmong(java.util.Collection<UUID> jobIds) {
+        if (jobIds.isEmpty()) {
+            return List.of();
+        }
+        StringBuilder ids = new StringBuilder(jobIds.size() * 37);
+        for (UUID id : jobIds) {
+            ids.append(ids.isEmpty() ? "" : ",").append(id);
+        }
+        return jdbc.query("SELECT job_id FROM jobs WHERE job_id = ANY (string_to_array(?, ',')::uuid[])"
+                + " AND status = ANY (string_to_array(?, ','))", (rs, i) -> rs.getObject(1, UUID.class), ids.toString(), TERMINAL);
+    }
+
     /** Any tenant's job (operator endpoints only). */
     public Optional<Job> findAny(UUID jobId) {
         return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE job_id = ?", JobStore::map, jobId).stream().findFirst();

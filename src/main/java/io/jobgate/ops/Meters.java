@@ -172,6 +172,27 @@ public final class Meters {
         this.callCapacity = java.util.Map.copyOf(capacity);
     }
 
+    private volatile java.util.function.IntSupplier waitingReads;
+
+    /** Reads waiting on this instance for their job to end ({@code GET /v1/jobs/{id}?wait=N}). */
+    public void waitingReads(java.util.function.IntSupplier waiting) {
+        this.waitingReads = waiting;
+    }
+
+    /** A waiting read ended: {@code final}, {@code timed_out}, {@code disconnected}, {@code over_cap}, {@code stopped}. */
+    public void waitingReadEnded(String ended) {
+        counter("jobgate_api_waiting_reads_ended_total", "waiting reads of this instance by how their wait ended", "ended", ended)
+                .increment();
+    }
+
+    private void registerWaitingReads() {
+        if (waitingReads != null) {
+            io.micrometer.core.instrument.Gauge.builder("jobgate_api_waiting_reads", waitingReads, s -> s.getAsInt())
+                    .description("reads of this instance waiting now for their job to end (GET /v1/jobs/{id}?wait=N)")
+                    .register(registry());
+        }
+    }
+
     private void registerProviderCalls() {
         if (callsInFlight == null) {
             return;
@@ -212,6 +233,7 @@ public final class Meters {
                     "1 when the provider's gate is open, 0 while a Retry-After (or readiness) keeps it closed", 1, registry());
             reconcileLag(); // served from the start (count 0), so its panel and rates have a series to read
             registerProviderCalls();
+            registerWaitingReads();
         }
         java.sql.Timestamp now = java.sql.Timestamp.from(clock.instant());
         // Every tenant and open status, 0 included: a series that drops to 0 instead of vanishing.
