@@ -123,7 +123,7 @@ class JobTransitionsLocksTest {
                 "running_jobs", (long) before.get("running_jobs") - 1));
         // The tenant's row kept what was taken; the release is in one of its release rows.
         assertThat(jdbc.queryForObject("SELECT count(*) FROM tenant_releases WHERE tenant_id = ?", Long.class, TENANT))
-                .isEqualTo(JobTransitions.TENANT_RELEASE_SHARDS);
+                .isEqualTo(ReleaseShards.TENANT_RELEASE_SHARDS);
     }
 
     /** The tenant's counters as every reader but admission's lock and the relay's round reads them. */

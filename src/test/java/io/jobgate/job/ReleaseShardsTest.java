@@ -19,7 +19,7 @@ class ReleaseShardsTest {
 
     @Test
     void threadsOfAnInstanceReleaseOnDifferentCounterRowsAndEachKeepsItsOwn() throws Exception {
-        int threads = JobTransitions.RELEASE_SHARDS;
+        int threads = ReleaseShards.RELEASE_SHARDS;
         Set<Integer> shards = ConcurrentHashMap.newKeySet();
         Set<Integer> tenantShards = ConcurrentHashMap.newKeySet();
         Set<String> unsteady = ConcurrentHashMap.newKeySet();
@@ -27,11 +27,11 @@ class ReleaseShardsTest {
         List<Thread> started = IntStream.range(0, threads).mapToObj(i -> new Thread(() -> {
             try {
                 together.await();
-                int shard = JobTransitions.releaseShard();
-                int tenantShard = JobTransitions.tenantReleaseShard();
+                int shard = ReleaseShards.releaseShard();
+                int tenantShard = ReleaseShards.tenantReleaseShard();
                 shards.add(shard);
                 tenantShards.add(tenantShard);
-                if (JobTransitions.releaseShard() != shard || JobTransitions.tenantReleaseShard() != tenantShard) {
+                if (ReleaseShards.releaseShard() != shard || ReleaseShards.tenantReleaseShard() != tenantShard) {
                     unsteady.add(Thread.currentThread().getName());
                 }
             } catch (Exception e) {
@@ -43,9 +43,9 @@ class ReleaseShardsTest {
             t.join();
         }
         assertThat(shards).as("gateway_capacity and dispatch_window release rows, ids 2..17")
-                .hasSize(threads).allMatch(s -> s >= 2 && s <= 1 + JobTransitions.RELEASE_SHARDS);
+                .hasSize(threads).allMatch(s -> s >= 2 && s <= 1 + ReleaseShards.RELEASE_SHARDS);
         assertThat(tenantShards).as("a tenant's release rows, 1..8: each taken by two of the sixteen threads")
-                .hasSize(JobTransitions.TENANT_RELEASE_SHARDS).allMatch(s -> s >= 1 && s <= JobTransitions.TENANT_RELEASE_SHARDS);
+                .hasSize(ReleaseShards.TENANT_RELEASE_SHARDS).allMatch(s -> s >= 1 && s <= ReleaseShards.TENANT_RELEASE_SHARDS);
         assertThat(unsteady).as("threads whose shard changed").isEmpty();
     }
 }
