@@ -259,7 +259,14 @@ public class JobgateConfiguration implements CamelConfiguration {
         // --- Workers: leases and the provider gate, adapters, outputs, the sweeper -------------------
         WorkerSettings workerSettings = WorkerSettings.from(settings);
         Backoff backoff = workerSettings.backoff();
-        JobLeases leases = new JobLeases(jdbc, transactions, transitions, finalizer);
+        // Canary candidates beside stable adapters (docs/canary.md): a share of attempts, gates, stop, rollback.
+        io.jobgate.canary.Canaries canaries = new io.jobgate.canary.Canaries(jdbc, transactions, transitions, providers,
+                adapterRoutes::candidateSource);
+        canaries.onStop((provider, revision, gate, reason, requeued) -> meters.canaryStopped(provider, gate));
+        org.apache.camel.ProducerTemplate canaryEvents = context.createProducerTemplate();
+        canaries.publishWith(event -> canaryEvents.sendBodyAndHeader("jms:topic:" + OutboxRelay.EVENTS_TOPIC,
+                io.jobgate.common.Json.write(event), "JobgateEvent", "canary"));
+        JobLeases leases = new JobLeases(jdbc, transactions, transitions, finalizer, canaries);
         io.jobgate.job.ProviderGates gates = new io.jobgate.job.ProviderGates(jdbc, transactions, clock);
         gates.onDispatchDue(relayTimer::wakeAt); // a no-op unless the relay (and so its timer) runs here
         registry.bind("providerGates", gates);
@@ -276,7 +283,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("outputStore", outputs);
         registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer(providers));
         registry.bind("multipartForm", new io.jobgate.adapter.MultipartForm());
-        Sweeper sweeper = new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket);
+        Sweeper sweeper = new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket,
+                canaries);
         registry.bind("sweeper", sweeper);
         registry.bind("retention", new io.jobgate.worker.Retention(jdbc, clock,
                 java.time.Duration.ofHours(settings.intValue("jobgate.retention.outbox-hours", 1, 24 * 3650)),
@@ -289,22 +297,13 @@ public class JobgateConfiguration implements CamelConfiguration {
 
         // --- Reconciliation: evidence from the poller, webhooks and operators ------------------------
         Reconciler reconciler = new Reconciler(jdbc, transitions, finalizer, providers, presets, adapters, outputs,
-                gates, ReconcileSettings.from(settings), backoff);
+                gates, ReconcileSettings.from(settings), backoff, canaries);
         registry.bind("reconciler", reconciler);
-        Worker worker = new Worker(workerSettings, leases, gates, finalizer, presets, providers, s3, bucket, outputs,
-                clock, backoff, reconciler.firstCheck());
+        Worker worker = new Worker(workerSettings, leases, presets, providers, s3, bucket, outputs, backoff);
         registry.bind("worker", worker);
-        // Canary candidates beside stable adapters (docs/canary.md): a share of attempts, gates, stop, rollback.
-        io.jobgate.canary.Canaries canaries = new io.jobgate.canary.Canaries(jdbc, transactions, transitions, providers,
-                adapterRoutes::candidateSource);
-        canaries.onStop((provider, revision, gate, reason, requeued) -> meters.canaryStopped(provider, gate));
-        org.apache.camel.ProducerTemplate canaryEvents = context.createProducerTemplate();
-        canaries.publishWith(event -> canaryEvents.sendBodyAndHeader("jms:topic:" + OutboxRelay.EVENTS_TOPIC,
-                io.jobgate.common.Json.write(event), "JobgateEvent", "canary"));
-        leases.useCanaries(canaries);
-        worker.useCanaries(canaries);
-        reconciler.useCanaries(canaries);
-        sweeper.useCanaries(canaries);
+        registry.bind("outcomeRecorder", new io.jobgate.worker.OutcomeRecorder(leases, outputs,
+                new io.jobgate.worker.AttemptDecisions(leases, finalizer, gates, canaries, clock, backoff, reconciler.firstCheck()),
+                meters, providerCancel));
         registry.bind("canaries", canaries);
         // Evaluation (docs/evaluation.md): outputs read back by the evaluator route and scored.
         registry.bind("tesseractOcr", new io.jobgate.evaluation.TesseractOcr(settings.required("jobgate.evaluation.tesseract-command"),
@@ -320,7 +319,6 @@ public class JobgateConfiguration implements CamelConfiguration {
         canaryNotes.set(canaries::healthNotes);
         // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.
         LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");
-        worker.useMeters(meters);
         // Where calls wait on their provider (routes/worker.camel.yaml, hand-off-call): no JMS transaction,
         // no consumer, and on Java 21+ no platform thread per call.
         io.jobgate.worker.ProviderCalls providerCalls = io.jobgate.worker.ProviderCalls.create(
@@ -344,7 +342,6 @@ public class JobgateConfiguration implements CamelConfiguration {
                         + "wait for a connection inside the HTTP client", pool.perRoute(), pool.callsAllowed());
             }
         }
-        worker.useProviderCancel(providerCancel);
         // Alive while this process lives (a lock PostgreSQL drops with the process): if it dies, the
         // leases and claims below are taken over at the next sweep instead of when they run out.
         // Taken when the context starts, before the routes that lease and claim.

@@ -70,6 +70,8 @@ public final class Reconciler {
     private final Backoff checkBackoff;
     private final Backoff retryBackoff;
     private final int batch;
+    /** Jobs whose attempt ran on a canary candidate are asked about through its route, and their outputs held. */
+    private final Canaries canaries;
     /** Names this poller on its claims (host and a per-start suffix). */
     private final String owner = io.jobgate.infra.InstanceLiveness.ownerName("reconciler-");
     /** Beyond the lookup's deadline: the answer's own write. */
@@ -79,8 +81,9 @@ public final class Reconciler {
 
     public Reconciler(JdbcTemplate jdbc, JobTransitions transitions, JobFinalizer finalizer, ProviderCatalog providers,
                       PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, io.jobgate.job.ProviderGates gates,
-                      ReconcileSettings settings, Backoff retryBackoff) {
+                      ReconcileSettings settings, Backoff retryBackoff, Canaries canaries) {
         this.jdbc = jdbc;
+        this.canaries = canaries;
         this.transitions = transitions;
         this.finalizer = finalizer;
         this.providers = providers;
@@ -203,8 +206,7 @@ public final class Reconciler {
         properties.put(AdapterContract.PROVIDER_REQUEST_ID, job.providerRequestId());
         properties.put(AdapterContract.KIND, job.kind());
         properties.put(AdapterContract.OUTPUT_MEDIA_TYPE, expectedMediaType(job));
-        AdapterResult answer = canaries == null ? adapters.call(provider, AdapterContract.LOOKUP, null, properties)
-                : adapters.call(provider, canaries.adapterUri(provider, job.adapterRevision()), AdapterContract.LOOKUP, null, properties);
+        AdapterResult answer = adapters.call(provider, canaries.adapterUri(provider, job.adapterRevision()), AdapterContract.LOOKUP, null, properties);
         return Lookup.answered(job, provider, answer);
     }
 
@@ -307,7 +309,7 @@ public final class Reconciler {
 
     private Applied succeed(WaitingJob job, AdapterResult evidence) {
         Provider provider = providers.find(job.provider()).orElseThrow();
-        boolean hold = canaries != null && !canaries.approved(job.adapterRevision());
+        boolean hold = !canaries.approved(job.adapterRevision());
         OutputSubject subject = OutputSubject.of(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
                 job.presetVersion(), job.kind(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider,
                 job.adapterRevision() != null ? job.adapterRevision() : provider.revision(job.kind()));
@@ -375,18 +377,12 @@ public final class Reconciler {
 
     /** Is the job waiting on a canary candidate's task (its outputs held, its failures its own)? */
     private boolean candidate(WaitingJob job) {
-        return canaries != null && canaries.isCandidate(job.adapterRevision());
+        return canaries.isCandidate(job.adapterRevision());
     }
 
     /** Marks the source of evidence asked for because a webhook said "fetch". */
     static final String FETCHED = "-fetch";
 
-    private volatile Canaries canaries;
-
-    /** Jobs whose attempt ran on a canary candidate are asked about through its route, and their outputs held. */
-    public void useCanaries(Canaries canaries) {
-        this.canaries = canaries;
-    }
 
     private boolean stillWaiting(WaitingJob job) {
         return Boolean.TRUE.equals(jdbc.queryForObject("""

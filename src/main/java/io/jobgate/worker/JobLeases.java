@@ -43,9 +43,13 @@ public final class JobLeases {
     private final Clock clock;
     private final io.jobgate.job.ProviderSlots slots;
     private final NamedParameterJdbcTemplate named;
+    /** Attempts may go to a provider's canary candidate (docs/canary.md); with none running every attempt is stable. */
+    private final Canaries canaries;
 
-    public JobLeases(JdbcTemplate jdbc, TransactionTemplate transactions, JobTransitions transitions, JobFinalizer finalizer) {
+    public JobLeases(JdbcTemplate jdbc, TransactionTemplate transactions, JobTransitions transitions, JobFinalizer finalizer,
+                     Canaries canaries) {
         this.jdbc = jdbc;
+        this.canaries = canaries;
         this.transactions = transactions;
         this.transitions = transitions;
         this.finalizer = finalizer;
@@ -181,8 +185,7 @@ public final class JobLeases {
                 claimed = slots.tryClaim(provider.name(), provider.maxConcurrency(), jobId, token, clock.instant());
                 if (claimed.claimed()) {
                     // No job row is locked yet (START locks it next): the choice may wait for a candidate's count.
-                    Canaries.Choice route = canaries == null ? null
-                            : canaries.choose(provider, jobId, peeked.kind(), peeked.attempts(), peeked.maxAttempts(), true);
+                    Canaries.Choice route = canaries.choose(provider, jobId, peeked.kind(), peeked.attempts(), peeked.maxAttempts(), true);
                     Optional<JobTransitions.Moved> started = transitions.apply(jobId, Event.START,
                             Guard.dispatchEvent(eventId, peeked.attempts()), Change.start(worker, leaseFor, token, provider.name(),
                                     route == null ? provider.revision(peeked.kind()) : route.revision()), LEASE_RETURNING);
@@ -243,8 +246,7 @@ public final class JobLeases {
             }
             // The stable revision or a canary's candidate (docs/canary.md): decided from the attempt alone. The job's
             // row is locked (LEASE): the choice does not wait for a candidate's count.
-            Canaries.Choice route = canaries == null ? null
-                    : canaries.choose(provider, jobId, lease.kind(), lease.attempts(), lease.maxAttempts());
+            Canaries.Choice route = canaries.choose(provider, jobId, lease.kind(), lease.attempts(), lease.maxAttempts());
             int attempt = transitions.apply(jobId, Event.SUBMIT, Guard.lease(lease.token()),
                             Change.attempt(worker, provider.name(), route == null ? provider.revision(lease.kind()) : route.revision()))
                     .map(m -> ((Number) m.row().get("opened_attempt")).intValue())
@@ -253,12 +255,6 @@ public final class JobLeases {
         });
     }
 
-    private volatile Canaries canaries;
-
-    /** Attempts may go to a provider's canary candidate (docs/canary.md); without it every attempt is stable. */
-    public void useCanaries(Canaries canaries) {
-        this.canaries = canaries;
-    }
 
     private Ended end(Lease lease, ErrorCategory category, String message) {
         boolean ended = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.failed(category.wire(), message));

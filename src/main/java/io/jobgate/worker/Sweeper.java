@@ -39,8 +39,13 @@ public final class Sweeper {
     private final java.time.Duration horizon;
     private static final String AT_PROVIDER = JobStatus.sqlList(JobStatus.AT_PROVIDER);
 
+    /** A lease that ran out on a canary candidate's call gives its job a new attempt (on the stable revision). */
+    private final io.jobgate.canary.Canaries canaries;
+
     public Sweeper(JdbcTemplate jdbc, JobLeases leases, JobFinalizer finalizer, ProviderCatalog providers, Clock clock,
-                   SweeperSettings settings, software.amazon.awssdk.services.s3.S3Client s3, String bucket) {
+                   SweeperSettings settings, software.amazon.awssdk.services.s3.S3Client s3, String bucket,
+                   io.jobgate.canary.Canaries canaries) {
+        this.canaries = canaries;
         this.s3 = s3;
         this.bucket = bucket;
         this.quarantineMaxAge = settings.quarantineMaxAge();
@@ -53,12 +58,6 @@ public final class Sweeper {
         this.batch = settings.batch();
     }
 
-    private volatile io.jobgate.canary.Canaries canaries;
-
-    /** A lease that ran out on a canary candidate's call gives its job a new attempt (on the stable revision). */
-    public void useCanaries(io.jobgate.canary.Canaries canaries) {
-        this.canaries = canaries;
-    }
 
     public void sweep(Exchange exchange) {
         int reclaimed = reclaimLeasesOfGoneInstances() + reclaimExpiredLeases();
@@ -151,7 +150,7 @@ public final class Sweeper {
             // A canary candidate's call is not looked up either: its task could only ever give a held output,
             // never the job's, so its job goes on to the stable revision (docs/canary.md).
             boolean resubmitSafe = providers.find((String) row.get("provider")).map(Provider::idempotentSubmit).orElse(false)
-                    || (canaries != null && canaries.isCandidate((String) row.get("adapter_revision")));
+                    || canaries.isCandidate((String) row.get("adapter_revision"));
             jdbc.update("""
                     UPDATE attempts SET ended_at = ?, outcome = ?, error_category = ?, error_message = ?
                      WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",

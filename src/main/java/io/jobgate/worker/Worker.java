@@ -4,15 +4,10 @@ import io.jobgate.adapter.AdapterAnswer;
 import io.jobgate.adapter.AdapterContract;
 import io.jobgate.adapter.AdapterResult;
 import io.jobgate.adapter.Backoff;
-import io.jobgate.adapter.RateLimitWait;
 import io.jobgate.canary.Canaries;
-import io.jobgate.job.AttemptCaps;
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.output.OutputStore;
-import io.jobgate.output.StoreResult;
-import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -23,8 +18,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.jobgate.common.ApiProblem;
 import io.jobgate.common.Json;
 import io.jobgate.common.Digests;
-import io.jobgate.job.JobFinalizer;
-import io.jobgate.job.JobTransitions;
 import io.jobgate.output.OutputSubject;
 import io.jobgate.preset.PixelSize;
 import io.jobgate.preset.Preset;
@@ -45,9 +38,9 @@ import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 /**
  * Rules of the worker route (routes/worker.camel.yaml), one step per method: may this message start
  * an attempt, re-validate the stored request, take the lease and pass the caps and provider gate (one
- * transaction), the adapter's request, classify its answer, record the outcome. The route calls the
- * adapter and stores the output itself. State travels between steps as one typed record per step;
- * every write after the lease is conditional on its token.
+ * transaction), the adapter's request, classify its answer. The route calls the adapter and stores
+ * the output itself; {@link OutcomeRecorder} records the outcome. State travels between steps as one
+ * typed record per step; every write after the lease is conditional on its token.
  */
 public final class Worker {
 
@@ -100,40 +93,18 @@ public final class Worker {
     }
 
     private final JobLeases leases;
-    private final io.jobgate.job.ProviderGates gates;
-    private final JobFinalizer finalizer;
     private final PresetCatalog presets;
     private final ProviderCatalog providers;
     private final S3Client s3;
     private final String bucket;
     private final OutputStore outputs;
-    private final Clock clock;
+    private final Backoff backoff;
     private final String workerName;
     private final Duration leaseMargin;
     private final Duration gateFullDelay;
     private final String publicBaseUrl;
-    private final Duration firstCheck;
     private final AtomicLong acknowledgedWithoutCall = new AtomicLong();
-    private volatile Backoff backoff;
     private volatile FaultPoint faults = step -> { };
-    private volatile io.jobgate.ops.Meters meters;
-
-    public void useMeters(io.jobgate.ops.Meters meters) {
-        this.meters = meters;
-    }
-
-    private volatile io.jobgate.adapter.ProviderCancel providerCancel;
-    private volatile Canaries canaries;
-
-    /** Where a canary candidate's held output is recorded (docs/canary.md); set with {@link JobLeases#useCanaries}. */
-    public void useCanaries(Canaries canaries) {
-        this.canaries = canaries;
-    }
-
-    /** Who asks a provider to stop a task whose job was cancelled meanwhile. */
-    public void useProviderCancel(io.jobgate.adapter.ProviderCancel cancel) {
-        this.providerCancel = cancel;
-    }
 
     /** Test hook: a crash injected at a named step (the process dies there, leaving its lease). */
     @FunctionalInterface
@@ -141,28 +112,24 @@ public final class Worker {
         void at(String step);
     }
 
-    public Worker(WorkerSettings settings, JobLeases leases, io.jobgate.job.ProviderGates gates, JobFinalizer finalizer, PresetCatalog presets,
-                  ProviderCatalog providers, S3Client s3, String bucket, OutputStore outputs, Clock clock,
-                  Backoff backoff, Duration firstCheck) {
-        this.firstCheck = firstCheck;
+    /**
+     * @param s3      where the job's source upload is read back from (in {@code bucket}), checked against its digest
+     * @param outputs the output route's entry: a successful answer's output is begun here, finished by the recorder
+     * @param backoff the delay before the next try of a job whose re-validation asked to wait (object storage down)
+     */
+    public Worker(WorkerSettings settings, JobLeases leases, PresetCatalog presets, ProviderCatalog providers, S3Client s3,
+                  String bucket, OutputStore outputs, Backoff backoff) {
         this.publicBaseUrl = settings.publicBaseUrl();
+        this.leaseMargin = settings.leaseMargin();
+        this.gateFullDelay = settings.gateFullDelay();
         this.leases = leases;
-        this.gates = gates;
-        this.finalizer = finalizer;
         this.presets = presets;
         this.providers = providers;
         this.s3 = s3;
         this.bucket = bucket;
         this.outputs = outputs;
-        this.clock = clock;
-        this.leaseMargin = settings.leaseMargin();
-        this.gateFullDelay = settings.gateFullDelay();
         this.backoff = backoff;
         this.workerName = io.jobgate.infra.InstanceLiveness.ownerName("");
-    }
-
-    public void useBackoff(Backoff replacement) {
-        this.backoff = replacement;
     }
 
     public void injectFaults(FaultPoint point) {
@@ -382,234 +349,6 @@ public final class Worker {
 
     private String webhookUrl(Provider provider) {
         return publicBaseUrl + "/v1/providers/" + provider.name() + "/webhook";
-    }
-
-    /** Step 6: the outcome, recorded under the lease; one log line per attempt. */
-    public void record(Exchange exchange) {
-        Called called = exchange.getProperty(CALLED, Called.class);
-        Lease lease = called.started().lease();
-        Provider provider = called.started().provider();
-        int attempt = called.started().attempt();
-        long durationMs = called.durationMs();
-        AdapterResult answered = called.result();
-        String promoted = null;
-        boolean superseded = false;
-        String held = null;
-        if (answered.succeeded()) {
-            StoreResult stored = outputs.finish(exchange); // object storage: outside the transaction below
-            if (stored instanceof StoreResult.Promoted p) {
-                promoted = p.record();
-            } else if (stored instanceof StoreResult.Held h) {
-                held = h.record(); // a canary candidate's checked output: kept in quarantine, never the job's
-            } else if (stored instanceof StoreResult.Superseded) {
-                superseded = true;
-            } else if (stored instanceof StoreResult.Refused r) {
-                answered = answered.failedAs(r.category(), r.message());
-            }
-        }
-        AdapterResult result = answered;
-        String record = promoted;
-        boolean lost = superseded;
-        String heldRecord = held;
-        // The job's move and the attempt's close commit together: a process that died between them
-        // would leave an attempt open that nothing closes (the job no longer holds the lease by which
-        // the sweeper closes the attempts of dead workers).
-        Decision d = leases.inOneTransaction(() -> {
-            Decision decided;
-            if (result.succeeded() && heldRecord != null) {
-                // The job's output comes from an approved revision: a new attempt now, on the stable one.
-                decided = candidateOutput(lease);
-                leases.closeAttempt(lease.jobId(), attempt, lease.token(), decided.outcome, result, durationMs, decided.at, null);
-                canaries.heldOutput(lease.jobId(), attempt, heldRecord);
-                return decided;
-            } else if (result.succeeded() && !lost) {
-                // The attempt is closed as succeeded by the finalize's own statement of writes, before its
-                // counter rows (still the transaction's last writes before its commit); a lease lost
-                // meanwhile writes nothing there, and the attempt is closed as lost below.
-                if (finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(record),
-                        leases.attemptClose(attempt, lease.token(), "succeeded", result, durationMs, null, null))) {
-                    return new Decision("succeeded", "succeeded", null);
-                }
-                // The lease ran out during the call: the answer is still the job's while it waits on this
-                // attempt (no newer one started), through the one finalize, billed once.
-                if (finalizer.finalizeJobIf(lease.jobId(), JobTransitions.Guard.onAttempt(attempt, LATE_FINISH_FROM),
-                        JobFinalizer.Outcome.succeeded(record),
-                        leases.attemptClose(attempt, lease.token(), "late_succeeded", result, durationMs, null, null))) {
-                    return new Decision("late_succeeded", "succeeded", null, null, true);
-                }
-                decided = new Decision("lease_lost", "none", null);
-            } else if (result.succeeded()) {
-                decided = new Decision("lease_lost", "none", null);
-            } else if (result.pending()) {
-                Instant check = clock.instant().plus(firstCheck);
-                if (leases.markPending(lease.jobId(), lease.token(), result.providerTask(), result.providerRequestId(),
-                        result.providerState(), check)) {
-                    decided = new Decision("pending", "provider_pending", null);
-                } else if (result.providerTask() != null && leases.adoptPending(lease.jobId(), attempt, result.providerTask(),
-                        result.providerRequestId(), result.providerState(), check)) {
-                    decided = new Decision("late_pending", "provider_pending", null, null, true);
-                } else {
-                    decided = new Decision("lease_lost", "none", null);
-                }
-            } else if (called.started().holdsOutput()) {
-                decided = candidateFailed(lease, result, attempt, called.started());
-            } else {
-                decided = decide(lease, result, attempt, provider);
-            }
-            leases.closeAttempt(lease.jobId(), attempt, lease.token(), decided.outcome, result, durationMs, decided.at,
-                    decided.retryAfterUnderstood);
-            return decided;
-        });
-        String outcome = d.outcome;
-        String next = d.next;
-        // The tenant cancelled while the call was in flight: an expected ending, whatever the call
-        // answered (an aborted call reads as ambiguous), so the attempt's line says so at INFO.
-        boolean cancelledInFlight = outcome.equals("lease_lost") && leases.cancelled(lease.jobId());
-        if (cancelledInFlight) {
-            outcome = "cancelled_in_flight";
-            if (result.pending() && result.providerTask() != null && providerCancel != null) {
-                // Its submit was on the wire: the task the provider just started is stopped too.
-                providerCancel.orphaned(lease.jobId(), provider, result.providerTask(), result.providerState());
-            }
-        }
-        if (d.late || outcome.equals("lease_lost")) {
-            // An answer that came back after its lease ran out: finalized (or its task adopted) when the job
-            // still waited on this attempt, else kept on its attempt (status, billed units) for the record.
-            meters.lateAnswer(provider.name(), d.late ? "finalized" : "recorded");
-        }
-        String counted = result.succeeded() || result.pending() ? d.outcome
-                : result.category() == null ? outcome : result.category().wire();
-        meters.attempt(provider.name(), lease.tenantId(), counted);
-        meters.revisionAttempt(provider.name(), called.started().revision(), counted);
-        if (result.category() == ErrorCategory.RATE_LIMITED) {
-            meters.rateLimited(provider.name(), lease.tenantId());
-        }
-        AttemptLog.write(new AttemptLog.Line(lease.jobId().toString(), lease.correlationId(), lease.presetId(),
-                lease.presetVersion(), lease.aspectClass(), provider.name(), called.started().revision(), attempt, durationMs,
-                result.httpStatus(), outcome, result.category() == null || cancelledInFlight ? null : result.category().wire(), next));
-    }
-
-    /** @param late an answer whose lease had run out, still made the job's (finalized, or its task adopted) */
-    private record Decision(String outcome, String next, Instant at, Boolean retryAfterUnderstood, boolean late) {
-        Decision(String outcome, String next, Instant at) {
-            this(outcome, next, at, null, false);
-        }
-
-        Decision(String outcome, String next, Instant at, Boolean retryAfterUnderstood) {
-            this(outcome, next, at, retryAfterUnderstood, false);
-        }
-
-        Decision with(Boolean understood) {
-            return new Decision(outcome, next, at, understood, late);
-        }
-    }
-
-    /** Where a job waits on an attempt whose lease ran out during its call (the sweeper's release). */
-    private static final java.util.Set<io.jobgate.job.JobStatus> LATE_FINISH_FROM = java.util.Set.of(
-            io.jobgate.job.JobStatus.SUBMISSION_UNKNOWN, io.jobgate.job.JobStatus.RETRY_WAIT);
-
-    /** Fail now, park as unknown, or wait for a retry (within the attempt and lifetime caps). */
-    private Decision decide(Lease lease, AdapterResult result, int attempt, Provider provider) {
-        ErrorCategory category = result.category();
-        switch (category.handling()) {
-            case FAIL -> {
-                return ended(lease, category, result.message());
-            }
-            case UNKNOWN -> {
-                boolean mine = leases.parkUnknown(lease.jobId(), lease.token(), result.providerRequestId(), clock.instant().plus(firstCheck));
-                return new Decision(mine ? "submission_unknown" : "lease_lost", mine ? "submission_unknown" : "none", null);
-            }
-            default -> {
-                int streak = 0;
-                if (category == ErrorCategory.UNPARSEABLE_RESPONSE) {
-                    AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
-                    streak = lease.unparseableStreak() + 1;
-                    if (streak >= 2) {
-                        return ended(lease, category, "two unparseable replies in a row; last: " + result.message());
-                    }
-                }
-                Instant now = clock.instant();
-                Instant at = now.plus(backoff.delay(attempt));
-                Boolean understood = null;
-                if (category == ErrorCategory.RATE_LIMITED) {
-                    RateLimitWait wait = RateLimitWait.after(result.retryAfter(), now, backoff.delay(attempt),
-                            provider.rateLimitBackoff());
-                    at = wait.until(); // the provider's word is the minimum delay
-                    understood = wait.headerUnderstood();
-                    gates.close(provider.name(), at, "HTTP 429 for job " + lease.jobId());
-                }
-                if (Boolean.FALSE.equals(understood)) {
-                    LOG.warn("job {} attempt {}: provider {} sent a Retry-After that cannot be read; waiting its rate-limit backoff of {} s",
-                            lease.jobId(), attempt, provider.name(), provider.rateLimitBackoff().toSeconds());
-                }
-                Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(attempt, lease.maxAttempts(), lease.expiresAt(),
-                        at, category.wire() + " (" + result.message() + ")");
-                if (capped.isPresent()) {
-                    return ended(lease, capped.get().category(), capped.get().message(),
-                            category == ErrorCategory.RATE_LIMITED ? category.wire() : null).with(understood);
-                }
-                boolean mine = leases.requeue(lease.jobId(), lease.token(), at, streak, category.wire());
-                return new Decision(mine ? "retry_wait" : "lease_lost", mine ? "retry_wait" : "none", mine ? at : null, understood);
-            }
-        }
-    }
-
-    private Decision ended(Lease lease, ErrorCategory category, String message) {
-        return ended(lease, category, message, null);
-    }
-
-    /**
-     * A canary candidate's output was checked and kept in quarantine: the job is due again now, for an
-     * attempt on the stable revision (its last ran on the candidate), within its caps.
-     */
-    private Decision candidateOutput(Lease lease) {
-        Instant now = clock.instant();
-        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(lease.attempts() + 1, lease.maxAttempts(), lease.expiresAt(),
-                now, "a canary candidate's output is not the job's");
-        if (capped.isPresent()) {
-            Decision ended = ended(lease, capped.get().category(), capped.get().message());
-            return new Decision(ended.outcome.equals("failed") ? "candidate_output" : ended.outcome, ended.next, null);
-        }
-        boolean mine = leases.requeue(lease.jobId(), lease.token(), now, 0, null);
-        return new Decision(mine ? "candidate_output" : "lease_lost", mine ? "retry_wait" : "none", mine ? now : null);
-    }
-
-    /**
-     * A canary candidate's attempt failed, whatever the category ({@code invalid_output}, a refusal, a 429, a
-     * timeout after sending included): the failure is the candidate's, recorded on its attempt for its gates,
-     * never its job's. The job is due now for an attempt on the stable revision (its last ran on the
-     * candidate; the candidate never takes a job's last attempt), within its lifetime. A 429 closes the
-     * candidate's own gate until its Retry-After, not the provider's: stable attempts are not held up. A
-     * call that may have reached the provider is not looked up first: the candidate's task, if the provider
-     * has it, can only ever give an output that is held, never the job's. The job's unparseable streak is
-     * the stable revision's and is left as it was.
-     */
-    private Decision candidateFailed(Lease lease, AdapterResult result, int attempt, Started started) {
-        ErrorCategory category = result.category();
-        Instant now = clock.instant();
-        Boolean understood = null;
-        if (category == ErrorCategory.RATE_LIMITED) {
-            RateLimitWait wait = RateLimitWait.after(result.retryAfter(), now, backoff.delay(attempt),
-                    started.provider().rateLimitBackoff());
-            understood = wait.headerUnderstood();
-            canaries.closeCandidate(started.revision(), wait.until(), "HTTP 429 for job " + lease.jobId());
-        } else if (category == ErrorCategory.UNPARSEABLE_RESPONSE) {
-            AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
-        }
-        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(attempt, lease.maxAttempts(), lease.expiresAt(), now,
-                "canary candidate's " + category.wire() + " (" + result.message() + ")");
-        if (capped.isPresent()) {
-            return ended(lease, capped.get().category(), capped.get().message()).with(understood);
-        }
-        boolean mine = leases.requeue(lease.jobId(), lease.token(), now, lease.unparseableStreak(), category.wire());
-        return new Decision(mine ? "retry_wait" : "lease_lost", mine ? "retry_wait" : "none", mine ? now : null, understood);
-    }
-
-    /** @param cause what used the caps up, when it was a 429 (the metrics' 429-caused failures) */
-    private Decision ended(Lease lease, ErrorCategory category, String message, String cause) {
-        boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(),
-                JobFinalizer.Outcome.failed(category.wire(), message).causedBy(cause));
-        return new Decision(mine ? "failed" : "lease_lost", mine ? "failed:" + category.wire() : "none", null);
     }
 
     private Duration jittered(Duration delay) {

@@ -1,6 +1,5 @@
 package io.jobgate.worker;
 
-import io.jobgate.adapter.Backoff;
 import io.jobgate.job.ErrorCategory;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -101,6 +100,10 @@ class WorkerTest {
                 Map.entry("jobgate.worker.concurrency", "4"),
                 Map.entry("jobgate.worker.lease-margin-seconds", "1"),
                 Map.entry("jobgate.worker.gate-full-delay-ms", "100"),
+                // Retries wait exactly the ceiling of their jitter window (200, 400, 800 ms): measurable, still the real code path.
+                Map.entry("jobgate.worker.backoff-base-ms", "200"),
+                Map.entry("jobgate.worker.backoff-cap-ms", "5000"),
+                Map.entry("jobgate.worker.backoff-jitter", "false"),
                 Map.entry("jobgate.sweeper.enabled", "true"),
                 Map.entry("jobgate.sweeper.period-ms", "200"),
                 Map.entry("jobgate.provider.fakeimg.base-url", fake.baseUrl()),
@@ -109,11 +112,6 @@ class WorkerTest {
                 Map.entry("camel.main.routes-reload-enabled", "true"),
                 Map.entry("camel.main.routes-reload-directory", dropInRoutes.toString()),
                 Map.entry("camel.main.routes-reload-pattern", "*.camel.yaml"))));
-    }
-
-    /** Retries wait exactly the ceiling of their jitter window (200, 400, 800 ms): measurable, still the real code path. */
-    void deterministicBackoff() {
-        worker.useBackoff(new Backoff(Duration.ofMillis(200), Duration.ofSeconds(5), bound -> bound - 1));
     }
 
     /** When the attempt's outcome said the next one was due. */
@@ -126,7 +124,6 @@ class WorkerTest {
     void resetFaults() {
         clock.reset();
         worker.injectFaults(step -> { });
-        deterministicBackoff();
     }
 
     @AfterAll
@@ -777,23 +774,6 @@ class WorkerTest {
         assertThat(requests(tag)).hasSize(2);
         assertThat(attempts(id)).extracting(a -> a.get("error_category"))
                 .containsExactly("unparseable_response", "unparseable_response");
-    }
-
-    @Test
-    void aJobWaitingPastItsLifetimeExpires() {
-        String tag = Jobs.tag();
-        fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(503)));
-        worker.useBackoff(new Backoff(Duration.ofSeconds(60), Duration.ofSeconds(60), bound -> bound - 1));
-        UUID id = submit(tag, "fakeimg");
-        await().atMost(Duration.ofSeconds(10)).until(() -> "retry_wait".equals(Jobs.status(id)));
-        clock.advance(Duration.ofHours(1));
-        Jobs.awaitStatus(id, "failed");
-        clock.reset();
-
-        assertThat(job(id).get("error_category")).isEqualTo("expired");
-        assertThat(requests(tag)).hasSize(1);
-        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL", id))
-                .as("its pending retry is gone").isZero();
     }
 
     @Test
