@@ -374,6 +374,19 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("tenantAuth", new TenantAuth(tenants));
         registry.bind("problemResponder", new ProblemResponder(meters));
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));
+        // Tenants' webhooks (docs/webhooks.md): endpoints, the fan-out of status events, the sender.
+        io.jobgate.notify.WebhookEndpoints webhookEndpoints = new io.jobgate.notify.WebhookEndpoints(jdbc, clock,
+                new io.jobgate.notify.EndpointUrls(settings.bool("jobgate.tenant-webhooks.allow-http-loopback"),
+                        settings.optional("jobgate.tenant-webhooks.allowed-networks").orElse(""), java.net.InetAddress::getAllByName));
+        io.jobgate.notify.WebhookDeliveries webhookDeliveries = new io.jobgate.notify.WebhookDeliveries(jdbc, clock,
+                io.jobgate.notify.DeliverySchedule.parse(settings.required("jobgate.tenant-webhooks.retry-schedule")));
+        registry.bind("deliveryFanOut", new io.jobgate.notify.DeliveryFanOut(jdbc, jobs, clock));
+        registry.bind("webhookSender", new io.jobgate.notify.WebhookSender(webhookDeliveries, webhookEndpoints, meters, clock,
+                new io.jobgate.notify.WebhookSender.Settings(settings.intValue("jobgate.tenant-webhooks.tenant-concurrency", 1, 1000),
+                        settings.intValue("jobgate.tenant-webhooks.max-in-flight", 1, 100_000),
+                        settings.seconds("jobgate.tenant-webhooks.timeout-seconds", 1, 300))));
+        registry.bind("tenantWebhooksApi", new io.jobgate.api.TenantWebhooksApi(webhookEndpoints, webhookDeliveries, jobs,
+                java.time.Duration.ofHours(settings.intValue("jobgate.tenant-webhooks.secret-overlap-hours", 0, 24 * 7))));
         // GET /v1/jobs/{id}?wait=N: held in front of the route, no thread while it waits (WaitingReads says why).
         io.jobgate.api.WaitingReads waitingReads = new io.jobgate.api.WaitingReads(context, tenants, jobs,
                 settings.intValue("jobgate.api.max-waiting-reads", 0, 1_000_000),

@@ -91,7 +91,7 @@ public final class AdmissionService {
                 preset.id(), preset.version(), preset.kind(), request.aspectClass(), provider.name(),
                 source == null ? null : source.id(), source == null ? null : source.sha256(),
                 source == null ? 0 : source.bytes(), correlationId, cost, limits.maxAttempts(),
-                limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null, null);
+                limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null, null, null);
         return new AdmissionWriter.Candidate(job, Json.write(request.inputs()), source == null ? null : source.objectKey(),
                 Pricing.metered(preset, source, video));
     }

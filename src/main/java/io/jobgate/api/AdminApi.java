@@ -1,5 +1,6 @@
 package io.jobgate.api;
 
+import io.jobgate.job.JobView;
 import io.jobgate.common.ApiProblem;
 import java.security.MessageDigest;
 import java.nio.charset.StandardCharsets;

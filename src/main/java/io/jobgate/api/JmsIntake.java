@@ -1,5 +1,6 @@
 package io.jobgate.api;
 
+import io.jobgate.job.JobView;
 import io.jobgate.common.ApiProblem;
 import io.jobgate.common.Json;
 import java.util.Map;

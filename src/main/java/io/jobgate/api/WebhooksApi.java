@@ -12,7 +12,7 @@ import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.reconcile.Reconciler;
 import io.jobgate.reconcile.WaitingJob;
-import io.jobgate.reconcile.WebhookSignature;
+import io.jobgate.common.WebhookSignature;
 import io.jobgate.reconcile.FalWebhookSignature;
 import io.jobgate.adapter.AdapterCaller;
 import io.jobgate.adapter.AdapterContract;

@@ -30,6 +30,7 @@ public final class Meters {
     private volatile SnapshotGauges queueJobs;
     private volatile SnapshotGauges oldestAge;
     private volatile SnapshotGauges leasesActive;
+    private volatile SnapshotGauges webhookBacklog;
     private volatile SnapshotGauges gateOpen;
     private volatile Timer reconcileLag;
 
@@ -221,6 +222,17 @@ public final class Meters {
                 "outcome", outcome).increment();
     }
 
+    /**
+     * An attempt to deliver a tenant's webhook ended: {@code delivered}, {@code retry}, {@code dead} (its schedule
+     * used up) or {@code cancelled} (its endpoint gone); how long the receiver took.
+     */
+    public void tenantWebhook(String tenant, String outcome, Duration took) {
+        counter("jobgate_tenant_webhook_attempts_total", "attempts to deliver tenants' webhooks, by what they came to",
+                "tenant", tenant, "outcome", outcome).increment();
+        Timer.builder("jobgate_tenant_webhook_seconds").description("how long tenants' webhook receivers took to answer")
+                .tags("tenant", tenant).register(registry()).record(took);
+    }
+
     /** Route step (on a schedule): the gauges that need a query. */
     public void refresh(Exchange exchange) {
         if (queueJobs == null) {
@@ -229,6 +241,8 @@ public final class Meters {
             oldestAge = new SnapshotGauges("jobgate_queue_oldest_age_seconds",
                     "age of the oldest eligible (due, not running) job per tenant", 0, registry());
             leasesActive = new SnapshotGauges("jobgate_leases_active", "live leases per provider", 0, registry());
+            webhookBacklog = new SnapshotGauges("jobgate_tenant_webhook_backlog_age_seconds",
+                    "age of the oldest due, undelivered webhook delivery per tenant", 0, registry());
             gateOpen = new SnapshotGauges("jobgate_provider_gate_open",
                     "1 when the provider's gate is open, 0 while a Retry-After (or readiness) keeps it closed", 1, registry());
             reconcileLag(); // served from the start (count 0), so its panel and rates have a series to read
@@ -268,6 +282,15 @@ public final class Meters {
             ages.put(Tags.of("tenant", (String) r.get("tenant_id")), age);
         }
         oldestAge.publish(ages);
+        // Tenants' webhooks: the oldest due delivery not yet delivered, per tenant (0 for a tenant with none).
+        Map<Tags, Double> backlog = new java.util.HashMap<>();
+        for (String tenant : tenants) {
+            backlog.put(Tags.of("tenant", tenant), 0.0);
+        }
+        jdbc.query("SELECT tenant_id, min(next_attempt_at) FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?"
+                + " GROUP BY tenant_id", (org.springframework.jdbc.core.RowCallbackHandler) rs -> backlog.put(Tags.of("tenant",
+                rs.getString(1)), Math.max(0, Duration.between(rs.getTimestamp(2).toInstant(), clock.instant()).toMillis() / 1000.0)), now);
+        webhookBacklog.publish(backlog);
         // Live: held and not run out (an expired lease waits for the sweeper, nobody works under it).
         Map<String, Long> leases = new java.util.HashMap<>();
         jdbc.query("""

@@ -26,7 +26,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.jobgate.common.Json;
-import io.jobgate.reconcile.WebhookSignature;
+import io.jobgate.common.WebhookSignature;
 import io.jobgate.upload.MediaTypes;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -136,6 +136,18 @@ class ErrorTableTest {
                                     now(), 'drop-in', now(), now()) ON CONFLICT DO NOTHING""");
                     return admin("POST", "/v1/admin/providers/errors/canary/restart", "{\"operator\": \"ops\"}");
                 }),
+                entry("endpoint_not_found", () -> api.get(ACME, "/v1/webhooks/endpoints/" + UUID.randomUUID())),
+                entry("endpoint_exists", () -> {
+                    // ErrorTableTest runs no loopback endpoints: a public literal address needs no DNS.
+                    post(ACME, "/v1/webhooks/endpoints", "application/json", "{\"url\": \"https://203.0.113.7/errors\"}", Map.of());
+                    return post(ACME, "/v1/webhooks/endpoints", "application/json", "{\"url\": \"https://203.0.113.7/errors\"}", Map.of());
+                }),
+                entry("webhook_url_insecure", () -> post(ACME, "/v1/webhooks/endpoints", "application/json",
+                        "{\"url\": \"http://203.0.113.7/errors\"}", Map.of())),
+                entry("webhook_url_private", () -> post(ACME, "/v1/webhooks/endpoints", "application/json",
+                        "{\"url\": \"https://169.254.169.254/latest\"}", Map.of())),
+                entry("webhook_url_unresolvable", () -> post(ACME, "/v1/webhooks/endpoints", "application/json",
+                        "{\"url\": \"https://no-such-host.invalid/errors\"}", Map.of())),
                 entry("invalid_duration", () -> api.postJob(ACME, key(), clip("5", "\"720p\""))),
                 entry("invalid_resolution", () -> api.postJob(ACME, key(), clip("4", "\"4k\""))),
                 entry("preset_not_found", () -> admin("PUT", "/v1/admin/presets/no-such-preset/default",

@@ -1,5 +1,6 @@
 package io.jobgate.reconcile;
 
+import io.jobgate.common.WebhookSignature;
 import java.net.http.HttpRequest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

@@ -12,7 +12,7 @@ import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.stubbing.Scenario;
 import io.jobgate.Gateway;
 import io.jobgate.common.Json;
-import io.jobgate.reconcile.WebhookSignature;
+import io.jobgate.common.WebhookSignature;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestSupport;

@@ -1,7 +1,5 @@
-package io.jobgate.api;
+package io.jobgate.job;
 
-import io.jobgate.job.Job;
-import io.jobgate.job.JobStatus;
 import java.io.IOException;
 import java.math.BigDecimal;
 import java.util.LinkedHashMap;

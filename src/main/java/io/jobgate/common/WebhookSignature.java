@@ -1,4 +1,4 @@
-package io.jobgate.reconcile;
+package io.jobgate.common;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -62,6 +62,19 @@ public final class WebhookSignature {
         } catch (java.security.GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 unavailable", e);
         }
+    }
+
+    /**
+     * The {@code webhook-signature} header a sender puts on a message: one {@code v1,} entry per secret,
+     * space-separated (during a rotation, by the new secret and the old, so either verifies).
+     */
+    public static String header(java.util.List<String> secrets, String id, long timestamp, byte[] body) {
+        StringBuilder header = new StringBuilder();
+        for (String secret : secrets) {
+            header.append(header.isEmpty() ? "" : " ").append("v1,")
+                    .append(Base64.getEncoder().encodeToString(sign(secret, id, Long.toString(timestamp), body)));
+        }
+        return header.toString();
     }
 
     private static byte[] key(String secret) {

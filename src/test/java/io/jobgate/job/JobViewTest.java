@@ -1,11 +1,9 @@
-package io.jobgate.api;
+package io.jobgate.job;
 
 import java.time.Instant;
 import java.util.UUID;
 
 import io.jobgate.common.Json;
-import io.jobgate.job.Job;
-import io.jobgate.job.JobStatus;
 import org.junit.jupiter.api.Test;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -19,7 +17,7 @@ class JobViewTest {
                 "invoice-clean", 2, "image", "portrait", "simulator", upload, upload == null ? null : "cd".repeat(32),
                 upload == null ? 0 : 12345, correlation, 1500000, 4, 1800, t.plusSeconds(1800), 1, error,
                 error == null ? null : "it \"failed\"", t, t.plusMillis(5), status.terminal() ? t.plusSeconds(3) : null, next,
-                "simulator@abc", result);
+                "simulator@abc", result, null);
     }
 
     /** The wire shape of a job, member by member and in order (API v1), pinned as bytes. */

@@ -1,4 +1,4 @@
-package io.jobgate.reconcile;
+package io.jobgate.common;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
