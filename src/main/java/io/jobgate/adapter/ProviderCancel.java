@@ -1,9 +1,10 @@
 package io.jobgate.adapter;
 
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
+import io.jobgate.job.JobConditions;
+import io.jobgate.job.JobRows;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import org.apache.camel.Exchange;
@@ -24,12 +25,14 @@ public final class ProviderCancel {
 
     private static final Logger LOG = LoggerFactory.getLogger(ProviderCancel.class);
 
-    private final JdbcTemplate jdbc;
+    private final JobRows jobs;
+    private final JobConditions conditions;
     private final ProviderCatalog providers;
     private final AdapterCaller adapters;
 
     public ProviderCancel(JdbcTemplate jdbc, ProviderCatalog providers, AdapterCaller adapters) {
-        this.jdbc = jdbc;
+        this.jobs = new JobRows(jdbc);
+        this.conditions = new JobConditions(jdbc);
         this.providers = providers;
         this.adapters = adapters;
     }
@@ -49,8 +52,7 @@ public final class ProviderCancel {
      * reference was never recorded): stopped like any other, when the job is indeed cancelled.
      */
     public String orphaned(UUID jobId, Provider provider, String task, String state) {
-        if (!provider.supports(AdapterContract.CANCEL) || jdbc.queryForList(
-                "SELECT 1 FROM jobs WHERE job_id = ? AND status = 'cancelled'", jobId).isEmpty()) {
+        if (!provider.supports(AdapterContract.CANCEL) || !conditions.cancelled(jobId)) {
             return null;
         }
         return ask(jobId, provider, task, state, null);
@@ -58,18 +60,15 @@ public final class ProviderCancel {
 
     /** @return the adapter's outcome, or null when there was nothing to ask */
     public String cancel(UUID jobId) {
-        List<Map<String, Object>> rows = jdbc.queryForList("""
-                SELECT provider, provider_task, provider_state, kind FROM jobs
-                 WHERE job_id = ? AND status = 'cancelled' AND provider_task IS NOT NULL""", jobId);
-        if (rows.isEmpty()) {
+        JobRows.CancelledTask task = jobs.cancelledTask(jobId).orElse(null);
+        if (task == null) {
             return null;
         }
-        Provider provider = providers.find((String) rows.get(0).get("provider")).orElse(null);
+        Provider provider = providers.find(task.provider()).orElse(null);
         if (provider == null || !provider.supports(AdapterContract.CANCEL)) {
             return null;
         }
-        return ask(jobId, provider, (String) rows.get(0).get("provider_task"), (String) rows.get(0).get("provider_state"),
-                (String) rows.get(0).get("kind"));
+        return ask(jobId, provider, task.providerTask(), task.providerState(), task.kind());
     }
 
     /** Told of every answer: the provider and the adapter's outcome (the metric). */

@@ -1,6 +1,7 @@
 package io.jobgate.admission;
 
 import io.jobgate.job.Job;
+import io.jobgate.job.JobStatus;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -90,7 +91,7 @@ public final class AdmissionWriter extends ServiceSupport {
                                   kind, aspect_class, provider, inputs, upload_id, source_key, source_sha256, source_bytes,
                                   correlation_id, cost_micros, max_attempts, max_lifetime_seconds, expires_at,
                                   created_at, updated_at)
-                SELECT job_id::uuid, tenant_id, idempotency_key, request_sha256, 'queued', preset_id, preset_version::int,
+                SELECT job_id::uuid, tenant_id, idempotency_key, request_sha256, %1$s, preset_id, preset_version::int,
                        kind, aspect_class, provider, inputs::jsonb, upload_id::uuid, source_key, source_sha256,
                        source_bytes::bigint, correlation_id, cost_micros::bigint, max_attempts::int,
                        max_lifetime_seconds::int, expires_at::timestamptz, created_at::timestamptz, created_at::timestamptz
@@ -104,7 +105,7 @@ public final class AdmissionWriter extends ServiceSupport {
                        j.created_at
                   FROM new_jobs j JOIN input i ON i.job_id::uuid = j.job_id
                   LEFT JOIN provider_gates g ON g.provider = i.provider
-                 CROSS JOIN (VALUES ('dispatch', NULL::jsonb), ('status', '{"status": "queued", "attempt": 0}'::jsonb))
+                 CROSS JOIN (VALUES ('dispatch', NULL::jsonb), ('status', '{"status": "%2$s", "attempt": 0}'::jsonb))
                        AS e(event_type, payload)),
             debits AS (
                 INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, created_at, units, unit)
@@ -117,7 +118,7 @@ public final class AdmissionWriter extends ServiceSupport {
                   FROM per_tenant p WHERE a.tenant_id = p.tenant_id),
             window_taken AS (
                 UPDATE gateway_capacity SET in_flight = in_flight + (SELECT count(*) FROM new_jobs) WHERE id = 1)
-            SELECT job_id, (SELECT pg_notify(?, ?)) FROM new_jobs""";
+            SELECT job_id, (SELECT pg_notify(?, ?)) FROM new_jobs""".formatted(JobStatus.QUEUED.sqlLiteral(), JobStatus.QUEUED.wire());
 
     /**
      * The write and the commit in one round trip (pgJDBC sends both statements before it waits): the

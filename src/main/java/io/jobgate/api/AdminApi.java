@@ -12,7 +12,7 @@ import io.jobgate.common.Digests;
 import io.jobgate.job.JobStatus;
 import io.jobgate.job.JobStore;
 import io.jobgate.reconcile.Reconciler;
-import io.jobgate.reconcile.WaitingJob;
+import io.jobgate.job.WaitingJob;
 import org.apache.camel.Exchange;
 
 /**

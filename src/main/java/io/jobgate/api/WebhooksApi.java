@@ -11,7 +11,7 @@ import java.util.Optional;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.reconcile.Reconciler;
-import io.jobgate.reconcile.WaitingJob;
+import io.jobgate.job.WaitingJob;
 import io.jobgate.common.WebhookSignature;
 import io.jobgate.reconcile.FalWebhookSignature;
 import io.jobgate.adapter.AdapterCaller;

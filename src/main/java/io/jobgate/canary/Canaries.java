@@ -18,6 +18,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
 import io.jobgate.common.ApiProblem;
+import io.jobgate.job.JobConditions;
+import io.jobgate.job.JobRows;
+import io.jobgate.job.JobSchedules;
 import io.jobgate.job.JobStatus;
 import io.jobgate.job.JobTransitions;
 import io.jobgate.provider.AdapterSource;
@@ -90,6 +93,10 @@ public final class Canaries {
     }
 
     private final JdbcTemplate jdbc;
+    /** The jobs table's queries this uses (built on {@code jdbc}). */
+    private final JobRows jobRows;
+    private final JobSchedules schedules;
+    private final JobConditions conditions;
     private final TransactionTemplate transactions;
     private final JobTransitions transitions;
     private final ProviderCatalog providers;
@@ -108,6 +115,9 @@ public final class Canaries {
     public Canaries(JdbcTemplate jdbc, TransactionTemplate transactions, JobTransitions transitions, ProviderCatalog providers,
                     Function<String, AdapterSource> candidateSources) {
         this.jdbc = jdbc;
+        this.jobRows = new JobRows(jdbc);
+        this.schedules = new JobSchedules(jdbc);
+        this.conditions = new JobConditions(jdbc);
         this.transactions = transactions;
         this.transitions = transitions;
         this.providers = providers;
@@ -220,8 +230,7 @@ public final class Canaries {
                 || bucket(jobId, attemptsSoFar + 1) >= Math.round(share(provider) * (BUCKETS / 100.0))) {
             return Choice.stable(provider, kind);
         }
-        List<String> last = jdbc.queryForList("SELECT adapter_revision FROM jobs WHERE job_id = ?", String.class, jobId);
-        if (!last.isEmpty() && revision.equals(last.get(0))) {
+        if (jobRows.adapterRevision(jobId).filter(revision::equals).isPresent()) {
             return Choice.stable(provider, kind); // a retry of a job whose last attempt ran on the candidate
         }
         Map<String, Object> row = rows.get(0);
@@ -371,10 +380,7 @@ public final class Canaries {
     private boolean requeueFromCandidate(UUID jobId, int attempt, JobStatus from, String outcome, String category, String message,
                                          String heldRecord) {
         return Boolean.TRUE.equals(transactions.execute(tx -> {
-            // By the job's key ("still open" as a CASE, which cannot select a partial index of open jobs).
-            if (jdbc.queryForList("SELECT 1 FROM jobs WHERE job_id = ? AND attempts = ? AND status = ? "
-                    + "AND CASE WHEN finalized_at IS NULL THEN true END FOR UPDATE",
-                    Integer.class, jobId, attempt, from.wire()).isEmpty()) {
+            if (!conditions.lockOnAttempt(jobId, attempt, from)) {
                 return false;
             }
             jdbc.update("""
@@ -467,11 +473,9 @@ public final class Canaries {
     private int rollBack(List<String> revisions) {
         Instant now = clock.instant();
         int requeued = 0;
-        for (Map<String, Object> job : jdbc.queryForList("""
-                SELECT job_id, status FROM jobs WHERE finalized_at IS NULL AND adapter_revision = ANY (?)""",
-                (Object) revisions.toArray(String[]::new))) {
-            UUID jobId = (UUID) job.get("job_id");
-            JobStatus status = JobStatus.fromWire((String) job.get("status")).orElseThrow();
+        for (JobRows.OpenJob job : jobRows.openOnRevisions(revisions)) {
+            UUID jobId = job.jobId();
+            JobStatus status = job.status();
             if (status == JobStatus.PROVIDER_PENDING || status == JobStatus.SUBMISSION_UNKNOWN) {
                 if (transitions.apply(jobId, JobTransitions.Event.RESUBMIT, JobTransitions.Guard.from(java.util.Set.of(status)),
                         JobTransitions.Change.retryAt(now, 0, null)).isPresent()) {
@@ -483,8 +487,7 @@ public final class Canaries {
                     int moved = jdbc.update("""
                             UPDATE outbox SET available_at = ? WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL
                                AND available_at > ?""", Timestamp.from(now), jobId, Timestamp.from(now));
-                    jdbc.update("UPDATE jobs SET next_attempt_at = ? WHERE job_id = ? AND status = 'retry_wait' AND next_attempt_at > ?",
-                            Timestamp.from(now), jobId, Timestamp.from(now));
+                    schedules.retryShownDue(jobId, now);
                     return moved > 0 ? 1 : 0;
                 });
             }

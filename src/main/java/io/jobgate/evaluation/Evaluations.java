@@ -85,12 +85,12 @@ public final class Evaluations {
         Instant now = clock.instant();
         Timestamp since = Timestamp.from(now.minus(lookback));
         List<Due> due = new ArrayList<>();
-        List<Map<String, Object>> rows = jdbc.queryForList("""
+        List<Due> rows = jdbc.query("""
                 SELECT j.job_id, (j.result->>'attempt')::int AS attempt, j.provider, j.result->>'adapter_revision' AS revision,
                        j.preset_id, j.preset_version, false AS held, j.result->>'output_key' AS output_key,
                        j.result->>'manifest_key' AS manifest_key
                   FROM jobs j
-                 WHERE j.status = 'succeeded' AND j.finalized_at >= ? AND j.kind = 'image' AND j.result->>'manifest_key' IS NOT NULL
+                 WHERE j.status = %s AND j.finalized_at >= ? AND j.kind = 'image' AND j.result->>'manifest_key' IS NOT NULL
                    AND NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.job_id = j.job_id AND e.attempt = (j.result->>'attempt')::int)
                 UNION ALL
                 SELECT a.job_id, a.attempt, a.adapter, a.adapter_revision, j.preset_id, j.preset_version, true,
@@ -98,19 +98,19 @@ public final class Evaluations {
                   FROM attempts a JOIN jobs j ON j.job_id = a.job_id
                  WHERE a.held_output IS NOT NULL AND a.ended_at >= ? AND j.kind = 'image'
                    AND NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.job_id = a.job_id AND e.attempt = a.attempt)
-                LIMIT ?""", since, since, batch);
-        for (Map<String, Object> r : rows) {
+                LIMIT ?""".formatted(SUCCEEDED), Evaluations::due, since, since, batch);
+        for (Due r : rows) {
             int claimed = jdbc.update("""
                     INSERT INTO evaluations (job_id, attempt, provider, revision, preset_id, preset_version, held, claimed_by, claimed_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING""",
-                    r.get("job_id"), r.get("attempt"), r.get("provider"), r.get("revision"), r.get("preset_id"),
-                    r.get("preset_version"), r.get("held"), owner, Timestamp.from(now));
+                    r.jobId(), r.attempt(), r.provider(), r.revision(), r.presetId(), r.presetVersion(), r.held(), owner,
+                    Timestamp.from(now));
             if (claimed == 1) {
-                due.add(due(r));
+                due.add(r);
             }
         }
         // Claims of an evaluator that died are taken over.
-        for (Map<String, Object> r : jdbc.queryForList("""
+        due.addAll(jdbc.query("""
                 UPDATE evaluations e SET claimed_by = ?, claimed_at = ?
                   FROM (SELECT job_id, attempt FROM evaluations WHERE evaluated_at IS NULL AND error IS NULL AND claimed_at < ?
                          LIMIT ? FOR UPDATE SKIP LOCKED) stale
@@ -120,16 +120,20 @@ public final class Evaluations {
                              FROM jobs j JOIN attempts a ON a.job_id = j.job_id AND a.attempt = e.attempt WHERE j.job_id = e.job_id) AS output_key,
                           (SELECT CASE WHEN e.held THEN a.held_output->>'manifest_key' ELSE j.result->>'manifest_key' END
                              FROM jobs j JOIN attempts a ON a.job_id = j.job_id AND a.attempt = e.attempt WHERE j.job_id = e.job_id) AS manifest_key""",
-                owner, Timestamp.from(now), Timestamp.from(now.minus(CLAIM)), batch)) {
-            due.add(due(r));
-        }
+                Evaluations::due, owner, Timestamp.from(now), Timestamp.from(now.minus(CLAIM)), batch));
         return due;
     }
 
-    private static Due due(Map<String, Object> r) {
-        return new Due((UUID) r.get("job_id"), ((Number) r.get("attempt")).intValue(), (String) r.get("provider"),
-                (String) r.get("revision"), (String) r.get("preset_id"), ((Number) r.get("preset_version")).intValue(),
-                Boolean.TRUE.equals(r.get("held")), (String) r.get("output_key"), (String) r.get("manifest_key"));
+    /**
+     * The succeeded status as a literal, the way the partial index {@code jobs_succeeded_at} (V20.1) names it:
+     * a parameter there leaves a generic plan unable to use that index.
+     */
+    private static final String SUCCEEDED = io.jobgate.job.JobStatus.SUCCEEDED.sqlLiteral();
+
+    private static Due due(java.sql.ResultSet r, int row) throws java.sql.SQLException {
+        return new Due(r.getObject("job_id", UUID.class), r.getInt("attempt"), r.getString("provider"),
+                r.getString("revision"), r.getString("preset_id"), r.getInt("preset_version"),
+                r.getBoolean("held"), r.getString("output_key"), r.getString("manifest_key"));
     }
 
     private void evaluate(Due due) {

@@ -50,6 +50,29 @@ public enum JobStatus {
         return list.toString();
     }
 
+    /**
+     * The statuses as SQL literals in wire order ({@code 'a', 'b'}), for a predicate a partial index names:
+     * a parameter there leaves a generic plan unable to prove the index's predicate. Only for SQL text
+     * written in this package (everywhere else a status is a parameter: {@link #sqlList}).
+     */
+    static String sqlLiterals(java.util.Collection<JobStatus> statuses) {
+        StringBuilder list = new StringBuilder();
+        for (JobStatus status : BY_WIRE) {
+            if (statuses.contains(status)) {
+                list.append(list.isEmpty() ? "" : ", ").append(status.sqlLiteral());
+            }
+        }
+        return list.toString();
+    }
+
+    /**
+     * Its wire name as a SQL literal ({@code 'succeeded'}), for a predicate a partial index names (see
+     * {@link #sqlLiterals}); written from the enum, never spelled by hand.
+     */
+    public String sqlLiteral() {
+        return "'" + wire + "'";
+    }
+
     private static final JobStatus[] BY_WIRE = Arrays.stream(values()).sorted(java.util.Comparator.comparing(JobStatus::wire))
             .toArray(JobStatus[]::new);
 

@@ -58,9 +58,10 @@ public final class ProviderGates {
                     RETURNING o.job_id),
                 shown AS (
                     UPDATE jobs j SET next_attempt_at = ?
-                      FROM moved m WHERE j.job_id = m.job_id AND j.status = 'retry_wait' AND j.next_attempt_at < ?)
+                      FROM moved m WHERE j.job_id = m.job_id AND j.status = ? AND j.next_attempt_at < ?)
                 SELECT count(*) FROM moved""",
-                Integer.class, Timestamp.from(until), Timestamp.from(until), provider, Timestamp.from(until), Timestamp.from(until)));
+                Integer.class, Timestamp.from(until), Timestamp.from(until), provider, Timestamp.from(until),
+                JobStatus.RETRY_WAIT.wire(), Timestamp.from(until)));
         if (moved != null && moved > 0) {
             dispatchDueAt.accept(until);
         }
@@ -95,8 +96,8 @@ public final class ProviderGates {
                            AND j.job_id = o.job_id AND j.provider = ? AND j.finalized_at IS NULL
                         RETURNING o.job_id)
                     UPDATE jobs j SET next_attempt_at = ?
-                      FROM moved m WHERE j.job_id = m.job_id AND j.status = 'retry_wait' AND j.next_attempt_at = ?""",
-                    now, closed.get(0), provider, now, closed.get(0));
+                      FROM moved m WHERE j.job_id = m.job_id AND j.status = ? AND j.next_attempt_at = ?""",
+                    now, closed.get(0), provider, now, JobStatus.RETRY_WAIT.wire(), closed.get(0));
             return true;
         });
         if (Boolean.TRUE.equals(opened)) {

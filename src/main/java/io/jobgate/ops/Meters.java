@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
+import io.jobgate.job.JobCounts;
 import io.jobgate.job.JobStatus;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -24,6 +25,8 @@ public final class Meters {
 
     private final org.apache.camel.CamelContext context;
     private final JdbcTemplate jdbc;
+    /** The counts of jobs the gauges show (built on {@code jdbc}). */
+    private final JobCounts jobCounts;
     private final Clock clock;
     private volatile MeterRegistry registry;
     private final List<String> providers;
@@ -42,6 +45,7 @@ public final class Meters {
     public Meters(org.apache.camel.CamelContext context, JdbcTemplate jdbc, Clock clock, List<String> providers) {
         this.context = context;
         this.jdbc = jdbc;
+        this.jobCounts = new JobCounts(jdbc);
         this.clock = clock;
         this.providers = List.copyOf(providers);
     }
@@ -252,16 +256,16 @@ public final class Meters {
         java.sql.Timestamp now = java.sql.Timestamp.from(clock.instant());
         // Every tenant and open status, 0 included: a series that drops to 0 instead of vanishing.
         List<String> tenants = jdbc.queryForList("SELECT tenant_id FROM tenants ORDER BY tenant_id", String.class);
-        Map<String, Double> open = new java.util.HashMap<>();
-        jdbc.query("SELECT tenant_id, status, count(*) FROM jobs WHERE finalized_at IS NULL GROUP BY tenant_id, status",
-                (org.springframework.jdbc.core.RowCallbackHandler) rs -> open.put(rs.getString(1) + '\u0000' + rs.getString(2),
-                        rs.getDouble(3)));
+        Map<String, Map<JobStatus, Long>> open = new java.util.HashMap<>();
+        for (JobCounts.Open o : jobCounts.open()) {
+            open.computeIfAbsent(o.tenantId(), t -> new java.util.EnumMap<>(JobStatus.class)).put(o.status(), o.jobs());
+        }
         Map<Tags, Double> queueRows = new java.util.HashMap<>();
         for (String tenant : tenants) {
             for (JobStatus status : JobStatus.values()) {
                 if (!status.terminal()) {
                     queueRows.put(Tags.of("tenant", tenant, "status", status.wire()),
-                            open.getOrDefault(tenant + '\u0000' + status.wire(), 0.0));
+                            open.getOrDefault(tenant, Map.of()).getOrDefault(status, 0L).doubleValue());
                 }
             }
         }
@@ -292,12 +296,7 @@ public final class Meters {
                 rs.getString(1)), Math.max(0, Duration.between(rs.getTimestamp(2).toInstant(), clock.instant()).toMillis() / 1000.0)), now);
         webhookBacklog.publish(backlog);
         // Live: held and not run out (an expired lease waits for the sweeper, nobody works under it).
-        Map<String, Long> leases = new java.util.HashMap<>();
-        jdbc.query("""
-                SELECT provider, count(*) FROM jobs
-                 WHERE finalized_at IS NULL AND status IN ('running', 'submitting') AND lease_token IS NOT NULL
-                   AND lease_expires_at > ? GROUP BY provider""",
-                (org.springframework.jdbc.core.RowCallbackHandler) rs -> leases.put(rs.getString(1), rs.getLong(2)), now);
+        Map<String, Long> leases = jobCounts.liveLeases(now.toInstant());
         leasesActive.publish(withEveryProvider(leases.keySet()).stream().collect(java.util.stream.Collectors.toMap(
                 p -> Tags.of("provider", p), p -> leases.getOrDefault(p, 0L).doubleValue())));
         java.util.Set<String> closed = new java.util.HashSet<>(jdbc.queryForList(

@@ -3,6 +3,7 @@ package io.jobgate.reconcile;
 import java.time.Instant;
 
 import io.jobgate.adapter.AdapterResult;
+import io.jobgate.job.WaitingJob;
 import io.jobgate.provider.Provider;
 
 /**

@@ -2,9 +2,6 @@ package io.jobgate.reconcile;
 
 import io.jobgate.canary.Canaries;
 
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -16,7 +13,11 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 
+import io.jobgate.job.JobConditions;
 import io.jobgate.job.JobFinalizer;
+import io.jobgate.job.JobRows;
+import io.jobgate.job.JobSchedules;
+import io.jobgate.job.WaitingJob;
 import io.jobgate.job.JobTransitions;
 import io.jobgate.output.OutputSubject;
 import io.jobgate.job.JobStatus;
@@ -49,16 +50,12 @@ public final class Reconciler {
 
     private static final Logger LOG = LoggerFactory.getLogger(Reconciler.class);
     static final Set<JobStatus> WAITING = JobStatus.AT_PROVIDER;
-    /**
-     * The waiting statuses written into the SQL as literals, the way the partial index {@code
-     * jobs_checks_due} (V4) names them: a parameter here leaves a generic plan unable to prove the
-     * index's predicate, and it walks every open job instead (a cost that grows with the backlog).
-     */
-    static final String WAITING_PREDICATE = "status IN ("
-            + WAITING.stream().map(s -> "'" + s.wire() + "'").sorted().collect(java.util.stream.Collectors.joining(", "))
-            + ") AND finalized_at IS NULL";
 
     private final JdbcTemplate jdbc;
+    /** The jobs table's queries this uses (built on {@code jdbc}): the check schedule, the rows, one question. */
+    private final JobSchedules schedules;
+    private final JobRows rows;
+    private final JobConditions conditions;
     private final JobTransitions transitions;
     private final JobFinalizer finalizer;
     private final ProviderCatalog providers;
@@ -84,6 +81,9 @@ public final class Reconciler {
                       ReconcileSettings settings, Backoff retryBackoff, Canaries canaries) {
         this.jdbc = jdbc;
         this.canaries = canaries;
+        this.schedules = new JobSchedules(jdbc);
+        this.rows = new JobRows(jdbc);
+        this.conditions = new JobConditions(jdbc);
         this.transitions = transitions;
         this.finalizer = finalizer;
         this.providers = providers;
@@ -106,24 +106,6 @@ public final class Reconciler {
     public record Applied(boolean changed, String detail) {
     }
 
-    private static final String COLUMNS = """
-            job_id, status, provider, provider_task, provider_request_id, attempts, max_attempts, expires_at, checks,
-            preset_id, preset_version, kind, tenant_id, aspect_class, inputs::text AS inputs, source_sha256, adapter_revision,
-            provider_state""";
-
-    /** The due checks, oldest first, claimed for a poll (parameters: see {@link #claimDue}). */
-    static final String CLAIM_DUE = """
-            UPDATE jobs j
-               SET next_check_at = CAST(? AS timestamptz) + make_interval(secs => coalesce(
-                       (SELECT d.seconds FROM unnest(?::text[], ?::float8[]) AS d(provider, seconds) WHERE d.provider = j.provider),
-                       ?)),
-                   check_claimed_by = ?, checks = j.checks + 1
-              FROM (SELECT job_id FROM jobs
-                     WHERE %s AND next_check_at <= ?
-                     ORDER BY next_check_at LIMIT ? FOR UPDATE SKIP LOCKED) due
-             WHERE j.job_id = due.job_id
-            RETURNING %s""".formatted(WAITING_PREDICATE, COLUMNS.replace("job_id,", "j.job_id,"));
-
     /** The source the poller's evidence is logged with. */
     static final String POLLER = "poller";
 
@@ -134,12 +116,11 @@ public final class Reconciler {
      * answer are taken over within seconds.
      */
     public List<WaitingJob> claimDue() {
-        Instant now = clock.instant();
-        List<Provider> known = providers.all();
-        return jdbc.query(CLAIM_DUE, Reconciler::waiting,
-                Timestamp.from(now), known.stream().map(Provider::name).toArray(String[]::new),
-                known.stream().map(p -> p.callDeadline().plus(CLAIM_MARGIN).toMillis() / 1000.0).toArray(Double[]::new),
-                (double) UNKNOWN_PROVIDER_CLAIM.toSeconds(), owner, Timestamp.from(now), batch);
+        Map<String, Duration> claims = new LinkedHashMap<>();
+        for (Provider p : providers.all()) {
+            claims.put(p.name(), p.callDeadline().plus(CLAIM_MARGIN));
+        }
+        return schedules.claimDueChecks(clock.instant(), claims, UNKNOWN_PROVIDER_CLAIM, owner, batch);
     }
 
     /**
@@ -150,10 +131,7 @@ public final class Reconciler {
      * @return how many jobs were made due
      */
     public int catchUp() {
-        Instant now = clock.instant();
-        int due = jdbc.update(
-                "UPDATE jobs SET next_check_at = ? WHERE " + WAITING_PREDICATE + " AND next_check_at > ? AND check_claimed_by IS NULL",
-                Timestamp.from(now), Timestamp.from(now));
+        int due = schedules.checksDueNow(clock.instant());
         if (due > 0) {
             LOG.info("catch-up on start: {} jobs waiting on providers are asked now", due);
         }
@@ -161,12 +139,11 @@ public final class Reconciler {
     }
 
     public Optional<WaitingJob> find(UUID jobId) {
-        return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE job_id = ?", Reconciler::waiting, jobId).stream().findFirst();
+        return rows.waiting(jobId);
     }
 
     public Optional<WaitingJob> findByTask(String provider, String task) {
-        return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE provider = ? AND provider_task = ?", Reconciler::waiting,
-                provider, task).stream().findFirst();
+        return rows.waitingByTask(provider, task);
     }
 
     /** Asks the provider about one waiting job and applies the answer (an operator's repair, a webhook's "fetch"). */
@@ -385,9 +362,7 @@ public final class Reconciler {
 
 
     private boolean stillWaiting(WaitingJob job) {
-        return Boolean.TRUE.equals(jdbc.queryForObject("""
-                SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND attempts = ? AND status = ANY (?::text[]))""",
-                Boolean.class, job.jobId(), job.attempts(), WAITING.stream().map(JobStatus::wire).toArray(String[]::new)));
+        return conditions.atProviderOn(job.jobId(), job.attempts());
     }
 
     /**
@@ -429,10 +404,7 @@ public final class Reconciler {
     }
 
     private Applied scheduleAt(WaitingJob job, Instant at, String why) {
-        // No "finalized_at IS NULL": the waiting status implies it, and the planner could use it to
-        // read a partial index of open jobs whole instead of this one job by its key.
-        jdbc.update("UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL WHERE job_id = ? AND status = ? AND attempts = ?",
-                Timestamp.from(at), job.jobId(), job.status().wire(), job.attempts());
+        schedules.checkAt(job, at);
         return new Applied(false, why);
     }
 
@@ -453,15 +425,4 @@ public final class Reconciler {
     public Duration firstCheck() {
         return checkBackoff.ceiling(1);
     }
-
-    static WaitingJob waiting(ResultSet rs, int row) throws SQLException {
-        Timestamp expires = rs.getTimestamp("expires_at");
-        return new WaitingJob(rs.getObject("job_id", UUID.class), JobStatus.fromWire(rs.getString("status")).orElseThrow(),
-                rs.getString("provider"),
-                rs.getString("provider_task"), rs.getString("provider_request_id"), rs.getInt("attempts"),
-                rs.getInt("max_attempts"), expires.toInstant(), rs.getInt("checks"), rs.getString("preset_id"),
-                rs.getInt("preset_version"), rs.getString("kind"), rs.getString("tenant_id"), rs.getString("aspect_class"),
-                rs.getString("inputs"), rs.getString("source_sha256"), rs.getString("adapter_revision"), rs.getString("provider_state"));
-    }
-
 }

@@ -45,6 +45,8 @@ public final class JobLeases {
     private final NamedParameterJdbcTemplate named;
     /** Attempts may go to a provider's canary candidate (docs/canary.md); with none running every attempt is stable. */
     private final Canaries canaries;
+    /** Questions about one job's row (built on {@code jdbc}). */
+    private final io.jobgate.job.JobConditions conditions;
 
     public JobLeases(JdbcTemplate jdbc, TransactionTemplate transactions, JobTransitions transitions, JobFinalizer finalizer,
                      Canaries canaries) {
@@ -56,6 +58,7 @@ public final class JobLeases {
         this.clock = transitions.clock();
         this.slots = new io.jobgate.job.ProviderSlots(jdbc);
         this.named = new NamedParameterJdbcTemplate(jdbc);
+        this.conditions = new io.jobgate.job.JobConditions(jdbc);
     }
 
     /** The lease columns as the LEASE transition returns them (job row aliased j). */
@@ -74,9 +77,7 @@ public final class JobLeases {
 
     /** Does {@code leaseToken} still hold the job? (Asked before a worker promotes an output.) */
     public boolean holds(UUID jobId, UUID leaseToken) {
-        // IS NOT DISTINCT FROM, not "=": see JobTransitions' lease guard (the plan reads the job by its key).
-        return leaseToken != null && Boolean.TRUE.equals(jdbc.queryForObject(
-                "SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND lease_token IS NOT DISTINCT FROM ?)", Boolean.class, jobId, leaseToken));
+        return leaseToken != null && conditions.leasedBy(jobId, leaseToken);
     }
 
     /**
@@ -86,10 +87,7 @@ public final class JobLeases {
      * answer the provider billed is the job's evidence, never thrown away.
      */
     public boolean mayFinish(UUID jobId, UUID leaseToken, int attempt) {
-        return leaseToken != null && Boolean.TRUE.equals(jdbc.queryForObject("""
-                SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND (lease_token IS NOT DISTINCT FROM ?
-                    OR (lease_token IS NULL AND attempts = ? AND status IN ('submission_unknown', 'retry_wait'))))""",
-                Boolean.class, jobId, leaseToken, attempt));
+        return leaseToken != null && conditions.mayFinish(jobId, leaseToken, attempt);
     }
 
     /**
@@ -104,8 +102,7 @@ public final class JobLeases {
 
     /** Was the job cancelled (by its tenant)? Asked when a worker's lease was lost during its call. */
     public boolean cancelled(UUID jobId) {
-        return Boolean.TRUE.equals(jdbc.queryForObject(
-                "SELECT EXISTS (SELECT 1 FROM jobs WHERE job_id = ? AND status = 'cancelled')", Boolean.class, jobId));
+        return conditions.cancelled(jobId);
     }
 
     /** Why a dispatch message cannot start an attempt (for the log line of an acknowledged duplicate). */

@@ -6,7 +6,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
+import io.jobgate.job.JobConditions;
 import io.jobgate.job.JobFinalizer;
+import io.jobgate.job.JobRows;
+import io.jobgate.job.JobSchedules;
 import io.jobgate.job.JobStatus;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
@@ -27,6 +30,10 @@ public final class Sweeper {
     private static final Logger LOG = LoggerFactory.getLogger(Sweeper.class);
 
     private final JdbcTemplate jdbc;
+    /** The jobs table's queries this uses (built on {@code jdbc}). */
+    private final JobRows rows;
+    private final JobSchedules schedules;
+    private final JobConditions conditions;
     private final JobLeases leases;
     private final JobFinalizer finalizer;
     private final ProviderCatalog providers;
@@ -37,7 +44,6 @@ public final class Sweeper {
     private final String bucket;
     private final java.time.Duration quarantineMaxAge;
     private final java.time.Duration horizon;
-    private static final String AT_PROVIDER = JobStatus.sqlList(JobStatus.AT_PROVIDER);
 
     /** A lease that ran out on a canary candidate's call gives its job a new attempt (on the stable revision). */
     private final io.jobgate.canary.Canaries canaries;
@@ -51,6 +57,9 @@ public final class Sweeper {
         this.quarantineMaxAge = settings.quarantineMaxAge();
         this.horizon = settings.horizon();
         this.jdbc = jdbc;
+        this.rows = new JobRows(jdbc);
+        this.schedules = new JobSchedules(jdbc);
+        this.conditions = new JobConditions(jdbc);
         this.leases = leases;
         this.finalizer = finalizer;
         this.providers = providers;
@@ -76,15 +85,10 @@ public final class Sweeper {
         if (gone.isEmpty()) {
             return 0;
         }
-        java.sql.Timestamp now = java.sql.Timestamp.from(clock.instant());
+        java.time.Instant now = clock.instant();
         String[] owners = gone.toArray(String[]::new);
-        List<Map<String, Object>> rows = jdbc.queryForList("""
-                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision, tenant_id, attempts FROM jobs
-                 WHERE lease_token IS NOT NULL AND lease_owner = ANY (?) LIMIT ?""", owners, batch);
-        int released = release(rows, "owner_gone", "ended with its process");
-        int claims = jdbc.update("""
-                UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL
-                 WHERE check_claimed_by = ANY (?) AND finalized_at IS NULL""", now, owners);
+        int released = release(rows.leasedByAny(gone, batch), "owner_gone", "ended with its process");
+        int claims = schedules.releaseCheckClaims(gone, now);
         if (claims > 0) {
             LOG.warn("{} provider checks claimed by instances that ended ({}) are due now", claims, gone);
         }
@@ -105,11 +109,7 @@ public final class Sweeper {
     }
 
     public int reclaimExpiredLeases() {
-        List<Map<String, Object>> rows = jdbc.queryForList("""
-                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision, tenant_id, attempts FROM jobs
-                 WHERE lease_token IS NOT NULL AND lease_expires_at < ?
-                 ORDER BY lease_expires_at LIMIT ?""", java.sql.Timestamp.from(clock.instant()), batch);
-        return release(rows, "lease_expired", "expired during the call");
+        return release(rows.leasesExpiredBefore(clock.instant(), batch), "lease_expired", "expired during the call");
     }
 
     /**
@@ -118,10 +118,7 @@ public final class Sweeper {
      * an expired lease, so another instance takes the jobs at once instead of after the lease runs out.
      */
     public int handBack(String owner) {
-        List<Map<String, Object>> rows = jdbc.queryForList("""
-                SELECT job_id, lease_token, lease_owner, status, provider, adapter_revision, tenant_id, attempts FROM jobs
-                 WHERE lease_token IS NOT NULL AND lease_owner = ?""", owner);
-        int done = release(rows, "handed_back", "handed back when its worker stopped");
+        int done = release(rows.leasedBy(owner), "handed_back", "handed back when its worker stopped");
         if (done > 0) {
             LOG.info("handed back {} leases of {} on stop", done, owner);
         }
@@ -135,33 +132,32 @@ public final class Sweeper {
      * new attempt, unless the request may have reached a provider that does not deduplicate resubmissions
      * ({@code submission_unknown}); the open attempt row says why.
      */
-    private int release(List<Map<String, Object>> rows, String outcome, String why) {
+    private int release(List<JobRows.LeasedJob> leased, String outcome, String why) {
         int done = 0;
-        for (Map<String, Object> row : rows) {
-            UUID jobId = (UUID) row.get("job_id");
-            UUID token = (UUID) row.get("lease_token");
-            String status = (String) row.get("status");
-            boolean sent = "submitting".equals(status);
-            if (sent && succeededWithPromotedOutput(jobId, token, (String) row.get("tenant_id"), ((Number) row.get("attempts")).intValue(),
-                    why)) {
+        for (JobRows.LeasedJob row : leased) {
+            UUID jobId = row.jobId();
+            UUID token = row.leaseToken();
+            JobStatus status = row.status();
+            boolean sent = status == JobStatus.SUBMITTING;
+            if (sent && succeededWithPromotedOutput(jobId, token, row.tenantId(), row.attempts(), why)) {
                 done++;
                 continue;
             }
             // A canary candidate's call is not looked up either: its task could only ever give a held output,
             // never the job's, so its job goes on to the stable revision (docs/canary.md).
-            boolean resubmitSafe = providers.find((String) row.get("provider")).map(Provider::idempotentSubmit).orElse(false)
-                    || canaries.isCandidate((String) row.get("adapter_revision"));
+            boolean resubmitSafe = providers.find(row.provider()).map(Provider::idempotentSubmit).orElse(false)
+                    || canaries.isCandidate(row.adapterRevision());
             jdbc.update("""
                     UPDATE attempts SET ended_at = ?, outcome = ?, error_category = ?, error_message = ?
                      WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",
                     java.sql.Timestamp.from(clock.instant()), outcome, ErrorCategory.AMBIGUOUS.wire(),
-                    "lease of " + row.get("lease_owner") + " " + why, jobId, token);
+                    "lease of " + row.leaseOwner() + " " + why, jobId, token);
             boolean changed = !sent || resubmitSafe
                     ? leases.requeue(jobId, token, clock.instant(), 0, sent ? ErrorCategory.AMBIGUOUS.wire() : null)
                     : leases.parkUnknown(jobId, token, null, clock.instant());
             if (changed) {
                 done++;
-                LOG.warn("lease of {} on job {} {} in {}: {}", row.get("lease_owner"), jobId, why, status,
+                LOG.warn("lease of {} on job {} {} in {}: {}", row.leaseOwner(), jobId, why, status.wire(),
                         !sent || resubmitSafe ? "new attempt queued" : "submission_unknown (request may have reached the provider)");
             }
         }
@@ -266,10 +262,7 @@ public final class Sweeper {
             } catch (RuntimeException e) {
                 continue; // not ours
             }
-            // By the job's key: a plain "finalized_at IS NULL" lets a generic plan read a partial index of open jobs whole.
-            Integer open = jdbc.queryForObject("SELECT count(*) FROM jobs WHERE job_id = ? AND CASE WHEN finalized_at IS NULL THEN true END",
-                    Integer.class, jobId);
-            if (open != null && open == 0) {
+            if (!conditions.open(jobId)) {
                 s3.deleteObject(b -> b.bucket(bucket).key(object.key()));
                 removed++;
             }
@@ -290,19 +283,13 @@ public final class Sweeper {
      */
     public int expireOverdue() {
         java.time.Instant now = clock.instant();
-        List<Map<String, Object>> overdue = jdbc.queryForList("""
-                SELECT job_id, status, attempts FROM jobs
-                 WHERE finalized_at IS NULL AND expires_at < ? AND lease_token IS NULL
-                   AND (status <> ALL (string_to_array(?, ',')) OR expires_at < ?)
-                 ORDER BY expires_at LIMIT ?""", java.sql.Timestamp.from(now), AT_PROVIDER,
-                java.sql.Timestamp.from(now.minus(horizon)), batch);
         int done = 0;
-        for (Map<String, Object> row : overdue) {
-            UUID jobId = (UUID) row.get("job_id");
-            boolean atProvider = JobStatus.AT_PROVIDER.contains(JobStatus.fromWire((String) row.get("status")).orElseThrow());
+        for (JobRows.OverdueJob row : rows.overdue(now, now.minus(horizon), batch)) {
+            UUID jobId = row.jobId();
+            boolean atProvider = JobStatus.AT_PROVIDER.contains(row.status());
             String message = atProvider
                     ? "no answer from the provider by the reconciliation horizon (" + horizon.toHours() + " h after the lifetime); "
-                            + "attempt " + row.get("attempts") + " kept unreconciled for billing review"
+                            + "attempt " + row.attempts() + " kept unreconciled for billing review"
                     : "lifetime ended before the job could finish";
             // Only from the kind of state it was found in: a job that moved on meanwhile is judged next sweep.
             java.util.Set<JobStatus> from = atProvider ? JobStatus.AT_PROVIDER
@@ -311,7 +298,7 @@ public final class Sweeper {
                 done++;
                 if (atProvider) {
                     LOG.warn("job {} failed as expired at the reconciliation horizon: attempt {} unreconciled, review its billing",
-                            jobId, row.get("attempts"));
+                            jobId, row.attempts());
                 }
             }
         }

@@ -3,6 +3,7 @@ package io.jobgate.reconcile;
 import java.sql.Connection;
 import java.sql.Statement;
 
+import io.jobgate.job.JobSchedules;
 import io.jobgate.support.GenericPlans;
 import io.jobgate.support.TestDatabase;
 import org.junit.jupiter.api.Test;
@@ -28,7 +29,7 @@ class ReconcilerPlansTest {
             // order without a sort; on small tables the planner's choice among the others is a coin toss.
             s.execute("SET enable_seqscan = off");
             s.execute("SET enable_sort = off");
-            String plan = GenericPlans.ofJdbc(s, Reconciler.CLAIM_DUE);
+            String plan = GenericPlans.ofJdbc(s, JobSchedules.CLAIM_DUE);
             assertThat(plan).as(plan).contains("Index Scan using jobs_checks_due on jobs");
             s.execute("DEALLOCATE ALL");
             s.execute("RESET ALL");

@@ -2,6 +2,8 @@ package io.jobgate.reconcile;
 
 import java.nio.file.Path;
 import java.time.Instant;
+
+import io.jobgate.job.WaitingJob;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;

@@ -5,6 +5,8 @@ import java.net.http.HttpRequest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+
+import io.jobgate.job.WaitingJob;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;

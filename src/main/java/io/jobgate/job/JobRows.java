@@ -1,0 +1,124 @@
+package io.jobgate.job;
+
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * Reads of jobs rows for the background parts (reconciliation, the sweeper, canaries, provider cancels),
+ * each as a record that carries its {@link JobStatus}. The API's reads, scoped to a tenant, are
+ * {@link JobStore}'s.
+ */
+public final class JobRows {
+
+    /** A job under a lease, as the sweeper ends leases nobody will finish. */
+    public record LeasedJob(UUID jobId, UUID leaseToken, String leaseOwner, JobStatus status, String provider,
+                            String adapterRevision, String tenantId, int attempts) {
+    }
+
+    /** A job past its lifetime that nobody works on. */
+    public record OverdueJob(UUID jobId, JobStatus status, int attempts) {
+    }
+
+    /** A job not final yet. */
+    public record OpenJob(UUID jobId, JobStatus status) {
+    }
+
+    /** The provider task of a cancelled job: what a provider cancel asks to stop. */
+    public record CancelledTask(String provider, String providerTask, String providerState, String kind) {
+    }
+
+    private static final String LEASED_COLUMNS = "job_id, lease_token, lease_owner, status, provider, adapter_revision, tenant_id, attempts";
+
+    private static final String AT_PROVIDER = JobStatus.sqlList(JobStatus.AT_PROVIDER);
+
+    private final JdbcTemplate jdbc;
+
+    public JobRows(JdbcTemplate jdbc) {
+        this.jdbc = jdbc;
+    }
+
+    /** The job {@code jobId} as reconciliation sees it, whatever its status. */
+    public Optional<WaitingJob> waiting(UUID jobId) {
+        return jdbc.query("SELECT " + WaitingJob.COLUMNS + " FROM jobs WHERE job_id = ?", WaitingJob::map, jobId).stream().findFirst();
+    }
+
+    /** The job whose provider task is {@code task} at {@code provider}, whatever its status. */
+    public Optional<WaitingJob> waitingByTask(String provider, String task) {
+        return jdbc.query("SELECT " + WaitingJob.COLUMNS + " FROM jobs WHERE provider = ? AND provider_task = ?", WaitingJob::map,
+                provider, task).stream().findFirst();
+    }
+
+    /** Up to {@code limit} jobs leased by any of {@code owners}. */
+    public List<LeasedJob> leasedByAny(List<String> owners, int limit) {
+        return jdbc.query("SELECT " + LEASED_COLUMNS + " FROM jobs"
+                + " WHERE lease_token IS NOT NULL AND lease_owner = ANY (?) LIMIT ?", JobRows::leased,
+                owners.toArray(String[]::new), limit);
+    }
+
+    /** Up to {@code limit} jobs whose lease ran out before {@code now}, the longest run out first. */
+    public List<LeasedJob> leasesExpiredBefore(Instant now, int limit) {
+        return jdbc.query("SELECT " + LEASED_COLUMNS + " FROM jobs"
+                + " WHERE lease_token IS NOT NULL AND lease_expires_at < ?"
+                + " ORDER BY lease_expires_at LIMIT ?", JobRows::leased, Timestamp.from(now), limit);
+    }
+
+    /** Every job {@code owner} holds the lease of. */
+    public List<LeasedJob> leasedBy(String owner) {
+        return jdbc.query("SELECT " + LEASED_COLUMNS + " FROM jobs"
+                + " WHERE lease_token IS NOT NULL AND lease_owner = ?", JobRows::leased, owner);
+    }
+
+    /**
+     * Up to {@code limit} jobs not final, without a lease, past their lifetime at {@code now}, the earliest first:
+     * a job waiting on its provider only once its lifetime ended before {@code horizonStart} too.
+     */
+    public List<OverdueJob> overdue(Instant now, Instant horizonStart, int limit) {
+        return jdbc.query("""
+                SELECT job_id, status, attempts FROM jobs
+                 WHERE finalized_at IS NULL AND expires_at < ? AND lease_token IS NULL
+                   AND (status <> ALL (string_to_array(?, ',')) OR expires_at < ?)
+                 ORDER BY expires_at LIMIT ?""", (rs, i) -> new OverdueJob(rs.getObject("job_id", UUID.class),
+                        status(rs), rs.getInt("attempts")),
+                Timestamp.from(now), AT_PROVIDER, Timestamp.from(horizonStart), limit);
+    }
+
+    /** The jobs not final whose adapter revision is one of {@code revisions}. */
+    public List<OpenJob> openOnRevisions(List<String> revisions) {
+        return jdbc.query("""
+                SELECT job_id, status FROM jobs WHERE finalized_at IS NULL AND adapter_revision = ANY (?)""",
+                (rs, i) -> new OpenJob(rs.getObject("job_id", UUID.class), status(rs)), (Object) revisions.toArray(String[]::new));
+    }
+
+    /** The provider task of {@code jobId} if it is cancelled and has one. */
+    public Optional<CancelledTask> cancelledTask(UUID jobId) {
+        return jdbc.query("""
+                SELECT provider, provider_task, provider_state, kind FROM jobs
+                 WHERE job_id = ? AND status = ? AND provider_task IS NOT NULL""",
+                (rs, i) -> new CancelledTask(rs.getString("provider"), rs.getString("provider_task"),
+                        rs.getString("provider_state"), rs.getString("kind")),
+                jobId, JobStatus.CANCELLED.wire()).stream().findFirst();
+    }
+
+    /** The adapter revision the job's last attempt ran on (empty: no such job, or no attempt ran yet). */
+    public Optional<String> adapterRevision(UUID jobId) {
+        List<String> last = jdbc.queryForList("SELECT adapter_revision FROM jobs WHERE job_id = ?", String.class, jobId);
+        return last.isEmpty() ? Optional.empty() : Optional.ofNullable(last.get(0));
+    }
+
+    private static LeasedJob leased(ResultSet rs, int row) throws SQLException {
+        return new LeasedJob(rs.getObject("job_id", UUID.class), rs.getObject("lease_token", UUID.class),
+                rs.getString("lease_owner"), status(rs), rs.getString("provider"), rs.getString("adapter_revision"),
+                rs.getString("tenant_id"), rs.getInt("attempts"));
+    }
+
+    private static JobStatus status(ResultSet rs) throws SQLException {
+        return JobStatus.fromWire(rs.getString("status")).orElseThrow();
+    }
+}
