@@ -2,11 +2,34 @@ package io.jobgate.support;
 
 import org.springframework.jdbc.core.JdbcTemplate;
 
-/** Tenants written straight into the database, for tests that run the rules without a gateway. */
+/**
+ * The API keys tests call the gateway with (the demo tenants of config/tenants.yaml and the test ones of
+ * src/test/resources/test-tenants.yaml; only their digests are stored there), and tenants written straight
+ * into the database, for tests that run the rules without a gateway.
+ */
 public final class TestTenants {
 
     private TestTenants() {
     }
+
+    /** Tenant acme (demo). */
+    public static final String ACME = "dev-acme-key";
+    /** Tenant globex (demo). */
+    public static final String GLOBEX = "dev-globex-key";
+    /** The operators' admin key (demo). */
+    public static final String ADMIN = "dev-admin-key";
+    /** Tenant tiny: two open jobs at most. */
+    public static final String TINY = "test-tiny-key";
+    /** Tenant broke: credit for one image job. */
+    public static final String BROKE = "test-broke-key";
+    /** Tenant lowbytes: three kilobytes of queued sources. */
+    public static final String LOWBYTES = "test-lowbytes-key";
+    /** Tenant capped: five open jobs at most. */
+    public static final String CAPPED = "test-capped-key";
+    /** Tenant bulk: a noisy tenant with a deep backlog. */
+    public static final String BULK = "test-bulk-key";
+    /** Tenant duo: two jobs running at most. */
+    public static final String DUO = "test-duo-key";
 
     /** The tenant row alone (its limits as given; its API key a digest nobody holds), if not there yet. */
     public static void tenant(JdbcTemplate jdbc, String id, long maxOpenJobs, int maxRunningJobs, long maxQueuedBytes) {
