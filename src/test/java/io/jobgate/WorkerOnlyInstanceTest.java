@@ -4,16 +4,14 @@ import java.util.List;
 import java.util.Map;
 
 import io.jobgate.support.ApiClient;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import org.apache.camel.CamelContext;
 import org.apache.camel.ServiceStatus;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -21,20 +19,17 @@ import static org.assertj.core.api.Assertions.assertThat;
  * else of the gateway runs on it — no job API (the REST routes are not built; /v1 is 404 even with a
  * valid key), no JMS intake, relay, sweeper or poller — while /observe stays up on the port.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class WorkerOnlyInstanceTest {
+class WorkerOnlyInstanceTest extends GatewayTestBase {
 
     @BeanInject
     CamelContext context;
-    ApiClient api;
 
-    @BeforeAll
-    void boot() throws Exception {
+    @Override
+    protected Map<String, String> settings() {
         // The test support sets the old per-role switches for every class; blank here, so the roles decide alone.
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.roles", "worker",
+        return Map.of("jobgate.roles", "worker",
                 "jobgate.relay.enabled", "", "jobgate.worker.enabled", "",
-                "jobgate.sweeper.enabled", "", "jobgate.reconcile.enabled", "")));
+                "jobgate.sweeper.enabled", "", "jobgate.reconcile.enabled", "");
     }
 
     /** The roles are this class's alone: a gateway started later in this JVM without prepare() must not inherit them. */
@@ -46,10 +41,10 @@ class WorkerOnlyInstanceTest {
     @Test
     void theJobApiIsNotServedButHealthIs() {
         // 404 not_found, not 503 "retry in a moment": no retry will find the job API on this instance.
-        ApiClient.Response list = api.get("dev-acme-key", "/v1/jobs");
+        ApiClient.Response list = api.get(ACME, "/v1/jobs");
         assertThat(list.status()).as(list.text()).isEqualTo(404);
         assertThat(list.code()).isEqualTo("not_found");
-        ApiClient.Response post = api.postJob("dev-acme-key", "worker-only-1", """
+        ApiClient.Response post = api.postJob(ACME, "worker-only-1", """
                 {"preset_id": "invoice-clean", "aspect_class": "portrait",
                  "inputs": {"supplier_name": "W AG", "invoice_id": "W-1", "currency": "EUR", "line_items": []}}""");
         assertThat(post.status()).as(post.text()).isEqualTo(404);

@@ -6,19 +6,13 @@ import java.util.UUID;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.stubbing.Scenario;
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.FakeProvider;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.equalTo;
@@ -27,6 +21,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.getRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -35,37 +30,29 @@ import static org.awaitility.Awaitility.await;
  * closed (health says why), its job waits without spending an attempt; once the call answers 200
  * the gate opens and the job runs.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ProviderReadinessTest {
+class ProviderReadinessTest extends GatewayTestBase {
 
     WireMockServer fake;
-    ApiClient api;
 
     @BeanInject
     ProviderReadiness readiness;
 
-    @BeforeAll
-    void boot() throws Exception {
-        fake = FakeProvider.start();
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        fake = fakeProvider();
         // Not ready until told otherwise (the first check runs at start).
         fake.stubFor(get("/v1/models").inScenario("ready").whenScenarioStateIs(Scenario.STARTED)
                 .willReturn(aResponse().withStatus(503)));
         fake.stubFor(post("/v1/images/generations").willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
                 .withBody("{\"data\": [{\"b64_json\": \"" + java.util.Base64.getEncoder().encodeToString(Samples.png(1024, 1024)) + "\"}]}")));
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+        return Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.sweeper.enabled", "true",
                 "jobgate.worker.gate-full-delay-ms", "100",
                 "jobgate.providers.readiness-period-ms", "3600000",
                 "jobgate.providers.readiness-backoff-ms", "20",
                 "jobgate.provider.fakeready.base-url", fake.baseUrl(),
-                "jobgate.provider.fakeready.readiness-url", fake.baseUrl() + "/v1/models")));
-    }
-
-    @AfterAll
-    void stop() {
-        fake.stop();
+                "jobgate.provider.fakeready.readiness-url", fake.baseUrl() + "/v1/models");
     }
 
     @Test
@@ -78,7 +65,7 @@ class ProviderReadinessTest {
         await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> // probed in the background (BackgroundHealthCheck)
                 assertThat(api.get(null, "/observe/health?exposureLevel=full&data=true").text()).contains("not ready: HTTP 503"));
 
-        ApiClient.Response r = api.postJob("dev-acme-key", "ready-" + UUID.randomUUID(), """
+        ApiClient.Response r = api.postJob(ACME, "ready-" + UUID.randomUUID(), """
                 {"preset_id": "invoice-clean", "aspect_class": "square", "provider": "fakeready",
                  "inputs": {"supplier_name": "Ready SA", "invoice_id": "R-1", "currency": "EUR", "line_items": []}}""");
         assertThat(r.status()).as(r.text()).isEqualTo(202);

@@ -13,37 +13,26 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.Gateway;
-import io.jobgate.support.ApiClient;
 import io.jobgate.support.ApiClient.Response;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Samples;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.BROKE;
+import static io.jobgate.support.TestTenants.CAPPED;
+import static io.jobgate.support.TestTenants.GLOBEX;
+import static io.jobgate.support.TestTenants.LOWBYTES;
+import static io.jobgate.support.TestTenants.TINY;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /** The admission API over real HTTP against the real gateway configuration and PostgreSQL. */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class AdmissionApiTest {
-
-    static final String ACME = "dev-acme-key";
-    static final String GLOBEX = "dev-globex-key";
-
-    ApiClient api;
+class AdmissionApiTest extends GatewayTestBase {
 
     @org.apache.camel.BeanInject
     io.jobgate.admission.AdmissionWriter writer;
-
-    @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of()));
-    }
 
     static String invoice(String supplier) {
         return """
@@ -345,7 +334,7 @@ class AdmissionApiTest {
 
     @Test
     void tenantConcurrencyRefusesAboveTheOpenJobCapUntilOneEnds() {
-        String tiny = "test-tiny-key";
+        String tiny = TINY;
         Response a = api.postJob(tiny, key(), invoice("T"));
         Response b = api.postJob(tiny, key(), invoice("T"));
         Response c = api.postJob(tiny, key(), invoice("T"));
@@ -372,8 +361,8 @@ class AdmissionApiTest {
 
     @Test
     void budgetExhaustedWhenTheLedgerBalanceCannotPay() {
-        Response first = api.postJob("test-broke-key", key(), invoice("B"));
-        Response second = api.postJob("test-broke-key", key(), invoice("B"));
+        Response first = api.postJob(BROKE, key(), invoice("B"));
+        Response second = api.postJob(BROKE, key(), invoice("B"));
 
         assertThat(first.status()).isEqualTo(202);
         assertProblem(second, 402, "budget_exhausted");
@@ -385,7 +374,7 @@ class AdmissionApiTest {
 
     @Test
     void queuedBytesRefusesSourcesBeyondTheTenantsCap() {
-        String key = "test-lowbytes-key";
+        String key = LOWBYTES;
         Response upload = api.upload(key, "audio/wav", Samples.wav(100)); // 1 644 bytes
         String body = "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + upload.json().path("upload_id").asText() + "\"}";
 
@@ -450,7 +439,7 @@ class AdmissionApiTest {
 
     @Test
     void concurrentRequestsNeverPassTheTenantsOpenJobCap() throws Exception {
-        List<Response> answers = concurrently(30, i -> api.postJob("test-capped-key", key(), invoice("Cap " + i)));
+        List<Response> answers = concurrently(30, i -> api.postJob(CAPPED, key(), invoice("Cap " + i)));
 
         assertThat(answers.stream().filter(r -> r.status() == 202)).hasSize(5);
         assertThat(answers.stream().filter(r -> r.status() == 429 && "tenant_concurrency".equals(r.code()))).hasSize(25);

@@ -14,22 +14,23 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
-import io.jobgate.Gateway;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.ApiClient.Response;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Samples;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
+import static io.jobgate.support.TestTenants.BROKE;
+import static io.jobgate.support.TestTenants.LOWBYTES;
+import static io.jobgate.support.TestTenants.TINY;
 import static java.util.Map.entry;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -37,27 +38,23 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The error table of docs/api.md, row by row: each code it lists is produced by a request, with the
  * status the table gives and a problem document; and every code the table lists has a request here.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ErrorTableTest {
+class ErrorTableTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
     static final int UPLOAD_CAP = 64 * 1024;
 
-    ApiClient api;
 
     @BeanInject
     JobFinalizer finalizer;
     @BeanInject
     org.apache.camel.CamelContext context;
 
-    @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.uploads.max-bytes", Integer.toString(UPLOAD_CAP))));
+    @Override
+    protected Map<String, String> settings() {
+        return Map.of("jobgate.uploads.max-bytes", Integer.toString(UPLOAD_CAP));
     }
 
     ApiClient.Response admin(String method, String path, String json) {
-        return api.send(api.request(path, "dev-admin-key").header("Content-Type", "application/json")
+        return api.send(api.request(path, ADMIN).header("Content-Type", "application/json")
                 .method(method, java.net.http.HttpRequest.BodyPublishers.ofString(json)).build());
     }
 
@@ -107,7 +104,7 @@ class ErrorTableTest {
                 entry("invalid_parameter", () -> api.get(ACME, "/v1/jobs?limit=many")),
                 entry("empty_upload", () -> api.upload(ACME, "image/png", new byte[0])),
                 entry("unauthorized", () -> api.get(null, "/v1/jobs")),
-                entry("budget_exhausted", () -> untilRefused("test-broke-key", () -> invoice("Broke"))),
+                entry("budget_exhausted", () -> untilRefused(BROKE, () -> invoice("Broke"))),
                 entry("job_not_found", () -> api.get(ACME, "/v1/jobs/" + UUID.randomUUID())),
                 entry("not_cancellable", () -> {
                     String id = api.postJob(ACME, key(), invoice("Done")).json().path("job_id").asText();
@@ -185,7 +182,7 @@ class ErrorTableTest {
                     api.postJob(ACME, key, invoice("First"));
                     return api.postJob(ACME, key, invoice("Second"));
                 }),
-                entry("tenant_concurrency", () -> untilRefused("test-tiny-key", () -> invoice("Tiny"))),
+                entry("tenant_concurrency", () -> untilRefused(TINY, () -> invoice("Tiny"))),
                 entry("global_capacity", () -> {
                     Db.execute("UPDATE gateway_capacity SET in_flight = in_flight + 100000 WHERE id = 1");
                     try {
@@ -195,8 +192,8 @@ class ErrorTableTest {
                     }
                 }),
                 entry("queued_bytes", () -> {
-                    String upload = api.upload("test-lowbytes-key", "audio/wav", Samples.wav(100)).json().path("upload_id").asText();
-                    return untilRefused("test-lowbytes-key", () -> "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + upload + "\"}");
+                    String upload = api.upload(LOWBYTES, "audio/wav", Samples.wav(100)).json().path("upload_id").asText();
+                    return untilRefused(LOWBYTES, () -> "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + upload + "\"}");
                 }),
                 entry("internal_error", () -> {
                     try (Db.Fault fault = Db.failInsertsFor("outbox", "boom-")) {

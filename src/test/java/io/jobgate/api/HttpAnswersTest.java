@@ -11,20 +11,16 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.Gateway;
-import io.jobgate.support.ApiClient;
 import io.jobgate.support.ApiClient.Response;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.LogCapture;
 import io.jobgate.support.Samples;
 import org.apache.camel.BeanInject;
 import org.apache.camel.CamelContext;
 import org.apache.camel.Route;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -32,23 +28,19 @@ import static org.assertj.core.api.Assertions.assertThat;
  * the docs' table of calls lists; an unknown path, a wrong method and a body the HTTP layer cannot
  * decode are problem documents (the last without a stack trace in the log).
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class HttpAnswersTest {
+class HttpAnswersTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
     /** A path template with its parameters' names blanked: {jobId} and {job_id} are one path. */
     static final Pattern PARAM = Pattern.compile("\\{[^}]*}");
 
-    ApiClient api;
 
     @BeanInject
     CamelContext context;
 
-    @BeforeAll
-    void boot() throws Exception {
+    @Override
+    protected Map<String, String> settings() throws Exception {
         // A small HTTP body limit, so the layer's own 413 is reached with a small body.
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of("camel.server.max-body-size", Integer.toString(BODY_LIMIT))));
+        return Map.of("camel.server.max-body-size", Integer.toString(BODY_LIMIT));
     }
 
     static String call(String method, String path) {

@@ -9,22 +9,20 @@ import java.util.UUID;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.containing;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
+import static io.jobgate.support.TestTenants.GLOBEX;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -32,42 +30,26 @@ import static org.assertj.core.api.Assertions.assertThat;
  * real worker: every attempt of a job (with the stored head of an error reply for operators only),
  * the redrive of a failed job under its id with an exact ledger, and cost per tenant across tenants.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class OperatorToolsTest {
+class OperatorToolsTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
-    static final String GLOBEX = "dev-globex-key";
-    static final String ADMIN = "dev-admin-key";
     static final String PATH = "/v1/images/generations";
     static final String LEAKED_KEY = "sk-live-4f9d2c7a1b3e5f60";
 
     WireMockServer fake;
-    ApiClient api;
-    final io.jobgate.support.MovableClock clock = new io.jobgate.support.MovableClock();
+    final io.jobgate.support.MovableClock clock = movableClock();
 
-    @org.apache.camel.test.main.junit5.Configure
-    protected void useMovableClock(org.apache.camel.main.MainConfigurationProperties configuration) {
-        GatewayTestSupport.useClock(configuration, clock);
-    }
-
-    @BeforeAll
-    void boot() throws Exception {
-        fake = io.jobgate.support.FakeProvider.start();
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        fake = fakeProvider();
+        return Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.worker.backoff-base-ms", "100",
-                "jobgate.provider.fakeimg.base-url", fake.baseUrl())));
+                "jobgate.provider.fakeimg.base-url", fake.baseUrl());
     }
 
     @BeforeEach
     void resetClock() {
         clock.reset();
-    }
-
-    @AfterAll
-    void stop() {
-        fake.stop();
     }
 
     UUID submit(String tag) {

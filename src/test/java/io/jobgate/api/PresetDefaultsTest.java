@@ -2,44 +2,25 @@ package io.jobgate.api;
 
 import java.net.http.HttpRequest;
 import java.time.Duration;
-import java.util.Map;
 import java.util.UUID;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.BeforeAll;
+import io.jobgate.support.GatewayTestBase;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * An operator chooses which version of a preset new jobs get when they name none (a preset's
  * rollback), recorded with who and when; explicit versions and the presets themselves are untouched.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class PresetDefaultsTest {
+class PresetDefaultsTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
-    static final String ADMIN = "dev-admin-key";
-
-    ApiClient api;
-    final io.jobgate.support.MovableClock clock = new io.jobgate.support.MovableClock();
-
-    @org.apache.camel.test.main.junit5.Configure
-    protected void useMovableClock(org.apache.camel.main.MainConfigurationProperties configuration) {
-        GatewayTestSupport.useClock(configuration, clock);
-    }
-
-    @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of()));
-    }
+    final io.jobgate.support.MovableClock clock = movableClock();
 
     int admittedVersion(String versionField) {
         ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """

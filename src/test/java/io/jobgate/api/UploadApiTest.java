@@ -2,26 +2,22 @@ package io.jobgate.api;
 
 import java.util.Map;
 
-import io.jobgate.Gateway;
 import io.jobgate.common.Digests;
-import io.jobgate.support.ApiClient;
 import io.jobgate.support.ApiClient.Response;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Samples;
 import io.jobgate.infra.EmbeddedS3Server;
 import io.jobgate.infra.ObjectStorage;
-import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import software.amazon.awssdk.core.ResponseBytes;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 
 import static io.jobgate.api.AdmissionApiTest.assertProblem;
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -30,25 +26,21 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * S3Proxy the test starts itself and names in {@code jobgate.s3.endpoint}: the gateway treats it as
  * an external S3 (or MinIO), and the test reads the objects back with its own S3 client.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class UploadApiTest {
+class UploadApiTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
     static final int CAP = 64 * 1024;
 
-    ApiClient api;
 
     EmbeddedS3Server externalS3;
     S3Client s3;
 
-    @BeforeAll
-    void boot() throws Exception {
+    @Override
+    protected Map<String, String> settings() throws Exception {
         externalS3 = EmbeddedS3Server.start(java.nio.file.Files.createTempDirectory("jobgate-external-s3"), 0);
         s3 = ObjectStorage.client(externalS3.endpoint(), "us-east-1", externalS3.accessKey(), externalS3.secretKey());
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.uploads.max-bytes", Integer.toString(CAP),
+        return Map.of("jobgate.uploads.max-bytes", Integer.toString(CAP),
                 "jobgate.s3.endpoint", externalS3.endpoint(), "jobgate.s3.access-key", externalS3.accessKey(),
-                "jobgate.s3.secret-key", externalS3.secretKey())));
+                "jobgate.s3.secret-key", externalS3.secretKey());
     }
 
     @AfterAll

@@ -13,17 +13,14 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
-import io.jobgate.Gateway;
-import io.jobgate.support.ApiClient;
 import io.jobgate.support.ApiClient.Response;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.GLOBEX;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -34,24 +31,19 @@ import static org.awaitility.Awaitility.await;
  * the body a plain read gives; and it holds no thread while it waits. No worker runs in this class, so
  * a job stays queued until it is cancelled.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class WaitingReadTest {
+class WaitingReadTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
-    static final String GLOBEX = "dev-globex-key";
     /** This class's cap of waiting reads: the many-waiters test fills it exactly. */
     static final int CAP = 40;
 
-    ApiClient api;
     final ExecutorService clients = Executors.newCachedThreadPool();
 
     @BeanInject("waitingReads")
     WaitingReads waitingReads;
 
-    @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.api.max-waiting-reads", Integer.toString(CAP))));
+    @Override
+    protected Map<String, String> settings() {
+        return Map.of("jobgate.api.max-waiting-reads", Integer.toString(CAP));
     }
 
     @AfterAll

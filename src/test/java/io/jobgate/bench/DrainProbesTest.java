@@ -6,20 +6,15 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.regex.Pattern;
 
 import javax.sql.DataSource;
 
-import io.jobgate.Gateway;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.TestDatabase;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -29,20 +24,13 @@ import static org.assertj.core.api.Assertions.assertThat;
  * itself. Proven on the plans, as {@code HotPathPlansTest} does for the gateway's statements: with a
  * history of the drain tenants seeded, none of the drain's probes reads jobs or the outbox whole.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class DrainProbesTest {
+class DrainProbesTest extends GatewayTestBase {
 
     static final Pattern WHOLE_TABLE = Pattern.compile("Seq Scan on (jobs|outbox)\\b");
     static final List<String> TENANTS = List.of("bench-1-drain-00", "bench-1-drain-01");
 
     @BeanInject("dataSource")
     DataSource dataSource;
-
-    @BeforeAll
-    void boot() throws Exception {
-        GatewayTestSupport.prepare(Map.of());
-    }
 
     @Test
     void theDrainsProbesReadItsOwnJobsAndWaitingEventsNotTheHistory() throws Exception {

@@ -13,24 +13,21 @@ import java.util.UUID;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import software.amazon.awssdk.services.s3.S3Client;
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.FakeProvider;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.GptImageRules;
 import io.jobgate.support.Jobs;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.get;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlPathMatching;
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
@@ -43,24 +40,19 @@ import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
  * and gets promoted, {@code canarywrong} renders the wrong size, {@code canaryburst} answers 500s to a
  * burst, {@code canarylimited} gets 429s with a Retry-After of an hour.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class CanaryRolloutTest {
+class CanaryRolloutTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
-    static final String ADMIN = "dev-admin-key";
     static final long PRICE = 1000;
 
     static Path routes;
     static Path settings;
     WireMockServer fake;
-    ApiClient api;
     @BeanInject
     S3Client s3;
 
-    @BeforeAll
-    void boot() throws Exception {
-        fake = FakeProvider.start(new GptImageRules());
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        fake = fakeProvider(new GptImageRules());
         GptImageRules.install(fake);
         fake.stubFor(post("/v1/images/broken").willReturn(aResponse().withStatus(500)
                 .withHeader("Content-Type", "application/json").withBody("{\"error\": {\"message\": \"candidate broke\"}}")));
@@ -121,7 +113,7 @@ class CanaryRolloutTest {
                 "images/generations", "medium"));
         Files.writeString(routes.resolve("canaryok.camel.yaml"), route("provider-canaryok", "direct:provider-canaryok", "canaryok",
                 "images/generations", "medium"));
-        api = new ApiClient(GatewayTestSupport.prepare(Map.ofEntries(
+        return Map.ofEntries(
                 Map.entry("jobgate.worker.enabled", "true"),
                 Map.entry("jobgate.worker.backoff-base-ms", "15000"),
                 Map.entry("jobgate.worker.backoff-cap-ms", "15000"),
@@ -135,12 +127,7 @@ class CanaryRolloutTest {
                 Map.entry("camel.main.routes-reload-enabled", "true"),
                 Map.entry("camel.main.routes-reload-directory", routes.toString()),
                 Map.entry("camel.main.routes-reload-pattern", "*.camel.yaml"),
-                Map.entry("camel.main.routes-reload-remove-all-routes", "false"))));
-    }
-
-    @AfterAll
-    void stop() {
-        fake.stop();
+                Map.entry("camel.main.routes-reload-remove-all-routes", "false"));
     }
 
     void provider(String name, String canary) throws Exception {

@@ -14,17 +14,16 @@ import java.util.Map;
 import java.util.UUID;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.Jobs;
-import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -36,17 +35,12 @@ import static org.awaitility.Awaitility.await;
  * revision, whose outputs read back near-perfectly; {@code evaluate}'s table shows both revisions.
  * Required in CI with the OCR test ({@code JOBGATE_TEST_REQUIRE_TESSERACT=true}).
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class EvaluationGateTest {
+class EvaluationGateTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
-    static final String ADMIN = "dev-admin-key";
     static Path routes;
-    ApiClient api;
 
-    @BeforeAll
-    void boot() throws Exception {
+    @Override
+    protected Map<String, String> settings() throws Exception {
         boolean available = new TesseractOcr("tesseract", Duration.ofSeconds(10)).available();
         if (Boolean.parseBoolean(System.getenv("JOBGATE_TEST_REQUIRE_TESSERACT"))) {
             assertThat(available).as("tesseract is required here (JOBGATE_TEST_REQUIRE_TESSERACT)").isTrue();
@@ -69,7 +63,7 @@ class EvaluationGateTest {
                 Map.entry("camel.main.routes-reload-directory", routes.toString()),
                 Map.entry("camel.main.routes-reload-pattern", "*.camel.yaml"),
                 Map.entry("camel.main.routes-reload-remove-all-routes", "false")));
-        api = new ApiClient(GatewayTestSupport.prepare(settings));
+        return settings;
     }
 
     List<UUID> submit(int n) {

@@ -13,19 +13,17 @@ import java.util.regex.Pattern;
 
 import javax.sql.DataSource;
 
-import io.jobgate.Gateway;
 import io.jobgate.bench.HistorySeed;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.TestDatabase;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -37,9 +35,7 @@ import static org.awaitility.Awaitility.await;
  * is planned again the way the gateway runs it (a generic plan), and none may read a history table
  * (jobs, attempts, the ledger, the outbox, uploads, webhook receipts) by a sequential scan.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class HotPathPlansTest {
+class HotPathPlansTest extends GatewayTestBase {
 
     static final String ROLE = "jobgate_hot_path";
     static final Pattern HISTORY_SCAN = Pattern.compile(
@@ -56,15 +52,15 @@ class HotPathPlansTest {
     @BeanInject("dataSource")
     DataSource dataSource;
 
-    @BeforeAll
-    void boot() throws Exception {
+    @Override
+    protected Map<String, String> settings() throws Exception {
         try (Connection c = TestDatabase.connect(); Statement s = c.createStatement()) {
             // The gateway's statements are told apart from this test's by the role that ran them.
             s.execute("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '" + ROLE + "') THEN "
                     + "CREATE ROLE " + ROLE + " LOGIN SUPERUSER; END IF; END $$");
             s.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
         }
-        run.api = new ApiClient(GatewayTestSupport.prepare(GatewayTestSupport.with(run.settings(), Map.of(
+        return GatewayTestSupport.with(run.settings(), Map.of(
                 // A user named in the URL (the embedded server's) would win over the setting.
                 "jobgate.db.url", TestDatabase.url().replaceFirst("([?&])user=[^&]*&?", "$1").replaceFirst("[?&]$", ""),
                 "jobgate.db.user", ROLE,
@@ -72,7 +68,7 @@ class HotPathPlansTest {
                 "jobgate.sweeper.enabled", "true",
                 "jobgate.sweeper.period-ms", "200",
                 "jobgate.retention.period-ms", "300",
-                "jobgate.usage.rollup-period-ms", "300"))));
+                "jobgate.usage.rollup-period-ms", "300"));
     }
 
     @AfterAll
@@ -95,14 +91,14 @@ class HotPathPlansTest {
         sampling.setDaemon(true);
         sampling.start();
 
-        run.run();
+        run.run(api);
         for (String path : new String[] {"/v1/jobs?limit=50", "/v1/jobs?limit=50&status=failed",
                 "/v1/jobs?limit=20&status=succeeded&cursor="
                         + Db.single("SELECT max(job_id::text) AS id FROM jobs WHERE tenant_id = 'acme'").get("id"), "/v1/usage",
                 "/v1/usage?from=2026-01-01T10:00:00Z"}) {
             // Asked several times: a statement is planned only once the sampler has seen its text.
             for (int i = 0; i < 10; i++) {
-                ApiClient.Response r = run.api.get(ScriptedRun.ACME, path);
+                ApiClient.Response r = api.get(ACME, path);
                 assertThat(r.status()).as(path + ": " + r.text()).isEqualTo(200);
             }
         }

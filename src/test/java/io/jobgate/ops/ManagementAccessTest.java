@@ -11,15 +11,14 @@ import io.jobgate.api.ManagementAccess;
 import io.jobgate.api.ManagementAccess.Verdict;
 import io.jobgate.common.Digests;
 import io.jobgate.support.ApiClient;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import org.apache.camel.CamelContext;
 import org.apache.camel.BeanInject;
 import org.apache.camel.ServiceStatus;
 import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ADMIN;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -29,20 +28,16 @@ import static org.assertj.core.api.Assertions.assertThat;
  * and Jolokia limited by its policy: reads, and only route operations.
  */
 @CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS, useJmx = true)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ManagementAccessTest {
+class ManagementAccessTest extends GatewayTestBase {
 
-    static final String ADMIN = "dev-admin-key";
     static final String KEY_SHA256 = Digests.sha256Hex(ADMIN);
-
-    ApiClient api;
 
     @BeanInject
     CamelContext context;
 
-    @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.management.allow-loopback", "false")));
+    @Override
+    protected Map<String, String> settings() {
+        return Map.of("jobgate.management.allow-loopback", "false");
     }
 
     @Test

@@ -1,17 +1,15 @@
 package io.jobgate.ops;
 
 import java.time.Duration;
+import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
 
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import org.apache.camel.test.main.junit5.CamelMainTest;
+import io.jobgate.support.GatewayTestBase;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -21,15 +19,13 @@ import static org.awaitility.Awaitility.await;
  * {@code /observe/metrics}: every series of jobgate's table is there with its labels and the
  * counts the run made.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class MetricsTest {
+class MetricsTest extends GatewayTestBase {
 
     final ScriptedRun run = new ScriptedRun();
 
-    @BeforeAll
-    void boot() throws Exception {
-        run.boot();
+    @Override
+    protected Map<String, String> settings() {
+        return run.settings();
     }
 
     @AfterAll
@@ -38,14 +34,14 @@ class MetricsTest {
     }
 
     PrometheusText scrape() {
-        ApiClient.Response scrape = run.api.get(null, "/observe/metrics");
+        ApiClient.Response scrape = api.get(null, "/observe/metrics");
         assertThat(scrape.status()).isEqualTo(200);
         return PrometheusText.parse(scrape.text());
     }
 
     @Test
     void aScriptedRunShowsInEverySeriesWithItsLabels() throws Exception {
-        run.run();
+        run.run(api);
 
         // The gauges are refreshed every 200 ms: wait for a refresh that saw the run's end.
         await().atMost(Duration.ofSeconds(10)).untilAsserted(() ->

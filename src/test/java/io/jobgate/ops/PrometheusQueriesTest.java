@@ -21,14 +21,12 @@ import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
-import io.jobgate.Gateway;
 import io.jobgate.common.Json;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.GatewayTestSupport;
-import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.condition.EnabledIf;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -46,10 +44,8 @@ import static org.awaitility.Awaitility.await;
  * <p>Skipped when {@code prometheus} or {@code promtool} is not on the PATH, unless
  * {@code JOBGATE_TEST_REQUIRE_PROMETHEUS=true} (.ci/run) asks for them.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @EnabledIf("prometheusAvailable")
-class PrometheusQueriesTest {
+class PrometheusQueriesTest extends GatewayTestBase {
 
     static final Path PROMETHEUS_CONFIG = Path.of("config/prometheus/prometheus.yml");
     static final Path ALERT_RULES = Path.of("config/prometheus/alerts.yml");
@@ -79,11 +75,15 @@ class PrometheusQueriesTest {
     String prometheusUrl;
     Path work;
 
-    @BeforeAll
-    void boot() throws Exception {
+    @Override
+    protected Map<String, String> settings() {
         assertThat(onPath("prometheus") && onPath("promtool"))
                 .as("prometheus and promtool on the PATH (apt-get install prometheus)").isTrue();
-        run.boot();
+        return run.settings();
+    }
+
+    @BeforeAll
+    void workDirectory() throws Exception {
         work = Files.createTempDirectory("jobgate-prometheus");
     }
 
@@ -106,7 +106,7 @@ class PrometheusQueriesTest {
         startPrometheus();
         await().atMost(Duration.ofSeconds(60)).until(() -> values("up{job=\"jobgate\"}").contains(1.0));
 
-        run.run();
+        run.run(api);
         // Scrapes after the run's end: Prometheus holds every terminal job of it, and every jobgate
         // series has the two samples a rate over the panels' window needs.
         await().atMost(Duration.ofSeconds(30)).until(() ->

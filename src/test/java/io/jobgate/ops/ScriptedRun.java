@@ -19,6 +19,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.containing;
 import static com.github.tomakehurst.wiremock.client.WireMock.get;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -35,11 +36,11 @@ final class ScriptedRun {
     /** Jobs the run makes, all terminal at its end. */
     static final int TERMINAL_JOBS = 7;
 
-    static final String ACME = "dev-acme-key";
     static final String IMAGES = "/v1/images/generations";
 
     final WireMockServer fake = FakeProvider.start();
-    ApiClient api;
+    /** The client of the gateway the run goes through (booted with {@link #settings()}). */
+    private ApiClient api;
 
     /** The gateway's settings: workers, a fast poller and gauges, every fake pointed at the WireMock. */
     Map<String, String> settings() {
@@ -51,15 +52,12 @@ final class ScriptedRun {
                 "jobgate.provider.openai.api-key", "sk-test-123"));
     }
 
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(settings()));
-    }
-
     void stop() {
         fake.stop();
     }
 
-    void run() throws Exception {
+    void run(ApiClient gateway) throws Exception {
+        api = gateway;
         String ok = Jobs.tag();
         String limited = Jobs.tag();
         String bad = Jobs.tag();

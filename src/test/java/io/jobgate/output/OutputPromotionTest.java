@@ -9,12 +9,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
-import io.jobgate.Gateway;
 import io.jobgate.common.Json;
 import io.jobgate.common.Digests;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import io.jobgate.worker.Sweeper;
@@ -23,12 +22,8 @@ import org.apache.camel.BeanInject;
 import org.apache.camel.Exchange;
 import org.apache.camel.CamelContext;
 import org.apache.camel.support.DefaultExchange;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import software.amazon.awssdk.services.s3.S3Client;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
@@ -37,6 +32,8 @@ import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.GLOBEX;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -46,16 +43,11 @@ import static org.awaitility.Awaitility.await;
  * recovery from a crash between quarantine and promotion; and the same rules for a small output
  * checked in memory and written once (no quarantine object unless the checks refuse it).
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class OutputPromotionTest {
+class OutputPromotionTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
-    static final String GLOBEX = "dev-globex-key";
     static final String PATH = "/v1/images/generations";
 
     WireMockServer fake;
-    ApiClient api;
 
     @BeanInject
     S3Client s3;
@@ -72,10 +64,10 @@ class OutputPromotionTest {
     @BeanInject
     io.jobgate.job.JobFinalizer finalizer;
 
-    @BeforeAll
-    void boot() throws Exception {
-        fake = io.jobgate.support.FakeProvider.start();
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        fake = fakeProvider();
+        return Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.worker.lease-margin-seconds", "1",
                 "jobgate.sweeper.enabled", "true",
@@ -85,7 +77,7 @@ class OutputPromotionTest {
                 "jobgate.provider.fakeimg.base-url", fake.baseUrl(),
                 // One test holds its call 1.5 s to see the job while it is submitting: on a loaded machine a cold
                 // JVM's first call outlived the adapter's usual 2 s and ended ambiguous before any output check.
-                "jobgate.provider.fakeimg.call-deadline-ms", "6000")));
+                "jobgate.provider.fakeimg.call-deadline-ms", "6000");
     }
 
     @BeforeEach
@@ -93,11 +85,6 @@ class OutputPromotionTest {
         worker.injectFaults(step -> { });
         // The tests below that do not say otherwise take the quarantine path (outputs too big for memory).
         outputStore.checkInMemoryUpTo(0);
-    }
-
-    @AfterAll
-    void stop() {
-        fake.stop();
     }
 
     UUID submit(String tag) {

@@ -7,18 +7,14 @@ import java.util.Map;
 import java.util.UUID;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
-import io.jobgate.support.FakeProvider;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.GptImageRules;
 import io.jobgate.support.Jobs;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -28,36 +24,27 @@ import static org.awaitility.Awaitility.await;
  * that does not load, or a size table that lacks a class, gets no job (422 at admission, not a job
  * looping in submitting); a fixed file dropped in works at once.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class AdapterDropInTest {
+class AdapterDropInTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
     static Path routes;
     static Path settings;
 
     WireMockServer fake;
-    ApiClient api;
 
-    @BeforeAll
-    void boot() throws Exception {
-        fake = FakeProvider.start(new GptImageRules());
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        fake = fakeProvider(new GptImageRules());
         GptImageRules.install(fake);
         routes = Files.createTempDirectory("dropin-routes");
         settings = Files.createTempDirectory("dropin-settings");
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+        return Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.providers.dirs", "config/providers,src/test/resources/providers," + settings,
                 "camel.main.routes-include-pattern", GatewayTestSupport.ROUTES + ",file:" + routes + "/*.camel.yaml",
                 "camel.main.routes-reload-enabled", "true",
                 "camel.main.routes-reload-directory", routes.toString(),
                 "camel.main.routes-reload-pattern", "*.camel.yaml",
-                "camel.main.routes-reload-remove-all-routes", "false")));
-    }
-
-    @AfterAll
-    void stop() {
-        fake.stop();
+                "camel.main.routes-reload-remove-all-routes", "false");
     }
 
     void dropSettings(String sizes) throws Exception {

@@ -5,17 +5,12 @@ import java.util.Map;
 import java.util.UUID;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
-import io.jobgate.support.FakeProvider;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.containing;
@@ -24,6 +19,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.matchingJsonPath;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -31,30 +27,21 @@ import static org.assertj.core.api.Assertions.assertThat;
  * loaded by the real gateway, its API played by WireMock; a job succeeds with the provider's image
  * as its output, and a refused prompt fails as declined by the provider's error table.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ExampleProviderTest {
+class ExampleProviderTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
     static final String EXAMPLE = "src/test/resources/example-provider";
 
     WireMockServer pixelforge;
-    ApiClient api;
 
-    @BeforeAll
-    void boot() throws Exception {
-        pixelforge = FakeProvider.start();
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        pixelforge = fakeProvider();
+        return Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.provider.pixelforge.base-url", pixelforge.baseUrl(),
                 "jobgate.provider.pixelforge.api-key", "test-key",
                 "jobgate.providers.dirs", "config/providers,src/test/resources/providers," + EXAMPLE,
-                "camel.main.routes-include-pattern", GatewayTestSupport.ROUTES + ",file:" + EXAMPLE + "/*.camel.yaml")));
-    }
-
-    @AfterAll
-    void stop() {
-        pixelforge.stop();
+                "camel.main.routes-include-pattern", GatewayTestSupport.ROUTES + ",file:" + EXAMPLE + "/*.camel.yaml");
     }
 
     UUID submit(String supplier) {

@@ -22,17 +22,14 @@ import com.github.tomakehurst.wiremock.stubbing.Scenario;
 import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import org.apache.camel.BeanInject;
 import org.apache.camel.CamelContext;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.containing;
@@ -42,6 +39,9 @@ import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
+import static io.jobgate.support.TestTenants.GLOBEX;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -51,18 +51,12 @@ import static org.awaitility.Awaitility.await;
  * signed webhooks or by polling, submission_unknown reconciled by lookup, the one finalize under
  * races, operator repair, and the money that follows.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ReconciliationTest {
+class ReconciliationTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
-    static final String ADMIN = "dev-admin-key";
-    static final String GLOBEX = "dev-globex-key";
     static final String SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     static final String PREDICTIONS = "/v1/predictions";
 
     WireMockServer fake;
-    ApiClient api;
 
     @BeanInject
     CamelContext context;
@@ -74,18 +68,13 @@ class ReconciliationTest {
     javax.sql.DataSource dataSource;
 
     /** The gateway's clock: the lifetime tests move it past a job's lifetime and horizon. */
-    final io.jobgate.support.MovableClock clock = new io.jobgate.support.MovableClock();
+    final io.jobgate.support.MovableClock clock = movableClock();
 
-    @org.apache.camel.test.main.junit5.Configure
-    protected void useMovableClock(org.apache.camel.main.MainConfigurationProperties configuration) {
-        GatewayTestSupport.useClock(configuration, clock);
-    }
-
-    @BeforeAll
-    void boot() throws Exception {
-        fake = io.jobgate.support.FakeProvider.start();
-        api = new ApiClient(GatewayTestSupport.prepare(GatewayTestSupport.with(GatewayTestSupport.RECONCILING,
-                Map.of("jobgate.provider.fakeasync.base-url", fake.baseUrl()))));
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        fake = fakeProvider();
+        return GatewayTestSupport.with(GatewayTestSupport.RECONCILING,
+                Map.of("jobgate.provider.fakeasync.base-url", fake.baseUrl()));
     }
 
     @AfterEach
@@ -231,11 +220,6 @@ class ReconciliationTest {
                 .as("the unreconciled attempt is kept").singleElement().satisfies(a -> assertThat(a.get("outcome")).isEqualTo("pending"));
     }
 
-
-    @AfterAll
-    void stop() {
-        fake.stop();
-    }
 
     UUID submit(String tag) {
         ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """

@@ -8,6 +8,7 @@ import java.util.UUID;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.jobgate.support.ApiClient;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Db;
 import io.jobgate.support.Jms;
 import io.jobgate.support.LegacyClients;
@@ -30,6 +31,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.GLOBEX;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -39,11 +42,10 @@ import static org.awaitility.Awaitility.await;
  * dispatch woken by the commit, redelivery then dead letter, the JMS intake door (login required,
  * the tenant taken from the authenticated producer), status events.
  */
-abstract class BrokerFlowsContract {
+abstract class BrokerFlowsContract extends GatewayTestBase {
 
     static final ObjectMapper JSON = new ObjectMapper();
 
-    ApiClient api;
     Jms jms;
 
     @BeanInject("jmsConnectionFactory")
@@ -95,7 +97,7 @@ abstract class BrokerFlowsContract {
     @Test
     void anAcceptedJobIsDispatchedWithoutWaitingForAPoll() throws Exception {
         try (Session s = jms.connection().createSession(false, Session.AUTO_ACKNOWLEDGE)) {
-            String job = post("dev-globex-key");
+            String job = post(GLOBEX);
             MessageConsumer consumer = s.createConsumer(s.createQueue("jobs.dispatch"), "JobgateJobId = '" + job + "'");
             TextMessage m = (TextMessage) consumer.receive(10_000);
 
@@ -114,7 +116,7 @@ abstract class BrokerFlowsContract {
     void aMessageRolledBackEveryTimeIsRedeliveredWithGrowingDelaysThenDeadLetteredAndItsJobFailsOnce() throws Exception {
         long balanceBefore = Db.count("SELECT balance_micros FROM tenant_accounts WHERE tenant_id = 'acme'");
         long openBefore = Db.count("SELECT open_jobs FROM tenant_counters WHERE tenant_id = 'acme'");
-        String job = post("dev-acme-key");
+        String job = post(ACME);
         List<Integer> deliveryCounts = new ArrayList<>();
         List<Long> arrivals = new ArrayList<>();
         try (Session s = jms.connection().createSession(true, Session.SESSION_TRANSACTED)) {
@@ -230,7 +232,7 @@ abstract class BrokerFlowsContract {
         assertThat(first.path("correlation_id").asText()).isEqualTo("corr-" + key);
         String job = first.path("job_id").asText();
         assertThat(first.path("body").path("tenant_id").asText()).isEqualTo("globex");
-        assertThat(api.get("dev-globex-key", "/v1/jobs/" + job).status()).isEqualTo(200);
+        assertThat(api.get(GLOBEX, "/v1/jobs/" + job).status()).isEqualTo(200);
 
         JsonNode again = sendWithPython(key, PRODUCER_PASSWORD, 0);
         assertThat(again.path("job_id").asText()).isEqualTo(job);
@@ -353,7 +355,7 @@ abstract class BrokerFlowsContract {
             assertThat(second.replayed()).isTrue();
             assertThat(Db.count("SELECT count(*) FROM jobs WHERE tenant_id = 'globex' AND idempotency_key = ?::text", key))
                     .isEqualTo(1);
-            assertThat(api.get("dev-globex-key", "/v1/jobs/" + first.jobId()).status()).isEqualTo(200);
+            assertThat(api.get(GLOBEX, "/v1/jobs/" + first.jobId()).status()).isEqualTo(200);
         }
     }
 
@@ -423,9 +425,9 @@ abstract class BrokerFlowsContract {
     private void readsItsOwnTenantsStatusEvents(Protocol protocol) throws Exception {
         try (Client client = LegacyClients.connect(protocol, producerHostPort(), PRODUCER, PRODUCER_PASSWORD)) {
             LegacyClients.Subscription events = client.subscribe("jobs.events.globex", "JobgateStatus IN ('queued', 'cancelled')");
-            String acmeJob = post("dev-acme-key");
-            String job = post("dev-globex-key");
-            assertThat(api.post("dev-globex-key", "/v1/jobs/" + job + "/cancel").status()).isEqualTo(200);
+            String acmeJob = post(ACME);
+            String job = post(GLOBEX);
+            assertThat(api.post(GLOBEX, "/v1/jobs/" + job + "/cancel").status()).isEqualTo(200);
 
             List<JsonNode> mine = new ArrayList<>();
             LegacyClients.Event e;
@@ -473,8 +475,8 @@ abstract class BrokerFlowsContract {
     void followersSeeEachStatusChangeOnTheEventsTopic() throws Exception {
         try (Session s = jms.connection().createSession(false, Session.AUTO_ACKNOWLEDGE)) {
             MessageConsumer events = s.createConsumer(s.createTopic("jobs.events"), "JobgateTenant = 'globex'");
-            String job = post("dev-globex-key");
-            api.post("dev-globex-key", "/v1/jobs/" + job + "/cancel");
+            String job = post(GLOBEX);
+            api.post(GLOBEX, "/v1/jobs/" + job + "/cancel");
 
             List<JsonNode> mine = new ArrayList<>();
             long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();

@@ -4,15 +4,11 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
 
-import io.jobgate.Gateway;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import org.apache.camel.BeanInject;
 import org.apache.camel.CamelContext;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static org.awaitility.Awaitility.await;
 
@@ -21,13 +17,11 @@ import static org.awaitility.Awaitility.await;
  * notification admission sends) wakes this instance's relay at once; its poll is set to a minute
  * here, so only the notification can explain a dispatch within seconds.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class RelayNotificationsTest {
+class RelayNotificationsTest extends GatewayTestBase {
 
-    @BeforeAll
-    void boot() throws Exception {
-        GatewayTestSupport.prepare(Map.of("jobgate.relay.period-ms", "60000"));
+    @Override
+    protected Map<String, String> settings() {
+        return Map.of("jobgate.relay.period-ms", "60000");
     }
 
     /** A job admitted elsewhere: the rows an admission writes that matter to the relay. */

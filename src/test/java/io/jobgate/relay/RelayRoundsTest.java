@@ -13,23 +13,23 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jms;
 import io.jobgate.support.TestDatabase;
 import jakarta.jms.ConnectionFactory;
 import jakarta.jms.Message;
 import org.apache.camel.BeanInject;
 import org.apache.camel.ProducerTemplate;
-import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.BULK;
+import static io.jobgate.support.TestTenants.DUO;
+import static io.jobgate.support.TestTenants.GLOBEX;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -39,11 +39,8 @@ import static org.awaitility.Awaitility.await;
  * real PostgreSQL and the embedded Artemis: fairness, running limits, two relays, a crash between
  * publish and mark.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class RelayRoundsTest {
+class RelayRoundsTest extends GatewayTestBase {
 
-    ApiClient api;
     Jms jms;
 
     @BeanInject
@@ -52,10 +49,10 @@ class RelayRoundsTest {
     @BeanInject("jmsConnectionFactory")
     ConnectionFactory connectionFactory;
 
-    @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.relay.enabled", "false",
-                "jobgate.relay.claim-seconds", "1")));
+    @Override
+    protected Map<String, String> settings() {
+        return Map.of("jobgate.relay.enabled", "false",
+                "jobgate.relay.claim-seconds", "1");
     }
 
     @BeforeEach
@@ -125,7 +122,7 @@ class RelayRoundsTest {
     @Test
     void aQuietTenantsFirstJobGoesOutInTheFirstRoundDespiteAnotherTenantsBacklogOf10000() throws Exception {
         backlog(10_000);
-        List<String> quiet = List.of(post("dev-globex-key"), post("dev-globex-key"), post("dev-globex-key"));
+        List<String> quiet = List.of(post(GLOBEX), post(GLOBEX), post(GLOBEX));
 
         // One round, in turns (jobgate.relay.per-tenant 8): every tenant's first job, then every tenant's
         // second, ...: the quiet tenant's three go out among the round's first six messages, the flood's
@@ -190,7 +187,7 @@ class RelayRoundsTest {
         flood.addAll(round());
         assertThat(flood).hasSize(16);
         Db.execute("DELETE FROM provider_window");
-        String quiet = post("dev-globex-key");
+        String quiet = post(GLOBEX);
         List<String> third = round();
         assertThat(third).hasSize(9).contains(quiet);
         flood.addAll(third.stream().filter(id -> !id.equals(quiet)).toList());
@@ -220,7 +217,7 @@ class RelayRoundsTest {
     void aTenantNeverRunsMoreThanItsLimitAndGetsASlotBackWhenAJobEnds() throws Exception {
         List<String> jobs = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-            jobs.add(post("test-duo-key"));
+            jobs.add(post(DUO));
         }
         assertThat(round()).containsExactlyInAnyOrder(jobs.get(0), jobs.get(1));
         assertThat(anotherRound).as("the tenant took all its room allows, less than its share: no round at once").isFalse();
@@ -229,11 +226,11 @@ class RelayRoundsTest {
         }
         assertThat(seen).containsExactlyInAnyOrder(jobs.get(0), jobs.get(1));
 
-        api.post("test-duo-key", "/v1/jobs/" + jobs.get(0) + "/cancel");
+        api.post(DUO, "/v1/jobs/" + jobs.get(0) + "/cancel");
         assertThat(round()).containsExactly(jobs.get(2));
         assertThat(round()).isEmpty();
         // Each ended job's slot comes back once, through a release row of the tenant's (V24) the round adds up.
-        api.post("test-duo-key", "/v1/jobs/" + jobs.get(1) + "/cancel");
+        api.post(DUO, "/v1/jobs/" + jobs.get(1) + "/cancel");
         assertThat(round()).containsExactly(jobs.get(3));
         assertThat(round()).isEmpty();
         assertThat(Db.count("SELECT running_jobs FROM tenant_counters WHERE tenant_id = 'duo'")).isEqualTo(2);
@@ -252,7 +249,7 @@ class RelayRoundsTest {
     @Test
     void aProviderGetsNoMoreJobsThanItsCallsAllowAndOneMoreWhenOneEnds() throws Exception {
         List<String> jobs = new ArrayList<>();
-        for (String key : List.of("dev-acme-key", "dev-globex-key", "test-bulk-key")) {
+        for (String key : List.of(ACME, GLOBEX, BULK)) {
             jobs.add(post(key));
         }
         String provider = (String) Db.single("SELECT provider FROM jobs WHERE job_id = ?::uuid", jobs.get(0)).get("provider");
@@ -275,16 +272,16 @@ class RelayRoundsTest {
     private static String tenantKey(String jobId) {
         String tenant = (String) Db.single("SELECT tenant_id FROM jobs WHERE job_id = ?::uuid", jobId).get("tenant_id");
         return switch (tenant) {
-            case "acme" -> "dev-acme-key";
-            case "globex" -> "dev-globex-key";
-            default -> "test-bulk-key";
+            case "acme" -> ACME;
+            case "globex" -> GLOBEX;
+            default -> BULK;
         };
     }
 
     @Test
     void twoRelaysOnOneDatabaseNeitherPublishTwiceNorSkip() throws Exception {
         List<String> jobs = new ArrayList<>();
-        for (String key : List.of("dev-acme-key", "dev-globex-key", "test-bulk-key")) {
+        for (String key : List.of(ACME, GLOBEX, BULK)) {
             for (int i = 0; i < 3; i++) {
                 jobs.add(post(key));
             }
@@ -317,7 +314,7 @@ class RelayRoundsTest {
      */
     @Test
     void aRoundTakesTenantRowsBeforeTheWindowRowSoAWorkerReleasingASlotCannotDeadlockWithIt() throws Exception {
-        String job = post("dev-acme-key");
+        String job = post(ACME);
         try (Connection worker = DriverManager.getConnection(TestDatabase.url(), TestDatabase.user(), TestDatabase.password());
              Statement st = worker.createStatement()) {
             worker.setAutoCommit(false);
@@ -342,7 +339,7 @@ class RelayRoundsTest {
      */
     @Test
     void aStatusRoundSkipsEventsAnotherRoundHoldsAndMarksWhatItPublished() throws Exception {
-        String job = post("dev-acme-key");
+        String job = post(ACME);
         try (jakarta.jms.Session session = jms.connection().createSession(false, jakarta.jms.Session.AUTO_ACKNOWLEDGE);
              jakarta.jms.MessageConsumer events = session.createConsumer(session.createTopic(OutboxRelay.EVENTS_TOPIC),
                      "JobgateJobId = '" + job + "'");
@@ -379,7 +376,7 @@ class RelayRoundsTest {
 
     @Test
     void aCrashBetweenPublishAndMarkRepublishesAndTheCopyIsHarmless() throws Exception {
-        String job = post("dev-acme-key");
+        String job = post(ACME);
         Db.execute("""
                 CREATE OR REPLACE FUNCTION test_fail_mark() RETURNS trigger LANGUAGE plpgsql AS $$
                 BEGIN

@@ -6,15 +6,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.BeforeAll;
+import io.jobgate.support.GatewayTestBase;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -23,21 +20,15 @@ import static org.awaitility.Awaitility.await;
  * minutes here, so only the relay's timer can explain a second attempt seconds after a 429's
  * Retry-After ran out.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class RelayTimerTest {
+class RelayTimerTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
-
-    ApiClient api;
-
-    @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+    @Override
+    protected Map<String, String> settings() {
+        return Map.of(
                 "jobgate.relay.period-ms", "600000",
                 "jobgate.simulator.enabled", "true",
                 "jobgate.simulator.processing-ms", "50",
-                "jobgate.worker.enabled", "true")));
+                "jobgate.worker.enabled", "true");
     }
 
     @Test

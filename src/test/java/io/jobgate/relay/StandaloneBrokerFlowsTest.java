@@ -2,21 +2,13 @@ package io.jobgate.relay;
 
 import java.util.Map;
 
-import io.jobgate.Gateway;
-import io.jobgate.support.ApiClient;
-import io.jobgate.support.GatewayTestSupport;
-import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.TestInstance;
 
 /**
  * The broker contract on a standalone Artemis (CI starts apache-artemis 2.40.0 with our
  * broker.xml): {@code JOBGATE_TEST_BROKER_URL}, {@code _USER}, {@code _PASSWORD}. With
  * {@code JOBGATE_TEST_REQUIRE_STANDALONE_BROKER=true} a missing broker fails instead of skipping.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class StandaloneBrokerFlowsTest extends BrokerFlowsContract {
 
     static final String URL = System.getenv("JOBGATE_TEST_BROKER_URL");
@@ -29,12 +21,12 @@ class StandaloneBrokerFlowsTest extends BrokerFlowsContract {
         }
     }
 
-    @BeforeAll
-    void boot() throws Exception {
+    @Override
+    protected Map<String, String> settings() throws Exception {
         Assumptions.assumeTrue(URL != null && !URL.isBlank(), "no standalone broker: JOBGATE_TEST_BROKER_URL is not set");
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of("jobgate.broker.url", URL,
+        return Map.of("jobgate.broker.url", URL,
                 "jobgate.broker.user", env("JOBGATE_TEST_BROKER_USER"),
-                "jobgate.broker.password", env("JOBGATE_TEST_BROKER_PASSWORD"))));
+                "jobgate.broker.password", env("JOBGATE_TEST_BROKER_PASSWORD"));
     }
 
     @Override

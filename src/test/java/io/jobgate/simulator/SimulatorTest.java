@@ -10,18 +10,15 @@ import java.util.UUID;
 import javax.imageio.ImageIO;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.Gateway;
 import io.jobgate.common.Json;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.apache.camel.test.main.junit5.CamelMainTest;
 
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -30,17 +27,11 @@ import static org.awaitility.Awaitility.await;
  * and transcripts come back through the simulator adapter, and each fault knob drives its error
  * class through the real worker, gate, reconciliation and output checks.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class SimulatorTest {
+class SimulatorTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
-
-    ApiClient api;
-
-    @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+    @Override
+    protected Map<String, String> settings() {
+        return Map.of(
                 "jobgate.simulator.enabled", "true",
                 "jobgate.simulator.processing-ms", "100",
                 "jobgate.simulator.slow-ms", "1800",
@@ -50,7 +41,7 @@ class SimulatorTest {
                 "jobgate.reconcile.enabled", "true",
                 "jobgate.reconcile.first-check-ms", "300",
                 "jobgate.reconcile.period-ms", "100",
-                "jobgate.sweeper.enabled", "true")));
+                "jobgate.sweeper.enabled", "true");
     }
 
     UUID submit(String body, String correlationId) {

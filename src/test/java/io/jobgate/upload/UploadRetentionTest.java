@@ -1,23 +1,21 @@
 package io.jobgate.upload;
 
 import java.time.Duration;
-import java.util.Map;
 import java.util.UUID;
 
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.GLOBEX;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -26,14 +24,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * of those bytes expired and settled; an upload of the same bytes revives it; a job admitted while its
  * upload expired keeps it.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class UploadRetentionTest {
-
-    static final String ACME = "dev-acme-key";
-    static final String GLOBEX = "dev-globex-key";
-
-    ApiClient api;
+class UploadRetentionTest extends GatewayTestBase {
 
     @BeanInject
     UploadRetention retention;
@@ -43,8 +34,7 @@ class UploadRetentionTest {
     String bucket;
 
     @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of()));
+    void bucket() {
         bucket = System.getProperty("jobgate.s3.bucket", "jobgate");
     }
 

@@ -13,18 +13,14 @@ import java.util.UUID;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
-import io.jobgate.Gateway;
 import io.jobgate.common.Json;
 import io.jobgate.reconcile.FalWebhookSignature;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.Jobs;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.any;
@@ -39,6 +35,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.put;
 import static com.github.tomakehurst.wiremock.client.WireMock.putRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -51,11 +48,8 @@ import static org.awaitility.Awaitility.await;
  * submit reply names ({@code /q/fal-ai/veo3/requests/<id>…}) and 404 at the ones built from the
  * configured app ({@code /fal-ai/veo3/requests/<id>…}): "do not build these URLs yourself".
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class FalAdapterTest {
+class FalAdapterTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
     static final String SUBMIT = "/fal-ai/veo3/fast";
     /** Where the stand-in serves a request: what its submit reply names. */
     static final String SERVED = "/q/fal-ai/veo3/requests/";
@@ -63,16 +57,15 @@ class FalAdapterTest {
     static final String BUILT = "/fal-ai/veo3/requests/";
 
     WireMockServer fal;
-    ApiClient api;
     KeyPair signing;
     @org.apache.camel.BeanInject
     io.jobgate.adapter.ProviderCancel providerCancel;
     @org.apache.camel.BeanInject
     org.apache.camel.CamelContext context;
 
-    @BeforeAll
-    void boot() throws Exception {
-        fal = io.jobgate.support.FakeProvider.start();
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        fal = fakeProvider();
         signing = KeyPairGenerator.getInstance("Ed25519").generateKeyPair();
         byte[] spki = signing.getPublic().getEncoded();
         String x = Base64.getUrlEncoder().withoutPadding().encodeToString(Arrays.copyOfRange(spki, spki.length - 32, spki.length));
@@ -80,16 +73,11 @@ class FalAdapterTest {
                 .withHeader("Content-Type", "text/plain").withBody("Not Found")));
         fal.stubFor(get("/.well-known/jwks.json").willReturn(aResponse().withStatus(200)
                 .withBody("{\"keys\": [{\"kty\": \"OKP\", \"crv\": \"Ed25519\", \"x\": \"" + x + "\", \"kid\": \"k1\"}]}")));
-        api = new ApiClient(GatewayTestSupport.prepare(GatewayTestSupport.with(GatewayTestSupport.RECONCILING, Map.of(
+        return GatewayTestSupport.with(GatewayTestSupport.RECONCILING, Map.of(
                 "jobgate.provider.fal.base-url", fal.baseUrl(),
                 "jobgate.provider.fal.api-key", "fal-test-key",
                 "jobgate.provider.fal.call-deadline-ms", "2500", // a cold first call on a busy machine took 1.5 s
-                "jobgate.provider.fal.webhook-jwks-url", fal.baseUrl() + "/.well-known/jwks.json"))));
-    }
-
-    @AfterAll
-    void stop() {
-        fal.stop();
+                "jobgate.provider.fal.webhook-jwks-url", fal.baseUrl() + "/.well-known/jwks.json"));
     }
 
     UUID submit(String tag, int seconds, String resolution) {

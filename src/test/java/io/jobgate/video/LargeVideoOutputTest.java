@@ -12,22 +12,20 @@ import java.util.UUID;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import io.jobgate.Gateway;
 import io.jobgate.common.Json;
 import io.jobgate.output.Mp4Probe;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.Jobs;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import software.amazon.awssdk.services.s3.S3Client;
 
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -37,23 +35,20 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The provider is a fake fal queue (JDK HTTP server) whose clip is a real MP4 with a 200 MB
  * {@code free} box before its {@code moov}: still a valid file, generated as it is sent.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class LargeVideoOutputTest {
+class LargeVideoOutputTest extends GatewayTestBase {
 
     static final long PADDING = 200L * 1024 * 1024;
     static final long MAX_HEAP = 300L * 1024 * 1024;
 
     HttpServer fal;
-    ApiClient api;
     byte[] head;
     byte[] moov;
 
     @BeanInject
     S3Client s3;
 
-    @BeforeAll
-    void boot() throws Exception {
+    @Override
+    protected Map<String, String> settings() throws Exception {
         Assumptions.assumeTrue(Runtime.getRuntime().maxMemory() <= MAX_HEAP,
                 "runs in the large-output execution with -Xmx256m");
         splitClip(Mp4ProbeTest.clip(1280, 720, 4));
@@ -61,10 +56,10 @@ class LargeVideoOutputTest {
         fal.createContext("/", this::serve);
         fal.start();
         String base = "http://127.0.0.1:" + fal.getAddress().getPort();
-        api = new ApiClient(GatewayTestSupport.prepare(GatewayTestSupport.with(GatewayTestSupport.RECONCILING, Map.of(
+        return GatewayTestSupport.with(GatewayTestSupport.RECONCILING, Map.of(
                 "jobgate.provider.fal.base-url", base,
                 "jobgate.provider.fal.api-key", "fal-test-key",
-                "jobgate.provider.fal.call-deadline-ms", "60000"))));
+                "jobgate.provider.fal.call-deadline-ms", "60000"));
     }
 
     @AfterAll
@@ -134,7 +129,7 @@ class LargeVideoOutputTest {
 
     @Test
     void aTwoHundredMegabyteClipStreamsThroughQuarantineWithTheHeapCappedAt256Megabytes() throws Exception {
-        ApiClient.Response r = api.postJob("dev-acme-key", "big-" + UUID.randomUUID(), """
+        ApiClient.Response r = api.postJob(ACME, "big-" + UUID.randomUUID(), """
                 {"preset_id": "invoice-clip", "aspect_class": "landscape", "provider": "fal",
                  "inputs": {"duration_seconds": 4, "resolution": "720p", "supplier_name": "Big Clips Ltd",
                             "invoice_id": "B-1", "currency": "EUR", "total": 1}}""");

@@ -4,16 +4,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
-import io.jobgate.Gateway;
-import io.jobgate.support.ApiClient;
 import io.jobgate.support.ApiClient.Response;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.BeforeAll;
+import io.jobgate.support.GatewayTestBase;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -21,18 +17,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * server from the provider's table (shown in the 202, debited, metered as video_seconds); anything
  * else refused with a stable code, never rounded; a price or duration outside the inputs refused.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class VideoAdmissionTest {
-
-    static final String ACME = "dev-acme-key";
-
-    ApiClient api;
-
-    @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of()));
-    }
+class VideoAdmissionTest extends GatewayTestBase {
 
     static String clip(String provider, Object seconds, Object resolution, String aspect) {
         return """

@@ -7,20 +7,17 @@ import java.util.Map;
 import java.util.UUID;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.Gateway;
 import io.jobgate.common.Json;
 import io.jobgate.output.Mp4Probe;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import software.amazon.awssdk.services.s3.S3Client;
 
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -29,20 +26,14 @@ import static org.assertj.core.api.Assertions.assertThat;
  * in the manifest); a clip of the wrong duration or frame size stays in quarantine and fails the job
  * (refunded); a lost submit reply is found again and billed once.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class VideoSimulatorTest {
-
-    static final String ACME = "dev-acme-key";
-
-    ApiClient api;
+class VideoSimulatorTest extends GatewayTestBase {
 
     @BeanInject
     S3Client s3;
 
-    @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+    @Override
+    protected Map<String, String> settings() {
+        return Map.of(
                 "jobgate.simulator.enabled", "true",
                 "jobgate.simulator.processing-ms", "100",
                 "jobgate.simulator.slow-ms", "1800",
@@ -51,7 +42,7 @@ class VideoSimulatorTest {
                 "jobgate.worker.backoff-base-ms", "200",
                 "jobgate.reconcile.enabled", "true",
                 "jobgate.reconcile.first-check-ms", "300",
-                "jobgate.reconcile.period-ms", "100")));
+                "jobgate.reconcile.period-ms", "100");
     }
 
     UUID submit(int seconds, String resolution, String aspect, String correlationId) {

@@ -13,20 +13,14 @@ import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.http.Fault;
 import com.github.tomakehurst.wiremock.stubbing.Scenario;
 import com.github.tomakehurst.wiremock.verification.LoggedRequest;
-import io.jobgate.Gateway;
 import io.jobgate.common.Json;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.FakeProvider;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.LogCapture;
 import io.jobgate.support.Samples;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.containing;
@@ -34,6 +28,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.equalTo;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -44,34 +39,25 @@ import static org.awaitility.Awaitility.await;
  * model, verbose JSON with the audio's duration, Azure's error bodies, and its 429 headers
  * (retry-after-ms beside Retry-After). Settings come in as the environment would set them.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class AzureOpenAiAdapterTest {
+class AzureOpenAiAdapterTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
     static final String KEY = "azure-test-key-5f1c";
     static final String PATH = "/openai/deployments/whisper-eu/audio/transcriptions";
     static final long DEADLINE_MS = 2500;
 
     WireMockServer azure;
-    ApiClient api;
 
-    @BeforeAll
-    void boot() throws Exception {
-        azure = FakeProvider.start();
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        azure = fakeProvider();
+        return Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.worker.backoff-base-ms", "100",
                 "jobgate.provider.azure-openai.enabled", "true",
                 "jobgate.provider.azure-openai.base-url", azure.baseUrl(),
                 "jobgate.provider.azure-openai.api-key", KEY,
                 "jobgate.provider.azure-openai.deployment", "whisper-eu",
-                "jobgate.provider.azure-openai.call-deadline-ms", Long.toString(DEADLINE_MS))));
-    }
-
-    @AfterAll
-    void stop() {
-        azure.stop();
+                "jobgate.provider.azure-openai.call-deadline-ms", Long.toString(DEADLINE_MS));
     }
 
     static final AtomicInteger UPLOADS = new AtomicInteger();

@@ -18,18 +18,13 @@ import java.util.Map;
 import java.util.UUID;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
-import io.jobgate.Gateway;
 import io.jobgate.common.Digests;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 /**
  * Issue 35: how many calls are in flight is the provider's {@code max-concurrency}, nothing else. Here
@@ -38,16 +33,13 @@ import org.junit.jupiter.api.TestInstance;
  * reach it at once, each job succeeds on its first attempt, and no lease runs out while a call waits. An
  * answer waiting to be finished holds no slot: the provider's next calls start meanwhile.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class CallsInFlightTest {
+class CallsInFlightTest extends GatewayTestBase {
 
     static final String PATH = "/v1/images/generations";
     static final int ALLOWED = 30;
     static final String KEY = "wide-tenant-key";
 
     WireMockServer fake;
-    ApiClient api;
 
     @BeanInject
     ProviderCalls calls;
@@ -55,11 +47,11 @@ class CallsInFlightTest {
     @BeanInject
     Worker worker;
 
-    @BeforeAll
-    void boot() throws Exception {
+    @Override
+    protected Map<String, String> settings() throws Exception {
         // Delays served without a thread each, so the stand-in itself is no limit.
-        fake = new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1").asynchronousResponseEnabled(true)
-                .asynchronousResponseThreads(8).containerThreads(64));
+        fake = stopAfterAll(new WireMockServer(options().dynamicPort().bindAddress("127.0.0.1").asynchronousResponseEnabled(true)
+                .asynchronousResponseThreads(8).containerThreads(64)));
         fake.start();
         Path tenants = Files.createTempFile("jobgate-wide-tenant", ".yaml");
         Files.writeString(tenants, """
@@ -70,7 +62,7 @@ class CallsInFlightTest {
                     max_running_jobs: 100
                     credit_grants: {initial: 100000000}
                 """.formatted(Digests.sha256Hex(KEY)));
-        api = new ApiClient(GatewayTestSupport.prepare(Map.ofEntries(
+        return Map.ofEntries(
                 Map.entry("jobgate.worker.enabled", "true"),
                 Map.entry("jobgate.worker.concurrency", "2"),
                 // One answer finished at a time, so answers arriving together wait for a place.
@@ -82,12 +74,7 @@ class CallsInFlightTest {
                 Map.entry("jobgate.provider.fakeimg.base-url", fake.baseUrl()),
                 Map.entry("jobgate.provider.fakeimg.max-concurrency", Integer.toString(ALLOWED)),
                 Map.entry("jobgate.provider.fakeimg.call-deadline-ms", "20000"),
-                Map.entry("jobgate.providers.dirs", "config/providers,src/test/resources/providers"))));
-    }
-
-    @AfterAll
-    void stopFake() {
-        fake.stop();
+                Map.entry("jobgate.providers.dirs", "config/providers,src/test/resources/providers"));
     }
 
     @Test

@@ -8,20 +8,15 @@ import java.util.UUID;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.verification.LoggedRequest;
-import io.jobgate.Gateway;
 import io.jobgate.common.Json;
 import io.jobgate.common.Digests;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 import software.amazon.awssdk.services.s3.S3Client;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
@@ -30,6 +25,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -39,36 +35,27 @@ import static org.awaitility.Awaitility.await;
  * bodies, sizes, base64 reply, multipart upload, verbose JSON with billed seconds, error bodies and
  * rate-limit headers. The base URL and key come in as the environment would set them.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class OpenAiAdapterTest {
+class OpenAiAdapterTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
     static final String PATH = "/v1/images/generations";
 
     WireMockServer openai;
-    ApiClient api;
 
     @BeanInject
     S3Client s3;
     @BeanInject
     io.jobgate.provider.ProviderCatalog providers;
 
-    @BeforeAll
-    void boot() throws Exception {
-        openai = io.jobgate.support.FakeProvider.start(new io.jobgate.support.GptImageRules());
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        openai = fakeProvider(new io.jobgate.support.GptImageRules());
         // Requests no test stubs for itself meet gpt-image-1's documented rules (sizes, formats).
         io.jobgate.support.GptImageRules.install(openai);
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+        return Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.worker.backoff-base-ms", "100",
                 "jobgate.provider.openai.base-url", openai.baseUrl() + "/v1",
-                "jobgate.provider.openai.api-key", "sk-test-123")));
-    }
-
-    @AfterAll
-    void stop() {
-        openai.stop();
+                "jobgate.provider.openai.api-key", "sk-test-123");
     }
 
     UUID submit(String supplier, String aspect) {

@@ -10,19 +10,15 @@ import java.util.UUID;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.stubbing.Scenario;
-import io.jobgate.Gateway;
 import io.jobgate.common.Json;
 import io.jobgate.common.WebhookSignature;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.containing;
@@ -31,6 +27,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -39,31 +36,22 @@ import static org.awaitility.Awaitility.await;
  * webhook door and poller, against WireMock stubs shaped by Replicate's API reference: the
  * official-model create call, prediction objects, RFC 7807 errors and Standard Webhooks signatures.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ReplicateAdapterTest {
+class ReplicateAdapterTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
     static final String SECRET = "whsec_" + Base64.getEncoder().encodeToString("replicate-test-secret-0123".getBytes(StandardCharsets.UTF_8));
     static final String CREATE = "/v1/models/black-forest-labs/flux-1.1-pro/predictions";
 
     WireMockServer replicate;
-    ApiClient api;
 
-    @BeforeAll
-    void boot() throws Exception {
-        replicate = io.jobgate.support.FakeProvider.start(new io.jobgate.support.FluxProRules());
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        replicate = fakeProvider(new io.jobgate.support.FluxProRules());
         // Requests no test stubs for itself meet flux-1.1-pro's documented input rules.
         io.jobgate.support.FluxProRules.install(replicate);
-        api = new ApiClient(GatewayTestSupport.prepare(GatewayTestSupport.with(GatewayTestSupport.RECONCILING, Map.of(
+        return GatewayTestSupport.with(GatewayTestSupport.RECONCILING, Map.of(
                 "jobgate.provider.replicate.base-url", replicate.baseUrl() + "/v1",
                 "jobgate.provider.replicate.api-token", "r8_test_token",
-                "jobgate.provider.replicate.webhook-secret", SECRET))));
-    }
-
-    @AfterAll
-    void stop() {
-        replicate.stop();
+                "jobgate.provider.replicate.webhook-secret", SECRET));
     }
 
     UUID submit(String tag) {

@@ -2,19 +2,15 @@ package io.jobgate.worker;
 
 import java.time.Clock;
 import java.time.Duration;
-import java.util.Map;
 import java.util.UUID;
 
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import org.apache.camel.BeanInject;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
@@ -24,21 +20,10 @@ import static org.awaitility.Awaitility.await;
  * newest dispatch event of a job still open, by which a worker leases it) and old webhook receipts;
  * the relay goes on publishing meanwhile.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class RetentionTest {
-
-    static final String ACME = "dev-acme-key";
-
-    ApiClient api;
+class RetentionTest extends GatewayTestBase {
 
     @BeanInject
     Retention retention;
-
-    @BeforeAll
-    void boot() throws Exception {
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of()));
-    }
 
     String submit(String key) {
         ApiClient.Response r = api.postJob(ACME, key, """

@@ -17,13 +17,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.stubbing.Scenario;
 import com.github.tomakehurst.wiremock.verification.LoggedRequest;
-import io.jobgate.Gateway;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.relay.OutboxRelay;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import jakarta.jms.ConnectionFactory;
@@ -32,12 +31,8 @@ import jakarta.jms.Session;
 import jakarta.jms.TextMessage;
 import org.apache.camel.BeanInject;
 import org.apache.camel.CamelContext;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.containing;
@@ -45,6 +40,7 @@ import static com.github.tomakehurst.wiremock.client.WireMock.post;
 import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.options;
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -54,15 +50,11 @@ import static org.awaitility.Awaitility.await;
  * stale leases and drop-in adapters. Each test tags its requests with a unique supplier name, which
  * the rendered prompt carries, so stubs and the fake's request log are per test.
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class WorkerTest {
+class WorkerTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
     static final String PATH = "/v1/images/generations";
 
     WireMockServer fake;
-    ApiClient api;
     Path dropInRoutes;
     Path dropInProviders;
 
@@ -81,21 +73,16 @@ class WorkerTest {
     @BeanInject
     CamelContext context;
     /** The gateway's clock: tests that need time to pass move it. */
-    final io.jobgate.support.MovableClock clock = new io.jobgate.support.MovableClock();
-
-    @org.apache.camel.test.main.junit5.Configure
-    protected void useMovableClock(org.apache.camel.main.MainConfigurationProperties configuration) {
-        GatewayTestSupport.useClock(configuration, clock);
-    }
+    final io.jobgate.support.MovableClock clock = movableClock();
     @BeanInject
     software.amazon.awssdk.services.s3.S3Client s3;
 
-    @BeforeAll
-    void boot() throws Exception {
-        fake = io.jobgate.support.FakeProvider.start();
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        fake = fakeProvider();
         dropInRoutes = Files.createTempDirectory("jobgate-adapters");
         dropInProviders = Files.createTempDirectory("jobgate-providers");
-        api = new ApiClient(GatewayTestSupport.prepare(Map.ofEntries(
+        return Map.ofEntries(
                 Map.entry("jobgate.worker.enabled", "true"),
                 Map.entry("jobgate.worker.concurrency", "4"),
                 Map.entry("jobgate.worker.lease-margin-seconds", "1"),
@@ -111,7 +98,7 @@ class WorkerTest {
                 Map.entry("jobgate.providers.dirs", "config/providers,src/test/resources/providers," + dropInProviders),
                 Map.entry("camel.main.routes-reload-enabled", "true"),
                 Map.entry("camel.main.routes-reload-directory", dropInRoutes.toString()),
-                Map.entry("camel.main.routes-reload-pattern", "*.camel.yaml"))));
+                Map.entry("camel.main.routes-reload-pattern", "*.camel.yaml"));
     }
 
     /** When the attempt's outcome said the next one was due. */
@@ -124,11 +111,6 @@ class WorkerTest {
     void resetFaults() {
         clock.reset();
         worker.injectFaults(step -> { });
-    }
-
-    @AfterAll
-    void stopFake() {
-        fake.stop();
     }
 
     UUID submit(String tag, String provider) {
@@ -746,7 +728,7 @@ class WorkerTest {
                 .willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(1500)));
         UUID id = submit(tag, "fakeimg");
         await().atMost(Duration.ofSeconds(10)).until(() -> "submitting".equals(Jobs.status(id)));
-        assertThat(api.post("dev-acme-key", "/v1/jobs/" + id + "/cancel").status()).isEqualTo(200);
+        assertThat(api.post(ACME, "/v1/jobs/" + id + "/cancel").status()).isEqualTo(200);
 
         Map<String, Object> attempt = Db.single("SELECT ended_at, outcome FROM attempts WHERE job_id = ? AND attempt = 1", id);
         assertThat(attempt.get("ended_at")).as("closed with the job, before the worker's call returns").isNotNull();
