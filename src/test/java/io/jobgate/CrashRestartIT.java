@@ -13,6 +13,8 @@ import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.PackagedGateway;
 import org.junit.jupiter.api.Test;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.GLOBEX;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -45,7 +47,7 @@ class CrashRestartIT {
         try {
             PackagedGateway.awaitHealthy(first, api, dataDir.resolve("first.log"), Duration.ofSeconds(120));
             for (int i = 1; i <= 3; i++) {
-                ApiClient.Response job = api.postJob(i % 2 == 0 ? "dev-globex-key" : "dev-acme-key", "crash-" + i, """
+                ApiClient.Response job = api.postJob(i % 2 == 0 ? GLOBEX : ACME, "crash-" + i, """
                         {"preset_id": "invoice-clean", "aspect_class": "portrait",
                          "inputs": {"supplier_name": "Crash AG", "invoice_id": "C-1", "currency": "EUR", "line_items": []}}""");
                 assertThat(job.status()).as(job.text()).isEqualTo(202);
@@ -76,7 +78,7 @@ class CrashRestartIT {
                     .map(l -> l.substring(l.indexOf("jobgate ready in"))).findFirst().orElse("(no ready line)"));
 
             for (int i = 0; i < jobs.size(); i++) {
-                String key = i % 2 == 1 ? "dev-globex-key" : "dev-acme-key";
+                String key = i % 2 == 1 ? GLOBEX : ACME;
                 ApiClient.Response kept = api.get(key, "/v1/jobs/" + jobs.get(i));
                 assertThat(kept.status()).as(kept.text()).isEqualTo(200);
                 assertThat(kept.json().path("idempotency_key").asText()).isEqualTo("crash-" + (i + 1));

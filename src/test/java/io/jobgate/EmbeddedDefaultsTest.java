@@ -18,6 +18,7 @@ import org.apache.camel.main.Main;
 import org.junit.jupiter.api.Test;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
+import static io.jobgate.support.TestTenants.ACME;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -56,8 +57,8 @@ class EmbeddedDefaultsTest {
             // A second gateway on the same directory stops at once and says why, instead of waiting
             // for ever on the journal's live lock as an Artemis backup would.
             assertThatThrownBy(EmbeddedDefaultsTest::start).hasStackTraceContaining("is in use by another running gateway");
-            uploadId = api.upload("dev-acme-key", "audio/wav", Samples.wav(800)).json().path("upload_id").asText();
-            ApiClient.Response job = api.postJob("dev-acme-key", "restart-1",
+            uploadId = api.upload(ACME, "audio/wav", Samples.wav(800)).json().path("upload_id").asText();
+            ApiClient.Response job = api.postJob(ACME, "restart-1",
                     "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + uploadId + "\"}");
             assertThat(job.status()).isEqualTo(202);
             jobId = job.json().path("job_id").asText();
@@ -76,7 +77,7 @@ class EmbeddedDefaultsTest {
         Thread client = new Thread(() -> {
             while (asking.get()) {
                 try {
-                    ApiClient.Response r = api.get("dev-acme-key", "/v1/jobs/" + jobId);
+                    ApiClient.Response r = api.get(ACME, "/v1/jobs/" + jobId);
                     answers.add(r.status() + " " + r.contentType());
                 } catch (AssertionError portClosed) {
                     java.util.concurrent.locks.LockSupport.parkNanos(2_000_000); // a client's pause before it retries
@@ -92,15 +93,15 @@ class EmbeddedDefaultsTest {
             assertThat(answers).isNotEmpty().allSatisfy(a -> assertThat(a).matches("(200 application/json.*|503 application/problem\\+json)"))
                     .as("the port opens before the routes exist: those requests were told to retry")
                     .anyMatch(a -> a.startsWith("503"));
-            ApiClient.Response kept = api.get("dev-acme-key", "/v1/jobs/" + jobId);
+            ApiClient.Response kept = api.get(ACME, "/v1/jobs/" + jobId);
             assertThat(kept.status()).isEqualTo(200);
             assertThat(kept.json().path("source").path("upload_id").asText()).isEqualTo(uploadId);
-            ApiClient.Response replay = api.postJob("dev-acme-key", "restart-1",
+            ApiClient.Response replay = api.postJob(ACME, "restart-1",
                     "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + uploadId + "\"}");
             assertThat(replay.header("Idempotent-Replayed")).isEqualTo("true");
             assertThat(replay.json().path("job_id").asText()).isEqualTo(jobId);
             // The stored object survived too: uploading the same bytes finds the existing record.
-            assertThat(api.upload("dev-acme-key", "audio/wav", Samples.wav(800)).status()).isEqualTo(200);
+            assertThat(api.upload(ACME, "audio/wav", Samples.wav(800)).status()).isEqualTo(200);
         } finally {
             second.stop();
         }

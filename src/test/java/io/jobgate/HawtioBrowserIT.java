@@ -18,6 +18,8 @@ import io.jobgate.support.PackagedGateway;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -36,7 +38,6 @@ class HawtioBrowserIT {
 
     static final Path BROWSER = Path.of("src/test/browser");
     static final Path OUT = Path.of("target/hawtio");
-    static final String ADMIN = "dev-admin-key";
     static final Pattern LISTENING = Pattern.compile("Hawtio on http://127\\.0\\.0\\.1:(\\d+)/hawtio/");
 
     @Test
@@ -74,7 +75,7 @@ class HawtioBrowserIT {
             ApiClient api = new ApiClient(port);
             PackagedGateway.awaitHealthy(gateway, api, gatewayLog, Duration.ofSeconds(120));
             // One exchange on create-job for the routes table to count.
-            ApiClient.Response job = api.postJob("dev-acme-key", "hawtio-1", """
+            ApiClient.Response job = api.postJob(ACME, "hawtio-1", """
                     {"preset_id": "invoice-scan", "aspect_class": "portrait",
                      "inputs": {"supplier_name": "Hawtio AG", "invoice_id": "H-1", "currency": "CHF", "line_items": []}}""");
             assertThat(job.status()).as(job.text()).isEqualTo(202);

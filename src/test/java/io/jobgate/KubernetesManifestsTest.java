@@ -56,6 +56,9 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
+import static io.jobgate.support.TestTenants.GLOBEX;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -699,7 +702,7 @@ class KubernetesManifestsTest {
             });
         }
         // The shipped demo credentials (docs/operating.md, "Demo credentials") are nowhere in deploy/.
-        Set<String> demo = new TreeSet<>(Set.of("dev-admin-key", "dev-acme-key", "dev-globex-key", "dev-acme-jms",
+        Set<String> demo = new TreeSet<>(Set.of(ADMIN, ACME, GLOBEX, "dev-acme-jms",
                 "dev-globex-jms", "whsec_"));
         Matcher digest = Pattern.compile("\\b[0-9a-f]{64}\\b").matcher(Files.readString(Path.of("config/tenants.yaml"))
                 + settingsFile().getProperty("jobgate.admin.api-key-sha256"));

@@ -16,6 +16,8 @@ import io.jobgate.support.LegacyClients;
 import io.jobgate.support.PackagedGateway;
 import org.junit.jupiter.api.Test;
 
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.GLOBEX;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -76,16 +78,16 @@ class PackagedJarIT {
         try {
             ApiClient api = new ApiClient(port);
             PackagedGateway.awaitHealthy(gateway, api, log, Duration.ofSeconds(120));
-            ApiClient.Response job = api.postJob("dev-acme-key", "jar-1", """
+            ApiClient.Response job = api.postJob(ACME, "jar-1", """
                     {"preset_id": "invoice-scan", "aspect_class": "portrait",
                      "inputs": {"supplier_name": "%s", "invoice_id": "J-1", "currency": "CHF", "line_items": []}}""".formatted(PROMPT));
             assertThat(job.status()).as(job.text()).isEqualTo(202);
             String jobId = job.json().path("job_id").asText();
             // Through the bundled simulator to its end: an attempt line in the log.
-            await().atMost(Duration.ofSeconds(60)).until(() -> api.get("dev-acme-key", "/v1/jobs/" + jobId).json()
+            await().atMost(Duration.ofSeconds(60)).until(() -> api.get(ACME, "/v1/jobs/" + jobId).json()
                     .path("status").asText().equals("succeeded"));
             // A refusal carrying the same text: logged by its code, never by its content.
-            ApiClient.Response refused = api.postJob("dev-acme-key", "jar-2", """
+            ApiClient.Response refused = api.postJob(ACME, "jar-2", """
                     {"preset_id": "invoice-scan", "aspect_class": "portrait", "inputs": {"supplier_name": "%s"}}""".formatted(PROMPT));
             assertThat(refused.status()).as(refused.text()).isEqualTo(422);
             assertThat(dataDir.resolve("postgres/pgdata/PG_VERSION")).exists();
@@ -102,7 +104,7 @@ class PackagedJarIT {
                     assertThat(reply).as(protocol + " got a reply").isNotNull();
                     assertThat(reply.status()).as(protocol + ": " + reply.text()).isEqualTo(202);
                     assertThat(reply.correlationId()).isEqualTo("corr-" + protocol);
-                    assertThat(api.get("dev-globex-key", "/v1/jobs/" + reply.jobId()).status()).isEqualTo(200);
+                    assertThat(api.get(GLOBEX, "/v1/jobs/" + reply.jobId()).status()).isEqualTo(200);
                 }
             }
         } finally {

@@ -1,5 +1,6 @@
 package io.jobgate.tenant;
 
+import static io.jobgate.support.TestTenants.ADMIN;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
@@ -11,7 +12,7 @@ import org.junit.jupiter.api.Test;
 /** Issue 38: a shipped demo secret answers on loopback only. */
 class DemoCredentialsTest {
 
-    static final String ADMIN_DEMO = Digests.sha256Hex("dev-admin-key");
+    static final String ADMIN_DEMO = Digests.sha256Hex(ADMIN);
 
     TenantDirectory shipped() throws Exception {
         return TenantDirectory.load(List.of(Path.of("config/tenants.yaml")));
