@@ -14,6 +14,7 @@ import io.jobgate.common.Json;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestBase;
+import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.Samples;
 import org.junit.jupiter.api.Test;
@@ -31,17 +32,7 @@ class SimulatorTest extends GatewayTestBase {
 
     @Override
     protected Map<String, String> settings() {
-        return Map.of(
-                "jobgate.simulator.enabled", "true",
-                "jobgate.simulator.processing-ms", "100",
-                "jobgate.simulator.slow-ms", "1800",
-                "jobgate.provider.simulator.call-deadline-ms", "1000",
-                "jobgate.worker.enabled", "true",
-                "jobgate.worker.backoff-base-ms", "200",
-                "jobgate.reconcile.enabled", "true",
-                "jobgate.reconcile.first-check-ms", "300",
-                "jobgate.reconcile.period-ms", "100",
-                "jobgate.sweeper.enabled", "true");
+        return GatewayTestSupport.with(GatewayTestSupport.SIMULATING, Map.of("jobgate.sweeper.enabled", "true"));
     }
 
     UUID submit(String body, String correlationId) {

@@ -29,6 +29,21 @@ public final class GatewayTestSupport {
             "jobgate.reconcile.first-check-ms", "200",
             "jobgate.reconcile.check-cap-ms", "400");
 
+    /**
+     * The built-in simulator as the provider (100 ms renders, 1.8 s slow ones against a 1 s call deadline),
+     * workers with short backoffs and a fast poller.
+     */
+    public static final Map<String, String> SIMULATING = Map.of(
+            "jobgate.simulator.enabled", "true",
+            "jobgate.simulator.processing-ms", "100",
+            "jobgate.simulator.slow-ms", "1800",
+            "jobgate.provider.simulator.call-deadline-ms", "1000",
+            "jobgate.worker.enabled", "true",
+            "jobgate.worker.backoff-base-ms", "200",
+            "jobgate.reconcile.enabled", "true",
+            "jobgate.reconcile.first-check-ms", "300",
+            "jobgate.reconcile.period-ms", "100");
+
     /** {@code base} with {@code extra} on top. */
     public static Map<String, String> with(Map<String, String> base, Map<String, String> extra) {
         Map<String, String> all = new LinkedHashMap<>(base);

@@ -12,6 +12,7 @@ import io.jobgate.output.Mp4Probe;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
 import io.jobgate.support.GatewayTestBase;
+import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.Jobs;
 import org.apache.camel.BeanInject;
 import org.junit.jupiter.api.Test;
@@ -33,16 +34,7 @@ class VideoSimulatorTest extends GatewayTestBase {
 
     @Override
     protected Map<String, String> settings() {
-        return Map.of(
-                "jobgate.simulator.enabled", "true",
-                "jobgate.simulator.processing-ms", "100",
-                "jobgate.simulator.slow-ms", "1800",
-                "jobgate.provider.simulator.call-deadline-ms", "1000",
-                "jobgate.worker.enabled", "true",
-                "jobgate.worker.backoff-base-ms", "200",
-                "jobgate.reconcile.enabled", "true",
-                "jobgate.reconcile.first-check-ms", "300",
-                "jobgate.reconcile.period-ms", "100");
+        return GatewayTestSupport.SIMULATING;
     }
 
     UUID submit(int seconds, String resolution, String aspect, String correlationId) {
