@@ -14,19 +14,13 @@ import com.github.tomakehurst.wiremock.stubbing.Scenario;
 import com.github.tomakehurst.wiremock.verification.LoggedRequest;
 import com.standardwebhooks.Webhook;
 import com.standardwebhooks.exceptions.WebhookVerificationException;
-import io.jobgate.Gateway;
 import io.jobgate.common.Json;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.ApiClient.Response;
-import io.jobgate.support.FakeProvider;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.ok;
@@ -35,6 +29,9 @@ import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
 import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
+import static io.jobgate.support.TestTenants.GLOBEX;
 import static org.awaitility.Awaitility.await;
 
 /**
@@ -45,31 +42,19 @@ import static org.awaitility.Awaitility.await;
  * tenant's cancel (no worker runs): a status change like any other, from the same outbox. Retries
  * wait one second here ({@code retry-schedule 1s,1s,1s,1s}: five attempts).
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class TenantWebhooksTest {
-
-    static final String ACME = "dev-acme-key";
-    static final String GLOBEX = "dev-globex-key";
-    static final String ADMIN = "dev-admin-key";
+class TenantWebhooksTest extends GatewayTestBase {
 
     WireMockServer receiver;
-    ApiClient api;
 
-    @BeforeAll
-    void boot() throws Exception {
-        receiver = FakeProvider.start();
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+    @Override
+    protected Map<String, String> settings() {
+        receiver = fakeProvider(); // the tenants' receiver: WireMock on loopback, as a fake provider is
+        return Map.of(
                 "jobgate.tenant-webhooks.allow-http-loopback", "true",
                 "jobgate.tenant-webhooks.period-ms", "100",
                 "jobgate.tenant-webhooks.timeout-seconds", "2",
                 "jobgate.tenant-webhooks.tenant-concurrency", "2",
-                "jobgate.tenant-webhooks.retry-schedule", "1s,1s,1s,1s")));
-    }
-
-    @AfterAll
-    void stopReceiver() {
-        receiver.stop();
+                "jobgate.tenant-webhooks.retry-schedule", "1s,1s,1s,1s");
     }
 
     @BeforeEach

@@ -5,20 +5,13 @@ import java.util.Map;
 import java.util.UUID;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
-import io.jobgate.Gateway;
 import io.jobgate.support.ApiClient;
 import io.jobgate.support.Db;
-import io.jobgate.support.FakeProvider;
-import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
 import io.jobgate.support.MovableClock;
-import org.apache.camel.main.MainConfigurationProperties;
-import org.apache.camel.test.main.junit5.CamelMainTest;
-import org.apache.camel.test.main.junit5.Configure;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import io.jobgate.support.TestTenants;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.containing;
@@ -34,26 +27,17 @@ import static org.awaitility.Awaitility.await;
  * exactly a minute here (base = cap = 60 s, no jitter), so the job is still waiting when the clock
  * moves past its lifetime (WorkerTest's retries come within 200 ms).
  */
-@CamelMainTest(mainClass = Gateway.class, propertyPlaceholderLocations = Gateway.SETTINGS)
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class JobLifetimeTest {
+class JobLifetimeTest extends GatewayTestBase {
 
-    static final String ACME = "dev-acme-key";
     static final String PATH = "/v1/images/generations";
 
-    final MovableClock clock = new MovableClock();
+    final MovableClock clock = movableClock();
     WireMockServer fake;
-    ApiClient api;
 
-    @Configure
-    protected void useMovableClock(MainConfigurationProperties configuration) {
-        GatewayTestSupport.useClock(configuration, clock);
-    }
-
-    @BeforeAll
-    void boot() throws Exception {
-        fake = FakeProvider.start();
-        api = new ApiClient(GatewayTestSupport.prepare(Map.of(
+    @Override
+    protected Map<String, String> settings() {
+        fake = fakeProvider();
+        return Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.sweeper.enabled", "true",
                 "jobgate.sweeper.period-ms", "200",
@@ -61,19 +45,14 @@ class JobLifetimeTest {
                 "jobgate.worker.backoff-cap-ms", "60000",
                 "jobgate.worker.backoff-jitter", "false",
                 "jobgate.provider.fakeimg.base-url", fake.baseUrl(),
-                "jobgate.providers.dirs", "config/providers,src/test/resources/providers")));
-    }
-
-    @AfterAll
-    void stopFake() {
-        fake.stop();
+                "jobgate.providers.dirs", "config/providers,src/test/resources/providers");
     }
 
     @Test
     void aJobWaitingPastItsLifetimeExpires() {
         String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag)).willReturn(aResponse().withStatus(503)));
-        ApiClient.Response accepted = api.postJob(ACME, "k-" + UUID.randomUUID(), """
+        ApiClient.Response accepted = api.postJob(TestTenants.ACME, "k-" + UUID.randomUUID(), """
                 {"preset_id": "invoice-clean", "aspect_class": "portrait", "provider": "fakeimg",
                  "inputs": {"supplier_name": "%s", "invoice_id": "INV-1", "currency": "EUR",
                             "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(tag));
