@@ -238,7 +238,13 @@ public class JobgateConfiguration implements CamelConfiguration {
                     dataSource.getPassword(), instanceId, wakeup::wake), true, true);
         }
         context.addService(writer, true, true);
-        AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits);
+        // Tenants' webhooks (docs/webhooks.md): their endpoints, which jobs may name (webhook_url).
+        io.jobgate.notify.WebhookEndpoints webhookEndpoints = new io.jobgate.notify.WebhookEndpoints(jdbc, clock,
+                new io.jobgate.notify.EndpointUrls(settings.bool("jobgate.tenant-webhooks.allow-http-loopback"),
+                        settings.optional("jobgate.tenant-webhooks.allowed-networks").orElse(""), java.net.InetAddress::getAllByName));
+        AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits,
+                (tenant, url) -> webhookEndpoints.findByUrl(tenant, url).filter(io.jobgate.notify.WebhookEndpoints.Endpoint::enabled)
+                        .map(io.jobgate.notify.WebhookEndpoints.Endpoint::id));
         registry.bind("admissionWriter", writer);
         registry.bind("admissionService", admission);
         java.util.Map<String, Integer> callLimits = new java.util.LinkedHashMap<>();
@@ -374,10 +380,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("tenantAuth", new TenantAuth(tenants));
         registry.bind("problemResponder", new ProblemResponder(meters));
         registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));
-        // Tenants' webhooks (docs/webhooks.md): endpoints, the fan-out of status events, the sender.
-        io.jobgate.notify.WebhookEndpoints webhookEndpoints = new io.jobgate.notify.WebhookEndpoints(jdbc, clock,
-                new io.jobgate.notify.EndpointUrls(settings.bool("jobgate.tenant-webhooks.allow-http-loopback"),
-                        settings.optional("jobgate.tenant-webhooks.allowed-networks").orElse(""), java.net.InetAddress::getAllByName));
+        // Tenants' webhooks (docs/webhooks.md): the fan-out of status events, the sender (endpoints: above).
         io.jobgate.notify.WebhookDeliveries webhookDeliveries = new io.jobgate.notify.WebhookDeliveries(jdbc, clock,
                 io.jobgate.notify.DeliverySchedule.parse(settings.required("jobgate.tenant-webhooks.retry-schedule")));
         registry.bind("deliveryFanOut", new io.jobgate.notify.DeliveryFanOut(jdbc, jobs, clock));

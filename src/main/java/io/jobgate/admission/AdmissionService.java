@@ -39,9 +39,17 @@ public final class AdmissionService {
     private final JobStore jobs;
     private final AdmissionWriter writer;
     private final AdmissionLimits limits;
+    private final WebhookEndpointLookup webhookEndpoints;
+
+    /** A tenant's enabled webhook endpoint at exactly this URL: what a job's {@code webhook_url} names. */
+    @FunctionalInterface
+    public interface WebhookEndpointLookup {
+        Optional<java.util.UUID> endpointAt(String tenantId, String url);
+    }
 
     public AdmissionService(Clock clock, PresetCatalog presets, ProviderCatalog providers, UploadStore uploads,
-                            JobStore jobs, AdmissionWriter writer, AdmissionLimits limits) {
+                            JobStore jobs, AdmissionWriter writer, AdmissionLimits limits, WebhookEndpointLookup webhookEndpoints) {
+        this.webhookEndpoints = webhookEndpoints;
         this.clock = clock;
         this.presets = presets;
         this.providers = providers;
@@ -82,6 +90,10 @@ public final class AdmissionService {
         PresetCatalog.aspect(preset, request.aspectClass());
         VideoOrder video = VideoOrder.of(preset, request.inputs()); // its own codes, before the generic field checks
         InputValidator.validate(preset, request.inputs());
+        java.util.UUID webhookEndpoint = request.webhookUrl() == null ? null
+                : webhookEndpoints.endpointAt(tenant.id(), request.webhookUrl()).orElseThrow(() -> ApiProblem.of(422,
+                        "unknown_webhook_url", "'webhook_url' names no enabled webhook endpoint of this tenant; register it first"
+                        + " (POST /v1/webhooks/endpoints).").with("field", "webhook_url"));
         Upload source = source(tenant, preset, request);
         // The upload's size is known before the provider is: one whose limit it exceeds is never chosen.
         Provider provider = providers.choose(request.provider(), preset, request.aspectClass(), source == null ? 0 : source.bytes());
@@ -91,7 +103,8 @@ public final class AdmissionService {
                 preset.id(), preset.version(), preset.kind(), request.aspectClass(), provider.name(),
                 source == null ? null : source.id(), source == null ? null : source.sha256(),
                 source == null ? 0 : source.bytes(), correlationId, cost, limits.maxAttempts(),
-                limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null, null, null);
+                limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null, null,
+                webhookEndpoint);
         return new AdmissionWriter.Candidate(job, Json.write(request.inputs()), source == null ? null : source.objectKey(),
                 Pricing.metered(preset, source, video));
     }

@@ -15,10 +15,10 @@ import io.jobgate.common.Digests;
  * the canonical JSON, which tells an idempotent replay from a reused key.
  */
 public record JobRequest(String presetId, Integer presetVersion, String aspectClass, String provider, JsonNode inputs,
-                         UUID uploadId, String fingerprint) {
+                         UUID uploadId, String webhookUrl, String fingerprint) {
 
     private static final Set<String> MEMBERS = Set.of("preset_id", "preset_version", "aspect_class", "provider", "inputs",
-            "upload_id");
+            "upload_id", "webhook_url");
 
     /** The digest of the request's canonical JSON: equal for the same request in any member order. */
     public static String fingerprint(JsonNode body) {
@@ -60,7 +60,15 @@ public record JobRequest(String presetId, Integer presetVersion, String aspectCl
                 throw ApiProblem.of(422, "unknown_upload", "No upload '" + upload + "'.").with("field", "upload_id");
             }
         }
-        return new JobRequest(presetId, version, aspectClass, provider, inputs, uploadId, fingerprint);
+        String webhookUrl = null;
+        JsonNode hook = body.get("webhook_url");
+        if (hook != null && !hook.isNull()) {
+            if (!hook.isTextual() || hook.asText().isBlank() || hook.asText().length() > 2000) {
+                throw invalid("webhook_url", "'webhook_url' must be the URL of one of the tenant's webhook endpoints.");
+            }
+            webhookUrl = hook.asText();
+        }
+        return new JobRequest(presetId, version, aspectClass, provider, inputs, uploadId, webhookUrl, fingerprint);
     }
 
     private static String requiredText(JsonNode body, String field) {

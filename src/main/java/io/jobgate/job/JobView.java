@@ -69,6 +69,8 @@ public final class JobView {
             g.writeEndObject();
             g.writeStringField("correlation_id", job.correlationId());
             g.writeStringField("idempotency_key", job.idempotencyKey());
+            // The tenant's webhook endpoint the job named (its webhook_url): its status changes go there only.
+            g.writeStringField("webhook_endpoint_id", job.webhookEndpointId() == null ? null : job.webhookEndpointId().toString());
             if (job.errorCategory() != null) {
                 g.writeObjectFieldStart("error");
                 g.writeStringField("category", job.errorCategory());

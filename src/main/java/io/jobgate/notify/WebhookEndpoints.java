@@ -114,7 +114,7 @@ public final class WebhookEndpoints {
     /** The tenant's enabled endpoint at exactly this URL (a job's {@code webhook_url}). */
     public Optional<Endpoint> findByUrl(String tenantId, String url) {
         return jdbc.query("SELECT " + COLUMNS + " FROM webhook_endpoints WHERE tenant_id = ? AND url = ? AND deleted_at IS NULL",
-                ENDPOINT, tenantId, url).stream().findFirst();
+                ENDPOINT, tenantId, url.trim()).stream().findFirst();
     }
 
     /** Changes what is given (null: unchanged). Enabling again clears the reason it was disabled for. */

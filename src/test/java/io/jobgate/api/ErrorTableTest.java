@@ -133,6 +133,8 @@ class ErrorTableTest extends GatewayTestBase {
                                     now(), 'drop-in', now(), now()) ON CONFLICT DO NOTHING""");
                     return admin("POST", "/v1/admin/providers/errors/canary/restart", "{\"operator\": \"ops\"}");
                 }),
+                entry("unknown_webhook_url", () -> api.postJob(ACME, key(), invoice("Hooked").replace("\"preset_id\"",
+                        "\"webhook_url\": \"https://203.0.113.7/not-registered\", \"preset_id\""))),
                 entry("endpoint_not_found", () -> api.get(ACME, "/v1/webhooks/endpoints/" + UUID.randomUUID())),
                 entry("endpoint_exists", () -> {
                     // ErrorTableTest runs no loopback endpoints: a public literal address needs no DNS.

@@ -213,6 +213,35 @@ class TenantWebhooksTest extends GatewayTestBase {
     }
 
     @Test
+    void aJobThatNamesAnEndpointIsDeliveredThereOnly() {
+        receiver.stubFor(post("/hooks/named").willReturn(ok()));
+        receiver.stubFor(post("/hooks/other").willReturn(ok()));
+        JsonNode named = endpoint(ACME, "/hooks/named", null);
+        endpoint(ACME, "/hooks/other", null);
+        Response r = api.postJob(ACME, "hook-" + UUID.randomUUID(), """
+                {"preset_id": "invoice-clean", "aspect_class": "portrait", "webhook_url": "%s",
+                 "inputs": {"supplier_name": "Hooks GmbH", "invoice_id": "INV-2026-041", "currency": "EUR",
+                            "line_items": [{"description": "Consulting", "quantity": 1, "unit_price": 10}]}}""".formatted(url("/hooks/named")));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        assertThat(r.json().path("webhook_endpoint_id").asText()).isEqualTo(named.path("id").asText());
+        UUID job = UUID.fromString(r.json().path("job_id").asText());
+        assertThat(api.post(ACME, "/v1/jobs/" + job + "/cancel").status()).isEqualTo(200);
+        UUID unnamed = cancelledJob(ACME);
+
+        await().atMost(Duration.ofSeconds(15)).until(() -> received("/hooks/other").size() == 1 && received("/hooks/named").size() == 2);
+        assertThat(Json.parseObject(received("/hooks/other").get(0).getBody()).path("data").path("job_id").asText())
+                .as("the other endpoint gets only the job that named none").isEqualTo(unnamed.toString());
+        assertThat(deliveries(ACME, job)).hasSize(1);
+
+        Response unknown = api.postJob(ACME, "hook-" + UUID.randomUUID(), """
+                {"preset_id": "invoice-clean", "aspect_class": "portrait", "webhook_url": "%s",
+                 "inputs": {"supplier_name": "Hooks GmbH", "invoice_id": "INV-2026-042", "currency": "EUR",
+                            "line_items": []}}""".formatted(url("/hooks/never-registered")));
+        assertThat(unknown.status()).isEqualTo(422);
+        assertThat(unknown.code()).isEqualTo("unknown_webhook_url");
+    }
+
+    @Test
     void insecurePrivateAndUnknownUrlsAreRefusedWithTheirCodes() {
         assertThat(postJson(ACME, "/v1/webhooks/endpoints", "{\"url\": \"http://203.0.113.10/hook\"}").code())
                 .isEqualTo("webhook_url_insecure");
