@@ -33,6 +33,8 @@ import org.apache.camel.main.Main;
  * [--step-seconds 45] [--warm-up-seconds 45] [--latency-seconds 0] [--max-concurrency 64] [--tenants 10] [--peers [jobrunr,db-scheduler]]}: open-loop arrivals at stepped
  * rates and the knee, beside JobRunr's and db-scheduler's given the same arrivals ({@link SustainedBench}, {@link SustainedPeers}). {@code --only fairness [--flood 1500] [--quiet-jobs 12] [--background-rate 50]}:
  * a quiet tenant's jobs behind a noisy tenant's flood while the other tenants keep sending ({@link FloodBench}).
+ * {@code --only waiting [--waiters 1000] [--wait-seconds 30]}: reads waiting for their job against as many idle
+ * keep-alive connections: the gateway's threads, RSS and heap ({@link WaitingReadsBench}).
  */
 public final class Bench {
 
@@ -83,6 +85,12 @@ public final class Bench {
             // A quiet tenant behind a noisy one's flood while the rest keep arriving (FloodBench).
             Path jar = gatewayJar();
             inProcesses(dataDir, () -> new FloodBench(jar, dataDir, opts).run());
+            System.exit(0);
+        }
+        if (only.equals("waiting")) {
+            // GET /v1/jobs/{id}?wait=N against as many idle connections (WaitingReadsBench).
+            Path jar = gatewayJar();
+            inProcesses(dataDir, () -> new WaitingReadsBench(jar, dataDir, opts).run());
             System.exit(0);
         }
         if (only.equals("inflight")) {
