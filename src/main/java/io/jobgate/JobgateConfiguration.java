@@ -296,6 +296,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                 java.time.Duration.ofHours(settings.intValue("jobgate.retention.outbox-hours", 1, 24 * 3650)),
                 java.time.Duration.ofHours(settings.intValue("jobgate.retention.webhook-receipts-hours", 1, 24 * 3650)),
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400),
+                java.time.Duration.ofHours(settings.intValue("jobgate.retention.webhook-deliveries-hours", 1, 24 * 3650)),
                 settings.intValue("jobgate.retention.batch", 1, 100_000)));
         registry.bind("uploadRetention", new io.jobgate.upload.UploadRetention(jdbc, transactions, clock,
                 java.time.Duration.ofHours(settings.intValue("jobgate.retention.uploads-hours", 1, 24 * 3650)),

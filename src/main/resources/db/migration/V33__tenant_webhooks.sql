@@ -53,9 +53,11 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (tenant_id, next_attem
 CREATE INDEX webhook_deliveries_claimed ON webhook_deliveries (tenant_id) WHERE state = 'pending' AND claimed_until IS NOT NULL;
 CREATE INDEX webhook_deliveries_job ON webhook_deliveries (job_id, endpoint_id, seq);
 CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, created_at);
+-- Retention: ended deliveries, oldest first (jobgate.retention.webhook-deliveries-hours).
+CREATE INDEX webhook_deliveries_ended ON webhook_deliveries (ended_at) WHERE state <> 'pending';
 
 CREATE TABLE webhook_delivery_attempts (
-    delivery_id  text        NOT NULL REFERENCES webhook_deliveries (delivery_id),
+    delivery_id  text        NOT NULL REFERENCES webhook_deliveries (delivery_id) ON DELETE CASCADE,
     attempt      int         NOT NULL,
     started_at   timestamptz NOT NULL,
     duration_ms  bigint      NOT NULL,

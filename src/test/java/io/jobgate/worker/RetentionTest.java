@@ -72,8 +72,30 @@ class RetentionTest extends GatewayTestBase {
     }
 
     @Test
+    void endedWebhookDeliveriesGoWithTheirAttemptsAfterTheirKeepAndPendingOnesStay() {
+        Db.execute("""
+                INSERT INTO webhook_endpoints (endpoint_id, tenant_id, url, event_types, secret, created_at, updated_at)
+                VALUES ('00000000-0000-0000-0000-00000000e001', 'acme', 'https://203.0.113.7/kept', '{job.succeeded}', 'whsec_a',
+                        now(), now())""");
+        for (String[] d : new String[][] {{"msg_old_done", "delivered", "now() - interval '40 days'"},
+                {"msg_old_dead", "dead", "now() - interval '31 days'"}, {"msg_new_done", "delivered", "now() - interval '1 day'"},
+                {"msg_old_pending", "pending", "NULL"}}) {
+            Db.execute("INSERT INTO webhook_deliveries (delivery_id, endpoint_id, tenant_id, job_id, seq, event_type, occurred_at, state,"
+                    + " next_attempt_at, created_at, ended_at) VALUES ('" + d[0] + "', '00000000-0000-0000-0000-00000000e001', 'acme',"
+                    + " gen_random_uuid(), " + Math.abs(d[0].hashCode()) + ", 'job.succeeded', now() - interval '41 days', '" + d[1] + "',"
+                    + " now() - interval '41 days', now() - interval '41 days', " + d[2] + ")");
+            Db.execute("INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, duration_ms, http_status)"
+                    + " VALUES ('" + d[0] + "', 1, now() - interval '41 days', 5, 500)");
+        }
+        assertThat(retention.removeDeliveries()).isEqualTo(2);
+        assertThat(Db.rows("SELECT delivery_id FROM webhook_deliveries ORDER BY delivery_id")).extracting(r -> r.get("delivery_id"))
+                .containsExactly("msg_new_done", "msg_old_pending");
+        assertThat(Db.count("SELECT count(*) FROM webhook_delivery_attempts")).as("the attempts went with them").isEqualTo(2);
+    }
+
+    @Test
     void receiptsMustOutliveTheSignatureWindow() {
         assertThatThrownBy(() -> new Retention(null, Clock.systemUTC(), Duration.ofHours(24), Duration.ofMinutes(5),
-                Duration.ofMinutes(5), 10)).hasMessageContaining("tolerance");
+                Duration.ofMinutes(5), Duration.ofDays(30), 10)).hasMessageContaining("tolerance");
     }
 }
