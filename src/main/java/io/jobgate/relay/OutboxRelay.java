@@ -26,6 +26,8 @@ import org.apache.camel.Message;
  */
 public final class OutboxRelay {
 
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(OutboxRelay.class);
+
     /** JMS properties of dispatch and status messages (also usable in selectors). */
     public static final String JOB_ID = "JobgateJobId";
     public static final String TENANT = "JobgateTenant";
@@ -101,9 +103,43 @@ public final class OutboxRelay {
         for (Map<String, Object> row : rows) {
             shareTaken |= perTenantTaken.merge(row.get("tenant_id"), 1, Integer::sum) >= perTenant;
         }
-        publish(exchange);
+        String claimToken = exchange.getMessage().getHeader("claimToken", String.class);
+        try {
+            publish(exchange);
+        } catch (JMSException | RuntimeException brokerFailed) {
+            releaseClaims(rows, claimToken);
+            throw brokerFailed;
+        }
         exchange.setProperty("dispatched", exchange.getMessage().getHeader("published", Integer.class));
         exchange.setProperty("anotherRound", shareTaken);
+    }
+
+    /** How soon the events of a round whose publish failed may be claimed again (not the whole claim: a broker failover takes seconds). */
+    static final java.time.Duration RETRY_AFTER_FAILED_PUBLISH = java.time.Duration.ofSeconds(1);
+
+    /**
+     * The broker refused the round (a failover under way, most likely): its claims end in a second instead of
+     * at their full length ({@code claim-seconds}, 30 s by default), so the next rounds publish them again
+     * soon after the broker is back. Ended, not cleared: a claim that ran out is published again on the slot
+     * its job already took (the claim's "reclaims"), where a cleared one would take a second slot. Best
+     * effort: if the database is gone too, the claims simply run out.
+     */
+    private void releaseClaims(List<Map<String, Object>> rows, String claimToken) {
+        if (rows.isEmpty() || claimToken == null) {
+            return;
+        }
+        StringJoiner ids = new StringJoiner(",", "{", "}");
+        rows.forEach(row -> ids.add(row.get("event_id").toString()));
+        try (java.sql.Connection c = dataSource.getConnection();
+             java.sql.PreparedStatement ps = c.prepareStatement("UPDATE outbox SET claimed_until = ? WHERE event_id = ANY (?::bigint[])"
+                     + " AND claim_token = ?::uuid AND published_at IS NULL")) {
+            ps.setTimestamp(1, java.sql.Timestamp.from(clock.instant().plus(RETRY_AFTER_FAILED_PUBLISH)));
+            ps.setString(2, ids.toString());
+            ps.setString(3, claimToken);
+            ps.executeUpdate();
+        } catch (java.sql.SQLException | RuntimeException e) {
+            LOG.warn("relay: the claims of a round the broker refused were not ended early ({}); they run out as claimed", e.toString());
+        }
     }
 
     /**
