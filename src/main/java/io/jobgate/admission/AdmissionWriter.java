@@ -264,6 +264,7 @@ public final class AdmissionWriter extends ServiceSupport {
      * for a deadlock or a serialization failure: a replayed key inserted while a worker moves that
      * very job waits on the job's row, whose transaction may wait on this one's tenant row. The
      * transaction was rolled back whole and nobody was answered yet, so running it again is safe.
+     * Each run after the first waits a few tens of milliseconds (random, longer each run).
      */
     private void write(List<Pending> batch) throws SQLException {
         for (int run = 1; ; run++) {
@@ -275,6 +276,15 @@ public final class AdmissionWriter extends ServiceSupport {
                     throw e;
                 }
                 LOG.warn("admission transaction rolled back by PostgreSQL ({}), running it again ({} of 3)", e.getSQLState(), run + 1);
+                // A short pause first (random, longer each run): the transaction that won the cycle finishes and
+                // lets its locks go. Run again at once, this one took its tenant rows back first, and on a busy
+                // machine met the same cycle every run (seen: three runs, then 503 transaction_conflict).
+                try {
+                    Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextLong(20, 60) * run);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
             }
         }
     }

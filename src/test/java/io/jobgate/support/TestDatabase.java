@@ -119,6 +119,12 @@ public final class TestDatabase {
                         s.execute("TRUNCATE canaries, canary_actions"); // a class's canary candidates (evaluations went with jobs)
                     }
                 }
+                try (var rs = s.executeQuery("SELECT to_regclass('public.webhook_endpoints') IS NOT NULL")) {
+                    rs.next();
+                    if (rs.getBoolean(1)) {
+                        s.execute("TRUNCATE webhook_delivery_attempts, webhook_deliveries, webhook_endpoints"); // a class's tenant webhooks
+                    }
+                }
                 // A gate a class closed (a 429 in a test) must not hold the next class's jobs.
                 s.execute("DELETE FROM provider_gates");
                 try (var rs = s.executeQuery("SELECT to_regclass('public.provider_slots') IS NOT NULL")) {
