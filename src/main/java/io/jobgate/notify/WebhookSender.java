@@ -66,10 +66,39 @@ public final class WebhookSender {
         return inFlight.get();
     }
 
+    /**
+     * Where a send starts: its endpoint read, its URL checked again (a name resolved: DNS may be slow for one
+     * tenant's host) and its request handed to the HTTP client, off the round's one thread, so no tenant's
+     * slow name holds up another's sends. A thread only while it does that; the wait for the receiver holds none.
+     */
+    private final java.util.concurrent.ExecutorService starts = java.util.concurrent.Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "tenant-webhook-send");
+        t.setDaemon(true);
+        return t;
+    });
+
     /** Route step: starts one delivery's attempt; its record is written when the receiver answers or the deadline passes. */
     public void send(@Body WebhookDeliveries.Claimed claimed) {
+        inFlight.incrementAndGet();
+        try {
+            starts.execute(() -> {
+                try {
+                    start(claimed);
+                } catch (RuntimeException e) {
+                    inFlight.decrementAndGet();
+                    LOG.warn("webhook delivery {}: attempt {} not started ({}); it is sent again when its claim runs out",
+                            claimed.deliveryId(), claimed.attempt(), e.toString());
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            inFlight.decrementAndGet();
+        }
+    }
+
+    private void start(WebhookDeliveries.Claimed claimed) {
         Optional<WebhookEndpoints.Target> target = endpoints.target(claimed.endpointId());
         if (target.isEmpty() || !target.get().enabled()) {
+            inFlight.decrementAndGet();
             deliveries.cancelPending(claimed.endpointId(), "endpoint disabled");
             return;
         }
@@ -77,7 +106,11 @@ public final class WebhookSender {
         try {
             uri = endpoints.urls().check(target.get().url());
         } catch (ApiProblem refused) {
-            finish(claimed, new WebhookDeliveries.Result(0, refused.code() + ": " + refused.getMessage(), 0, null));
+            try {
+                finish(claimed, new WebhookDeliveries.Result(0, refused.code() + ": " + refused.getMessage(), 0, null));
+            } finally {
+                inFlight.decrementAndGet();
+            }
             return;
         }
         byte[] body = claimed.body().getBytes(StandardCharsets.UTF_8);
@@ -90,7 +123,6 @@ public final class WebhookSender {
                 .header("webhook-signature", WebhookSignature.header(target.get().secrets(), claimed.deliveryId(), timestamp, body))
                 .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build();
         long started = System.nanoTime();
-        inFlight.incrementAndGet();
         http.sendAsync(request, HttpResponse.BodyHandlers.ofInputStream()).whenComplete((response, failure) -> {
             long ms = (System.nanoTime() - started) / 1_000_000;
             try {
