@@ -289,6 +289,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("outputStore", outputs);
         registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer(providers));
         registry.bind("multipartForm", new io.jobgate.adapter.MultipartForm());
+        registry.bind("awsSigV4", new io.jobgate.adapter.AwsSigV4());
         Sweeper sweeper = new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket,
                 canaries);
         registry.bind("sweeper", sweeper);

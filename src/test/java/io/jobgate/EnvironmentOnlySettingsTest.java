@@ -128,7 +128,7 @@ class EnvironmentOnlySettingsTest {
                 }
             }
         }
-        assertThat(removed).as("the walk found the shipped adapters' variables").containsKeys("openai", "replicate", "fal", "azure-openai");
+        assertThat(removed).as("the walk found the shipped adapters' variables").containsKeys("openai", "replicate", "fal", "azure-openai", "amazon-transcribe");
         // The case: a canary of openai given by the environment alone.
         assertThat(Files.readString(Path.of("config/providers/openai.properties"))).doesNotContain(".canary.");
         give("jobgate.provider.openai.canary.share", "50");
@@ -324,6 +324,10 @@ class EnvironmentOnlySettingsTest {
             case "webhook-jwks-url" -> "http://127.0.0.1:9/jwks.json";
             case "base-url" -> "http://127.0.0.1:9/env";
             case "api-key" -> "env-key";
+            case "aws-region" -> "eu-central-1";
+            case "aws-access-key-id" -> "AKIDENVONLY";
+            case "aws-secret-access-key" -> "env-aws-secret";
+            case "aws-session-token" -> "env-aws-session";
             case "canary.share" -> "50";
             case "canary.label" -> "envonly-next";
             case "canary.window-seconds" -> "120";

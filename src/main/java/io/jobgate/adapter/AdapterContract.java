@@ -94,6 +94,14 @@ public final class AdapterContract {
     public static final String SOURCE = "JobgateSource";
     public static final String SOURCE_MEDIA_TYPE = "JobgateSourceMediaType";
     public static final String SOURCE_FILE_NAME = "JobgateSourceFileName";
+    /**
+     * Where the source upload is stored: the gateway's bucket and the object's key ({@code sources/sha256/<digest>}),
+     * for a provider that reads its input from S3 itself (Amazon Transcribe's {@code s3://bucket/key}).
+     */
+    public static final String SOURCE_BUCKET = "JobgateSourceBucket";
+    public static final String SOURCE_KEY = "JobgateSourceKey";
+    /** The source audio's length in seconds (a decimal, as measured at upload), absent when it is no audio or unreadable. */
+    public static final String SOURCE_SECONDS = "JobgateSourceSeconds";
     /** Milliseconds the call may take; configure the HTTP endpoint's timeouts from the same setting. */
     public static final String DEADLINE_MILLIS = "JobgateDeadlineMillis";
     public static final String ADAPTER_REVISION = "JobgateAdapterRevision";

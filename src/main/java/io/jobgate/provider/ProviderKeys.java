@@ -41,7 +41,9 @@ public final class ProviderKeys {
             "canary.share", "canary.label", "canary.window-seconds", "canary.min-sample", "canary.max-error-rate",
             "canary.max-p95-ms", "canary.max-invalid-output-rate", "canary.min-evaluated", "canary.min-field-accuracy",
             "canary.min-totals-correct",
-            "base-url", "api-key");
+            "base-url", "api-key",
+            // AWS APIs: what the bean awsSigV4 (the adapter helper AwsSigV4) signs with
+            "aws-region", "aws-access-key-id", "aws-secret-access-key", "aws-session-token");
 
     private static final Pattern ERROR = Pattern.compile("ERROR_([1-5][0-9][0-9])_(.+)");
     private static final Pattern PRICE = Pattern.compile("PRICE_(.+)_MICROS");

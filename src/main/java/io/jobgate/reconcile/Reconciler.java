@@ -173,6 +173,9 @@ public final class Reconciler {
         }
         Map<String, Object> properties = new LinkedHashMap<>();
         properties.put(AdapterContract.JOB_ID, job.jobId().toString());
+        // The attempt whose task is asked about: an adapter that named the task after it (job id + attempt) finds it
+        // by that name when the submit's reply was lost.
+        properties.put(AdapterContract.ATTEMPT, job.attempts());
         // A canary candidate's attempt is asked about through its own route, by its own key (docs/canary.md).
         boolean candidate = candidate(job);
         properties.put(AdapterContract.IDEMPOTENCY_KEY, candidate

@@ -262,6 +262,11 @@ public final class Worker {
             call.put(AdapterContract.SOURCE, source);
             call.put(AdapterContract.SOURCE_MEDIA_TYPE, job.sourceMediaType());
             call.put(AdapterContract.SOURCE_FILE_NAME, "source" + MediaTypes.extension(job.sourceMediaType()));
+            call.put(AdapterContract.SOURCE_BUCKET, bucket);
+            call.put(AdapterContract.SOURCE_KEY, job.sourceKey());
+            Long audioMillis = io.jobgate.upload.AudioDuration.millis(job.sourceMediaType(), source);
+            call.put(AdapterContract.SOURCE_SECONDS, audioMillis == null ? null
+                    : java.math.BigDecimal.valueOf(audioMillis, 3).stripTrailingZeros().toPlainString());
         }
         exchange.setProperty(PREPARED, new Prepared(job, loaded.eventId(), null, Json.write(envelope), call));
     }
