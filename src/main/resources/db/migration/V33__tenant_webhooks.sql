@@ -34,7 +34,7 @@ CREATE TABLE webhook_deliveries (
     seq              bigint      NOT NULL,
     event_type       text        NOT NULL,
     occurred_at      timestamptz NOT NULL,
-    state            text        NOT NULL CHECK (state IN ('pending', 'delivered', 'dead', 'cancelled')),
+    state            text        NOT NULL CHECK (state IN ('pending', 'delivered', 'dead', 'dropped')),
     body             text,
     attempts         int         NOT NULL DEFAULT 0,
     -- attempts when it was last replayed or redriven: its retry schedule starts again from there

@@ -96,7 +96,7 @@ public final class WebhookDeliveries {
         if (result.delivered()) {
             state = "delivered";
         } else if (result.gone()) {
-            state = "cancelled";
+            state = "dropped";
         } else {
             next = schedule.next(claimed.attempt() - claimed.retryBase(), now, result.retryAfter()).orElse(null);
             state = next == null ? "dead" : "pending";
@@ -109,9 +109,9 @@ public final class WebhookDeliveries {
         return state;
     }
 
-    /** An endpoint gone (410) or disabled: its pending deliveries end as cancelled (a replay sends them again). */
+    /** An endpoint gone (410) or disabled: its pending deliveries end as dropped (a replay sends them again). */
     public int cancelPending(UUID endpointId, String why) {
-        return jdbc.update("UPDATE webhook_deliveries SET state = 'cancelled', claimed_until = NULL, last_error = ?, ended_at = ?"
+        return jdbc.update("UPDATE webhook_deliveries SET state = 'dropped', claimed_until = NULL, last_error = ?, ended_at = ?"
                 + " WHERE endpoint_id = ? AND state = 'pending'", why, Timestamp.from(clock.instant()), endpointId);
     }
 

@@ -27,7 +27,7 @@ import org.springframework.jdbc.core.RowMapper;
  * A tenant's webhook endpoints: saved with a URL {@link EndpointUrls} accepts and the event types it
  * wants, each with its own signing secret (shown once, when made or rotated), enabled or disabled (by
  * its tenant, or by a receiver's {@code 410 Gone}). Deleting one keeps its row for its deliveries'
- * record; its pending deliveries are cancelled.
+ * record; its pending deliveries are dropped.
  */
 public final class WebhookEndpoints {
 
@@ -134,7 +134,7 @@ public final class WebhookEndpoints {
         return get(tenantId, id);
     }
 
-    /** Deleted: no longer listed or sent to; its pending deliveries are cancelled. */
+    /** Deleted: no longer listed or sent to; its pending deliveries are dropped. */
     public void delete(String tenantId, UUID id) {
         Timestamp now = Timestamp.from(clock.instant());
         int deleted = jdbc.update("UPDATE webhook_endpoints SET deleted_at = ?, enabled = false, updated_at = ?"
@@ -142,7 +142,7 @@ public final class WebhookEndpoints {
         if (deleted == 0) {
             throw ApiProblem.of(404, "endpoint_not_found", "No webhook endpoint " + id + ".");
         }
-        jdbc.update("UPDATE webhook_deliveries SET state = 'cancelled', ended_at = ?, last_error = 'endpoint deleted'"
+        jdbc.update("UPDATE webhook_deliveries SET state = 'dropped', ended_at = ?, last_error = 'endpoint deleted'"
                 + " WHERE endpoint_id = ? AND state = 'pending'", now, id);
     }
 

@@ -228,7 +228,7 @@ public final class Meters {
 
     /**
      * An attempt to deliver a tenant's webhook ended: {@code delivered}, {@code retry}, {@code dead} (its schedule
-     * used up) or {@code cancelled} (its endpoint gone); how long the receiver took.
+     * used up) or {@code dropped} (its endpoint gone); how long the receiver took.
      */
     public void tenantWebhook(String tenant, String outcome, Duration took) {
         counter("jobgate_tenant_webhook_attempts_total", "attempts to deliver tenants' webhooks, by what they came to",

@@ -192,7 +192,7 @@ class TenantWebhooksTest extends GatewayTestBase {
         UUID job = cancelledJob(ACME);
         await().atMost(Duration.ofSeconds(15)).until(() -> !api.get(ACME, "/v1/webhooks/endpoints/" + id).json().path("enabled").asBoolean());
         assertThat(api.get(ACME, "/v1/webhooks/endpoints/" + id).json().path("disabled_reason").asText()).contains("410");
-        assertThat(deliveries(ACME, job).path(0).path("state").asText()).isEqualTo("cancelled");
+        assertThat(deliveries(ACME, job).path(0).path("state").asText()).isEqualTo("dropped");
 
         UUID later = cancelledJob(ACME);
         await().atMost(Duration.ofSeconds(5)).until(() -> Jobs.status(later).equals("cancelled"));
