@@ -290,6 +290,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer(providers));
         registry.bind("multipartForm", new io.jobgate.adapter.MultipartForm());
         registry.bind("awsSigV4", new io.jobgate.adapter.AwsSigV4());
+        registry.bind("jsonParts", new io.jobgate.adapter.JsonParts());
         Sweeper sweeper = new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket,
                 canaries);
         registry.bind("sweeper", sweeper);

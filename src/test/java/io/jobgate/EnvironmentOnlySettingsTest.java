@@ -128,7 +128,7 @@ class EnvironmentOnlySettingsTest {
                 }
             }
         }
-        assertThat(removed).as("the walk found the shipped adapters' variables").containsKeys("openai", "replicate", "fal", "azure-openai", "amazon-transcribe");
+        assertThat(removed).as("the walk found the shipped adapters' variables").containsKeys("openai", "replicate", "fal", "azure-openai", "amazon-transcribe", "gemini");
         // The case: a canary of openai given by the environment alone.
         assertThat(Files.readString(Path.of("config/providers/openai.properties"))).doesNotContain(".canary.");
         give("jobgate.provider.openai.canary.share", "50");
@@ -140,7 +140,7 @@ class EnvironmentOnlySettingsTest {
             shipped = files.map(f -> f.getFileName().toString()).filter(f -> f.endsWith(".properties"))
                     .map(f -> f.substring(0, f.length() - ".properties".length())).sorted().toList();
         }
-        assertThat(shipped).contains("openai", "replicate", "fal", "simulator", "azure-openai");
+        assertThat(shipped).contains("openai", "replicate", "fal", "simulator", "azure-openai", "gemini");
         for (String name : shipped) {
             Set<String> gone = removed.getOrDefault(name, Set.of());
             Files.write(providers.resolve(name + ".properties"), Files.readAllLines(Path.of("config/providers/" + name + ".properties"))

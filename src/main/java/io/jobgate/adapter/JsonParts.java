@@ -1,0 +1,81 @@
+package io.jobgate.adapter;
+
+import java.util.Base64;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+import org.apache.camel.Exchange;
+
+import io.jobgate.common.Json;
+
+/**
+ * Adapter helper (bean {@code jsonParts}) for providers whose requests are JSON that carries the job's
+ * source inline and free text, which a route's simple expressions cannot write safely:
+ * <ul>
+ * <li>{@link #sourceBase64}: the source upload's bytes ({@code JobgateSource}) as base64 in the property
+ *     {@code JobgateSourceBase64} (absent without a source);</li>
+ * <li>{@link #quote}: each property {@code quote.<name>} as a JSON string literal, quotes included, in the
+ *     property {@code <name>Json}; a list (a JSON path's matches) is its elements' text joined, null is {@code ""};</li>
+ * <li>{@link #retryDelay}: a {@code google.protobuf.Duration} in its JSON form ({@code "22s"}, {@code "1.5s"}), as
+ *     Google APIs' {@code google.rpc.RetryInfo.retryDelay} sends it, from the property {@code retryDelay} (a string
+ *     or a JSON path's matches, the first taken), as the contract's {@code JobgateRetryAfter}: whole seconds as
+ *     delta-seconds, a fraction as milliseconds rounded up ({@code 1500ms}); nothing set when unreadable.</li>
+ * </ul>
+ */
+public final class JsonParts {
+
+    public static final String SOURCE_BASE64 = "JobgateSourceBase64";
+
+    public void sourceBase64(Exchange exchange) {
+        byte[] source = exchange.getProperty(AdapterContract.SOURCE, byte[].class);
+        if (source != null) {
+            exchange.setProperty(SOURCE_BASE64, Base64.getEncoder().encodeToString(source));
+        }
+    }
+
+    public void quote(Exchange exchange) {
+        Map<String, Object> quoted = new HashMap<>();
+        exchange.getProperties().forEach((name, value) -> {
+            if (name.startsWith("quote.")) {
+                quoted.put(name.substring("quote.".length()) + "Json", Json.write(text(value)));
+            }
+        });
+        quoted.forEach(exchange::setProperty);
+    }
+
+    private static String text(Object value) {
+        if (value == null) {
+            return "";
+        }
+        if (value instanceof Collection<?> items) {
+            return items.stream().filter(java.util.Objects::nonNull).map(Object::toString).collect(Collectors.joining());
+        }
+        return value.toString();
+    }
+
+    public void retryDelay(Exchange exchange) {
+        Object value = exchange.getProperty("retryDelay");
+        if (value instanceof Collection<?> items) {
+            value = items.stream().filter(java.util.Objects::nonNull).findFirst().orElse(null);
+        }
+        String retryAfter = value == null ? null : ofDuration(value.toString());
+        if (retryAfter != null) {
+            exchange.setProperty(AdapterContract.RETRY_AFTER, retryAfter);
+        }
+    }
+
+    /** {@code "22s"} as {@code 22}, {@code "1.5s"} as {@code 1500ms} (never sooner than asked); null when not a duration. */
+    static String ofDuration(String duration) {
+        String value = duration.trim();
+        if (!value.matches("[0-9]{1,9}(\\.[0-9]{1,9})?s")) {
+            return null;
+        }
+        java.math.BigDecimal seconds = new java.math.BigDecimal(value.substring(0, value.length() - 1));
+        if (seconds.stripTrailingZeros().scale() <= 0) {
+            return seconds.toBigInteger().toString();
+        }
+        return seconds.movePointRight(3).setScale(0, java.math.RoundingMode.CEILING).toPlainString() + RetryAfter.MILLIS_SUFFIX;
+    }
+}
