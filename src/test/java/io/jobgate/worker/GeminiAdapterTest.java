@@ -57,9 +57,6 @@ class GeminiAdapterTest extends GatewayTestBase {
                 "jobgate.provider.gemini.api-key", KEY,
                 "jobgate.provider.gemini.model", "gemini-test",
                 "jobgate.provider.gemini.daily-quota-wait-seconds", "2",
-                // Works around HEAD's config/providers/amazon-transcribe.properties: its base-url's {{...aws-region}}
-                // names an entry of its own file, which no placeholder source holds while the catalog loads.
-                "jobgate.provider.amazon-transcribe.aws-region", "us-east-1",
                 "jobgate.provider.gemini.call-deadline-ms", Long.toString(DEADLINE_MS));
     }
 
