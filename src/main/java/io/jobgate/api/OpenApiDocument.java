@@ -1,13 +1,19 @@
 package io.jobgate.api;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import com.fasterxml.jackson.core.type.TypeReference;
+import io.jobgate.common.Json;
 import org.apache.camel.CamelContext;
 import org.apache.camel.model.Model;
 import org.apache.camel.model.rest.ParamDefinition;
@@ -21,22 +27,38 @@ import org.apache.camel.support.CamelContextHelper;
  * itself (routes/api.camel.yaml): the calls it lists are the calls the routes serve, never a copy
  * kept by hand. Built here rather than by camel-openapi-java (not among the packages known to resolve
  * here, and a swagger-core tree beside our pinned Jackson): the REST DSL's verbs, descriptions and
- * parameters are all it needs.
- * Every error answer is an RFC 9457 problem document (docs/api.md has the table of codes).
+ * parameters are all it needs for paths.
+ *
+ * <p>The bodies are data, not code: {@code openapi/components.json} holds the JSON Schemas (2020-12,
+ * OpenAPI 3.1's dialect) of every request and answer; {@code openapi/operations.json} says, per REST DSL
+ * route id, which schema the request takes and which each answer status has, and the {@code webhooks}
+ * the gateway sends. Every error answer is an RFC 9457 problem document (docs/api.md has the table of
+ * codes). {@code OpenApiContractTest} validates real answers of a running gateway against this document.
  */
 public final class OpenApiDocument {
 
     private static final Pattern PATH_PARAM = Pattern.compile("\\{([^/}]+)}");
+    /** Path parameters that are ids of ours: UUIDs. */
+    private static final Set<String> UUID_PARAMS = Set.of("jobId", "endpointId");
+    static final String COMPONENTS = "openapi/components.json";
+    static final String OPERATIONS = "openapi/operations.json";
+    private static final String SCHEMAS = "#/components/schemas/";
 
     private OpenApiDocument() {
     }
 
     /** The document for the REST DSL as this instance serves it (a disabled REST DSL has no paths here). */
     public static Map<String, Object> of(CamelContext context) {
+        Map<String, Object> schemas = read(COMPONENTS);
+        Map<String, Object> bodies = read(OPERATIONS);
+        Map<String, Object> operations = map(bodies.get("operations"));
+        Map<String, Object> examples = map(bodies.get("examples"));
+
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("openapi", "3.1.0");
         doc.put("info", Map.of("title", "jobgate", "version", "v1",
                 "description", "A durable job boundary for AI generation providers: POST a job, poll it, fetch its output."));
+        doc.put("jsonSchemaDialect", "https://json-schema.org/draft/2020-12/schema");
         Map<String, Object> paths = new TreeMap<>();
         Model model = context.getCamelContextExtension().getContextPlugin(Model.class);
         for (RestDefinition rest : model.getRestDefinitions()) {
@@ -51,34 +73,48 @@ public final class OpenApiDocument {
                 String path = base + (verb.getPath() == null ? "" : verb.getPath());
                 @SuppressWarnings("unchecked")
                 Map<String, Object> item = (Map<String, Object>) paths.computeIfAbsent(path, p -> new TreeMap<>());
-                item.put(verb.asVerb().toLowerCase(), operation(path, verb));
+                item.put(verb.asVerb().toLowerCase(), operation(path, verb, map(operations.get(verb.getId())), examples, schemas));
             }
         }
         doc.put("paths", paths);
-        doc.put("components", components());
+        doc.put("webhooks", webhooks(map(bodies.get("webhooks")), schemas));
+        Map<String, Object> components = new LinkedHashMap<>();
+        components.put("securitySchemes", Map.of(
+                "tenantKey", Map.of("type", "http", "scheme", "bearer", "description", "A tenant's API key."),
+                "adminKey", Map.of("type", "http", "scheme", "bearer", "description", "The operator's admin key.")));
+        components.put("schemas", schemas);
+        doc.put("components", components);
         doc.put("security", List.of(Map.of("tenantKey", List.of())));
         return doc;
     }
 
-    private static Map<String, Object> operation(String path, VerbDefinition verb) {
+    private static Map<String, Object> operation(String path, VerbDefinition verb, Map<String, Object> bodies,
+                                                 Map<String, Object> examples, Map<String, Object> schemas) {
         Map<String, Object> op = new LinkedHashMap<>();
         op.put("operationId", verb.getId());
         if (verb.getDescription() != null) {
             op.put("summary", verb.getDescription());
         }
         List<Map<String, Object>> parameters = new ArrayList<>();
+        Map<String, Object> paramSchemas = map(bodies.get("params"));
         Matcher m = PATH_PARAM.matcher(path);
         while (m.find()) {
-            parameters.add(parameter(m.group(1), "path", true, null));
+            Map<String, Object> schema = UUID_PARAMS.contains(m.group(1)) ? Map.of("type", "string", "format", "uuid") : Map.of("type", "string");
+            parameters.add(parameter(m.group(1), "path", true, null, schema));
         }
         for (ParamDefinition param : verb.getParams()) {
             if (param.getType() == RestParamType.query || param.getType() == RestParamType.header) {
+                Object schema = paramSchemas.containsKey(param.getName()) ? paramSchemas.get(param.getName()) : Map.of("type", "string");
                 parameters.add(parameter(param.getName(), param.getType().name(), Boolean.TRUE.equals(param.getRequired()),
-                        param.getDescription()));
+                        param.getDescription(), schema));
             }
         }
         if (!parameters.isEmpty()) {
             op.put("parameters", parameters);
+        }
+        Map<String, Object> request = map(bodies.get("request"));
+        if (!request.isEmpty()) {
+            op.put("requestBody", requestBody(verb.getId(), request, examples, schemas));
         }
         if (path.contains("/webhook")) {
             op.put("security", List.of()); // the provider's signature authenticates it, not a tenant key
@@ -86,14 +122,90 @@ public final class OpenApiDocument {
             op.put("security", List.of(Map.of("adminKey", List.of())));
         }
         Map<String, Object> responses = new LinkedHashMap<>();
-        responses.put("2XX", Map.of("description", "The answer (docs/api.md describes each)."));
+        Map<String, Object> answers = map(bodies.get("responses"));
+        if (answers.isEmpty()) {
+            responses.put("2XX", Map.of("description", "The answer (docs/api.md describes each)."));
+        }
+        answers.forEach((status, spec) -> responses.put(status, response(verb.getId(), map(spec), schemas)));
         responses.put("default", Map.of("description", "A refusal or fault: an RFC 9457 problem document with a stable code.",
-                "content", Map.of("application/problem+json", Map.of("schema", Map.of("$ref", "#/components/schemas/Problem")))));
+                "content", Map.of(HttpReply.PROBLEM_JSON, Map.of("schema", ref("Problem", verb.getId(), schemas)))));
         op.put("responses", responses);
         return op;
     }
 
-    private static Map<String, Object> parameter(String name, String in, boolean required, String description) {
+    private static Map<String, Object> requestBody(String id, Map<String, Object> request, Map<String, Object> examples,
+                                                   Map<String, Object> schemas) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        if (request.get("description") != null) {
+            body.put("description", request.get("description"));
+        }
+        body.put("required", !Boolean.TRUE.equals(request.get("optional")));
+        body.put("content", content(id, request, schemas, examples));
+        return body;
+    }
+
+    private static Map<String, Object> response(String id, Map<String, Object> spec, Map<String, Object> schemas) {
+        Map<String, Object> answer = new LinkedHashMap<>();
+        answer.put("description", spec.getOrDefault("description", ""));
+        Map<String, Object> headers = map(spec.get("headers"));
+        if (!headers.isEmpty()) {
+            Map<String, Object> described = new LinkedHashMap<>();
+            headers.forEach((name, text) -> described.put(name, Map.of("description", text, "schema", Map.of("type", "string"))));
+            answer.put("headers", described);
+        }
+        if (spec.containsKey("schema") || spec.containsKey("binary")) {
+            answer.put("content", content(id, spec, schemas, Map.of()));
+        }
+        return answer;
+    }
+
+    /** application/json with a schema of components.json, or raw bytes of the media types listed. */
+    private static Map<String, Object> content(String id, Map<String, Object> spec, Map<String, Object> schemas,
+                                               Map<String, Object> examples) {
+        Map<String, Object> content = new LinkedHashMap<>();
+        if (spec.get("schema") instanceof String name) {
+            Map<String, Object> media = new LinkedHashMap<>();
+            media.put("schema", ref(name, id, schemas));
+            if (spec.get("examples") instanceof String set) {
+                media.put("examples", examples.get(set));
+            }
+            content.put(HttpReply.JSON, media);
+        } else if (spec.get("binary") instanceof List<?> types) {
+            // Raw bytes: format binary, what client generators read as a file or byte array.
+            types.forEach(t -> content.put((String) t, Map.of("schema", Map.of("type", "string", "format", "binary"))));
+        }
+        return content;
+    }
+
+    private static Map<String, Object> webhooks(Map<String, Object> hooks, Map<String, Object> schemas) {
+        Map<String, Object> webhooks = new LinkedHashMap<>();
+        hooks.forEach((name, value) -> {
+            Map<String, Object> spec = map(value);
+            Map<String, Object> post = new LinkedHashMap<>();
+            post.put("operationId", name);
+            post.put("summary", "A job changed status");
+            post.put("description", spec.get("description"));
+            List<Map<String, Object>> parameters = new ArrayList<>();
+            map(spec.get("headers")).forEach((header, text) -> parameters.add(parameter(header, "header", true, (String) text,
+                    Map.of("type", "string"))));
+            post.put("parameters", parameters);
+            post.put("requestBody", Map.of("required", true, "content",
+                    Map.of(HttpReply.JSON, Map.of("schema", ref((String) spec.get("schema"), name, schemas)))));
+            post.put("security", List.of());
+            post.put("responses", Map.of("2XX", Map.of("description", "Received. Anything else (a 3xx too, or no answer in time) is sent again later.")));
+            webhooks.put(name, Map.of("post", post));
+        });
+        return webhooks;
+    }
+
+    private static Map<String, Object> ref(String name, String user, Map<String, Object> schemas) {
+        if (!schemas.containsKey(name)) {
+            throw new IllegalStateException(OPERATIONS + ": " + user + " names the schema '" + name + "', which " + COMPONENTS + " lacks");
+        }
+        return Map.of("$ref", SCHEMAS + name);
+    }
+
+    private static Map<String, Object> parameter(String name, String in, boolean required, String description, Object schema) {
         Map<String, Object> p = new LinkedHashMap<>();
         p.put("name", name);
         p.put("in", in);
@@ -101,27 +213,24 @@ public final class OpenApiDocument {
         if (description != null) {
             p.put("description", description);
         }
-        p.put("schema", Map.of("type", "string"));
+        p.put("schema", schema);
         return p;
     }
 
-    private static Map<String, Object> components() {
-        Map<String, Object> problem = new LinkedHashMap<>();
-        problem.put("type", "object");
-        problem.put("required", List.of("type", "title", "status", "code", "detail"));
-        Map<String, Object> members = new LinkedHashMap<>();
-        members.put("type", Map.of("type", "string", "description", "urn:jobgate:problem:<code>"));
-        members.put("title", Map.of("type", "string"));
-        members.put("status", Map.of("type", "integer", "description", "The HTTP status."));
-        members.put("code", Map.of("type", "string", "description", "The stable code (docs/api.md, Errors)."));
-        members.put("detail", Map.of("type", "string"));
-        members.put("instance", Map.of("type", "string"));
-        problem.put("properties", members);
-        return Map.of(
-                "securitySchemes", Map.of(
-                        "tenantKey", Map.of("type", "http", "scheme", "bearer", "description", "A tenant's API key."),
-                        "adminKey", Map.of("type", "http", "scheme", "bearer", "description", "The operator's admin key.")),
-                "schemas", Map.of("Problem", problem));
+    static Map<String, Object> read(String resource) {
+        try (InputStream in = OpenApiDocument.class.getClassLoader().getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IllegalStateException("missing resource " + resource);
+            }
+            return Json.MAPPER.readValue(in, new TypeReference<LinkedHashMap<String, Object>>() { });
+        } catch (IOException e) {
+            throw new UncheckedIOException(resource, e);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> map(Object value) {
+        return value instanceof Map<?, ?> m ? (Map<String, Object>) m : Map.of();
     }
 
     private static boolean disabled(CamelContext context, String setting) {

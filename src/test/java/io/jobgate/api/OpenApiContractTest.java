@@ -1,0 +1,335 @@
+package io.jobgate.api;
+
+import java.net.http.HttpRequest;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.UUID;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.github.tomakehurst.wiremock.WireMockServer;
+import com.github.tomakehurst.wiremock.verification.LoggedRequest;
+import io.jobgate.common.Json;
+import io.jobgate.support.ApiClient.Response;
+import io.jobgate.support.GatewayTestBase;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Samples;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.ok;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
+import static io.jobgate.support.TestTenants.GLOBEX;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * The OpenAPI document against the real answers of a running gateway (the bundled simulator as its
+ * provider, tenants' webhooks to a WireMock receiver on loopback): every call of the document is made
+ * and each answer's body is validated against the schema the document declares for that operation and
+ * status ({@link OpenApiContract}, closed-world); the request bodies sent, the document's own request
+ * examples and every webhook payload received are validated too. At the end, every operation must have
+ * had its success answers checked, but the few listed in {@link #NOT_REACHED} with the reason.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class OpenApiContractTest extends GatewayTestBase {
+
+    /** Success answers this test cannot reach here, with the reason; everything else must be checked. */
+    static final Map<String, String> NOT_REACHED = Map.of(
+            "post-provider-webhook 200", "needs a provider's signed webhook (ReconciliationTest, FalAdapterTest drive them)",
+            "post-admin-canary-stop 200", "needs a canary candidate (CanaryRolloutTest)",
+            "post-admin-canary-promote 200", "needs a canary candidate (CanaryRolloutTest)",
+            "post-admin-canary-restart 200", "needs a canary candidate (CanaryRolloutTest)");
+
+    WireMockServer receiver;
+    OpenApiContract contract;
+
+    @Override
+    protected Map<String, String> settings() {
+        receiver = fakeProvider(); // the tenants' webhook receiver on loopback
+        return GatewayTestSupport.with(GatewayTestSupport.SIMULATING, Map.of(
+                "jobgate.tenant-webhooks.allow-http-loopback", "true",
+                "jobgate.tenant-webhooks.period-ms", "100",
+                "jobgate.tenant-webhooks.timeout-seconds", "2",
+                "jobgate.tenant-webhooks.retry-schedule", "1s"));
+    }
+
+    OpenApiContract contract() {
+        if (contract == null) {
+            Response r = api.get(null, "/openapi.json");
+            assertThat(r.status()).isEqualTo(200);
+            contract = new OpenApiContract(r.json());
+        }
+        return contract;
+    }
+
+    Response get(String key, String path, String template) {
+        return contract().check("GET", template, api.get(key, path));
+    }
+
+    Response send(String method, String key, String path, String template, String json) {
+        HttpRequest.Builder b = api.request(path, key);
+        if (json == null) {
+            b.method(method, HttpRequest.BodyPublishers.noBody());
+        } else {
+            b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(json));
+        }
+        return contract().check(method, template, api.send(b.build()));
+    }
+
+    Response submit(String key, String idempotencyKey, String correlationId, JsonNode request) {
+        contract().checkRequest("POST", "/v1/jobs", request);
+        HttpRequest.Builder b = api.request("/v1/jobs", key).header("Content-Type", "application/json")
+                .header("Idempotency-Key", idempotencyKey);
+        if (correlationId != null) {
+            b.header("X-Correlation-Id", correlationId);
+        }
+        return contract().check("POST", "/v1/jobs", api.send(b.POST(HttpRequest.BodyPublishers.ofString(request.toString())).build()));
+    }
+
+    /** The document's own example job request of a kind, checked against that kind's schema. */
+    JsonNode example(String kind, String schema) {
+        JsonNode value = contract().operation("POST", "/v1/jobs").path("requestBody").path("content").path("application/json")
+                .path("examples").path(kind).path("value");
+        assertThat(value.isObject()).as("the document's %s example", kind).isTrue();
+        contract().checkSchema(schema, value);
+        return value.deepCopy();
+    }
+
+    JsonNode awaitTerminal(String key, String id) {
+        JsonNode[] job = new JsonNode[1];
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+            job[0] = get(key, "/v1/jobs/" + id + "?wait=5", "/v1/jobs/{jobId}").json();
+            return Set.of("succeeded", "failed", "cancelled").contains(job[0].path("status").asText());
+        });
+        return job[0];
+    }
+
+    /** The checker fails on what CI must catch: a member missing, one undocumented, a wrong type or format. */
+    @Test
+    @Order(0)
+    void anAnswerThatDoesNotMatchItsSchemaFails() {
+        Response real = submit(ACME, "contract-" + UUID.randomUUID(), null, example("image", "ImageJobRequest"));
+        contract().checkSchema("Job", real.json());
+        for (String broken : List.of("{\"status\": null}", "{\"colour\": \"red\"}", "{\"attempts\": \"1\"}",
+                "{\"created_at\": \"yesterday\"}", "{\"status\": \"done\"}", "{\"cost\": {\"amount\": \"1\"}}")) {
+            com.fasterxml.jackson.databind.node.ObjectNode job = (com.fasterxml.jackson.databind.node.ObjectNode) real.json();
+            job.setAll((com.fasterxml.jackson.databind.node.ObjectNode) Json.parseObject(broken.getBytes()));
+            Response altered = new Response(202, real.headers(), job.toString());
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> contract().check("POST", "/v1/jobs", altered))
+                    .as(broken).isInstanceOf(AssertionError.class);
+        }
+        JsonNode noStatus = real.json().deepCopy();
+        ((com.fasterxml.jackson.databind.node.ObjectNode) noStatus).remove("status");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> contract().checkSchema("Job", noStatus)).isInstanceOf(AssertionError.class);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> contract().check("POST", "/v1/jobs",
+                new Response(201, real.headers(), real.text()))).as("an undeclared status").isInstanceOf(AssertionError.class);
+    }
+
+    @Test
+    @Order(1)
+    void jobsUploadsAndUsageAnswerAsDeclared() {
+        // An image job from the document's example: made, replayed, polled to success, its output read.
+        JsonNode image = example("image", "ImageJobRequest");
+        String key = "contract-" + UUID.randomUUID();
+        Response made = submit(ACME, key, "contract-image", image);
+        assertThat(made.status()).as(made.text()).isEqualTo(202);
+        assertThat(submit(ACME, key, "contract-image", image).header("Idempotent-Replayed")).isEqualTo("true");
+        String id = made.json().path("job_id").asText();
+        JsonNode done = awaitTerminal(ACME, id);
+        assertThat(done.path("status").asText()).as(done.toString()).isEqualTo("succeeded");
+        assertThat(done.path("output").path("media_type").asText()).isEqualTo("image/png");
+        Response output = get(ACME, "/v1/jobs/" + id + "/output", "/v1/jobs/{jobId}/output");
+        assertThat(output.status()).isEqualTo(200);
+        assertThat(output.contentType()).isEqualTo("image/png");
+        assertThat(get(ACME, "/v1/jobs/" + id + "/attempts", "/v1/jobs/{jobId}/attempts").status()).isEqualTo(200);
+
+        // An audio upload (made, then the same bytes again) and a transcription job of it.
+        byte[] wav = Samples.wav(2000);
+        Response upload = contract().check("POST", "/v1/uploads", api.upload(ACME, "audio/wav", wav));
+        assertThat(upload.status()).as(upload.text()).isEqualTo(201);
+        assertThat(contract().check("POST", "/v1/uploads", api.upload(ACME, "audio/wav", wav)).status()).isEqualTo(200);
+        JsonNode transcription = example("transcription", "TranscriptionJobRequest");
+        ((com.fasterxml.jackson.databind.node.ObjectNode) transcription).put("upload_id", upload.json().path("upload_id").asText());
+        Response heard = submit(ACME, "contract-" + UUID.randomUUID(), null, transcription);
+        assertThat(heard.status()).as(heard.text()).isEqualTo(202);
+        JsonNode transcript = awaitTerminal(ACME, heard.json().path("job_id").asText());
+        assertThat(transcript.path("status").asText()).as(transcript.toString()).isEqualTo("succeeded");
+
+        // A video job from the example: its answer, whatever the simulator makes of it.
+        Response clip = submit(ACME, "contract-" + UUID.randomUUID(), null, example("video", "VideoJobRequest"));
+        assertThat(clip.status()).as(clip.text()).isEqualTo(202);
+        awaitTerminal(ACME, clip.json().path("job_id").asText());
+
+        // A slow job cancelled while the provider works on it; then cancelled again.
+        Response slow = submit(ACME, "contract-" + UUID.randomUUID(), "sim-fault-slow-" + UUID.randomUUID(), image);
+        String slowId = slow.json().path("job_id").asText();
+        assertThat(send("POST", ACME, "/v1/jobs/" + slowId + "/cancel", "/v1/jobs/{jobId}/cancel", null).status()).isEqualTo(200);
+        assertThat(send("POST", ACME, "/v1/jobs/" + slowId + "/cancel", "/v1/jobs/{jobId}/cancel", null).status()).isEqualTo(200);
+        // Its output is not ready, and a succeeded job is not cancellable: problem documents.
+        assertThat(get(ACME, "/v1/jobs/" + slowId + "/output", "/v1/jobs/{jobId}/output").status()).isEqualTo(409);
+        assertThat(send("POST", ACME, "/v1/jobs/" + id + "/cancel", "/v1/jobs/{jobId}/cancel", null).status()).isEqualTo(409);
+
+        // Lists, a page at a time, and by status.
+        Response page = get(ACME, "/v1/jobs?limit=2", "/v1/jobs");
+        assertThat(page.json().path("jobs")).hasSize(2);
+        String cursor = page.json().path("next_cursor").asText();
+        assertThat(get(ACME, "/v1/jobs?limit=200&cursor=" + cursor, "/v1/jobs").status()).isEqualTo(200);
+        assertThat(get(ACME, "/v1/jobs?status=cancelled", "/v1/jobs").json().path("jobs")).isNotEmpty();
+
+        Response usage = get(ACME, "/v1/usage", "/v1/usage");
+        assertThat(usage.json().path("lines")).isNotEmpty();
+        assertThat(get(ACME, "/v1/usage?from=2026-01-01&to=2026-01-02", "/v1/usage").status()).isEqualTo(200);
+    }
+
+    @Test
+    @Order(2)
+    void refusalsAreTheDeclaredProblemDocuments() {
+        assertThat(get(null, "/v1/jobs", "/v1/jobs").status()).isEqualTo(401);
+        assertThat(get(ACME, "/v1/jobs/" + UUID.randomUUID(), "/v1/jobs/{jobId}").status()).isEqualTo(404);
+        assertThat(get(ACME, "/v1/jobs?limit=0", "/v1/jobs").status()).isEqualTo(400);
+        assertThat(get(ACME, "/v1/jobs/" + UUID.randomUUID() + "?wait=31", "/v1/jobs/{jobId}").status()).isIn(404, 422);
+        assertThat(get(ACME, "/v1/usage?from=yesterday", "/v1/usage").status()).isEqualTo(400);
+        assertThat(send("POST", ACME, "/v1/jobs", "/v1/jobs", "{not json").status()).isEqualTo(400); // no Idempotency-Key either
+        HttpRequest bad = api.request("/v1/jobs", ACME).header("Content-Type", "application/json").header("Idempotency-Key", "k-bad")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"preset_id\": \"invoice-clean\", \"colour\": \"red\"}")).build();
+        assertThat(contract().check("POST", "/v1/jobs", api.send(bad)).status()).isEqualTo(422);
+        assertThat(contract().check("POST", "/v1/uploads", api.upload(ACME, "image/png", Samples.jpeg(4, 4))).status()).isEqualTo(415);
+        assertThat(get(ACME, "/v1/webhooks/endpoints/" + UUID.randomUUID(), "/v1/webhooks/endpoints/{endpointId}").status()).isEqualTo(404);
+        assertThat(send("POST", ACME, "/v1/webhooks/endpoints", "/v1/webhooks/endpoints", "{\"url\": \"http://hooks.example.com/x\"}")
+                .status()).isEqualTo(422);
+        assertThat(send("POST", null, "/v1/providers/no-such/webhook", "/v1/providers/{provider}/webhook", "{}").status()).isBetween(400, 404);
+        assertThat(get(ACME, "/v1/admin/usage", "/v1/admin/usage").status()).isEqualTo(401);
+        assertThat(send("POST", ADMIN, "/v1/admin/providers/simulator/canary/stop", "/v1/admin/providers/{provider}/canary/stop",
+                "{\"operator\": \"contract\"}").status()).isEqualTo(404);
+        assertThat(send("POST", ADMIN, "/v1/admin/providers/simulator/canary/promote", "/v1/admin/providers/{provider}/canary/promote",
+                "{\"operator\": \"contract\"}").status()).isEqualTo(404);
+        assertThat(send("POST", ADMIN, "/v1/admin/providers/simulator/canary/restart", "/v1/admin/providers/{provider}/canary/restart",
+                "{\"operator\": \"contract\"}").status()).isEqualTo(404);
+    }
+
+    @Test
+    @Order(3)
+    void webhookEndpointsDeliveriesAndPayloadsAnswerAsDeclared() {
+        receiver.stubFor(post("/hooks/ok").willReturn(ok()));
+        receiver.stubFor(post("/hooks/dead").willReturn(aResponse().withStatus(500)));
+        String every = "[\"job.queued\", \"job.running\", \"job.submitting\", \"job.provider_pending\", \"job.submission_unknown\","
+                + " \"job.retry_wait\", \"job.succeeded\", \"job.failed\", \"job.cancelled\"]";
+        String createOk = "{\"url\": \"http://127.0.0.1:" + receiver.port() + "/hooks/ok\", \"event_types\": " + every + "}";
+        contract().checkRequest("POST", "/v1/webhooks/endpoints", Json.parseObject(createOk.getBytes()));
+        Response made = send("POST", ACME, "/v1/webhooks/endpoints", "/v1/webhooks/endpoints", createOk);
+        assertThat(made.status()).as(made.text()).isEqualTo(201);
+        String endpoint = made.json().path("id").asText();
+        String one = "/v1/webhooks/endpoints/" + endpoint;
+        String template = "/v1/webhooks/endpoints/{endpointId}";
+        assertThat(send("POST", ACME, "/v1/webhooks/endpoints", "/v1/webhooks/endpoints", createOk).status()).isEqualTo(409);
+        assertThat(get(ACME, "/v1/webhooks/endpoints", "/v1/webhooks/endpoints").json().path("endpoints")).hasSize(1);
+        assertThat(get(ACME, one, template).status()).isEqualTo(200);
+        assertThat(send("PATCH", ACME, one, template, "{\"enabled\": true, \"event_types\": " + every + "}").status()).isEqualTo(200);
+        Response rotated = send("POST", ACME, one + "/rotate-secret", template + "/rotate-secret", "{\"overlap_seconds\": 60}");
+        assertThat(rotated.json().path("previous_secret_expires_at").isTextual()).isTrue();
+
+        // A job runs to its end: every status change is POSTed, each body the document's webhook payload.
+        Response job = submit(ACME, "contract-" + UUID.randomUUID(), null, example("image", "ImageJobRequest"));
+        String jobId = job.json().path("job_id").asText();
+        awaitTerminal(ACME, jobId);
+        await().atMost(Duration.ofSeconds(15)).until(() -> received("/hooks/ok").stream()
+                .anyMatch(r -> r.getBodyAsString().contains("\"job.succeeded\"") && r.getBodyAsString().contains(jobId)));
+        JsonNode webhook = contract().document.path("webhooks").path("job-status").path("post");
+        assertThat(webhook.path("requestBody").path("content").path("application/json").path("schema").path("$ref").asText())
+                .isEqualTo("#/components/schemas/WebhookEvent");
+        List<LoggedRequest> payloads = received("/hooks/ok");
+        for (LoggedRequest r : payloads) {
+            contract().checkSchema("WebhookEvent", Json.parseObject(r.getBody()));
+            webhook.path("parameters").forEach(h -> assertThat(r.getHeader(h.path("name").asText())).as(h.path("name").asText()).isNotBlank());
+        }
+        assertThat(payloads).extracting(r -> Json.parseObject(r.getBody()).path("type").asText())
+                .contains("job.queued", "job.succeeded");
+        await().atMost(Duration.ofSeconds(10)).until(() -> get(ACME, "/v1/jobs/" + jobId + "/deliveries", "/v1/jobs/{jobId}/deliveries")
+                .json().path("deliveries").findValuesAsText("state").stream().allMatch("delivered"::equals));
+        Response replayed = send("POST", ACME, one + "/replay?since=2020-01-01", template + "/replay", null);
+        assertThat(replayed.status()).isEqualTo(202);
+        assertThat(replayed.json().path("replayed").asInt()).isPositive();
+        assertThat(send("POST", ACME, one + "/replay", template + "/replay", null).status()).isEqualTo(422);
+
+        // A receiver that always fails: its delivery dies, is seen by its tenant and the operator, and is redriven.
+        Response dead = send("POST", GLOBEX, "/v1/webhooks/endpoints", "/v1/webhooks/endpoints",
+                "{\"url\": \"http://127.0.0.1:" + receiver.port() + "/hooks/dead\"}");
+        assertThat(dead.status()).as(dead.text()).isEqualTo(201);
+        Response cancelled = submit(GLOBEX, "contract-" + UUID.randomUUID(), "sim-fault-slow-" + UUID.randomUUID(),
+                example("image", "ImageJobRequest"));
+        send("POST", GLOBEX, "/v1/jobs/" + cancelled.json().path("job_id").asText() + "/cancel", "/v1/jobs/{jobId}/cancel", null);
+        await().atMost(Duration.ofSeconds(20)).until(() -> !get(GLOBEX, "/v1/webhooks/deliveries/dead", "/v1/webhooks/deliveries/dead")
+                .json().path("deliveries").isEmpty());
+        assertThat(get(ADMIN, "/v1/admin/webhooks/dead", "/v1/admin/webhooks/dead").json().path("deliveries")).isNotEmpty();
+        assertThat(get(ADMIN, "/v1/admin/webhooks/dead?tenant=globex", "/v1/admin/webhooks/dead").status()).isEqualTo(200);
+        assertThat(get(GLOBEX, "/v1/jobs/" + cancelled.json().path("job_id").asText() + "/deliveries", "/v1/jobs/{jobId}/deliveries")
+                .json().path("deliveries").path(0).path("state").asText()).isEqualTo("dead");
+        Response redriven = send("POST", ADMIN, "/v1/admin/webhooks/dead/redrive?tenant=globex", "/v1/admin/webhooks/dead/redrive", null);
+        assertThat(redriven.json().path("redriven").asInt()).isEqualTo(1);
+
+        assertThat(send("DELETE", GLOBEX, "/v1/webhooks/endpoints/" + dead.json().path("id").asText(), template, null).status()).isEqualTo(204);
+        assertThat(send("DELETE", ACME, one, template, null).status()).isEqualTo(204);
+        assertThat(send("DELETE", ACME, one, template, null).status()).isEqualTo(404);
+    }
+
+    @Test
+    @Order(4)
+    void operatorCallsAnswerAsDeclared() {
+        // A job that fails (the simulator's wrong size), redriven by an operator.
+        Response failing = submit(ACME, "contract-" + UUID.randomUUID(), "sim-fault-wrong_size-" + UUID.randomUUID(),
+                example("image", "ImageJobRequest"));
+        String id = failing.json().path("job_id").asText();
+        assertThat(awaitTerminal(ACME, id).path("status").asText()).isEqualTo("failed");
+        Response redrive = send("POST", ADMIN, "/v1/admin/jobs/" + id + "/redrive", "/v1/admin/jobs/{jobId}/redrive",
+                "{\"operator\": \"contract\", \"reason\": \"schema check\"}");
+        assertThat(redrive.status()).as(redrive.text()).isEqualTo(202);
+        awaitTerminal(ACME, id);
+        Response attempts = get(ADMIN, "/v1/admin/jobs/" + id + "/attempts", "/v1/admin/jobs/{jobId}/attempts");
+        assertThat(attempts.json().path("redrives")).hasSize(1);
+        assertThat(send("POST", ADMIN, "/v1/admin/jobs/" + id + "/reconcile", "/v1/admin/jobs/{jobId}/reconcile", null).status())
+                .isEqualTo(200);
+        assertThat(send("POST", ADMIN, "/v1/admin/jobs/" + UUID.randomUUID() + "/redrive", "/v1/admin/jobs/{jobId}/redrive",
+                "{\"operator\": \"contract\"}").status()).isEqualTo(404);
+
+        assertThat(get(ADMIN, "/v1/admin/usage", "/v1/admin/usage").json().path("tenants")).isNotEmpty();
+        assertThat(get(ADMIN, "/v1/admin/presets", "/v1/admin/presets").json().path("presets")).isNotEmpty();
+        assertThat(send("PUT", ADMIN, "/v1/admin/presets/invoice-clean/default", "/v1/admin/presets/{presetId}/default",
+                "{\"version\": 1, \"operator\": \"contract\", \"reason\": \"schema check\"}").status()).isEqualTo(200);
+        assertThat(send("PUT", ADMIN, "/v1/admin/presets/invoice-clean/default", "/v1/admin/presets/{presetId}/default",
+                "{\"version\": null, \"operator\": \"contract\"}").json().path("pinned").asBoolean()).isFalse();
+        assertThat(get(ADMIN, "/v1/admin/canaries", "/v1/admin/canaries").status()).isEqualTo(200);
+        assertThat(get(ADMIN, "/v1/admin/evaluations", "/v1/admin/evaluations").status()).isEqualTo(200);
+        assertThat(get(ADMIN, "/v1/admin/evaluations?since=2020-01-01", "/v1/admin/evaluations").status()).isEqualTo(200);
+    }
+
+    private List<LoggedRequest> received(String path) {
+        return receiver.findAll(postRequestedFor(urlEqualTo(path)));
+    }
+
+    /** Every operation of the document had its success answers checked, but those listed as not reached here. */
+    @AfterAll
+    void everyOperationsSuccessAnswersWereChecked() {
+        Set<String> declared = new TreeSet<>();
+        contract().document.path("paths").forEach(item -> item.forEach(op -> op.path("responses").fieldNames().forEachRemaining(status -> {
+            if (status.startsWith("2")) {
+                declared.add(op.path("operationId").asText() + " " + status);
+            }
+        })));
+        Set<String> missing = new TreeSet<>(declared);
+        missing.removeAll(contract().checked);
+        missing.removeAll(NOT_REACHED.keySet());
+        assertThat(missing).as("success answers the document declares that no real answer was checked against").isEmpty();
+        assertThat(declared).as("the answers listed as not reached are declared").containsAll(NOT_REACHED.keySet());
+    }
+}
