@@ -56,9 +56,10 @@ public final class OpenApiDocument {
 
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("openapi", "3.1.0");
-        doc.put("info", Map.of("title", "jobgate", "version", "v1",
+        doc.put("info", obj("title", "jobgate", "version", "v1",
                 "description", "A durable job boundary for AI generation providers: POST a job, poll it, fetch its output."));
         doc.put("jsonSchemaDialect", "https://json-schema.org/draft/2020-12/schema");
+        doc.put("servers", List.of(obj("url", "http://localhost:8080", "description", "The quick start's gateway (README)")));
         Map<String, Object> paths = new TreeMap<>();
         Model model = context.getCamelContextExtension().getContextPlugin(Model.class);
         for (RestDefinition rest : model.getRestDefinitions()) {
@@ -79,12 +80,12 @@ public final class OpenApiDocument {
         doc.put("paths", paths);
         doc.put("webhooks", webhooks(map(bodies.get("webhooks")), schemas));
         Map<String, Object> components = new LinkedHashMap<>();
-        components.put("securitySchemes", Map.of(
-                "tenantKey", Map.of("type", "http", "scheme", "bearer", "description", "A tenant's API key."),
-                "adminKey", Map.of("type", "http", "scheme", "bearer", "description", "The operator's admin key.")));
+        components.put("securitySchemes", obj(
+                "tenantKey", obj("type", "http", "scheme", "bearer", "description", "A tenant's API key."),
+                "adminKey", obj("type", "http", "scheme", "bearer", "description", "The operator's admin key.")));
         components.put("schemas", schemas);
         doc.put("components", components);
-        doc.put("security", List.of(Map.of("tenantKey", List.of())));
+        doc.put("security", List.of(obj("tenantKey", List.of())));
         return doc;
     }
 
@@ -99,12 +100,12 @@ public final class OpenApiDocument {
         Map<String, Object> paramSchemas = map(bodies.get("params"));
         Matcher m = PATH_PARAM.matcher(path);
         while (m.find()) {
-            Map<String, Object> schema = UUID_PARAMS.contains(m.group(1)) ? Map.of("type", "string", "format", "uuid") : Map.of("type", "string");
+            Map<String, Object> schema = UUID_PARAMS.contains(m.group(1)) ? obj("type", "string", "format", "uuid") : obj("type", "string");
             parameters.add(parameter(m.group(1), "path", true, null, schema));
         }
         for (ParamDefinition param : verb.getParams()) {
             if (param.getType() == RestParamType.query || param.getType() == RestParamType.header) {
-                Object schema = paramSchemas.containsKey(param.getName()) ? paramSchemas.get(param.getName()) : Map.of("type", "string");
+                Object schema = paramSchemas.containsKey(param.getName()) ? paramSchemas.get(param.getName()) : obj("type", "string");
                 parameters.add(parameter(param.getName(), param.getType().name(), Boolean.TRUE.equals(param.getRequired()),
                         param.getDescription(), schema));
             }
@@ -116,19 +117,19 @@ public final class OpenApiDocument {
         if (!request.isEmpty()) {
             op.put("requestBody", requestBody(verb.getId(), request, examples, schemas));
         }
-        if (path.contains("/webhook")) {
+        if (path.matches(".*/providers/\\{[^}]+}/webhook")) {
             op.put("security", List.of()); // the provider's signature authenticates it, not a tenant key
         } else if (path.startsWith("/v1/admin/")) {
-            op.put("security", List.of(Map.of("adminKey", List.of())));
+            op.put("security", List.of(obj("adminKey", List.of())));
         }
         Map<String, Object> responses = new LinkedHashMap<>();
         Map<String, Object> answers = map(bodies.get("responses"));
         if (answers.isEmpty()) {
-            responses.put("2XX", Map.of("description", "The answer (docs/api.md describes each)."));
+            responses.put("2XX", obj("description", "The answer (docs/api.md describes each)."));
         }
         answers.forEach((status, spec) -> responses.put(status, response(verb.getId(), map(spec), schemas)));
-        responses.put("default", Map.of("description", "A refusal or fault: an RFC 9457 problem document with a stable code.",
-                "content", Map.of(HttpReply.PROBLEM_JSON, Map.of("schema", ref("Problem", verb.getId(), schemas)))));
+        responses.put("default", obj("description", "A refusal or fault: an RFC 9457 problem document with a stable code.",
+                "content", obj(HttpReply.PROBLEM_JSON, obj("schema", ref("Problem", verb.getId(), schemas)))));
         op.put("responses", responses);
         return op;
     }
@@ -150,11 +151,11 @@ public final class OpenApiDocument {
         Map<String, Object> headers = map(spec.get("headers"));
         if (!headers.isEmpty()) {
             Map<String, Object> described = new LinkedHashMap<>();
-            headers.forEach((name, text) -> described.put(name, Map.of("description", text, "schema", Map.of("type", "string"))));
+            headers.forEach((name, text) -> described.put(name, obj("description", text, "schema", obj("type", "string"))));
             answer.put("headers", described);
         }
         if (spec.containsKey("schema") || spec.containsKey("binary")) {
-            answer.put("content", content(id, spec, schemas, Map.of()));
+            answer.put("content", content(id, spec, schemas, obj()));
         }
         return answer;
     }
@@ -172,7 +173,7 @@ public final class OpenApiDocument {
             content.put(HttpReply.JSON, media);
         } else if (spec.get("binary") instanceof List<?> types) {
             // Raw bytes: format binary, what client generators read as a file or byte array.
-            types.forEach(t -> content.put((String) t, Map.of("schema", Map.of("type", "string", "format", "binary"))));
+            types.forEach(t -> content.put((String) t, obj("schema", obj("type", "string", "format", "binary"))));
         }
         return content;
     }
@@ -187,13 +188,13 @@ public final class OpenApiDocument {
             post.put("description", spec.get("description"));
             List<Map<String, Object>> parameters = new ArrayList<>();
             map(spec.get("headers")).forEach((header, text) -> parameters.add(parameter(header, "header", true, (String) text,
-                    Map.of("type", "string"))));
+                    obj("type", "string"))));
             post.put("parameters", parameters);
-            post.put("requestBody", Map.of("required", true, "content",
-                    Map.of(HttpReply.JSON, Map.of("schema", ref((String) spec.get("schema"), name, schemas)))));
+            post.put("requestBody", obj("required", true, "content",
+                    obj(HttpReply.JSON, obj("schema", ref((String) spec.get("schema"), name, schemas)))));
             post.put("security", List.of());
-            post.put("responses", Map.of("2XX", Map.of("description", "Received. Anything else (a 3xx too, or no answer in time) is sent again later.")));
-            webhooks.put(name, Map.of("post", post));
+            post.put("responses", obj("2XX", obj("description", "Received. Anything else (a 3xx too, or no answer in time) is sent again later.")));
+            webhooks.put(name, obj("post", post));
         });
         return webhooks;
     }
@@ -202,7 +203,7 @@ public final class OpenApiDocument {
         if (!schemas.containsKey(name)) {
             throw new IllegalStateException(OPERATIONS + ": " + user + " names the schema '" + name + "', which " + COMPONENTS + " lacks");
         }
-        return Map.of("$ref", SCHEMAS + name);
+        return obj("$ref", SCHEMAS + name);
     }
 
     private static Map<String, Object> parameter(String name, String in, boolean required, String description, Object schema) {
@@ -226,6 +227,15 @@ public final class OpenApiDocument {
         } catch (IOException e) {
             throw new UncheckedIOException(resource, e);
         }
+    }
+
+    /** An object whose members keep their order: the same document, byte for byte, on every run. */
+    private static Map<String, Object> obj(Object... keysAndValues) {
+        Map<String, Object> o = new LinkedHashMap<>();
+        for (int i = 0; i < keysAndValues.length; i += 2) {
+            o.put((String) keysAndValues[i], keysAndValues[i + 1]);
+        }
+        return o;
     }
 
     @SuppressWarnings("unchecked")
