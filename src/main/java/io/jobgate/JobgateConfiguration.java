@@ -333,17 +333,20 @@ public class JobgateConfiguration implements CamelConfiguration {
         io.jobgate.worker.ProviderCalls providerCalls = io.jobgate.worker.ProviderCalls.create(
                 settings.intValue("jobgate.worker.finish-concurrency", 1, 1000),
                 providers.all().stream().mapToInt(io.jobgate.provider.Provider::maxConcurrency).sum(),
-                settings.intValue("jobgate.worker.concurrency", 1, 10000));
+                settings.intValue("jobgate.worker.concurrency", 1, 10000),
+                settings.optional("jobgate.worker.max-calls").filter(v -> !v.isBlank()).isPresent()
+                        ? settings.intValue("jobgate.worker.max-calls", 1, 1_000_000) : 0);
         registry.bind("providerCalls", providerCalls);
         Map<String, Integer> capacity = new java.util.TreeMap<>();
         providers.all().forEach(p -> capacity.put(p.name(), p.maxConcurrency()));
         meters.providerCalls(providerCalls::inFlight, providerCalls::peak, providerCalls::handedOff, providerCalls::waitingToFinish,
-                capacity);
+                capacity, providerCalls.maxCalls(), providerCalls::startsHeldAtCap);
         if (roles.runs(Roles.Role.WORKER)) {
-            LOG.info("provider calls: up to {} in flight ({}; each provider's max-concurrency, over all instances), carried on {}; "
+            LOG.info("provider calls: up to {} in flight ({}; each provider's max-concurrency, over all instances){}, carried on {}; "
                     + "HTTP pool {} connections per host, {} in all{}; dispatch window {}", pool.callsAllowed(),
                     capacity.entrySet().stream().map(e -> e.getKey() + " " + e.getValue())
                             .collect(java.util.stream.Collectors.joining(", ")),
+                    providerCalls.maxCalls() > 0 ? ", this instance " + providerCalls.maxCalls() + " at once (jobgate.worker.max-calls)" : "",
                     providerCalls.carrier(), pool.perRoute(), pool.total(),
                     pool.operatorSet() ? " (camel.component.http.* as set)" : "", relay.maxRunning());
             if (pool.perRoute() < pool.callsAllowed()) {

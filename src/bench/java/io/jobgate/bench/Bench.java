@@ -35,6 +35,9 @@ import org.apache.camel.main.Main;
  * a quiet tenant's jobs behind a noisy tenant's flood while the other tenants keep sending ({@link FloodBench}).
  * {@code --only waiting [--waiters 1000] [--wait-seconds 30]}: reads waiting for their job against as many idle
  * keep-alive connections: the gateway's threads, RSS and heap ({@link WaitingReadsBench}).
+ * {@code --only scaleout --artemis-home DIR [--workers 1,2,3] [--latency-seconds 10] [--max-calls 400] [--max-concurrency 1000]}:
+ * worker instances added to one API instance on a standalone broker, each carrying up to its own calls, sharing
+ * the provider's ({@link ScaleOutBench}).
  */
 public final class Bench {
 
@@ -91,6 +94,12 @@ public final class Bench {
             // GET /v1/jobs/{id}?wait=N against as many idle connections (WaitingReadsBench).
             Path jar = gatewayJar();
             inProcesses(dataDir, () -> new WaitingReadsBench(jar, dataDir, opts).run());
+            System.exit(0);
+        }
+        if (only.equals("scaleout")) {
+            // Worker instances added one at a time to an API instance, every part a process (ScaleOutBench).
+            Path jar = gatewayJar();
+            inProcesses(dataDir, () -> new ScaleOutBench(jar, dataDir, opts).run());
             System.exit(0);
         }
         if (only.equals("inflight")) {

@@ -70,7 +70,13 @@ final class GatewayProcesses implements AutoCloseable {
      * provider's {@code max-concurrency}; returns once {@code /observe/health} answers 200.
      */
     void startGateway(int tenants, int maxRunning, int maxConcurrency, Map<String, String> moreEnv) throws Exception {
+        writeTenants(tenants, maxRunning);
         port = Bench.freePort();
+        gateway = startInstance("gateway", port, maxConcurrency, moreEnv);
+    }
+
+    /** This run's tenants, {@code maxRunning} jobs running each, in a tenants file every instance reads. */
+    void writeTenants(int tenants, int maxRunning) throws IOException {
         StringBuilder yaml = new StringBuilder("tenants:\n");
         for (int i = 0; i < tenants; i++) {
             String key = "bench-" + run + "-" + i + "-" + UUID.randomUUID();
@@ -84,15 +90,22 @@ final class GatewayProcesses implements AutoCloseable {
                         credit_grants: {bench-%s: 1000000000000000}
                     """.formatted(run, i, Digests.sha256Hex(key), maxRunning, run));
         }
-        Path tenantsFile = dir.resolve("bench-tenants.yaml");
-        Files.writeString(tenantsFile, yaml);
+        Files.writeString(dir.resolve("bench-tenants.yaml"), yaml);
+    }
+
+    /**
+     * Starts one gateway instance ({@code name}: its log and data folder) on {@code port}, on this run's
+     * database, tenants and stand-in; {@code moreEnv} says the rest (roles, an external broker). Returns once
+     * its {@code /observe/health} answers 200.
+     */
+    Process startInstance(String name, int port, int maxConcurrency, Map<String, String> moreEnv) throws Exception {
         Map<String, String> env = new LinkedHashMap<>();
         env.put("CAMEL_SERVER_PORT", Integer.toString(port));
-        env.put("JOBGATE_DATA_DIR", dir.resolve("gateway").toString());
+        env.put("JOBGATE_DATA_DIR", dir.resolve(name).toString());
         env.put("JOBGATE_DB_URL", postgres.jdbcUrl());
         env.put("JOBGATE_BROKER_EMBEDDED_PORT", "0");
         env.put("JOBGATE_SIMULATOR_PORT", "0");
-        env.put("JOBGATE_TENANTS_FILES", "config/tenants.yaml," + tenantsFile);
+        env.put("JOBGATE_TENANTS_FILES", "config/tenants.yaml," + dir.resolve("bench-tenants.yaml"));
         env.put("JOBGATE_PROVIDER_OPENAI_BASE_URL", providerUrl + "/v1");
         env.put("JOBGATE_PROVIDER_OPENAI_API_KEY", "bench");
         env.put("JOBGATE_PROVIDER_OPENAI_MAX_CONCURRENCY", Integer.toString(maxConcurrency));
@@ -107,8 +120,9 @@ final class GatewayProcesses implements AutoCloseable {
             args.addAll(List.of(jvmOptions.trim().split("\\s+")));
         }
         args.addAll(List.of("-jar", jar.toString()));
-        gateway = start("gateway", args, env);
-        await(() -> get("http://127.0.0.1:" + port + "/observe/health").statusCode() == 200, gateway, "the gateway");
+        Process instance = start(name, args, env);
+        await(() -> get("http://127.0.0.1:" + port + "/observe/health").statusCode() == 200, instance, name);
+        return instance;
     }
 
     long providerPid() {

@@ -176,7 +176,7 @@ final class InflightBench {
      * ({@link KeptAliveClient}: the clients share the gateway's two cores), each job retried after a 429/503's
      * Retry-After.
      */
-    private void send(GatewayProcesses parties, int count, AtomicLong refused) throws Exception {
+    void send(GatewayProcesses parties, int count, AtomicLong refused) throws Exception {
         Thread[] senders = new Thread[clients];
         AtomicInteger next = new AtomicInteger();
         ConcurrentLinkedQueue<String> errors = new ConcurrentLinkedQueue<>();
@@ -214,7 +214,7 @@ final class InflightBench {
      * {@code /stats}), or every few seconds: counting a run's open jobs costs PostgreSQL 10 ms, and
      * asked ten times a second through a run it took a tenth of a core from the gateway it measured.
      */
-    private long[] waitForFinal(Connection db, GatewayProcesses parties, long since, int expected, long answeredTarget) throws Exception {
+    long[] waitForFinal(Connection db, GatewayProcesses parties, long since, int expected, long answeredTarget) throws Exception {
         String ofRun = " FROM jobs WHERE tenant_id LIKE '" + parties.tenantPattern() + "' AND created_at >= to_timestamp(" + since / 1000.0 + ")";
         long lastProgress = System.nanoTime();
         long lastDbPoll = 0;

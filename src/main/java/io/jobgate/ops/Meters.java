@@ -159,6 +159,8 @@ public final class Meters {
     private volatile java.util.function.IntSupplier callsInFlight;
     private volatile java.util.function.IntSupplier callsPeak;
     private volatile java.util.function.LongSupplier callsStarted;
+    private volatile int maxCalls;
+    private volatile java.util.function.LongSupplier startsHeldAtCap;
     private volatile java.util.function.IntSupplier callsWaitingToFinish;
     private volatile java.util.Map<String, Integer> callCapacity = java.util.Map.of();
 
@@ -169,8 +171,10 @@ public final class Meters {
      */
     public void providerCalls(java.util.function.IntSupplier inFlight, java.util.function.IntSupplier peak,
                               java.util.function.LongSupplier started, java.util.function.IntSupplier waitingToFinish,
-                              java.util.Map<String, Integer> capacity) {
+                              java.util.Map<String, Integer> capacity, int maxCalls, java.util.function.LongSupplier startsHeldAtCap) {
         this.callsWaitingToFinish = waitingToFinish;
+        this.maxCalls = maxCalls;
+        this.startsHeldAtCap = startsHeldAtCap;
         this.callsInFlight = inFlight;
         this.callsPeak = peak;
         this.callsStarted = started;
@@ -210,6 +214,13 @@ public final class Meters {
                 .description("answers waiting for a place to be finished (jobgate.worker.finish-concurrency)").register(registry());
         io.micrometer.core.instrument.FunctionCounter.builder("jobgate_worker_calls_total", callsStarted, s -> s.getAsLong())
                 .description("provider calls this instance started").register(registry());
+        if (maxCalls > 0) {
+            int max = maxCalls;
+            io.micrometer.core.instrument.Gauge.builder("jobgate_worker_max_calls", () -> max)
+                    .description("calls this instance carries at once at most (jobgate.worker.max-calls)").register(registry());
+            io.micrometer.core.instrument.FunctionCounter.builder("jobgate_worker_starts_held_total", startsHeldAtCap, s -> s.getAsLong())
+                    .description("starts that waited for a call place of this instance (jobgate.worker.max-calls)").register(registry());
+        }
         callCapacity.forEach((provider, limit) -> io.micrometer.core.instrument.Gauge.builder("jobgate_provider_call_capacity",
                         () -> limit).tag("provider", provider)
                 .description("calls that may be in flight to the provider from all instances (its max-concurrency)")

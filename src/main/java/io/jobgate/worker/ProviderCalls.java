@@ -67,9 +67,23 @@ public final class ProviderCalls extends AbstractExecutorService {
 
     private final int answersWaitingFree;
 
-    private ProviderCalls(ExecutorService delegate, boolean virtual, int finishPlaces, int answersWaitingFree, int startPlaces) {
+    /**
+     * The calls this instance carries at once ({@code jobgate.worker.max-calls}; 0: no bound of its own, the
+     * providers' slots bound them). What a deployment sizes from an instance's memory: with several
+     * instances, each takes calls up to its own bound and the rest go to the others (docs/operating.md,
+     * "Scaling out"). Counted as calls in flight plus starts under way, so a start that would pass it waits
+     * before its lease (no call clock running, no attempt spent) holding its one dispatch message.
+     */
+    private final int maxCalls;
+    private final java.util.concurrent.locks.ReentrantLock callPlaces = new java.util.concurrent.locks.ReentrantLock();
+    private final java.util.concurrent.locks.Condition callPlaceFreed = callPlaces.newCondition();
+    private final AtomicLong startsHeldAtCap = new AtomicLong();
+
+    private ProviderCalls(ExecutorService delegate, boolean virtual, int finishPlaces, int answersWaitingFree, int startPlaces,
+                          int maxCalls) {
         this.delegate = delegate;
         this.virtual = virtual;
+        this.maxCalls = maxCalls;
         this.finishPlaces = finishPlaces;
         this.finishPlacesWhileStarting = Math.max(1, finishPlaces / 8);
         this.startsQueueUpAt = Math.max(1, startPlaces / 2);
@@ -86,11 +100,12 @@ public final class ProviderCalls extends AbstractExecutorService {
      * @param answersWaitingFree answers that may wait to be finished with their provider slots given back
      *                           ({@link #mustWaitToFinish}): the providers' calls in flight, summed
      * @param startPlaces        the worker's consumers that start attempts ({@code jobgate.worker.concurrency})
+     * @param maxCalls           calls this instance carries at once ({@code jobgate.worker.max-calls}), 0 for no bound of its own
      */
-    public static ProviderCalls create(int finishPlaces, int answersWaitingFree, int startPlaces) {
+    public static ProviderCalls create(int finishPlaces, int answersWaitingFree, int startPlaces, int maxCalls) {
         ExecutorService virtualThreads = virtualThreadPerTask();
         if (virtualThreads != null) {
-            return new ProviderCalls(virtualThreads, true, finishPlaces, answersWaitingFree, startPlaces);
+            return new ProviderCalls(virtualThreads, true, finishPlaces, answersWaitingFree, startPlaces, maxCalls);
         }
         AtomicInteger n = new AtomicInteger();
         ThreadPoolExecutor pool = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 60, TimeUnit.SECONDS, new SynchronousQueue<>(),
@@ -99,7 +114,7 @@ public final class ProviderCalls extends AbstractExecutorService {
                     t.setDaemon(true);
                     return t;
                 });
-        return new ProviderCalls(pool, false, finishPlaces, answersWaitingFree, startPlaces);
+        return new ProviderCalls(pool, false, finishPlaces, answersWaitingFree, startPlaces, maxCalls);
     }
 
     /** {@code Executors.newVirtualThreadPerTaskExecutor()} on Java 21+, looked up so the jar still runs on 17. */
@@ -147,16 +162,63 @@ public final class ProviderCalls extends AbstractExecutorService {
      * exchange is done (its call handed off, or acknowledged without one). The hand-off's copy carries no
      * part of it.
      */
-    public void startBegins(org.apache.camel.Exchange exchange) {
-        starting.incrementAndGet();
+    public void startBegins(org.apache.camel.Exchange exchange) throws InterruptedException {
+        awaitCallPlace();
         exchange.getExchangeExtension().addOnCompletion(new org.apache.camel.support.SynchronizationAdapter() {
             @Override
             public void onDone(org.apache.camel.Exchange done) {
                 if (starting.getAndDecrement() == startsQueueUpAt) {
                     wakeFirstWaiting(); // the starts no longer queue up: all places again, taken in turn
                 }
+                callPlaceFreed();
             }
         });
+    }
+
+    /**
+     * Counts this start in, once the instance has room for one more call ({@code maxCalls}): until then the
+     * consumer waits here, before the job is loaded or leased, and takes no further message.
+     */
+    private void awaitCallPlace() throws InterruptedException {
+        if (maxCalls <= 0) {
+            starting.incrementAndGet();
+            return;
+        }
+        callPlaces.lockInterruptibly();
+        try {
+            if (inFlight.get() + starting.get() >= maxCalls) {
+                startsHeldAtCap.incrementAndGet();
+                while (inFlight.get() + starting.get() >= maxCalls) {
+                    callPlaceFreed.await();
+                }
+            }
+            starting.incrementAndGet();
+        } finally {
+            callPlaces.unlock();
+        }
+    }
+
+    /** A start ended or a call ended: a start waiting at {@code maxCalls} may go. */
+    private void callPlaceFreed() {
+        if (maxCalls <= 0) {
+            return;
+        }
+        callPlaces.lock();
+        try {
+            callPlaceFreed.signalAll(); // at most the worker's consumers wait here; each looks again
+        } finally {
+            callPlaces.unlock();
+        }
+    }
+
+    /** This instance's own bound on calls at once ({@code jobgate.worker.max-calls}); 0: none. */
+    public int maxCalls() {
+        return maxCalls;
+    }
+
+    /** Starts that waited for a call place of this instance ({@code jobgate.worker.max-calls}) since start. */
+    public long startsHeldAtCap() {
+        return startsHeldAtCap.get();
     }
 
     /** Dispatch messages being started now. */
@@ -266,10 +328,12 @@ public final class ProviderCalls extends AbstractExecutorService {
                     call.run();
                 } finally {
                     inFlight.decrementAndGet();
+                    callPlaceFreed();
                 }
             });
         } catch (RuntimeException e) {
             inFlight.decrementAndGet();
+            callPlaceFreed();
             throw e;
         }
     }

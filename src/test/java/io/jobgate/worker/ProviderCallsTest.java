@@ -25,7 +25,7 @@ import static org.awaitility.Awaitility.await;
 class ProviderCallsTest {
 
     private final CamelContext camel = new DefaultCamelContext();
-    private final ProviderCalls calls = ProviderCalls.create(8, 1000, 8);
+    private final ProviderCalls calls = ProviderCalls.create(8, 1000, 8, 0);
 
     @AfterEach
     void stop() {
@@ -102,6 +102,72 @@ class ProviderCallsTest {
         assertThat(calls.placesNow()).isEqualTo(8);
     }
 
+    @Test
+    void aStartBeyondTheInstancesMaxCallsWaitsUntilACallOrAStartEnds() throws Exception {
+        ProviderCalls capped = ProviderCalls.create(8, 1000, 8, 2);
+        try {
+            // Two starts under way: the instance's two places taken.
+            Exchange first = startOn(capped);
+            Exchange second = startOn(capped);
+            CompletableFuture<Exchange> third = CompletableFuture.supplyAsync(() -> startOn(capped));
+            await().atMost(Duration.ofSeconds(10)).until(() -> capped.startsHeldAtCap() == 1);
+            assertThat(third).as("held before its lease").isNotDone();
+
+            // The first start hands its call off: start and call counted once the start's exchange is done.
+            java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
+            capped.execute(() -> {
+                try {
+                    answer.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            done(first);
+            assertThat(capped.inFlight()).isEqualTo(1);
+            assertThat(third).as("one call and one start: still full").isNotDone();
+
+            // The second start ends without a call (a duplicate dispatch): its place goes to the third.
+            done(second);
+            Exchange started = third.get(10, TimeUnit.SECONDS);
+            assertThat(capped.starting()).isEqualTo(1);
+
+            // Full again (one call, one start); the call's end lets the next start go.
+            CompletableFuture<Exchange> fourth = CompletableFuture.supplyAsync(() -> startOn(capped));
+            await().atMost(Duration.ofSeconds(10)).until(() -> capped.startsHeldAtCap() == 2);
+            assertThat(fourth).isNotDone();
+            answer.countDown();
+            assertThat(fourth.get(10, TimeUnit.SECONDS)).isNotNull();
+            assertThat(capped.inFlight()).isZero();
+            done(started);
+            done(fourth.get());
+            assertThat(capped.starting()).isZero();
+            assertThat(capped.maxCalls()).isEqualTo(2);
+        } finally {
+            capped.shutdownNow();
+        }
+    }
+
+    @Test
+    void withoutMaxCallsStartsNeverWait() {
+        List<Exchange> starts = new ArrayList<>();
+        for (int i = 0; i < 50; i++) {
+            starts.add(start());
+        }
+        assertThat(calls.starting()).isEqualTo(50);
+        assertThat(calls.startsHeldAtCap()).isZero();
+        starts.forEach(this::done);
+    }
+
+    private Exchange startOn(ProviderCalls on) {
+        Exchange exchange = exchange();
+        try {
+            on.startBegins(exchange);
+        } catch (InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
+        return exchange;
+    }
+
     /** Eight answers being finished: every place taken. */
     private List<Exchange> takeEveryPlace() throws Exception {
         List<Exchange> finishing = new ArrayList<>();
@@ -112,9 +178,7 @@ class ProviderCallsTest {
     }
 
     private Exchange start() {
-        Exchange exchange = exchange();
-        calls.startBegins(exchange);
-        return exchange;
+        return startOn(calls);
     }
 
     private Exchange finishNow() throws Exception {
