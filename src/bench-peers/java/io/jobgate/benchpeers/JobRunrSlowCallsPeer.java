@@ -43,6 +43,13 @@ public final class JobRunrSlowCallsPeer {
             .connectTimeout(Duration.ofSeconds(10)).build();
     private static final AtomicInteger DONE = new AtomicInteger();
     private static final AtomicInteger FAILED = new AtomicInteger();
+    /**
+     * The provider's limit, as a team would have to hold it ({@code -Dpeer.max-calls=N}): JobRunr's workers
+     * do not bound the jobs it runs at once on virtual threads (with 2,000 workers it held 3,152 calls at
+     * the stand-in), and a real provider answers 429 beyond its account's concurrency. Unset: no bound.
+     */
+    private static final java.util.concurrent.Semaphore PROVIDER_LIMIT = Integer.getInteger("peer.max-calls", 0) > 0
+            ? new java.util.concurrent.Semaphore(Integer.getInteger("peer.max-calls")) : null;
 
     /** The job: one call, its answer read (a failure throws, and JobRunr retries it). */
     public static void call(String url) throws Exception {
@@ -51,7 +58,17 @@ public final class JobRunrSlowCallsPeer {
                 .POST(HttpRequest.BodyPublishers.ofString("{\"model\": \"gpt-image-1\", \"prompt\": \"bench\", "
                         + "\"size\": \"1024x1536\", \"quality\": \"medium\", \"output_format\": \"png\", \"n\": 1}"))
                 .build();
-        HttpResponse<String> answer = HTTP.send(request, HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> answer;
+        if (PROVIDER_LIMIT != null) {
+            PROVIDER_LIMIT.acquire();
+        }
+        try {
+            answer = HTTP.send(request, HttpResponse.BodyHandlers.ofString());
+        } finally {
+            if (PROVIDER_LIMIT != null) {
+                PROVIDER_LIMIT.release();
+            }
+        }
         if (answer.statusCode() != 200 || !answer.body().contains("b64_json")) {
             FAILED.incrementAndGet();
             throw new IllegalStateException("stand-in answered " + answer.statusCode());
@@ -130,8 +147,9 @@ public final class JobRunrSlowCallsPeer {
                 double seconds = (System.nanoTime() - start) / 1e9;
                 long cpuMillis = java.lang.management.ManagementFactory.getPlatformMXBean(com.sun.management.OperatingSystemMXBean.class)
                         .getProcessCpuTime() / 1_000_000 - cpuAtStart;
-                System.out.printf("RESULT name=JobRunr-%s threads-type=%s seconds=%.3f enqueue-seconds=%.3f failed-calls=%d "
-                                + "max-threads=%d max-rss-mib=%d cpu-ms=%d%n", PeerDatabase.version(JobRunr.class), virtual ? "virtual" : "platform",
+                System.out.printf("RESULT name=JobRunr-%s%s threads-type=%s seconds=%.3f enqueue-seconds=%.3f failed-calls=%d "
+                                + "max-threads=%d max-rss-mib=%d cpu-ms=%d%n", PeerDatabase.version(JobRunr.class),
+                        PROVIDER_LIMIT == null ? "" : ",provider-limit-" + Integer.getInteger("peer.max-calls"), virtual ? "virtual" : "platform",
                         seconds, enqueueSeconds, FAILED.get(), sampler.maxThreads, sampler.maxRssKib / 1024, cpuMillis);
             } finally {
                 JobRunr.destroy();

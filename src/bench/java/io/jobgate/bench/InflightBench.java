@@ -65,7 +65,11 @@ final class InflightBench {
         this.tenants = Integer.parseInt(opts.getOrDefault("tenants", "10"));
         this.clients = Integer.parseInt(opts.getOrDefault("clients", "16"));
         this.warmUpRound = Integer.parseInt(opts.getOrDefault("warm-up", Integer.toString(Math.max(400, inflight))));
+        this.peerUnbounded = opts.containsKey("peer-unbounded");
     }
+
+    /** {@code --peer-unbounded}: JobRunr also without the provider's limit (its workers do not bound its calls). */
+    private final boolean peerUnbounded;
 
     /**
      * Jobs run first, unmeasured, against the stand-in answering after {@link #WARM_UP_LATENCY_MS}: a gateway
@@ -101,7 +105,12 @@ final class InflightBench {
             List<Figures> all = new ArrayList<>(List.of(gateway(parties)));
             parties.stopGateway();
             if (withJobRunr) {
-                all.add(jobRunr(parties));
+                // Held to the provider's limit (the in-flight target), as a team must hold a real provider's;
+                // --peer-unbounded also runs it as it comes, past the target.
+                all.add(jobRunr(parties, true));
+                if (peerUnbounded) {
+                    all.add(jobRunr(parties, false));
+                }
             }
             print(all, ideal);
         }
@@ -278,7 +287,7 @@ final class InflightBench {
         throw new IllegalStateException("admission refused 100 times");
     }
 
-    private Figures jobRunr(GatewayProcesses parties) throws Exception {
+    private Figures jobRunr(GatewayProcesses parties, boolean providerLimit) throws Exception {
         String jdbcUrl = parties.jdbcUrl();
         String providerUrl = parties.providerUrl;
         Path peers = PeerBench.defaultDir();
@@ -289,11 +298,16 @@ final class InflightBench {
         // The same user and no password: the URL carries them (zonky's form).
         Matcher user = Pattern.compile("user=([^&]+)").matcher(jdbcUrl);
         String bare = jdbcUrl.replaceAll("\\?.*$", "");
-        Process peer = parties.start("jobrunr", List.of("-cp", peers.resolve("classes") + ":" + peers.resolve("lib") + "/*",
+        List<String> args = new ArrayList<>();
+        if (providerLimit) {
+            args.add("-Dpeer.max-calls=" + inflight);
+        }
+        args.addAll(List.of("-cp", peers.resolve("classes") + ":" + peers.resolve("lib") + "/*",
                 "io.jobgate.benchpeers.JobRunrSlowCallsPeer", bare, user.find() ? user.group(1) : "postgres", "",
-                "jobgate_peer_jobrunr_inflight", providerUrl, Integer.toString(jobs), Integer.toString(inflight),
+                providerLimit ? "jobgate_peer_jobrunr_inflight_limited" : "jobgate_peer_jobrunr_inflight", providerUrl, Integer.toString(jobs), Integer.toString(inflight),
                 Long.toString(Math.max(600, jobs / Math.max(1, inflight) * latencyMillis / 1000 * 4)),
-                Integer.toString(warmedUpJobs), Long.toString(WARM_UP_LATENCY_MS), Long.toString(latencyMillis)), Map.of());
+                Integer.toString(warmedUpJobs), Long.toString(WARM_UP_LATENCY_MS), Long.toString(latencyMillis)));
+        Process peer = parties.start("jobrunr", args, Map.of());
         while (parties.logLines("jobrunr", "WARMED-UP") == 0 && peer.isAlive()) {
             Thread.sleep(50); // its warm-up is its own process's: its log says when it is over
         }

@@ -34,8 +34,11 @@ import software.amazon.awssdk.identity.spi.AwsSessionCredentialsIdentity;
  * SignedHeaders=…, Signature=…}), {@code X-Amz-Date} and, with a session token, {@code X-Amz-Security-Token}; the
  * {@code Host} it signs is the URL's, which the HTTP client sends. Credentials and region are the calling provider's
  * settings ({@code JobgateProvider}): {@code aws-region}, {@code aws-access-key-id}, {@code aws-secret-access-key},
- * {@code aws-session-token} (optional), from the environment in production. Without a key, secret or region the
- * request is not sent: the adapter's answer is {@code auth}, naming the settings.
+ * {@code aws-session-token} (optional), from the environment in production. With {@code aws-credentials = default-chain}
+ * the keys come instead from the AWS SDK's default credentials chain (the {@code AWS_*} environment, a web identity
+ * token as EKS IRSA and Pod Identity give a pod, a profile, the container or instance role), refreshed as they expire:
+ * no long-lived key in the gateway's settings. Without credentials or region the request is not sent: the adapter's
+ * answer is {@code auth}, naming the settings.
  */
 public final class AwsSigV4 {
 
@@ -44,8 +47,13 @@ public final class AwsSigV4 {
     public static final String ACCESS_KEY_ID = "aws-access-key-id";
     public static final String SECRET_ACCESS_KEY = "aws-secret-access-key";
     public static final String SESSION_TOKEN = "aws-session-token";
+    /** {@code keys} (the default: the three settings above) or {@code default-chain} (the AWS SDK's default credentials chain). */
+    public static final String CREDENTIALS = "aws-credentials";
 
     private final AwsV4HttpSigner signer = AwsV4HttpSigner.create();
+    /** Per provider, the SDK's default chain: made once, it caches what it found and refreshes temporary credentials. */
+    private final Map<String, software.amazon.awssdk.auth.credentials.AwsCredentialsProvider> chains =
+            new java.util.concurrent.ConcurrentHashMap<>();
 
     public void sign(Exchange exchange, String service) {
         String provider = exchange.getProperty(AdapterContract.PROVIDER, String.class);
@@ -53,10 +61,28 @@ public final class AwsSigV4 {
         String keyId = setting(exchange, provider, ACCESS_KEY_ID);
         String secret = setting(exchange, provider, SECRET_ACCESS_KEY);
         String token = setting(exchange, provider, SESSION_TOKEN);
-        if (region == null || keyId == null || secret == null) {
+        String source = Optional.ofNullable(setting(exchange, provider, CREDENTIALS)).orElse("keys");
+        AwsCredentialsIdentity identity;
+        String missing;
+        switch (source) {
+            case "keys" -> {
+                identity = keyId == null || secret == null ? null : token == null ? AwsCredentialsIdentity.create(keyId, secret)
+                        : AwsSessionCredentialsIdentity.create(keyId, secret, token);
+                missing = "set jobgate.provider." + provider + ".aws-access-key-id and .aws-secret-access-key (or ."
+                        + CREDENTIALS + " = default-chain)";
+            }
+            case "default-chain" -> {
+                identity = fromDefaultChain(provider);
+                missing = "the AWS SDK's default credentials chain found none (AWS_ACCESS_KEY_ID, a web identity token, a profile, "
+                        + "the container or instance role)";
+            }
+            default -> throw new IllegalStateException("jobgate.provider." + provider + "." + CREDENTIALS + " is '" + source
+                    + "': keys or default-chain");
+        }
+        if (region == null || identity == null) {
             exchange.setProperty(AdapterContract.OUTCOME, "auth");
-            exchange.setProperty(AdapterContract.ERROR_MESSAGE, "no AWS credentials to sign with: set jobgate.provider." + provider
-                    + ".aws-region, .aws-access-key-id and .aws-secret-access-key");
+            exchange.setProperty(AdapterContract.ERROR_MESSAGE, "no AWS credentials to sign with: " + (region == null
+                    ? "set jobgate.provider." + provider + ".aws-region" + (identity == null ? "; " + missing : "") : missing));
             exchange.setRouteStop(true);
             return;
         }
@@ -81,10 +107,9 @@ public final class AwsSigV4 {
                 request.putHeader(header.getKey(), header.getValue().toString());
             }
         }
-        AwsCredentialsIdentity identity = token == null ? AwsCredentialsIdentity.create(keyId, secret)
-                : AwsSessionCredentialsIdentity.create(keyId, secret, token);
         byte[] payload = body;
-        SignedRequest signed = signer.sign(r -> r.identity(identity).request(request.build())
+        AwsCredentialsIdentity signWith = identity;
+        SignedRequest signed = signer.sign(r -> r.identity(signWith).request(request.build())
                 .payload(ContentStreamProvider.fromByteArrayUnsafe(payload))
                 .putProperty(AwsV4HttpSigner.SERVICE_SIGNING_NAME, service)
                 .putProperty(AwsV4HttpSigner.REGION_NAME, region));
@@ -94,6 +119,17 @@ public final class AwsSigV4 {
                 message.setHeader(name, values.get(0));
             }
         });
+    }
+
+    /** The default chain's credentials now, or null when it has none (the chain says why in its exception). */
+    private AwsCredentialsIdentity fromDefaultChain(String provider) {
+        software.amazon.awssdk.auth.credentials.AwsCredentialsProvider chain = chains.computeIfAbsent(provider,
+                p -> software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider.builder().build());
+        try {
+            return chain.resolveCredentials();
+        } catch (software.amazon.awssdk.core.exception.SdkClientException none) {
+            return null;
+        }
     }
 
     private static String setting(Exchange exchange, String provider, String key) {

@@ -184,8 +184,9 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
             artemis.setUser(user);
             artemis.setPassword(password);
         }
-        // One shared connection, sessions and producers cached: a relay round sends many messages.
-        CachingConnectionFactory caching = new CachingConnectionFactory(artemis);
+        // One shared connection, sessions and producers cached: a relay round sends many messages. Reset
+        // when the broker is lost, not when the client failed over to the backup by itself.
+        CachingConnectionFactory caching = new FailoverKeepingConnectionFactory(artemis);
         caching.setSessionCacheSize(20);
         caching.setCacheConsumers(false);
         caching.setReconnectOnException(true);

@@ -46,12 +46,12 @@ public final class JobRows {
 
     /** The job {@code jobId} as reconciliation sees it, whatever its status. */
     public Optional<WaitingJob> waiting(UUID jobId) {
-        return jdbc.query("SELECT " + WaitingJob.COLUMNS + " FROM jobs WHERE job_id = ?", WaitingJob::map, jobId).stream().findFirst();
+        return jdbc.query("SELECT " + WaitingJob.columns("jobs") + " FROM jobs WHERE job_id = ?", WaitingJob::map, jobId).stream().findFirst();
     }
 
     /** The job whose provider task is {@code task} at {@code provider}, whatever its status. */
     public Optional<WaitingJob> waitingByTask(String provider, String task) {
-        return jdbc.query("SELECT " + WaitingJob.COLUMNS + " FROM jobs WHERE provider = ? AND provider_task = ?", WaitingJob::map,
+        return jdbc.query("SELECT " + WaitingJob.columns("jobs") + " FROM jobs WHERE provider = ? AND provider_task = ?", WaitingJob::map,
                 provider, task).stream().findFirst();
     }
 

@@ -39,7 +39,7 @@ public final class JobSchedules {
                      WHERE %s AND next_check_at <= ?
                      ORDER BY next_check_at LIMIT ? FOR UPDATE SKIP LOCKED) due
              WHERE j.job_id = due.job_id
-            RETURNING %s""".formatted(WAITING_PREDICATE, WaitingJob.COLUMNS.replace("job_id,", "j.job_id,"));
+            RETURNING %s""".formatted(WAITING_PREDICATE, WaitingJob.columns("j").replace("job_id,", "j.job_id,"));
 
     private final JdbcTemplate jdbc;
 

@@ -43,7 +43,7 @@ public final class ProviderKeys {
             "canary.min-totals-correct",
             "base-url", "api-key",
             // AWS APIs: what the bean awsSigV4 (the adapter helper AwsSigV4) signs with
-            "aws-region", "aws-access-key-id", "aws-secret-access-key", "aws-session-token");
+            "aws-region", "aws-access-key-id", "aws-secret-access-key", "aws-session-token", "aws-credentials");
 
     private static final Pattern ERROR = Pattern.compile("ERROR_([1-5][0-9][0-9])_(.+)");
     private static final Pattern PRICE = Pattern.compile("PRICE_(.+)_MICROS");

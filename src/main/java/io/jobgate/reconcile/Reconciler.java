@@ -184,6 +184,9 @@ public final class Reconciler {
         properties.put(AdapterContract.PROVIDER_TASK, job.providerTask());
         properties.put(AdapterContract.PROVIDER_STATE, job.providerState());
         properties.put(AdapterContract.PROVIDER_REQUEST_ID, job.providerRequestId());
+        // What a per-second provider bills, as its submit was told: its lookup may be all that reaches the answer.
+        properties.put(AdapterContract.SOURCE_SECONDS, job.sourceMillis() == null ? null
+                : java.math.BigDecimal.valueOf(job.sourceMillis(), 3).stripTrailingZeros().toPlainString());
         properties.put(AdapterContract.KIND, job.kind());
         properties.put(AdapterContract.OUTPUT_MEDIA_TYPE, expectedMediaType(job));
         AdapterResult answer = adapters.call(provider, canaries.adapterUri(provider, job.adapterRevision()), AdapterContract.LOOKUP, null, properties);

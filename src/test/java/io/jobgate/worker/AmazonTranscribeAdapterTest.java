@@ -194,6 +194,9 @@ class AmazonTranscribeAdapterTest extends GatewayTestBase {
         assertThat(job(s.id())).as("%s", job(s.id())).containsEntry("status", "succeeded").containsEntry("attempts", 1)
                 .containsEntry("provider_task", "jobgate-" + s.id() + "-1");
         assertThat(attempt(s.id(), 1).get("error_category")).isEqualTo("ambiguous");
+        assertThat((java.math.BigDecimal) attempt(s.id(), 1).get("billed_units"))
+                .as("billed from the upload's length, though the start's reply (and the task state) was lost").isEqualByComparingTo("15");
+        assertThat(attempt(s.id(), 1)).containsEntry("billed_unit", "second");
         assertThat(transcribe.starts(s.digest())).as("one start only").hasSize(1);
         assertThat(transcribe.gets.get("jobgate-" + s.id() + "-1").get()).isGreaterThanOrEqualTo(1);
     }

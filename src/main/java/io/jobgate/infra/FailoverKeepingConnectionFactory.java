@@ -1,0 +1,41 @@
+package io.jobgate.infra;
+
+import jakarta.jms.ConnectionFactory;
+import jakarta.jms.JMSException;
+
+import org.apache.activemq.artemis.jms.client.ActiveMQConnection;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jms.connection.CachingConnectionFactory;
+
+/**
+ * The gateway's one shared JMS connection (sessions and producers cached), reset when the broker is lost, but
+ * not when the Artemis client has failed over by itself.
+ *
+ * <p>With an HA URL ({@code ha=true}, both servers; docs/operating.md, "Failover") the Artemis client moves its
+ * connection, sessions and consumers to the backup on its own, and then still tells the connection's
+ * {@code ExceptionListener}, with the error code {@code FAILOVER}. Spring's {@code reconnectOnException} took
+ * that for a lost connection and closed it: every session and consumer the failover had just moved was closed
+ * under the worker, the relay and the topic's subscribers while the client was still finishing the failover,
+ * and in one CI run of {@code FailoverIT} nothing was consumed or published again for minutes. Artemis's own
+ * resource adapter ignores {@code FAILOVER} the same way. A {@code DISCONNECT} (a single broker gone, or
+ * reconnection given up) still resets the connection, and the listener containers make a new one.
+ */
+public final class FailoverKeepingConnectionFactory extends CachingConnectionFactory {
+
+    private static final Logger LOG = LoggerFactory.getLogger(FailoverKeepingConnectionFactory.class);
+
+    public FailoverKeepingConnectionFactory(ConnectionFactory target) {
+        super(target);
+    }
+
+    @Override
+    public void onException(JMSException ex) {
+        if (ActiveMQConnection.EXCEPTION_FAILOVER.equals(ex.getErrorCode())) {
+            LOG.warn("the broker connection failed over to the other server of the pair; sessions and consumers carry on ({})",
+                    ex.getMessage());
+            return;
+        }
+        super.onException(ex);
+    }
+}
