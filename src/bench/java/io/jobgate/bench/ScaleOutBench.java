@@ -140,11 +140,11 @@ final class ScaleOutBench {
             String ofRun = " FROM attempts a JOIN jobs j ON j.job_id = a.job_id WHERE j.tenant_id LIKE '" + parties.tenantPattern()
                     + "' AND j.created_at >= to_timestamp(" + first / 1000.0 + ")";
             // Calls at once, from the attempts' own times: +1 at each start, -1 at each end, summed in time order.
-            String overlap = "SELECT worker, max(at_once) FROM (SELECT worker, sum(d) OVER (PARTITION BY %s ORDER BY t, d) AS at_once FROM ("
+            String overlap = "SELECT worker, max(at_once) FROM (SELECT worker, sum(d) OVER (PARTITION BY worker ORDER BY t, d) AS at_once FROM ("
                     + "SELECT a.worker, a.started_at AS t, 1 AS d" + ofRun + " UNION ALL SELECT a.worker, a.ended_at, -1" + ofRun
                     + ") e) s GROUP BY worker ORDER BY worker";
             List<Integer> perInstance = new ArrayList<>();
-            try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(overlap.formatted("worker"))) {
+            try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(overlap)) {
                 while (rs.next()) {
                     perInstance.add(rs.getInt(2));
                 }
