@@ -328,6 +328,7 @@ class EnvironmentOnlySettingsTest {
             case "aws-access-key-id" -> "AKIDENVONLY";
             case "aws-secret-access-key" -> "env-aws-secret";
             case "aws-session-token" -> "env-aws-session";
+            case "aws-credentials" -> "default-chain";
             case "canary.share" -> "50";
             case "canary.label" -> "envonly-next";
             case "canary.window-seconds" -> "120";
