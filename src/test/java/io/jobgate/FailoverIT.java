@@ -44,9 +44,11 @@ import static org.awaitility.Awaitility.await;
  * Past one machine (issue 38): the packaged gateway on a replicated Artemis pair (artemis/ha) and a
  * PostgreSQL primary with a synchronous streaming replica, under a steady open-loop load of several
  * tenants. The Artemis primary is killed with SIGKILL (the backup takes over), then the PostgreSQL
- * primary (the replica is promoted). Failback is not part of it yet: one run of three left the
- * gateway's JMS connection stuck after the primary took over again (docs/operating.md). The
- * gateway is never restarted: it must follow each failover by itself. Afterwards every invariant of
+ * primary (the replica is promoted). In between, the old Artemis primary is started again and takes
+ * over from the backup (failback). The gateway is never restarted: it must follow each failover by itself
+ * (a run once stalled for minutes after the first one: Spring's reconnect-on-exception closed the
+ * connection the Artemis client had just failed over, see FailoverKeepingConnectionFactory). When the
+ * load does not recover, the gateway's threads are dumped to {@code target/failover/threads-<n>.txt}. Afterwards every invariant of
  * the design is checked ({@link ChaosChecks}: no accepted job lost, no output or debit twice, every
  * job final) and, after each event, the finishing rate must be back to 80 % of what it was within
  * 30 s of the failover's end. The timeline goes to {@code target/failover/report.txt}.
@@ -143,6 +145,13 @@ class FailoverIT {
                 events.add(new Event("Artemis primary SIGKILL, backup active", at, Instant.now()));
                 observe(events);
 
+                // Failback: the old primary started again finds its backup active, copies the journal back and
+                // takes over (check-for-active-server, allow-failback); the client follows it a second time.
+                at = Instant.now();
+                brokers.primary().start(); // returns once it is active again
+                events.add(new Event("Artemis primary started again, failed back", at, Instant.now()));
+                observe(events);
+
                 at = Instant.now();
                 pg.killPrimary();
                 pg.promoteStandby();
@@ -225,7 +234,30 @@ class FailoverIT {
      * Lets the run go on for the observation window after the failover, then until the backlog it left is
      * worked off and one more window of steady load has passed, so that the next event's "before" is steady.
      */
-    private void observe(List<Event> events) {
+    private void observe(List<Event> events) throws Exception {
+        try {
+            awaitSteadyAfter(events);
+        } catch (AssertionError | org.awaitility.core.ConditionTimeoutException e) {
+            dumpThreads(events.size());
+            throw e;
+        }
+    }
+
+    /** What the gateway's threads were doing when it did not recover: for a failure in CI, where it cannot be watched. */
+    private void dumpThreads(int event) {
+        try {
+            Path file = Path.of("target/failover/threads-" + event + ".txt");
+            Files.createDirectories(file.getParent());
+            Process jcmd = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
+                    Long.toString(gateway.pid()), "Thread.print").redirectErrorStream(true).redirectOutput(file.toFile()).start();
+            jcmd.waitFor(60, TimeUnit.SECONDS);
+            System.out.println("the gateway's threads after event " + event + ": " + file.toAbsolutePath());
+        } catch (Exception e) {
+            System.out.println("no thread dump: " + e);
+        }
+    }
+
+    private void awaitSteadyAfter(List<Event> events) {
         Instant until = events.get(events.size() - 1).over().plus(OBSERVE);
         await("observation window").atMost(OBSERVE.plusSeconds(30)).pollInterval(Duration.ofMillis(250)).until(() -> {
             assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log())).isTrue();

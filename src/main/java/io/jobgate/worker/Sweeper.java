@@ -143,6 +143,9 @@ public final class Sweeper {
                 done++;
                 continue;
             }
+            if (sent && outcome.equals("owner_gone")) {
+                withdrawHalfPromotion(row.tenantId(), jobId);
+            }
             // A canary candidate's call is not looked up either: its task could only ever give a held output,
             // never the job's, so its job goes on to the stable revision (docs/canary.md).
             boolean resubmitSafe = providers.find(row.provider()).map(Provider::idempotentSubmit).orElse(false)
@@ -195,6 +198,30 @@ public final class Sweeper {
             LOG.warn("job {} succeeded with the output attempt {} had promoted before its lease {}", jobId, attempt, why);
         }
         return won;
+    }
+
+    /**
+     * A worker killed in the middle of a promotion (between the output's write and its manifest's) left the
+     * job's readable key with part of an output nobody recorded, and no manifest that names its attempt: no
+     * evidence the job may succeed with. Were it left there, a job that then fails (a provider without a
+     * lookup, at the reconciliation horizon) would keep a readable output beside its refund. Only for a dead
+     * process: a lease that merely ran out may belong to a worker still promoting, whose answer is a late
+     * answer. A job that succeeds later promotes its output again.
+     */
+    private void withdrawHalfPromotion(String tenant, UUID jobId) {
+        String prefix = "outputs/" + tenant + "/" + jobId + "/";
+        try {
+            List<String> keys = s3.listObjectsV2(b -> b.bucket(bucket).prefix(prefix)).contents().stream()
+                    .map(software.amazon.awssdk.services.s3.model.S3Object::key).toList();
+            for (String key : keys) {
+                s3.deleteObject(b -> b.bucket(bucket).key(key));
+            }
+            if (!keys.isEmpty()) {
+                LOG.warn("job {}: its worker died in the middle of promoting an output; {} withdrawn from its readable key", jobId, keys);
+            }
+        } catch (software.amazon.awssdk.core.exception.SdkException e) {
+            LOG.warn("job {}: object storage unavailable to withdraw a half-promoted output ({})", jobId, e.getClass().getSimpleName());
+        }
     }
 
     /** The lease was no longer the one being ended: nothing of the promoted output's success is written. */

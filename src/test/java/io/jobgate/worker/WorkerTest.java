@@ -691,6 +691,40 @@ class WorkerTest extends GatewayTestBase {
         assertThat(Db.count("SELECT count(*) FROM gateway_instances_gone WHERE owner = ?", worker.name())).isZero();
     }
 
+    /**
+     * A worker killed between writing an output to the job's readable key and writing its manifest left part of
+     * a promotion nobody recorded: when the sweeper takes over that dead process's lease, it withdraws it, so a
+     * job that then fails keeps no readable output (the chaos soak met one), and one that succeeds promotes anew.
+     */
+    @Test
+    void aHalfPromotionOfADeadWorkerIsWithdrawnWhenItsLeaseIsTakenOver() throws Exception {
+        String tag = Jobs.tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs(Scenario.STARTED)
+                .willSetStateTo("second").willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(1500)));
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).inScenario(tag).whenScenarioStateIs("second")
+                .willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID id = submit(tag, "fakeimg");
+        await().atMost(Duration.ofSeconds(10)).until(() -> "submitting".equals(Jobs.status(id)));
+        String dead = "dead-host/" + tag;
+        String stray = "outputs/acme/" + id + "/output.part";
+        try (java.sql.Connection process = io.jobgate.support.TestDatabase.connect();
+             java.sql.Statement s = process.createStatement()) {
+            s.execute("SELECT pg_advisory_lock(27239, 4343)");
+            s.execute("INSERT INTO gateway_instances (owner, lock_key) VALUES ('" + dead + "', 4343)");
+            Db.execute("UPDATE jobs SET lease_owner = '" + dead + "', lease_expires_at = now() + interval '1 hour' WHERE job_id = '" + id + "'");
+            // What the dead worker wrote of its promotion: an object under the job's readable key, no manifest.
+            s3.putObject(b -> b.bucket("jobgate").key(stray), software.amazon.awssdk.core.sync.RequestBody.fromString("half"));
+        } // the process dies
+
+        Jobs.awaitStatus(id, "succeeded");
+        await().atMost(Duration.ofSeconds(5)).until(() -> attempts(id).size() == 2 && attempts(id).get(0).get("outcome") != null);
+        List<String> keys = s3.listObjectsV2(b -> b.bucket("jobgate").prefix("outputs/acme/" + id + "/")).contents().stream()
+                .map(software.amazon.awssdk.services.s3.model.S3Object::key).toList();
+        assertThat(keys).as("the half promotion withdrawn, the second attempt's output and manifest promoted")
+                .doesNotContain(stray).contains("outputs/acme/" + id + "/manifest.json");
+        assertThat((String) job(id).get("result")).contains("\"attempt\": 2");
+    }
+
     /** A relay's claims are released at the next sweep when its process died, not when they run out. */
     @Test
     void theClaimsOfARelayWhoseProcessDiedAreReleasedAtTheNextSweep() throws Exception {
