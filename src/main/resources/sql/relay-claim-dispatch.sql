@@ -60,7 +60,11 @@ fresh AS (
                    LIMIT 16 + :#perTenant) head
             JOIN outbox o ON o.event_id = head.event_id
             JOIN jobs j ON j.job_id = o.job_id
-           WHERE NOT EXISTS (SELECT 1 FROM provider_room r WHERE r.provider = j.provider AND r.free <= 0)
+           -- A full provider's events wait, but not one whose job holds its slot already (a claim that ran
+           -- out, e.g. a round the broker refused in a failover): it is counted in the provider's running
+           -- calls, and when such claims fill the provider, waiting for room would wait for ever.
+           WHERE (j.dispatched_at IS NOT NULL
+                  OR NOT EXISTS (SELECT 1 FROM provider_room r WHERE r.provider = j.provider AND r.free <= 0))
            ORDER BY o.available_at, o.event_id
            LIMIT g.takes
            FOR UPDATE OF o SKIP LOCKED) e
@@ -93,8 +97,11 @@ picked AS (
               FROM candidates v) c
       LEFT JOIN provider_room r ON r.provider = c.provider
      WHERE c.holds_slot OR r.free IS NULL OR c.nth <= r.free
-     ORDER BY c.turn_of_tenant, c.last_dispatch_at NULLS FIRST, c.tenant_id
-     LIMIT (SELECT free FROM room)),
+     -- The window's free room limits new slots only: claims that hold theirs come first and on top of it
+     -- (counted in the window already; a window full of them would otherwise never publish them).
+     -- `place` above keeps the order the messages go out in.
+     ORDER BY c.holds_slot DESC, c.turn_of_tenant, c.last_dispatch_at NULLS FIRST, c.tenant_id
+     LIMIT (SELECT free FROM room) + (SELECT count(*) FROM candidates WHERE holds_slot)),
 claimed AS (
     UPDATE outbox o SET claimed_until = CAST(:#now AS timestamptz) + make_interval(secs => :#claimSeconds), claim_token = :#claimToken::uuid, claimed_by = :#claimOwner
       FROM picked p WHERE o.event_id = p.event_id

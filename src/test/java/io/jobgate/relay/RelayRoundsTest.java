@@ -269,6 +269,39 @@ class RelayRoundsTest extends GatewayTestBase {
         assertThat(round()).isEmpty();
     }
 
+    /**
+     * A round the broker refused (a failover) leaves its claims ended early on jobs that hold their slots
+     * (OutboxRelay.releaseClaims). The first round after a failover takes every free call of a provider; when
+     * that is the round refused, those claims fill their provider, and a round that waited for the provider's
+     * room to publish them waited for ever (a FailoverIT run stalled for good so, 16 jobs on the simulator's 16
+     * calls). They are published again on their slots, full provider or full window, and take no second one.
+     */
+    @Test
+    void claimsThatRanOutOnTheirSlotsArePublishedAgainWhenTheyFillTheirProviderOrTheWindow() throws Exception {
+        String job = post(ACME);
+        String provider = (String) Db.single("SELECT provider FROM jobs WHERE job_id = ?::uuid", job).get("provider");
+        long limit = Long.parseLong(context.resolvePropertyPlaceholders("{{jobgate.provider." + provider + ".max-concurrency}}"));
+        Db.update("INSERT INTO provider_window (provider, shard, running) VALUES (?, 0, ?)", provider, limit - 1);
+        assertThat(round()).as("the provider's last free call").containsExactly(job);
+        assertThat(messagesFor(job)).isEqualTo(1);
+
+        String ranOut = "UPDATE outbox SET published_at = NULL, claimed_until = now() - interval '1 second' "
+                + "WHERE job_id = ?::uuid AND event_type = 'dispatch'";
+        String published = "SELECT count(*) FROM outbox WHERE job_id = ?::uuid AND event_type = 'dispatch' AND published_at IS NOT NULL";
+        Db.update(ranOut, job); // as a refused round leaves it: unpublished, its claim ended, its slot kept
+        round();
+        assertThat(Db.count(published, job)).as("published again although its provider is full (of it)").isEqualTo(1);
+        assertThat(messagesFor(job)).isEqualTo(2);
+
+        Db.update(ranOut, job);
+        Db.execute("UPDATE dispatch_window SET running = running + 1000000 WHERE id = 1"); // no free room in the window either
+        round();
+        assertThat(Db.count(published, job)).as("published again although the window is full").isEqualTo(1);
+        assertThat(messagesFor(job)).isEqualTo(3);
+        assertThat(Db.count("SELECT sum(running) FROM provider_window WHERE provider = ?", provider)).as("no second slot").isEqualTo(limit);
+        Db.execute("UPDATE dispatch_window SET running = running - 1000000 WHERE id = 1");
+    }
+
     private static String tenantKey(String jobId) {
         String tenant = (String) Db.single("SELECT tenant_id FROM jobs WHERE job_id = ?::uuid", jobId).get("tenant_id");
         return switch (tenant) {
