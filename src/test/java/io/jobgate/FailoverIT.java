@@ -48,7 +48,8 @@ import static org.awaitility.Awaitility.await;
  * over from the backup (failback). The gateway is never restarted: it must follow each failover by itself
  * (a run once stalled for minutes after the first one: Spring's reconnect-on-exception closed the
  * connection the Artemis client had just failed over, see FailoverKeepingConnectionFactory). When the
- * load does not recover, the gateway's threads are dumped to {@code target/failover/threads-<n>.txt}. Afterwards every invariant of
+ * load is not back within 30 s of an event, or its backlog not worked off, the gateway's threads are dumped
+ * (twice, 5 s apart) beside its log and the brokers' to {@code target/failover/event-<n>-slow|stalled/}. Afterwards every invariant of
  * the design is checked ({@link ChaosChecks}: no accepted job lost, no output or debit twice, every
  * job final) and, after each event, the finishing rate must be back to 80 % of what it was within
  * 30 s of the failover's end. The timeline goes to {@code target/failover/report.txt}.
@@ -74,7 +75,11 @@ class FailoverIT {
 
     private Path dir;
     private ReplicatedPostgres pg;
+    private StandaloneBroker.Pair brokers;
     private Process gateway;
+    /** The failback's timeline, for the report: the primary active again, the backup a backup again (from the start). */
+    private Duration primaryActiveAgain;
+    private Duration backupAgain;
 
     @Test
     void acceptedJobsSurviveTheBrokerAndTheDatabaseFailingOverUnderLoad() throws Exception {
@@ -90,6 +95,7 @@ class FailoverIT {
             try (Connection c = DriverManager.getConnection(pg.primaryUrl("postgres"), "postgres", ""); Statement s = c.createStatement()) {
                 s.execute("CREATE DATABASE " + DATABASE);
             }
+            this.brokers = brokers;
             brokers.start();
             run(brokers);
         } finally {
@@ -145,11 +151,16 @@ class FailoverIT {
                 events.add(new Event("Artemis primary SIGKILL, backup active", at, Instant.now()));
                 observe(events);
 
-                // Failback: the old primary started again finds its backup active, copies the journal back and
-                // takes over (check-for-active-server, allow-failback); the client follows it a second time.
+                // Failback: the old primary started again (same instance, same journal folder) finds its backup
+                // active, copies the journal back and takes over (check-for-active-server, allow-failback); the
+                // backup restarts as a backup. The client follows the handover as it followed the failover.
                 at = Instant.now();
-                brokers.primary().start(); // returns once it is active again
-                events.add(new Event("Artemis primary started again, failed back", at, Instant.now()));
+                primaryActiveAgain = brokers.primary().start(); // returns once it says it is active (AMQ221007)
+                Instant over = Instant.now();
+                events.add(new Event("Artemis primary started again, failed back", at, over));
+                await("the Artemis backup a backup again").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50))
+                        .until(brokers.backup()::backupAgain);
+                backupAgain = Duration.between(at, Instant.now());
                 observe(events);
 
                 at = Instant.now();
@@ -238,31 +249,54 @@ class FailoverIT {
         try {
             awaitSteadyAfter(events);
         } catch (AssertionError | org.awaitility.core.ConditionTimeoutException e) {
-            dumpThreads(events.size());
+            keepEvidence(events.size(), "stalled");
             throw e;
         }
     }
 
-    /** What the gateway's threads were doing when it did not recover: for a failure in CI, where it cannot be watched. */
-    private void dumpThreads(int event) {
+    /**
+     * What the gateway's threads were doing when it did not recover, and the logs: for a failure in CI, where it
+     * cannot be watched. Two thread dumps 5 s apart (a thread in the same place in both is stuck, not busy), the
+     * gateway's log and the brokers' logs, to {@code target/failover/event-<n>-<why>/}.
+     */
+    private void keepEvidence(int event, String why) {
+        Path folder = Path.of("target/failover/event-" + event + "-" + why);
         try {
-            Path file = Path.of("target/failover/threads-" + event + ".txt");
-            Files.createDirectories(file.getParent());
-            Process jcmd = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
-                    Long.toString(gateway.pid()), "Thread.print").redirectErrorStream(true).redirectOutput(file.toFile()).start();
-            jcmd.waitFor(60, TimeUnit.SECONDS);
-            System.out.println("the gateway's threads after event " + event + ": " + file.toAbsolutePath());
+            Files.createDirectories(folder);
+            for (int n = 1; n <= 2; n++) {
+                if (n > 1) {
+                    Thread.sleep(5_000);
+                }
+                Path file = folder.resolve("threads-" + n + ".txt");
+                Process jcmd = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
+                        Long.toString(gateway.pid()), "Thread.print", "-l").redirectErrorStream(true).redirectOutput(file.toFile()).start();
+                jcmd.waitFor(60, TimeUnit.SECONDS);
+            }
+            Files.copy(log(), folder.resolve("gateway.log"), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            for (var broker : Map.of("primary", brokers.primary(), "backup", brokers.backup()).entrySet()) {
+                try (var logs = Files.list(broker.getValue().logs())) {
+                    for (Path f : logs.filter(f -> f.getFileName().toString().startsWith("run-")).toList()) {
+                        Files.copy(f, folder.resolve(broker.getKey() + "-" + f.getFileName()), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                    }
+                }
+            }
+            System.out.println("the gateway's threads and the logs after event " + event + " (" + why + "): " + folder.toAbsolutePath());
         } catch (Exception e) {
             System.out.println("no thread dump: " + e);
         }
     }
 
-    private void awaitSteadyAfter(List<Event> events) {
-        Instant until = events.get(events.size() - 1).over().plus(OBSERVE);
+    private void awaitSteadyAfter(List<Event> events) throws Exception {
+        Event event = events.get(events.size() - 1);
+        Instant until = event.over().plus(OBSERVE);
         await("observation window").atMost(OBSERVE.plusSeconds(30)).pollInterval(Duration.ofMillis(250)).until(() -> {
             assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log())).isTrue();
             return !Instant.now().isBefore(until);
         });
+        // Not back to 80 % by now (RECOVER <= OBSERVE): the threads are dumped while it is still stuck, not minutes later.
+        if (Recovery.of(query(RunFigures::finishTimes), event.at(), event.over(), WINDOW, RECOVER).backAt80() == null) {
+            keepEvidence(events.size(), "slow");
+        }
         await("backlog worked off").atMost(Duration.ofMinutes(4)).pollInterval(Duration.ofMillis(250))
                 .until(() -> query(db -> scalar(db, "SELECT count(*) FROM jobs WHERE finalized_at IS NULL")) <= 3L * RATE);
         Instant steady = Instant.now().plus(WINDOW);
@@ -303,6 +337,10 @@ class FailoverIT {
                     r.before(), r.firstFinish() == null ? "none" : "%.1f s".formatted(r.firstFinish().toMillis() / 1000.0),
                     r.backAt80() == null ? "not within " + RECOVER.toSeconds() + " s" : "%.1f s".formatted(r.backAt80().toMillis() / 1000.0),
                     r.best()));
+        }
+        if (primaryActiveAgain != null && backupAgain != null) {
+            out.append("failback: the primary active %.1f s after its start, the backup a backup again %.1f s after it%n"
+                    .formatted(primaryActiveAgain.toMillis() / 1000.0, backupAgain.toMillis() / 1000.0));
         }
         out.append("\n| invariant | examined | violations |\n|---|---|---|\n");
         for (ChaosChecks.Check c : checks) {

@@ -115,6 +115,26 @@ public final class StandaloneBroker implements AutoCloseable {
         return Files.exists(log) && Files.readString(log).contains("AMQ221007");
     }
 
+    /**
+     * Whether this (backup) broker handed back to its primary and is a backup again: after a failback its log
+     * (the same start's: the server restarts inside the JVM) says "restarting as replicating backup" (AMQ221039),
+     * then, once it copied the primary's journal again, "backup announced" (AMQ221031).
+     */
+    public boolean backupAgain() throws Exception {
+        Path log = instance.resolve("log/run-" + starts + ".log");
+        if (!Files.exists(log)) {
+            return false;
+        }
+        String text = Files.readString(log);
+        int restarted = text.lastIndexOf("AMQ221039");
+        return restarted >= 0 && text.indexOf("AMQ221031", restarted) >= 0;
+    }
+
+    /** The folder of its logs (one run-N.log per start), for a failed test's evidence. */
+    public Path logs() {
+        return instance.resolve("log");
+    }
+
     /** SIGKILL to the broker JVM (and the launcher script): its journal stays as a crash leaves it. */
     public void kill() throws Exception {
         if (process != null && process.isAlive()) {
