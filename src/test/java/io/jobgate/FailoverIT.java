@@ -46,8 +46,10 @@ import static org.awaitility.Awaitility.await;
  * tenants. The Artemis primary is killed with SIGKILL (the backup takes over), then the PostgreSQL
  * primary (the replica is promoted). In between, the old Artemis primary is started again and takes
  * over from the backup (failback). The gateway is never restarted: it must follow each failover by itself
- * (a run once stalled for minutes after the first one: Spring's reconnect-on-exception closed the
- * connection the Artemis client had just failed over, see FailoverKeepingConnectionFactory). When the
+ * (runs once stalled for good after a handover: a relay round the broker refused left its claims on jobs that
+ * held their slots, and when they filled the provider nothing was published again, see relay-claim-dispatch.sql;
+ * Spring's reconnect-on-exception, closing the connection the Artemis client had just failed over, made such a
+ * refused round likely, see FailoverKeepingConnectionFactory). When the
  * load is not back within 30 s of an event, or its backlog not worked off, the gateway's threads are dumped
  * (twice, 5 s apart) beside its log and the brokers' to {@code target/failover/event-<n>-slow|stalled/}. Afterwards every invariant of
  * the design is checked ({@link ChaosChecks}: no accepted job lost, no output or debit twice, every

@@ -16,9 +16,11 @@ import org.springframework.jms.connection.CachingConnectionFactory;
  * connection, sessions and consumers to the backup on its own, and then still tells the connection's
  * {@code ExceptionListener}, with the error code {@code FAILOVER}. Spring's {@code reconnectOnException} took
  * that for a lost connection and closed it: every session and consumer the failover had just moved was closed
- * under the worker, the relay and the topic's subscribers while the client was still finishing the failover,
- * and in one CI run of {@code FailoverIT} nothing was consumed or published again for minutes. Artemis's own
- * resource adapter ignores {@code FAILOVER} the same way. A {@code DISCONNECT} (a single broker gone, or
+ * under the worker, the relay and the topic's subscribers, so every listener container reconnected, and the
+ * relay's first round after the failover (the backlog of the failover, up to a provider's every free call) failed
+ * on "Connection is closed". Those claims keep their jobs' slots; before the relay published such claims on a full
+ * provider (relay-claim-dispatch.sql), that failed round stalled FailoverIT for good (seen after the failover and
+ * after the failback). Artemis's own resource adapter ignores {@code FAILOVER} the same way. A {@code DISCONNECT} (a single broker gone, or
  * reconnection given up) still resets the connection, and the listener containers make a new one.
  */
 public final class FailoverKeepingConnectionFactory extends CachingConnectionFactory {
