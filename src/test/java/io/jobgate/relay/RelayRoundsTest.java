@@ -52,7 +52,7 @@ class RelayRoundsTest extends GatewayTestBase {
     @Override
     protected Map<String, String> settings() {
         return Map.of("jobgate.relay.enabled", "false",
-                "jobgate.relay.claim-seconds", "1");
+                "jobgate.relay.claim-seconds", "4"); // short for the crash test, longer than a cold round (two relays must not re-take a claim being published)
     }
 
     @BeforeEach
