@@ -385,7 +385,10 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.bool("jobgate.management.allow-loopback"));
         registry.bind("tenantAuth", new TenantAuth(tenants));
         registry.bind("problemResponder", new ProblemResponder(meters));
-        registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket));
+        registry.bind("jobsApi", new JobsApi(admission, jobs, finalizer, s3, bucket, new io.jobgate.summary.JobSummaries(jdbc, jobs)));
+        // A transcription's summary (docs/summaries.md), ordered once its transcript ended (route summary-orders).
+        registry.bind("summaryOrders", new io.jobgate.summary.SummaryOrders(jdbc, clock, presets, providers, jobs, writer, limits,
+                s3, bucket, java.time.Duration.ofSeconds(settings.intValue("jobgate.summaries.retry-seconds", 1, 86_400))));
         // Tenants' webhooks (docs/webhooks.md): the fan-out of status events, the sender (endpoints: above).
         io.jobgate.notify.WebhookDeliveries webhookDeliveries = new io.jobgate.notify.WebhookDeliveries(jdbc, clock,
                 io.jobgate.notify.DeliverySchedule.parse(settings.required("jobgate.tenant-webhooks.retry-schedule")));

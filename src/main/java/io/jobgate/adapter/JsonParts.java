@@ -16,6 +16,8 @@ import io.jobgate.common.Json;
  * <ul>
  * <li>{@link #sourceBase64}: the source upload's bytes ({@code JobgateSource}) as base64 in the property
  *     {@code JobgateSourceBase64} (absent without a source);</li>
+ * <li>{@link #transcript}: a summary job's source, its transcription job's transcript, as its plain text in a JSON
+ *     string literal, in {@code JobgateTranscriptJson};</li>
  * <li>{@link #quote}: each property {@code quote.<name>} as a JSON string literal, quotes included, in the
  *     property {@code <name>Json}; a list (a JSON path's matches) is its elements' text joined, null is {@code ""};</li>
  * <li>{@link #retryDelay}: a {@code google.protobuf.Duration} in its JSON form ({@code "22s"}, {@code "1.5s"}), as
@@ -32,6 +34,21 @@ public final class JsonParts {
         byte[] source = exchange.getProperty(AdapterContract.SOURCE, byte[].class);
         if (source != null) {
             exchange.setProperty(SOURCE_BASE64, Base64.getEncoder().encodeToString(source));
+        }
+    }
+
+    /** The transcript a summary summarises: its text as a JSON string literal, quotes included. */
+    public static final String TRANSCRIPT_JSON = "JobgateTranscriptJson";
+
+    /**
+     * A summary job's source is its transcription job's transcript (JSON, as the transcription adapter wrote it):
+     * its plain text, as a JSON string literal, in {@code JobgateTranscriptJson} (absent when it has none).
+     */
+    public void transcript(Exchange exchange) {
+        byte[] source = exchange.getProperty(AdapterContract.SOURCE, byte[].class);
+        String text = source == null ? null : TranscriptText.of(source);
+        if (text != null && !text.isBlank()) {
+            exchange.setProperty(TRANSCRIPT_JSON, Json.write(text));
         }
     }
 

@@ -87,6 +87,11 @@ public final class AdmissionService {
     private AdmissionWriter.Candidate candidate(Tenant tenant, String idempotencyKey, String correlationId,
                                                 JobRequest request) {
         Preset preset = presets.resolve(request.presetId(), request.presetVersion());
+        if (Preset.SUMMARY.equals(preset.kind())) {
+            throw ApiProblem.of(422, "invalid_request", "Preset '" + preset.id() + "' summarises a transcript: ask for it with a "
+                    + "transcription job, {\"summary\": {\"preset_id\": \"" + preset.id() + "\"}}.").with("field", "preset_id");
+        }
+        String summary = summary(preset, request.summary());
         PresetCatalog.aspect(preset, request.aspectClass());
         VideoOrder video = VideoOrder.of(preset, request.inputs()); // its own codes, before the generic field checks
         InputValidator.validate(preset, request.inputs());
@@ -104,9 +109,37 @@ public final class AdmissionService {
                 source == null ? null : source.id(), source == null ? null : source.sha256(),
                 source == null ? 0 : source.bytes(), correlationId, cost, limits.maxAttempts(),
                 limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null, null,
-                webhookEndpoint);
+                webhookEndpoint, null);
         return new AdmissionWriter.Candidate(job, Json.write(request.inputs()), source == null ? null : source.objectKey(),
-                Pricing.metered(preset, source, video));
+                Pricing.metered(preset, source, video), summary);
+    }
+
+    /**
+     * The summary a transcription job asks for, checked now (before the {@code 202}): a summary preset, its
+     * inputs, and a provider that serves summaries and runs (the one named, or one to choose when it is
+     * ordered). Its price is fixed when it is ordered, from the transcript's length. As stored (JSON), or null.
+     */
+    private String summary(Preset preset, JobRequest.Summary asked) {
+        if (asked == null) {
+            return null;
+        }
+        if (!"transcription".equals(preset.kind())) {
+            throw ApiProblem.of(422, "invalid_request", "Only a transcription job can ask for a summary; preset '" + preset.id()
+                    + "' is of kind " + preset.kind() + ".").with("field", "summary");
+        }
+        Preset summary = presets.resolve(asked.presetId(), asked.presetVersion());
+        if (!Preset.SUMMARY.equals(summary.kind())) {
+            throw ApiProblem.of(422, "invalid_request", "Preset '" + summary.id() + "' is of kind " + summary.kind()
+                    + ", not a summary preset.").with("field", "summary.preset_id");
+        }
+        InputValidator.validate(summary, asked.inputs());
+        providers.choose(asked.provider(), summary, null, 0);
+        java.util.Map<String, Object> stored = new java.util.LinkedHashMap<>();
+        stored.put("preset_id", summary.id());
+        stored.put("preset_version", summary.version());
+        stored.put("provider", asked.provider());
+        stored.put("inputs", asked.inputs());
+        return Json.write(stored);
     }
 
     private Admission replay(Job existing, String fingerprint) {

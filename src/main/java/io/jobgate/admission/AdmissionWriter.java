@@ -82,21 +82,21 @@ public final class AdmissionWriter extends ServiceSupport {
                 SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
                                      ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
                                      ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
-                                     ?::text[])
+                                     ?::text[], ?::text[], ?::text[])
                     AS i(job_id, tenant_id, idempotency_key, request_sha256, preset_id, preset_version, kind,
                          aspect_class, provider, inputs, upload_id, source_key, source_sha256, source_bytes,
                          correlation_id, cost_micros, max_attempts, max_lifetime_seconds, expires_at, created_at,
-                         usage_units, usage_unit, webhook_endpoint_id)),
+                         usage_units, usage_unit, webhook_endpoint_id, parent_job_id, summary)),
             new_jobs AS (
                 INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
                                   kind, aspect_class, provider, inputs, upload_id, source_key, source_sha256, source_bytes,
                                   correlation_id, cost_micros, max_attempts, max_lifetime_seconds, expires_at,
-                                  created_at, updated_at, webhook_endpoint_id)
+                                  created_at, updated_at, webhook_endpoint_id, parent_job_id)
                 SELECT job_id::uuid, tenant_id, idempotency_key, request_sha256, %1$s, preset_id, preset_version::int,
                        kind, aspect_class, provider, inputs::jsonb, upload_id::uuid, source_key, source_sha256,
                        source_bytes::bigint, correlation_id, cost_micros::bigint, max_attempts::int,
                        max_lifetime_seconds::int, expires_at::timestamptz, created_at::timestamptz, created_at::timestamptz,
-                       webhook_endpoint_id::uuid
+                       webhook_endpoint_id::uuid, parent_job_id::uuid
                   FROM input
                 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
                 RETURNING job_id, tenant_id, source_bytes, cost_micros, created_at),
@@ -113,6 +113,14 @@ public final class AdmissionWriter extends ServiceSupport {
                 INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros, created_at, units, unit)
                 SELECT n.tenant_id, n.job_id, 'debit', -n.cost_micros, n.created_at, i.usage_units::numeric, i.usage_unit
                   FROM new_jobs n JOIN input i ON i.job_id::uuid = n.job_id),
+            -- A transcription job that asks for a summary: the request, waiting for the transcript (V34).
+            summaries AS (
+                INSERT INTO job_summaries (job_id, tenant_id, preset_id, preset_version, provider, inputs, updated_at)
+                SELECT n.job_id, n.tenant_id, s.request->>'preset_id', CAST(s.request->>'preset_version' AS int),
+                       s.request->>'provider', s.request->'inputs', n.created_at
+                  FROM new_jobs n JOIN input i ON i.job_id::uuid = n.job_id
+                 CROSS JOIN LATERAL (SELECT CAST(i.summary AS jsonb) AS request) s
+                 WHERE i.summary IS NOT NULL),
             per_tenant AS (
                 SELECT tenant_id, count(*) AS jobs, sum(source_bytes) AS bytes FROM new_jobs GROUP BY tenant_id),
             reserved AS (
@@ -150,7 +158,13 @@ public final class AdmissionWriter extends ServiceSupport {
     }
 
     /** A job ready to be written, with what the row needs beyond the {@link Job} itself. */
-    public record Candidate(Job job, String inputsJson, String sourceKey, io.jobgate.provider.Pricing.Usage usage) {
+    public record Candidate(Job job, String inputsJson, String sourceKey, io.jobgate.provider.Pricing.Usage usage,
+                            String summaryJson) {
+        // summaryJson: the summary a transcription job asks for (preset_id, preset_version, provider, inputs), or null.
+
+        public Candidate(Job job, String inputsJson, String sourceKey, io.jobgate.provider.Pricing.Usage usage) {
+            this(job, inputsJson, sourceKey, usage, null);
+        }
     }
 
     public enum Result {
@@ -368,7 +382,7 @@ public final class AdmissionWriter extends ServiceSupport {
             return inserted;
         }
         int n = toWrite.size();
-        String[][] cols = new String[23][n];
+        String[][] cols = new String[25][n];
         for (int i = 0; i < n; i++) {
             Candidate cand = toWrite.get(i).candidate();
             Job j = cand.job();
@@ -378,7 +392,8 @@ public final class AdmissionWriter extends ServiceSupport {
                 Long.toString(j.sourceBytes()), j.correlationId(), Long.toString(j.costMicros()),
                 Integer.toString(j.maxAttempts()), Integer.toString(j.maxLifetimeSeconds()), j.expiresAt().toString(),
                 j.createdAt().toString(), Long.toString(cand.usage().units()), cand.usage().unit(),
-                j.webhookEndpointId() == null ? null : j.webhookEndpointId().toString()};
+                j.webhookEndpointId() == null ? null : j.webhookEndpointId().toString(),
+                j.parentJobId() == null ? null : j.parentJobId().toString(), cand.summaryJson()};
             for (int col = 0; col < row.length; col++) {
                 cols[col][i] = row[col];
             }

@@ -3,9 +3,12 @@ package io.jobgate.admission;
 import io.jobgate.common.ApiProblem;
 
 /** The Idempotency-Key rules (draft-ietf-httpapi-idempotency-key-header): required, printable, bounded. */
-final class IdempotencyKeys {
+public final class IdempotencyKeys {
 
     static final int MAX_LENGTH = 255;
+
+    /** The keys of the jobs the gateway orders itself (a transcription's summary): never a client's. */
+    public static final String RESERVED_PREFIX = "jobgate:";
 
     private IdempotencyKeys() {
     }
@@ -18,6 +21,10 @@ final class IdempotencyKeys {
         if (key.length() > MAX_LENGTH || !printableAscii(key)) {
             throw ApiProblem.of(400, "invalid_idempotency_key",
                     "The Idempotency-Key must be 1 to " + MAX_LENGTH + " printable ASCII characters.");
+        }
+        if (key.startsWith(RESERVED_PREFIX)) {
+            throw ApiProblem.of(400, "invalid_idempotency_key",
+                    "Idempotency-Keys beginning with '" + RESERVED_PREFIX + "' are the gateway's own; choose another.");
         }
     }
 

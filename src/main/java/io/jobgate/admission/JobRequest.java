@@ -15,10 +15,19 @@ import io.jobgate.common.Digests;
  * the canonical JSON, which tells an idempotent replay from a reused key.
  */
 public record JobRequest(String presetId, Integer presetVersion, String aspectClass, String provider, JsonNode inputs,
-                         UUID uploadId, String webhookUrl, String fingerprint) {
+                         UUID uploadId, String webhookUrl, Summary summary, String fingerprint) {
 
     private static final Set<String> MEMBERS = Set.of("preset_id", "preset_version", "aspect_class", "provider", "inputs",
-            "upload_id", "webhook_url");
+            "upload_id", "webhook_url", "summary");
+
+    private static final Set<String> SUMMARY_MEMBERS = Set.of("preset_id", "preset_version", "provider", "inputs");
+
+    /**
+     * The summary a transcription job asks for (docs/summaries.md): its preset (kind summary), optionally its
+     * version, the provider to run it and the preset's inputs; null when the job asks for none.
+     */
+    public record Summary(String presetId, Integer presetVersion, String provider, JsonNode inputs) {
+    }
 
     /** The digest of the request's canonical JSON: equal for the same request in any member order. */
     public static String fingerprint(JsonNode body) {
@@ -68,7 +77,44 @@ public record JobRequest(String presetId, Integer presetVersion, String aspectCl
             }
             webhookUrl = hook.asText();
         }
-        return new JobRequest(presetId, version, aspectClass, provider, inputs, uploadId, webhookUrl, fingerprint);
+        return new JobRequest(presetId, version, aspectClass, provider, inputs, uploadId, webhookUrl, summary(body.get("summary")),
+                fingerprint);
+    }
+
+    private static Summary summary(JsonNode node) {
+        if (node == null || node.isNull()) {
+            return null;
+        }
+        if (!node.isObject()) {
+            throw invalid("summary", "'summary' must be an object: {\"preset_id\": ..., \"preset_version\", \"provider\", \"inputs\" optional}.");
+        }
+        Iterator<String> names = node.fieldNames();
+        while (names.hasNext()) {
+            String name = names.next();
+            if (!SUMMARY_MEMBERS.contains(name)) {
+                throw invalid("summary." + name, "Unknown member 'summary." + name + "'; a summary has "
+                        + String.join(", ", new java.util.TreeSet<>(SUMMARY_MEMBERS)) + ".");
+            }
+        }
+        String presetId = optionalText(node, "preset_id");
+        if (presetId == null) {
+            throw invalid("summary.preset_id", "'summary.preset_id' is required: the summary preset (kind summary) to run.");
+        }
+        Integer version = null;
+        JsonNode v = node.get("preset_version");
+        if (v != null && !v.isNull()) {
+            if (!v.isIntegralNumber() || v.asLong() < 1 || v.asLong() > Integer.MAX_VALUE) {
+                throw invalid("summary.preset_version", "'summary.preset_version' must be a positive whole number.");
+            }
+            version = v.asInt();
+        }
+        JsonNode inputs = node.get("inputs");
+        if (inputs == null || inputs.isNull()) {
+            inputs = JsonNodeFactory.instance.objectNode();
+        } else if (!inputs.isObject()) {
+            throw ApiProblem.invalidInput("summary.inputs", "'summary.inputs' must be a JSON object of the summary preset's fields.");
+        }
+        return new Summary(presetId, version, optionalText(node, "provider"), inputs);
     }
 
     private static String requiredText(JsonNode body, String field) {

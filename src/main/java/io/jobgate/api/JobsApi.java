@@ -34,8 +34,11 @@ public final class JobsApi {
     private final software.amazon.awssdk.services.s3.S3Client s3;
     private final String bucket;
 
+    private final io.jobgate.summary.JobSummaries summaries;
+
     public JobsApi(AdmissionService admission, JobStore jobs, JobFinalizer finalizer,
-                   software.amazon.awssdk.services.s3.S3Client s3, String bucket) {
+                   software.amazon.awssdk.services.s3.S3Client s3, String bucket, io.jobgate.summary.JobSummaries summaries) {
+        this.summaries = summaries;
         this.admission = admission;
         this.jobs = jobs;
         this.finalizer = finalizer;
@@ -86,7 +89,7 @@ public final class JobsApi {
         if (admitted.replayed()) {
             headers.put("Idempotent-Replayed", "true");
         }
-        HttpReply.json(exchange, 202, JobView.of(admitted.job()), headers);
+        HttpReply.json(exchange, 202, view(admitted.job()), headers);
     }
 
     /**
@@ -96,7 +99,16 @@ public final class JobsApi {
     public void get(Exchange exchange) {
         WaitingReads.seconds(exchange.getIn().getHeader("wait"));
         Job job = find(exchange);
-        HttpReply.json(exchange, 200, JobView.of(job), Map.of());
+        HttpReply.json(exchange, 200, view(job), Map.of());
+    }
+
+    /** The job as the API shows it, with its summary when it is a transcription job that asked for one. */
+    private Object view(Job job) {
+        if (!"transcription".equals(job.kind())) {
+            return JobView.of(job);
+        }
+        var summary = summaries.of(job.tenantId(), List.of(job.id())).get(job.id());
+        return JobView.of(job, summary == null ? null : io.jobgate.summary.JobSummaries.view(summary));
     }
 
     /** {@code GET /v1/jobs/{id}/attempts}: the tenant's own job's attempts, without the heads of error replies. */
@@ -133,7 +145,9 @@ public final class JobsApi {
         UUID before = cursor == null || cursor.isBlank() ? null : uuid(cursor, "cursor");
         List<Job> page = jobs.list(tenant.id(), status, before, limit);
         Map<String, Object> body = new LinkedHashMap<>();
-        body.put("jobs", page.stream().map(JobView::of).toList());
+        var asked = summaries.of(tenant.id(), page.stream().filter(j -> "transcription".equals(j.kind())).map(Job::id).toList());
+        body.put("jobs", page.stream().map(j -> asked.containsKey(j.id())
+                ? JobView.of(j, io.jobgate.summary.JobSummaries.view(asked.get(j.id()))) : JobView.of(j)).toList());
         body.put("next_cursor", page.size() == limit ? page.get(page.size() - 1).id().toString() : null);
         HttpReply.json(exchange, 200, body, Map.of());
     }
@@ -149,7 +163,7 @@ public final class JobsApi {
             throw ApiProblem.of(409, "not_cancellable", "Job " + job.id() + " is already " + job.status().wire() + ".")
                     .with("job_status", job.status().wire());
         }
-        HttpReply.json(exchange, 200, JobView.of(job), Map.of());
+        HttpReply.json(exchange, 200, view(job), Map.of());
     }
 
     /** The {@code jobId} path parameter; a malformed id is a missing job (404). */

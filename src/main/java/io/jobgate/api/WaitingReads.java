@@ -221,7 +221,9 @@ public final class WaitingReads extends ServiceSupport {
         } catch (RuntimeException refused) {
             return null;
         }
-        return jobs.find(tenant.id(), jobId).filter(job -> !job.status().terminal()).map(job -> jobId).orElse(null);
+        // Not when it is done: terminal, and a summary it asked for done too (JobStore.terminalAmong).
+        return jobs.find(tenant.id(), jobId).filter(job -> !job.status().terminal() || jobs.terminalAmong(List.of(jobId)).isEmpty())
+                .map(job -> jobId).orElse(null);
     }
 
     /** On the event loop: holds the request until its job ends, its time is up, its client goes or the gateway stops. */

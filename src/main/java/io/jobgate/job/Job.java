@@ -9,7 +9,8 @@ public record Job(UUID id, String tenantId, String idempotencyKey, String reques
                   UUID uploadId, String sourceSha256, long sourceBytes, String correlationId, long costMicros,
                   int maxAttempts, int maxLifetimeSeconds, Instant expiresAt, int attempts, String errorCategory,
                   String errorMessage, Instant createdAt, Instant updatedAt, Instant finalizedAt, Instant nextAttemptAt,
-                  String adapterRevision, String result, UUID webhookEndpointId) {
+                  String adapterRevision, String result, UUID webhookEndpointId, UUID parentJobId) {
     // result: the result record (JSON) of a succeeded job's promoted output, null until it has one.
     // webhookEndpointId: the tenant's endpoint the job named (its webhook_url), its only receiver; null: every endpoint.
+    // parentJobId: a summary job's transcription job (V34); null for every job a client sent.
 }

@@ -18,7 +18,7 @@ public final class JobStore {
             job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version, kind, aspect_class,
             provider, upload_id, source_sha256, source_bytes, correlation_id, cost_micros, max_attempts,
             max_lifetime_seconds, expires_at, attempts, error_category, error_message, created_at, updated_at, finalized_at,
-            next_attempt_at, adapter_revision, result::text AS result, webhook_endpoint_id""";
+            next_attempt_at, adapter_revision, result::text AS result, webhook_endpoint_id, parent_job_id""";
 
     private final JdbcTemplate jdbc;
 
@@ -78,8 +78,8 @@ public final class JobStore {
     private static final String TERMINAL = JobStatus.sqlList(JobStatus.TERMINAL);
 
     /**
-     * Which of these jobs are terminal now, in one statement whatever their number (reads waiting for
-     * their job to end, {@code GET /v1/jobs/{id}?wait=N}): primary-key lookups, no tenant needed
+     * Which of these jobs are done now (terminal, and a summary each asked for too), in one statement whatever
+     * their number (reads waiting for their job to end, {@code GET /v1/jobs/{id}?wait=N}): primary-key lookups, no tenant needed
      * (each waiting read checked its job's tenant before it waited).
      */
     public List<UUID> terminalAmong(java.util.Collection<UUID> jobIds) {
@@ -90,8 +90,13 @@ public final class JobStore {
         for (UUID id : jobIds) {
             ids.append(ids.isEmpty() ? "" : ",").append(id);
         }
-        return jdbc.query("SELECT job_id FROM jobs WHERE job_id = ANY (string_to_array(?, ',')::uuid[])"
-                + " AND status = ANY (string_to_array(?, ','))", (rs, i) -> rs.getObject(1, UUID.class), ids.toString(), TERMINAL);
+        // A transcription job that asked for a summary is done when its summary is (V34): ordered and ended, or
+        // never to be (skipped, refused).
+        return jdbc.query("SELECT job_id FROM jobs j WHERE job_id = ANY (string_to_array(?, ',')::uuid[])"
+                + " AND status = ANY (string_to_array(?, ','))"
+                + " AND NOT EXISTS (SELECT 1 FROM job_summaries s LEFT JOIN jobs c ON c.job_id = s.summary_job_id"
+                + " WHERE s.job_id = j.job_id AND (s.state = 'waiting' OR (s.state = 'ordered' AND c.finalized_at IS NULL)))",
+                (rs, i) -> rs.getObject(1, UUID.class), ids.toString(), TERMINAL);
     }
 
     /** Any tenant's job (operator endpoints only). */
@@ -137,7 +142,7 @@ public final class JobStore {
                 rs.getInt("attempts"), rs.getString("error_category"), rs.getString("error_message"),
                 instant(rs, "created_at"), instant(rs, "updated_at"), instant(rs, "finalized_at"),
                 instant(rs, "next_attempt_at"), rs.getString("adapter_revision"), rs.getString("result"),
-                rs.getObject("webhook_endpoint_id", UUID.class));
+                rs.getObject("webhook_endpoint_id", UUID.class), rs.getObject("parent_job_id", UUID.class));
     }
 
     private static Instant instant(ResultSet rs, String column) throws SQLException {

@@ -26,10 +26,18 @@ public final class JobView {
      * to be written out cost more than writing it.
      */
     public static JsonSerializable of(Job job) {
-        return new View(job);
+        return new View(job, null);
     }
 
-    private record View(Job job) implements JsonSerializable {
+    /**
+     * The job with its summary (a transcription job that asked for one, docs/summaries.md): {@code summary} is
+     * written as it is, as the member {@code summary}.
+     */
+    public static JsonSerializable of(Job job, Object summary) {
+        return new View(job, summary);
+    }
+
+    private record View(Job job, Object summary) implements JsonSerializable {
 
         @Override
         public void serialize(JsonGenerator g, SerializerProvider provider) throws IOException {
@@ -71,6 +79,12 @@ public final class JobView {
             g.writeStringField("idempotency_key", job.idempotencyKey());
             // The tenant's webhook endpoint the job named (its webhook_url): its status changes go there only.
             g.writeStringField("webhook_endpoint_id", job.webhookEndpointId() == null ? null : job.webhookEndpointId().toString());
+            // A summary job names the transcription job it summarises (which shows it as its summary).
+            g.writeStringField("parent_job_id", job.parentJobId() == null ? null : job.parentJobId().toString());
+            if (summary != null) {
+                g.writeFieldName("summary");
+                provider.defaultSerializeValue(summary, g);
+            }
             if (job.errorCategory() != null) {
                 g.writeObjectFieldStart("error");
                 g.writeStringField("category", job.errorCategory());
@@ -102,7 +116,7 @@ public final class JobView {
     }
 
     /** The promoted output's description, from the job's result record; null unless it succeeded with one. */
-    static Map<String, Object> output(Job job) {
+    public static Map<String, Object> output(Job job) {
         if (job.status() != JobStatus.SUCCEEDED || job.result() == null) {
             return null;
         }

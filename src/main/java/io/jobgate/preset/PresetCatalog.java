@@ -156,8 +156,8 @@ public final class PresetCatalog {
             throw new IllegalStateException(where + ": id and version inside must match the path (" + id + " v" + version + ")");
         }
         String kind = root.path("kind").asText();
-        if (!kind.equals("image") && !kind.equals("transcription") && !kind.equals(VideoOrder.KIND)) {
-            throw new IllegalStateException(where + ": kind must be image, transcription or video");
+        if (!kind.equals("image") && !kind.equals("transcription") && !kind.equals(VideoOrder.KIND) && !kind.equals(Preset.SUMMARY)) {
+            throw new IllegalStateException(where + ": kind must be image, transcription, video or summary");
         }
         Map<String, AspectClass> aspects = new LinkedHashMap<>();
         root.path("aspect_classes").fields().forEachRemaining(e -> {

@@ -28,6 +28,22 @@ public final class Pricing {
         };
     }
 
+    /**
+     * A summary's price, fixed when it is ordered: its prompt's tokens (estimated from the transcript) at the
+     * provider's input price and the most it may answer ({@code summary-max-output-tokens}, sent as the call's
+     * cap) at its output price, both per thousand tokens, rounded up to a whole micro-unit.
+     */
+    public static long summaryCostMicros(Provider provider, long inputTokens) {
+        long micros = Math.addExact(Math.multiplyExact(inputTokens, provider.price(ProviderCatalog.INPUT_KTOKENS_PRICE)),
+                Math.multiplyExact((long) provider.summaryMaxOutputTokens(), provider.price(ProviderCatalog.OUTPUT_KTOKENS_PRICE)));
+        return (micros + 999) / 1000;
+    }
+
+    /** What a summary is metered as when ordered: the tokens its price covers (prompt estimate and output cap). */
+    public static Usage summaryMetered(Provider provider, long inputTokens) {
+        return new Usage(Math.addExact(inputTokens, provider.summaryMaxOutputTokens()), "tokens");
+    }
+
     /** What a job is metered as at admission: its units and their name. */
     public record Usage(long units, String unit) {
     }

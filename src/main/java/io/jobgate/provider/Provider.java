@@ -82,6 +82,11 @@ public record Provider(String name, Set<String> kinds, Map<String, Long> prices,
         return java.util.Optional.ofNullable(aspectClass == null ? null : sizes.get(aspectClass + "." + resolution));
     }
 
+    /** The most tokens a summary may answer ({@code summary-max-output-tokens}, 1,024 unless set). */
+    public int summaryMaxOutputTokens() {
+        return Integer.parseInt(settings.getOrDefault(ProviderCatalog.SUMMARY_MAX_OUTPUT_TOKENS, "1024").trim());
+    }
+
     public long price(String unit) {
         Long price = prices.get(unit);
         if (price == null) {

@@ -40,6 +40,15 @@ public final class ProviderCatalog {
     public static final String IMAGE_PRICE = "image-micros";
     public static final String AUDIO_MINUTE_PRICE = "audio-minute-micros";
 
+    /** The kind of a call's summary (issue 39): a chat model's answer about a transcript, priced by tokens in and out. */
+    public static final String SUMMARY = "summary";
+    /** A thousand prompt (input) tokens of a summary: {@code price.input-ktokens-micros}. */
+    public static final String INPUT_KTOKENS_PRICE = "input-ktokens-micros";
+    /** A thousand completion (output) tokens of a summary: {@code price.output-ktokens-micros}. */
+    public static final String OUTPUT_KTOKENS_PRICE = "output-ktokens-micros";
+    /** The most tokens a summary may answer (sent as the call's output cap, and what its price reserves). */
+    public static final String SUMMARY_MAX_OUTPUT_TOKENS = "summary-max-output-tokens";
+
     /** A second of video at a resolution class: {@code price.video-second-micros.720p}. */
     public static String videoSecondPrice(String resolution) {
         return "video-second-micros." + resolution;
@@ -75,7 +84,7 @@ public final class ProviderCatalog {
 
     public static ProviderCatalog load(List<Path> directories, Settings settings) throws IOException {
         Map<String, String> defaults = new LinkedHashMap<>();
-        for (String kind : new String[] {"image", "transcription", VideoOrder.KIND}) {
+        for (String kind : new String[] {"image", "transcription", VideoOrder.KIND, SUMMARY}) {
             settings.optional("jobgate.providers.default." + kind).ifPresent(n -> defaults.put(kind, n));
         }
         return new ProviderCatalog(scan(directories, settings::resolve), defaults, directories, settings::resolve);
@@ -293,6 +302,14 @@ public final class ProviderCatalog {
         }
         if (kinds.contains("transcription") && !prices.containsKey(AUDIO_MINUTE_PRICE)) {
             throw new IllegalStateException(prefix + "price." + AUDIO_MINUTE_PRICE + " is required for kind transcription");
+        }
+        if (kinds.contains(SUMMARY)) {
+            for (String price : new String[] {INPUT_KTOKENS_PRICE, OUTPUT_KTOKENS_PRICE}) {
+                if (!prices.containsKey(price)) {
+                    throw new IllegalStateException(prefix + "price." + price + " is required for kind summary");
+                }
+            }
+            whole(prefix + SUMMARY_MAX_OUTPUT_TOKENS, values.getOrDefault(SUMMARY_MAX_OUTPUT_TOKENS, "1024"), 1, 1_000_000);
         }
         if (values.containsKey(MAX_INPUT_BYTES)) {
             try {

@@ -29,7 +29,7 @@ import io.jobgate.preset.VideoOrder;
 public final class ProviderKeys {
 
     /** The preset kinds a provider may serve (its {@code revision.<kind>} labels). */
-    public static final List<String> KINDS = List.of("image", "transcription", VideoOrder.KIND);
+    public static final List<String> KINDS = List.of("image", "transcription", VideoOrder.KIND, ProviderCatalog.SUMMARY);
 
     /** Entries the gateway reads from every provider file, and the two every HTTP adapter has. */
     public static final List<String> FIXED = List.of(
@@ -38,6 +38,8 @@ public final class ProviderKeys {
             "webhook-secret", "webhook-scheme", "webhook-jwks-url",
             "duration-tolerance-ms", "max-video-output-bytes", ProviderCatalog.MAX_INPUT_BYTES,
             "price." + ProviderCatalog.IMAGE_PRICE, "price." + ProviderCatalog.AUDIO_MINUTE_PRICE,
+            "price." + ProviderCatalog.INPUT_KTOKENS_PRICE, "price." + ProviderCatalog.OUTPUT_KTOKENS_PRICE,
+            ProviderCatalog.SUMMARY_MAX_OUTPUT_TOKENS,
             "canary.share", "canary.label", "canary.window-seconds", "canary.min-sample", "canary.max-error-rate",
             "canary.max-p95-ms", "canary.max-invalid-output-rate", "canary.min-evaluated", "canary.min-field-accuracy",
             "canary.min-totals-correct",

@@ -219,6 +219,11 @@ public final class ProviderSimulator implements AutoCloseable {
                 }
                 task.output = clip;
                 task.mediaType = MediaTypes.MP4;
+            } else if (kind.equals("summary")) {
+                // A call's summary: what a chat model would answer, from the facts the envelope carries.
+                task.output = Transcripts.summary(envelope.path("inputs").path("focus").asText("overview"),
+                        envelope.path("source").path("bytes").asLong(0));
+                task.mediaType = "application/json";
             } else if (kind.equals("transcription")) {
                 long bytes = envelope.path("source").path("bytes").asLong(16_000);
                 task.output = Transcripts.render(envelope.path("inputs").path("language").asText("en"),

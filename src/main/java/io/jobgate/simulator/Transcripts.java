@@ -37,4 +37,12 @@ final class Transcripts {
         t.put("segments", segments);
         return Json.write(t).getBytes(StandardCharsets.UTF_8);
     }
+
+    /** A deterministic summary of a transcript of {@code transcriptBytes}, as a chat model's answer is stored. */
+    static byte[] summary(String focus, long transcriptBytes) {
+        Map<String, Object> t = new LinkedHashMap<>();
+        t.put("text", "The customer asks about last month's invoice; the agent looks it up. Next step: send the invoice copy."
+                + " (Simulated summary, focus " + focus + ", of a " + transcriptBytes + "-byte transcript.)");
+        return Json.write(t).getBytes(StandardCharsets.UTF_8);
+    }
 }

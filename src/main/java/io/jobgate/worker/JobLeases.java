@@ -61,11 +61,15 @@ public final class JobLeases {
         this.conditions = new io.jobgate.job.JobConditions(jdbc);
     }
 
-    /** The lease columns as the LEASE transition returns them (job row aliased j). */
+    /**
+     * The lease columns as the LEASE transition returns them (job row aliased j). A summary job's source is its
+     * transcription job's transcript (V34: parent_job_id), JSON as the transcription adapters write it.
+     */
     private static final String LEASE_RETURNING = """
             j.job_id, j.preset_id, j.preset_version, j.kind, j.aspect_class, j.provider, j.inputs::text AS inputs,
             j.source_key, j.source_sha256, j.correlation_id,
-            (SELECT u.media_type FROM uploads u WHERE u.upload_id = j.upload_id) AS source_media_type,
+            coalesce((SELECT u.media_type FROM uploads u WHERE u.upload_id = j.upload_id),
+                     CASE WHEN j.parent_job_id IS NOT NULL THEN 'application/json' END) AS source_media_type,
             j.max_attempts, j.expires_at, j.unparseable_streak""";
 
     private static final String PEEK_COLUMNS = "j.tenant_id, j.attempts, j.lease_token, " + LEASE_RETURNING;

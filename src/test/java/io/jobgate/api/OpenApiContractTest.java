@@ -183,6 +183,22 @@ class OpenApiContractTest extends GatewayTestBase {
         JsonNode transcript = awaitTerminal(ACME, heard.json().path("job_id").asText());
         assertThat(transcript.path("status").asText()).as(transcript.toString()).isEqualTo("succeeded");
 
+        // A transcription with a summary of its transcript (its own job, shown as the summary member).
+        JsonNode summarised = example("transcription-with-summary", "TranscriptionJobRequest");
+        ((com.fasterxml.jackson.databind.node.ObjectNode) summarised).put("upload_id", upload.json().path("upload_id").asText());
+        Response asked = submit(ACME, "contract-" + UUID.randomUUID(), null, summarised);
+        assertThat(asked.status()).as(asked.text()).isEqualTo(202);
+        assertThat(asked.json().path("summary").path("status").asText()).isEqualTo("waiting");
+        String callId = asked.json().path("job_id").asText();
+        JsonNode[] call = new JsonNode[1];
+        await().atMost(Duration.ofSeconds(30)).until(() -> {
+            call[0] = get(ACME, "/v1/jobs/" + callId + "?wait=5", "/v1/jobs/{jobId}").json();
+            return "succeeded".equals(call[0].path("summary").path("status").asText());
+        });
+        String summaryId = call[0].path("summary").path("job_id").asText();
+        assertThat(get(ACME, "/v1/jobs/" + summaryId, "/v1/jobs/{jobId}").json().path("parent_job_id").asText()).isEqualTo(callId);
+        assertThat(Json.parseObject(api.getBytes(ACME, "/v1/jobs/" + summaryId + "/output")).path("text").asText()).isNotBlank();
+
         // A video job from the example: its answer, whatever the simulator makes of it.
         Response clip = submit(ACME, "contract-" + UUID.randomUUID(), null, example("video", "VideoJobRequest"));
         assertThat(clip.status()).as(clip.text()).isEqualTo(202);

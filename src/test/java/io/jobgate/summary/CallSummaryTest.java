@@ -1,0 +1,261 @@
+package io.jobgate.summary;
+
+import java.math.BigDecimal;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.github.tomakehurst.wiremock.WireMockServer;
+import com.github.tomakehurst.wiremock.verification.LoggedRequest;
+import io.jobgate.common.Json;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestBase;
+import io.jobgate.support.Jobs;
+import io.jobgate.support.Samples;
+import org.junit.jupiter.api.Test;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.containing;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlEqualTo;
+import static io.jobgate.support.TestTenants.ACME;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * A call job with a summary (issue 39, docs/summaries.md), through the real gateway: the transcript by OpenAI's
+ * transcription and the summary by OpenAI's chat completions, both WireMock stand-ins of the public API. The
+ * summary runs as a job of its own under the transcription job: its own attempts, price (tokens in and out),
+ * debit, refund and usage lines; a failed summary never costs the transcript.
+ */
+class CallSummaryTest extends GatewayTestBase {
+
+    WireMockServer openai;
+
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        openai = fakeProvider();
+        return Map.of(
+                "jobgate.worker.enabled", "true",
+                "jobgate.worker.backoff-base-ms", "100",
+                "jobgate.summaries.period-ms", "100",
+                "jobgate.provider.openai.base-url", openai.baseUrl() + "/v1",
+                "jobgate.provider.openai.api-key", "sk-test-123");
+    }
+
+    static String transcript(String text) {
+        return "{\"task\": \"transcribe\", \"language\": \"english\", \"duration\": 65.0, \"text\": " + Json.write(text)
+                + ", \"segments\": [], \"usage\": {\"type\": \"duration\", \"seconds\": 65}}";
+    }
+
+    static String completion(String text, int prompt, int completion) {
+        return "{\"id\": \"chatcmpl-" + prompt + "\", \"object\": \"chat.completion\", \"created\": 1741569952, "
+                + "\"model\": \"gpt-4.1-mini-2025-04-14\", \"choices\": [{\"index\": 0, \"message\": {\"role\": \"assistant\", "
+                + "\"content\": " + Json.write(text) + ", \"refusal\": null, \"annotations\": []}, \"logprobs\": null, "
+                + "\"finish_reason\": \"stop\"}], \"usage\": {\"prompt_tokens\": " + prompt + ", \"completion_tokens\": "
+                + completion + ", \"total_tokens\": " + (prompt + completion) + "}, \"service_tier\": \"default\"}";
+    }
+
+    /** A call job naming OpenAI, with a summary; {@code tag} travels in the transcript the stand-in answers. */
+    UUID callWithSummary(String tag, String focus) {
+        openai.stubFor(post("/v1/audio/transcriptions").withRequestBody(containing(tag + "-audio"))
+                .willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
+                        .withBody(transcript("Customer " + tag + " asks for a \"discount\"; we agree to call back on Friday."))));
+        ApiClient.Response upload = api.upload(ACME, "audio/wav", Samples.wav(2000 + Math.abs(tag.hashCode() % 500)));
+        assertThat(upload.status()).as(upload.text()).isEqualTo(201);
+        // The tag goes in the glossary (the vocabulary hint sent beside the audio), so the stub knows its call.
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), "{\"preset_id\": \"call-transcript\", "
+                + "\"provider\": \"openai\", \"upload_id\": \"" + upload.json().path("upload_id").asText()
+                + "\", \"inputs\": {\"language\": \"en\", \"speakers\": 2, \"glossary\": [{\"term\": \"" + tag + "-audio\"}]},"
+                + " \"summary\": {\"preset_id\": \"call-summary\", \"provider\": \"openai\", \"inputs\": {\"focus\": \"" + focus + "\"}}}");
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        assertThat(r.json().path("summary").path("status").asText()).isEqualTo("waiting");
+        return UUID.fromString(r.json().path("job_id").asText());
+    }
+
+    JsonNode awaitSummaryEnded(UUID call) {
+        await().atMost(Duration.ofSeconds(60)).until(() -> {
+            JsonNode view = api.get(ACME, "/v1/jobs/" + call).json();
+            return List.of("succeeded", "failed", "cancelled", "skipped", "refused").contains(view.path("summary").path("status").asText());
+        });
+        return api.get(ACME, "/v1/jobs/" + call).json();
+    }
+
+    static Map<String, Object> debit(UUID job) {
+        return Db.single("SELECT -amount_micros AS micros, units, unit FROM ledger WHERE job_id = ? AND entry_type = 'debit'", job);
+    }
+
+    @Test
+    void theTranscriptAndItsSummaryAreReadableAndMeteredAsTwoOperations() throws Exception {
+        String tag = Jobs.tag();
+        openai.stubFor(post("/v1/chat/completions").withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
+                        .withHeader("x-request-id", "req_chat_1").withBody(completion("The customer wants a discount. Next: call on Friday.", 180, 12))));
+        UUID call = callWithSummary(tag, "next_steps");
+        JsonNode view = awaitSummaryEnded(call);
+
+        assertThat(view.path("status").asText()).isEqualTo("succeeded");
+        JsonNode summary = view.path("summary");
+        assertThat(summary.path("status").asText()).as("%s", summary).isEqualTo("succeeded");
+        UUID summaryJob = UUID.fromString(summary.path("job_id").asText());
+        assertThat(summary.path("provider").asText()).isEqualTo("openai");
+        assertThat(summary.path("attempts").asInt()).isEqualTo(1);
+        assertThat(summary.path("preset").path("id").asText()).isEqualTo("call-summary");
+        assertThat(summary.path("links").path("output").asText()).isEqualTo("/v1/jobs/" + summaryJob + "/output");
+
+        // Both readable: the transcript on the call's job, the summary on its own.
+        assertThat(Json.MAPPER.readTree(api.getBytes(ACME, "/v1/jobs/" + call + "/output")).path("text").asText())
+                .contains("Customer " + tag);
+        assertThat(Json.MAPPER.readTree(api.getBytes(ACME, "/v1/jobs/" + summaryJob + "/output")).path("text").asText())
+                .isEqualTo("The customer wants a discount. Next: call on Friday.");
+        JsonNode own = api.get(ACME, "/v1/jobs/" + summaryJob).json();
+        assertThat(own.path("kind").asText()).isEqualTo("summary");
+        assertThat(own.path("parent_job_id").asText()).isEqualTo(call.toString());
+
+        // The chat call: the preset's instruction as the system message, the transcript as the user's (data).
+        LoggedRequest chat = openai.findAll(postRequestedFor(urlEqualTo("/v1/chat/completions")).withRequestBody(containing(tag))).get(0);
+        assertThat(chat.getHeader("Authorization")).isEqualTo("Bearer sk-test-123");
+        JsonNode body = Json.MAPPER.readTree(chat.getBodyAsString());
+        assertThat(body.path("model").asText()).isEqualTo("gpt-4.1-mini");
+        assertThat(body.path("max_completion_tokens").asInt()).isEqualTo(1024);
+        assertThat(body.path("messages").path(0).path("role").asText()).isEqualTo("system");
+        assertThat(body.path("messages").path(0).path("content").asText()).startsWith("You summarise a recorded sales call")
+                .contains("<input name=\"focus\">next_steps</input>");
+        assertThat(body.path("messages").path(1).path("role").asText()).isEqualTo("user");
+        assertThat(body.path("messages").path(1).path("content").asText())
+                .isEqualTo("Customer " + tag + " asks for a \"discount\"; we agree to call back on Friday.");
+
+        // Its own attempt and billing: the provider's tokens, its request id, the chat revision.
+        Map<String, Object> attempt = Db.single("SELECT billed_units, billed_unit, provider_request_id, adapter_revision "
+                + "FROM attempts WHERE job_id = ?", summaryJob);
+        assertThat((BigDecimal) attempt.get("billed_units")).isEqualByComparingTo("192");
+        assertThat(attempt).containsEntry("billed_unit", "tokens").containsEntry("provider_request_id", "req_chat_1");
+        assertThat((String) attempt.get("adapter_revision")).startsWith("openai-chat-1@");
+
+        // Two operations, two debits: the transcript in audio minutes, the summary in tokens at its in/out prices.
+        assertThat(debit(call)).containsEntry("unit", "audio_minutes");
+        Map<String, Object> summaryDebit = debit(summaryJob);
+        assertThat(summaryDebit).containsEntry("unit", "tokens");
+        long inputTokens = ((BigDecimal) summaryDebit.get("units")).longValue() - 1024;
+        assertThat(inputTokens).as("the prompt's tokens as estimated: transcript and instruction").isPositive();
+        assertThat(((Number) summaryDebit.get("micros")).longValue()).isEqualTo((inputTokens * 400 + 1024 * 1600 + 999) / 1000);
+        assertThat(summary.path("cost").path("amount_micros").asLong()).isEqualTo(((Number) summaryDebit.get("micros")).longValue());
+
+        JsonNode usage = api.get(ACME, "/v1/usage").json();
+        JsonNode transcription = line(usage, "transcription");
+        JsonNode summaries = line(usage, "summary");
+        assertThat(transcription.path("unit").asText()).isEqualTo("audio_minutes");
+        assertThat(summaries.path("unit").asText()).isEqualTo("tokens");
+        assertThat(summaries.path("debited_micros").asLong()).isGreaterThanOrEqualTo(((Number) summaryDebit.get("micros")).longValue());
+        assertThat(billing(usage, "summary").path("unit").asText()).isEqualTo("tokens");
+    }
+
+    static JsonNode line(JsonNode usage, String kind) {
+        for (JsonNode line : usage.path("lines")) {
+            if (line.path("provider").asText().equals("openai") && line.path("kind").asText().equals(kind)) {
+                return line;
+            }
+        }
+        throw new AssertionError("no usage line of openai " + kind + ": " + usage);
+    }
+
+    static JsonNode billing(JsonNode usage, String kind) {
+        for (JsonNode line : usage.path("provider_billing")) {
+            if (line.path("provider").asText().equals("openai") && line.path("kind").asText().equals(kind)) {
+                return line;
+            }
+        }
+        throw new AssertionError("no provider billing of openai " + kind + ": " + usage);
+    }
+
+    @Test
+    void aFailedSummaryIsRefundedAloneAndTheTranscriptStaysReadable() throws Exception {
+        String tag = Jobs.tag();
+        openai.stubFor(post("/v1/chat/completions").withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(400).withHeader("Content-Type", "application/json")
+                        .withBody("{\"error\": {\"message\": \"This model's maximum context length is 1047576 tokens.\", "
+                                + "\"type\": \"invalid_request_error\", \"param\": \"messages\", \"code\": \"context_length_exceeded\"}}")));
+        UUID call = callWithSummary(tag, "overview");
+        JsonNode view = awaitSummaryEnded(call);
+
+        assertThat(view.path("status").asText()).as("the transcript's job").isEqualTo("succeeded");
+        JsonNode summary = view.path("summary");
+        assertThat(summary.path("status").asText()).isEqualTo("failed");
+        assertThat(summary.path("error").path("category").asText()).isEqualTo("terminal_request");
+        assertThat(summary.path("error").path("message").asText()).contains("context window");
+        UUID summaryJob = UUID.fromString(summary.path("job_id").asText());
+        assertThat(openai.findAll(postRequestedFor(urlEqualTo("/v1/chat/completions")).withRequestBody(containing(tag))))
+                .as("a 4xx is never retried").hasSize(1);
+
+        assertThat(Json.MAPPER.readTree(api.getBytes(ACME, "/v1/jobs/" + call + "/output")).path("text").asText()).contains(tag);
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'refund'", call)).as("the transcript is paid").isZero();
+        Map<String, Object> refund = Db.single("SELECT amount_micros, units FROM ledger WHERE job_id = ? AND entry_type = 'refund'", summaryJob);
+        assertThat(((Number) refund.get("amount_micros")).longValue()).as("the summary's whole price back")
+                .isEqualTo(((Number) debit(summaryJob).get("micros")).longValue());
+    }
+
+    @Test
+    void aTranscriptThatFailedLeavesNothingToSummariseAndNothingIsCharged() {
+        String tag = Jobs.tag();
+        openai.stubFor(post("/v1/audio/transcriptions").withRequestBody(containing(tag + "-audio")).atPriority(1)
+                .willReturn(aResponse().withStatus(400).withHeader("Content-Type", "application/json")
+                        .withBody("{\"error\": {\"message\": \"Invalid file format.\", \"type\": \"invalid_request_error\", "
+                                + "\"param\": null, \"code\": null}}")));
+        UUID call = callWithSummary(tag, "overview");
+        JsonNode view = awaitSummaryEnded(call);
+
+        assertThat(view.path("status").asText()).isEqualTo("failed");
+        assertThat(view.path("summary").path("status").asText()).isEqualTo("skipped");
+        assertThat(view.path("summary").path("error").path("category").asText()).isEqualTo("transcript_failed");
+        assertThat(view.path("summary").path("job_id").isNull()).isTrue();
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE parent_job_id = ?", call)).isZero();
+    }
+
+    @Test
+    void aWaitingReadOfTheCallAnswersOnceItsSummaryEnded() {
+        String tag = Jobs.tag();
+        openai.stubFor(post("/v1/chat/completions").withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
+                        .withFixedDelay(1500).withBody(completion("Short.", 90, 2))));
+        UUID call = callWithSummary(tag, "overview");
+        JsonNode view = api.get(ACME, "/v1/jobs/" + call + "?wait=30").json();
+        assertThat(view.path("status").asText()).isEqualTo("succeeded");
+        assertThat(view.path("summary").path("status").asText()).as("not just the transcript: the summary too").isEqualTo("succeeded");
+    }
+
+    @Test
+    void aSummaryIsAskedOnlyOfATranscriptionJobAndOnlyWithASummaryPreset() {
+        ApiClient.Response image = api.postJob(ACME, "k-" + UUID.randomUUID(), """
+                {"preset_id": "invoice-clean", "aspect_class": "square",
+                 "inputs": {"supplier_name": "A", "invoice_id": "1", "currency": "EUR", "line_items": []},
+                 "summary": {"preset_id": "call-summary"}}""");
+        assertThat(image.status()).isEqualTo(422);
+        assertThat(image.json().path("code").asText()).isEqualTo("invalid_request");
+        assertThat(image.json().path("field").asText()).isEqualTo("summary");
+
+        ApiClient.Response direct = api.postJob(ACME, "k-" + UUID.randomUUID(), "{\"preset_id\": \"call-summary\"}");
+        assertThat(direct.status()).isEqualTo(422);
+        assertThat(direct.json().path("field").asText()).isEqualTo("preset_id");
+
+        ApiClient.Response upload = api.upload(ACME, "audio/wav", Samples.wav(1700));
+        String job = "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + upload.json().path("upload_id").asText()
+                + "\", \"inputs\": {\"language\": \"en\", \"speakers\": 2}, \"summary\": %s}";
+        ApiClient.Response notSummary = api.postJob(ACME, "k-" + UUID.randomUUID(), job.formatted("{\"preset_id\": \"call-transcript\"}"));
+        assertThat(notSummary.status()).isEqualTo(422);
+        assertThat(notSummary.json().path("field").asText()).isEqualTo("summary.preset_id");
+        ApiClient.Response badFocus = api.postJob(ACME, "k-" + UUID.randomUUID(),
+                job.formatted("{\"preset_id\": \"call-summary\", \"inputs\": {\"focus\": \"gossip\"}}"));
+        assertThat(badFocus.status()).isEqualTo(422);
+        ApiClient.Response unknownMember = api.postJob(ACME, "k-" + UUID.randomUUID(),
+                job.formatted("{\"preset_id\": \"call-summary\", \"model\": \"gpt-5\"}"));
+        assertThat(unknownMember.status()).isEqualTo(422);
+        assertThat(unknownMember.json().path("field").asText()).isEqualTo("summary.model");
+        ApiClient.Response reserved = api.postJob(ACME, "jobgate:summary:" + UUID.randomUUID(), job.formatted("{\"preset_id\": \"call-summary\"}"));
+        assertThat(reserved.status()).isEqualTo(400);
+        assertThat(reserved.json().path("code").asText()).isEqualTo("invalid_idempotency_key");
+    }
+}
