@@ -231,7 +231,11 @@ public class JobgateConfiguration implements CamelConfiguration {
                 }
             });
         }
-        writer.onAdmitted(job -> meters.ledger(job.tenantId(), "debit", job.costMicros()));
+        writer.onAdmitted(admitted -> {
+            meters.ledger(admitted.job().tenantId(), "debit", admitted.job().costMicros());
+            meters.metered(admitted.job().tenantId(), admitted.job().kind(), admitted.usage().unit(), admitted.usage().units(),
+                    admitted.job().costMicros());
+        });
         if (relay.enabled()) {
             // Admissions on other instances wake this relay too (PostgreSQL LISTEN/NOTIFY).
             context.addService(new RelayNotifications(dataSource.getJdbcUrl(), dataSource.getUsername(),

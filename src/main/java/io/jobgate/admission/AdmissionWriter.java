@@ -146,7 +146,7 @@ public final class AdmissionWriter extends ServiceSupport {
     private final BlockingQueue<Pending> queue = new LinkedBlockingQueue<>();
     private volatile Thread writer;
     private volatile Runnable afterCommit = () -> { };
-    private volatile java.util.function.Consumer<Job> admitted = job -> { };
+    private volatile java.util.function.Consumer<Candidate> admitted = candidate -> { };
     /** Set while deciding a batch (writer thread only): an admitted job's tenant can run one more. */
     private boolean dispatchable;
     private final java.util.concurrent.atomic.AtomicLong splitBatches = new java.util.concurrent.atomic.AtomicLong();
@@ -204,8 +204,8 @@ public final class AdmissionWriter extends ServiceSupport {
         this.afterCommit = callback;
     }
 
-    /** Told of every job written (after its commit), with its debit: metrics. */
-    public void onAdmitted(java.util.function.Consumer<Job> listener) {
+    /** Told of every job written (after its commit), with its debit and metered units: metrics. */
+    public void onAdmitted(java.util.function.Consumer<Candidate> listener) {
         this.admitted = listener;
     }
 
@@ -315,7 +315,7 @@ public final class AdmissionWriter extends ServiceSupport {
                 outcomes.forEach((p, outcome) -> {
                     if (outcome instanceof Result r) {
                         if (r == Result.ADMITTED) {
-                            admitted.accept(p.candidate().job());
+                            admitted.accept(p.candidate());
                         }
                         p.done().complete(r);
                     } else {

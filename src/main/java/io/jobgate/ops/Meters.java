@@ -125,6 +125,17 @@ public final class Meters {
                 .increment(Math.abs(micros));
     }
 
+    /**
+     * What admission metered, per tenant and operation (the job's kind: a call's transcription and its summary
+     * are two): units in their unit ({@code audio_minutes}, {@code tokens}, …) and the money debited for them.
+     */
+    public void metered(String tenant, String operation, String unit, long units, long micros) {
+        counter("jobgate_metered_units_total", "units metered at admission", "tenant", tenant, "operation", operation, "unit", unit)
+                .increment(units);
+        counter("jobgate_metered_micros_total", "money debited at admission", "tenant", tenant, "operation", operation)
+                .increment(Math.abs(micros));
+    }
+
     /** A job waiting on its provider ({@code provider_pending}, {@code submission_unknown}) got its evidence applied. */
     public void reconciled(Duration lag) {
         reconcileLag().record(lag.isNegative() ? Duration.ZERO : lag);

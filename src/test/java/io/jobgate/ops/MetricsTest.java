@@ -86,6 +86,14 @@ class MetricsTest extends GatewayTestBase {
         assertThat(m.value("jobgate_ledger_micros_total", "tenant", "acme", "kind", "debit")).isEqualTo(ledger("debit")).isPositive();
         assertThat(m.value("jobgate_ledger_micros_total", "tenant", "acme", "kind", "refund")).isEqualTo(ledger("refund")).isPositive();
 
+        // What admission metered, per operation (the job's kind) in its own unit: the ledger's debits' units.
+        for (String[] op : new String[][] {{"image", "images"}, {"transcription", "audio_minutes"}}) {
+            double units = ((Number) Db.single("SELECT coalesce(sum(l.units), 0) AS u FROM ledger l JOIN jobs j ON j.job_id = l.job_id "
+                    + "WHERE l.tenant_id = 'acme' AND l.entry_type = 'debit' AND l.redrive = 0 AND j.kind = ?", op[0]).get("u")).doubleValue();
+            assertThat(m.value("jobgate_metered_units_total", "tenant", "acme", "operation", op[0], "unit", op[1])).as(op[0])
+                    .isEqualTo(units).isPositive();
+        }
+
         // The async job waited on its provider until the poller's lookup: one lag, a histogram.
         assertThat(m.value("jobgate_reconcile_lag_seconds_count")).isEqualTo(1);
         assertThat(m.value("jobgate_reconcile_lag_seconds_sum")).isPositive().isLessThan(30);
@@ -108,7 +116,7 @@ class MetricsTest extends GatewayTestBase {
         assertThat(m.find("camel_exchanges_total")).as("Camel's own meters stay").isNotEmpty();
         assertThat(m.samples()).filteredOn(s -> s.name().startsWith("jobgate_"))
                 .allSatisfy(s -> assertThat(s.labels().keySet()).as("%s", s).isSubsetOf("tenant", "provider", "status",
-                        "category", "code", "outcome", "unit", "kind", "le", "revision")); // revisions: a few per provider
+                        "category", "code", "outcome", "unit", "kind", "le", "revision", "operation")); // revisions: a few per provider
     }
 
     static double ledger(String kind) {

@@ -152,6 +152,18 @@ class CallSummaryTest extends GatewayTestBase {
         assertThat(summaries.path("unit").asText()).isEqualTo("tokens");
         assertThat(summaries.path("debited_micros").asLong()).isGreaterThanOrEqualTo(((Number) summaryDebit.get("micros")).longValue());
         assertThat(billing(usage, "summary").path("unit").asText()).isEqualTo("tokens");
+
+        // The metrics too: units metered per tenant and operation, each in its own unit.
+        String metrics = api.get(null, "/observe/metrics").text();
+        assertThat(metered(metrics, "transcription", "audio_minutes")).isPositive();
+        assertThat(metered(metrics, "summary", "tokens")).isGreaterThanOrEqualTo(((BigDecimal) summaryDebit.get("units")).doubleValue());
+    }
+
+    /** jobgate_metered_units_total of the tenant acme for one operation and unit, 0 when absent. */
+    static double metered(String metrics, String operation, String unit) {
+        return metrics.lines().filter(l -> l.startsWith("jobgate_metered_units_total{") && l.contains("operation=\"" + operation + "\"")
+                        && l.contains("tenant=\"acme\"") && l.contains("unit=\"" + unit + "\""))
+                .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).sum();
     }
 
     static JsonNode line(JsonNode usage, String kind) {
