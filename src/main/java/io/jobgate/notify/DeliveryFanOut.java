@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
 import org.apache.camel.Body;
+import org.apache.camel.Header;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
@@ -34,19 +35,30 @@ public final class DeliveryFanOut {
         this.clock = clock;
     }
 
-    /** @param event the status event as the relay published it (job_id, tenant_id, status, at, event_id) */
-    public int fanOut(@Body String event) {
-        JsonNode e = Json.parseObject(event.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-        String tenant = e.path("tenant_id").asText();
-        String type = "job." + e.path("status").asText();
-        long seq = e.path("event_id").asLong();
-        UUID jobId = UUID.fromString(e.path("job_id").asText());
+    /**
+     * @param event the status event as the relay published it (job_id, tenant_id, status, at, event_id), with the tenant and status the relay also set as the message's properties
+     * ({@code JobgateTenant}, {@code JobgateStatus}; null: read from the body). Two events per job (queued,
+     * then final) and most tenants have no endpoint: the body is parsed only for an event an endpoint wants.
+     */
+    public int fanOut(@Body String event, @Header("JobgateTenant") String tenantProperty,
+                      @Header("JobgateStatus") String statusProperty) {
+        JsonNode e = null;
+        if (tenantProperty == null || statusProperty == null) {
+            e = Json.parseObject(event.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
+        String tenant = e == null ? tenantProperty : e.path("tenant_id").asText();
+        String type = "job." + (e == null ? statusProperty : e.path("status").asText());
         // Most tenants have no endpoint: one look at a small table, and nothing more for them.
         Boolean wanted = jdbc.queryForObject("SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE tenant_id = ? AND enabled"
                 + " AND deleted_at IS NULL AND ? = ANY (event_types))", Boolean.class, tenant, type);
         if (!Boolean.TRUE.equals(wanted)) {
             return 0;
         }
+        if (e == null) {
+            e = Json.parseObject(event.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
+        long seq = e.path("event_id").asLong();
+        UUID jobId = UUID.fromString(e.path("job_id").asText());
         Job job = jobs.findAny(jobId).orElse(null);
         if (job == null) {
             return 0; // gone by retention: nothing left to tell
