@@ -329,7 +329,15 @@ public final class Worker {
      */
     public void endCall(Exchange exchange) {
         Lease lease = exchange.getProperty(STARTED, Started.class).lease();
-        leases.endCall(lease.jobId(), lease.token());
+        try {
+            leases.endCall(lease.jobId(), lease.token());
+        } catch (org.springframework.dao.DataAccessException e) {
+            // Only an early hand-back: the record's transition gives the slot back anyway. Thrown on, it ended the
+            // exchange before the record, and a paid answer was lost to its lease's expiry (a wave of answers that
+            // each ask for a pooled connection here, unbounded, timed the pool out: submission_unknown for good).
+            LOG.warn("job {}: provider slot not given back before the record ({}); the record gives it back",
+                    lease.jobId(), e.getClass().getSimpleName());
+        }
     }
 
     /** Step 5: what the adapter answered ({@link AdapterAnswer}; an exception it threw included). */
