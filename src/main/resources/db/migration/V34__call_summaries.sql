@@ -27,3 +27,15 @@ CREATE TABLE job_summaries (
 );
 -- The orderer's scan: only the summaries still waiting (their transcription jobs open or just ended).
 CREATE INDEX job_summaries_waiting ON job_summaries (job_id) WHERE state = 'waiting';
+
+-- An operator's redrive gives a failed transcription job another try (V18): a summary skipped because the
+-- transcript failed waits again, for the transcript the redrive may bring.
+CREATE FUNCTION job_summaries_wait_again() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE job_summaries SET state = 'waiting', refused_code = NULL, refused_message = NULL, claimed_until = NULL,
+                             updated_at = NEW.updated_at
+     WHERE job_id = NEW.job_id AND state = 'skipped';
+    RETURN NULL;
+END $$;
+CREATE TRIGGER jobs_redriven_summary AFTER UPDATE OF status ON jobs
+    FOR EACH ROW WHEN (OLD.status = 'failed' AND NEW.status = 'queued') EXECUTE FUNCTION job_summaries_wait_again();

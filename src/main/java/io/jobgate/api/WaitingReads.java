@@ -26,7 +26,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@code GET /v1/jobs/{id}?wait=N}: the read answers as soon as the job is terminal, or after N
+ * {@code GET /v1/jobs/{id}?wait=N}: the read answers as soon as the job is done (terminal, and a summary it
+ * asked for too: {@link JobStore#terminalAmong}), or after N
  * seconds with the job as it is then, holding no thread while it waits.
  *
  * <p>Why in front of the route and not in it: platform-http's Vert.x consumer (Camel 4.18) runs the

@@ -78,6 +78,7 @@ class CallSummaryTest extends GatewayTestBase {
     }
 
     JsonNode awaitSummaryEnded(UUID call) {
+        Jobs.awaitFinal(call);
         await().atMost(Duration.ofSeconds(60)).until(() -> {
             JsonNode view = api.get(ACME, "/v1/jobs/" + call).json();
             return List.of("succeeded", "failed", "cancelled", "skipped", "refused").contains(view.path("summary").path("status").asText());
@@ -211,9 +212,9 @@ class CallSummaryTest extends GatewayTestBase {
     }
 
     @Test
-    void aTranscriptThatFailedLeavesNothingToSummariseAndNothingIsCharged() {
+    void aTranscriptThatFailedLeavesNothingToSummariseUntilARedriveBringsOne() {
         String tag = Jobs.tag();
-        openai.stubFor(post("/v1/audio/transcriptions").withRequestBody(containing(tag + "-audio")).atPriority(1)
+        var failing = openai.stubFor(post("/v1/audio/transcriptions").withRequestBody(containing(tag + "-audio")).atPriority(1)
                 .willReturn(aResponse().withStatus(400).withHeader("Content-Type", "application/json")
                         .withBody("{\"error\": {\"message\": \"Invalid file format.\", \"type\": \"invalid_request_error\", "
                                 + "\"param\": null, \"code\": null}}")));
@@ -225,6 +226,20 @@ class CallSummaryTest extends GatewayTestBase {
         assertThat(view.path("summary").path("error").path("category").asText()).isEqualTo("transcript_failed");
         assertThat(view.path("summary").path("job_id").isNull()).isTrue();
         assertThat(Db.count("SELECT count(*) FROM jobs WHERE parent_job_id = ?", call)).isZero();
+
+        // An operator redrives the transcription once its cause is fixed: the summary waits again, then runs.
+        openai.removeStub(failing); // the stub callWithSummary made answers again
+
+        openai.stubFor(post("/v1/chat/completions").withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
+                        .withBody(completion("All fine.", 60, 3))));
+        ApiClient.Response redriven = api.send(api.request("/v1/admin/jobs/" + call + "/redrive", io.jobgate.support.TestTenants.ADMIN)
+                .header("Content-Type", "application/json")
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{\"operator\": \"alice\", \"reason\": \"audio fixed\"}")).build());
+        assertThat(redriven.status()).as(redriven.text()).isEqualTo(202);
+        JsonNode again = awaitSummaryEnded(call);
+        assertThat(again.path("status").asText()).isEqualTo("succeeded");
+        assertThat(again.path("summary").path("status").asText()).as("%s", again.path("summary")).isEqualTo("succeeded");
     }
 
     @Test
