@@ -66,7 +66,7 @@ class CallSummaryTest extends GatewayTestBase {
                 .willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
                         .withBody(transcript("Customer " + tag + " asks for a \"discount\"; we agree to call back on Friday."))));
         ApiClient.Response upload = api.upload(ACME, "audio/wav", Samples.wav(2000 + Math.abs(tag.hashCode() % 500)));
-        assertThat(upload.status()).as(upload.text()).isEqualTo(201);
+        assertThat(upload.status()).as(upload.text()).isIn(200, 201); // 200: the same bytes were uploaded before (by digest)
         // The tag goes in the glossary (the vocabulary hint sent beside the audio), so the stub knows its call.
         ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), "{\"preset_id\": \"call-transcript\", "
                 + "\"provider\": \"openai\", \"upload_id\": \"" + upload.json().path("upload_id").asText()
