@@ -45,21 +45,9 @@ public record JobRequest(String presetId, Integer presetVersion, String aspectCl
         }
         String presetId = requiredText(body, "preset_id");
         String aspectClass = optionalText(body, "aspect_class");
-        Integer version = null;
-        JsonNode v = body.get("preset_version");
-        if (v != null && !v.isNull()) {
-            if (!v.isIntegralNumber() || v.asLong() < 1 || v.asLong() > Integer.MAX_VALUE) {
-                throw invalid("preset_version", "'preset_version' must be a positive whole number.");
-            }
-            version = v.asInt();
-        }
+        Integer version = version(body, "");
         String provider = optionalText(body, "provider");
-        JsonNode inputs = body.get("inputs");
-        if (inputs == null || inputs.isNull()) {
-            inputs = JsonNodeFactory.instance.objectNode();
-        } else if (!inputs.isObject()) {
-            throw ApiProblem.invalidInput("inputs", "'inputs' must be a JSON object of the preset's fields.");
-        }
+        JsonNode inputs = inputs(body, "", "preset's");
         UUID uploadId = null;
         String upload = optionalText(body, "upload_id");
         if (upload != null) {
@@ -100,21 +88,31 @@ public record JobRequest(String presetId, Integer presetVersion, String aspectCl
         if (presetId == null) {
             throw invalid("summary.preset_id", "'summary.preset_id' is required: the summary preset (kind summary) to run.");
         }
-        Integer version = null;
+        return new Summary(presetId, version(node, "summary."), optionalText(node, "provider"), inputs(node, "summary.", "summary preset's"));
+    }
+
+    /** The member {@code preset_version} of {@code node} (named {@code at + "preset_version"} in errors): a positive whole number, or null. */
+    private static Integer version(JsonNode node, String at) {
         JsonNode v = node.get("preset_version");
-        if (v != null && !v.isNull()) {
-            if (!v.isIntegralNumber() || v.asLong() < 1 || v.asLong() > Integer.MAX_VALUE) {
-                throw invalid("summary.preset_version", "'summary.preset_version' must be a positive whole number.");
-            }
-            version = v.asInt();
+        if (v == null || v.isNull()) {
+            return null;
         }
+        if (!v.isIntegralNumber() || v.asLong() < 1 || v.asLong() > Integer.MAX_VALUE) {
+            throw invalid(at + "preset_version", "'" + at + "preset_version' must be a positive whole number.");
+        }
+        return v.asInt();
+    }
+
+    /** The member {@code inputs} of {@code node} (named {@code at + "inputs"} in errors): an object, empty when absent. */
+    private static JsonNode inputs(JsonNode node, String at, String whose) {
         JsonNode inputs = node.get("inputs");
         if (inputs == null || inputs.isNull()) {
-            inputs = JsonNodeFactory.instance.objectNode();
-        } else if (!inputs.isObject()) {
-            throw ApiProblem.invalidInput("summary.inputs", "'summary.inputs' must be a JSON object of the summary preset's fields.");
+            return JsonNodeFactory.instance.objectNode();
         }
-        return new Summary(presetId, version, optionalText(node, "provider"), inputs);
+        if (!inputs.isObject()) {
+            throw ApiProblem.invalidInput(at + "inputs", "'" + at + "inputs' must be a JSON object of the " + whose + " fields.");
+        }
+        return inputs;
     }
 
     private static String requiredText(JsonNode body, String field) {

@@ -104,11 +104,14 @@ public final class JobsApi {
 
     /** The job as the API shows it, with its summary when it is a transcription job that asked for one. */
     private Object view(Job job) {
-        if (!"transcription".equals(job.kind())) {
-            return JobView.of(job);
-        }
-        var summary = summaries.of(job.tenantId(), List.of(job.id())).get(job.id());
-        return JobView.of(job, summary == null ? null : io.jobgate.summary.JobSummaries.view(summary));
+        return views(job.tenantId(), List.of(job)).get(0);
+    }
+
+    /** The tenant's jobs as the API shows them; the summaries of its transcription jobs read in one query. */
+    private List<Object> views(String tenantId, List<Job> page) {
+        var asked = summaries.of(tenantId, page.stream().filter(j -> "transcription".equals(j.kind())).map(Job::id).toList());
+        return page.stream().map(j -> asked.containsKey(j.id())
+                ? JobView.of(j, io.jobgate.summary.JobSummaries.view(asked.get(j.id()))) : (Object) JobView.of(j)).toList();
     }
 
     /** {@code GET /v1/jobs/{id}/attempts}: the tenant's own job's attempts, without the heads of error replies. */
@@ -145,9 +148,7 @@ public final class JobsApi {
         UUID before = cursor == null || cursor.isBlank() ? null : uuid(cursor, "cursor");
         List<Job> page = jobs.list(tenant.id(), status, before, limit);
         Map<String, Object> body = new LinkedHashMap<>();
-        var asked = summaries.of(tenant.id(), page.stream().filter(j -> "transcription".equals(j.kind())).map(Job::id).toList());
-        body.put("jobs", page.stream().map(j -> asked.containsKey(j.id())
-                ? JobView.of(j, io.jobgate.summary.JobSummaries.view(asked.get(j.id()))) : JobView.of(j)).toList());
+        body.put("jobs", views(tenant.id(), page));
         body.put("next_cursor", page.size() == limit ? page.get(page.size() - 1).id().toString() : null);
         HttpReply.json(exchange, 200, body, Map.of());
     }

@@ -73,7 +73,7 @@ public final class JobView {
             g.writeStringField("adapter_revision", job.adapterRevision());
             g.writeObjectFieldStart("cost");
             g.writeNumberField("amount_micros", job.costMicros());
-            g.writeStringField("amount", BigDecimal.valueOf(job.costMicros(), 6).stripTrailingZeros().toPlainString());
+            g.writeStringField("amount", amount(job.costMicros()));
             g.writeEndObject();
             g.writeStringField("correlation_id", job.correlationId());
             g.writeStringField("idempotency_key", job.idempotencyKey());
@@ -113,6 +113,11 @@ public final class JobView {
         public void serializeWithType(JsonGenerator g, SerializerProvider provider, TypeSerializer typeSer) throws IOException {
             serialize(g, provider);
         }
+    }
+
+    /** An amount of micro-units as the API writes it: the decimal amount, without trailing zeros ({@code 1.5}). */
+    public static String amount(long micros) {
+        return BigDecimal.valueOf(micros, 6).stripTrailingZeros().toPlainString();
     }
 
     /** The promoted output's description, from the job's result record; null unless it succeeded with one. */

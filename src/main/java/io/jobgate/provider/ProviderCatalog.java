@@ -40,8 +40,6 @@ public final class ProviderCatalog {
     public static final String IMAGE_PRICE = "image-micros";
     public static final String AUDIO_MINUTE_PRICE = "audio-minute-micros";
 
-    /** The kind of a call's summary (issue 39): a chat model's answer about a transcript, priced by tokens in and out. */
-    public static final String SUMMARY = "summary";
     /** A thousand prompt (input) tokens of a summary: {@code price.input-ktokens-micros}. */
     public static final String INPUT_KTOKENS_PRICE = "input-ktokens-micros";
     /** A thousand completion (output) tokens of a summary: {@code price.output-ktokens-micros}. */
@@ -84,7 +82,7 @@ public final class ProviderCatalog {
 
     public static ProviderCatalog load(List<Path> directories, Settings settings) throws IOException {
         Map<String, String> defaults = new LinkedHashMap<>();
-        for (String kind : new String[] {"image", "transcription", VideoOrder.KIND, SUMMARY}) {
+        for (String kind : new String[] {"image", "transcription", VideoOrder.KIND, Preset.SUMMARY}) {
             settings.optional("jobgate.providers.default." + kind).ifPresent(n -> defaults.put(kind, n));
         }
         return new ProviderCatalog(scan(directories, settings::resolve), defaults, directories, settings::resolve);
@@ -303,7 +301,7 @@ public final class ProviderCatalog {
         if (kinds.contains("transcription") && !prices.containsKey(AUDIO_MINUTE_PRICE)) {
             throw new IllegalStateException(prefix + "price." + AUDIO_MINUTE_PRICE + " is required for kind transcription");
         }
-        if (kinds.contains(SUMMARY)) {
+        if (kinds.contains(Preset.SUMMARY)) {
             for (String price : new String[] {INPUT_KTOKENS_PRICE, OUTPUT_KTOKENS_PRICE}) {
                 if (!prices.containsKey(price)) {
                     throw new IllegalStateException(prefix + "price." + price + " is required for kind summary");

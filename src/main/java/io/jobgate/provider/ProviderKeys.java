@@ -29,7 +29,7 @@ import io.jobgate.preset.VideoOrder;
 public final class ProviderKeys {
 
     /** The preset kinds a provider may serve (its {@code revision.<kind>} labels). */
-    public static final List<String> KINDS = List.of("image", "transcription", VideoOrder.KIND, ProviderCatalog.SUMMARY);
+    public static final List<String> KINDS = List.of("image", "transcription", VideoOrder.KIND, io.jobgate.preset.Preset.SUMMARY);
 
     /** Entries the gateway reads from every provider file, and the two every HTTP adapter has. */
     public static final List<String> FIXED = List.of(

@@ -44,8 +44,7 @@ public final class JobSummaries {
         v.put("provider", job != null ? job.provider() : s.provider());
         v.put("attempts", job == null ? 0 : job.attempts());
         long micros = job == null ? 0 : job.costMicros();
-        v.put("cost", Map.of("amount_micros", micros,
-                "amount", java.math.BigDecimal.valueOf(micros, 6).stripTrailingZeros().toPlainString()));
+        v.put("cost", Map.of("amount_micros", micros, "amount", io.jobgate.job.JobView.amount(micros)));
         Map<String, Object> error = null;
         if (job != null && job.errorCategory() != null) {
             error = new java.util.LinkedHashMap<>();
