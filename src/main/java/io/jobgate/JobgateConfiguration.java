@@ -262,7 +262,9 @@ public class JobgateConfiguration implements CamelConfiguration {
                 callLimits.forEach(slotRows::ensureRows);
             }
         });
-        OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), parts.relayDataSource(), clock, relay, callLimits);
+        // Tenants' webhooks (docs/webhooks.md): a status round writes the deliveries of the events it takes.
+        io.jobgate.notify.DeliveryFanOut deliveryFanOut = new io.jobgate.notify.DeliveryFanOut(jobs, clock);
+        OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), parts.relayDataSource(), clock, relay, callLimits, deliveryFanOut);
         registry.bind("outboxRelay", outboxRelay);
         registry.bind("deadLetters", new DeadLetters(finalizer));
 
@@ -396,7 +398,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         // Tenants' webhooks (docs/webhooks.md): the fan-out of status events, the sender (endpoints: above).
         io.jobgate.notify.WebhookDeliveries webhookDeliveries = new io.jobgate.notify.WebhookDeliveries(jdbc, clock,
                 io.jobgate.notify.DeliverySchedule.parse(settings.required("jobgate.tenant-webhooks.retry-schedule")));
-        registry.bind("deliveryFanOut", new io.jobgate.notify.DeliveryFanOut(jdbc, jobs, clock));
+        registry.bind("retiredFanOutSubscription", new io.jobgate.notify.RetiredFanOutSubscription(parts.jms(), dataSource, deliveryFanOut));
         registry.bind("webhookSender", new io.jobgate.notify.WebhookSender(webhookDeliveries, webhookEndpoints, meters, clock,
                 new io.jobgate.notify.WebhookSender.Settings(settings.intValue("jobgate.tenant-webhooks.tenant-concurrency", 1, 1000),
                         settings.intValue("jobgate.tenant-webhooks.max-in-flight", 1, 100_000),

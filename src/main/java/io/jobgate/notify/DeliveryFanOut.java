@@ -1,84 +1,110 @@
 package io.jobgate.notify;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import io.jobgate.common.Json;
 import io.jobgate.job.Job;
 import io.jobgate.job.JobStore;
 import io.jobgate.job.JobView;
+import io.jobgate.job.StatusEvent;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Timestamp;
+import java.sql.Types;
 import java.time.Clock;
-import java.time.Instant;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
-import java.util.UUID;
-import org.apache.camel.Body;
-import org.apache.camel.Header;
-import org.springframework.jdbc.core.JdbcTemplate;
+import java.util.Set;
 
 /**
- * A job's status change, read from the topic {@code jobs.events} (routes/tenant-webhooks.camel.yaml),
- * becomes one delivery per endpoint of its tenant that asked for it: the endpoint the job named (its
- * {@code webhook_url}), or else each enabled endpoint whose event types include it. Written once per
- * (endpoint, status event): a message the broker redelivers adds nothing. Its body is the Standard
- * Webhooks payload {@code {type, timestamp, data}} with the job as {@code GET /v1/jobs/{id}} shows it
- * now, written here once so that every retry sends the same bytes.
+ * A job's status change becomes one delivery per endpoint of its tenant that asked for it: the endpoint
+ * the job named (its {@code webhook_url}), or else each enabled endpoint whose event types include it.
+ * Written by the relay's status round that took the event, in its transaction (OutboxRelay.statusRound),
+ * once per (endpoint, status event): an event taken again after a failed round adds nothing. Its body is
+ * the Standard Webhooks payload {@code {type, timestamp, data}} with the job as {@code GET /v1/jobs/{id}}
+ * shows it then, written here once so that every retry sends the same bytes.
  */
-public final class DeliveryFanOut {
+public final class DeliveryFanOut implements StatusEvent.RoundWrites {
 
-    private final JdbcTemplate jdbc;
+    /** Which event types each of the round's tenants wants: most tenants have no endpoint, and cost this one look. */
+    private static final String WANTED = """
+            SELECT DISTINCT e.tenant_id, t.type
+              FROM webhook_endpoints e CROSS JOIN LATERAL unnest(e.event_types) t(type)
+             WHERE e.tenant_id = ANY (?) AND e.enabled AND e.deleted_at IS NULL""";
+
+    private static final String INSERT = """
+            INSERT INTO webhook_deliveries (delivery_id, endpoint_id, tenant_id, job_id, seq, event_type, occurred_at, state, body,
+                                            next_attempt_at, created_at)
+            SELECT 'msg_' || md5(e.endpoint_id::text || ':' || CAST(? AS text)), e.endpoint_id, e.tenant_id, ?, ?, ?, ?, 'pending', ?, ?, ?
+              FROM webhook_endpoints e
+             WHERE e.tenant_id = ? AND e.enabled AND e.deleted_at IS NULL AND ? = ANY (e.event_types)
+               AND (CAST(? AS uuid) IS NULL OR e.endpoint_id = ?)
+            ON CONFLICT (endpoint_id, seq) DO NOTHING""";
+
     private final JobStore jobs;
     private final Clock clock;
 
-    public DeliveryFanOut(JdbcTemplate jdbc, JobStore jobs, Clock clock) {
-        this.jdbc = jdbc;
+    public DeliveryFanOut(JobStore jobs, Clock clock) {
         this.jobs = jobs;
         this.clock = clock;
     }
 
-    /**
-     * @param event the status event as the relay published it (job_id, tenant_id, status, at, event_id), with the tenant and status the relay also set as the message's properties
-     * ({@code JobgateTenant}, {@code JobgateStatus}; null: read from the body). Two events per job (queued,
-     * then final) and most tenants have no endpoint: the body is parsed only for an event an endpoint wants.
-     */
-    public int fanOut(@Body String event, @Header("JobgateTenant") String tenantProperty,
-                      @Header("JobgateStatus") String statusProperty) {
-        JsonNode e = null;
-        if (tenantProperty == null || statusProperty == null) {
-            e = Json.parseObject(event.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    @Override
+    public void write(Connection round, List<StatusEvent> taken) throws SQLException {
+        Set<String> wanted = wanted(round, taken);
+        if (wanted.isEmpty()) {
+            return;
         }
-        String tenant = e == null ? tenantProperty : e.path("tenant_id").asText();
-        String type = "job." + (e == null ? statusProperty : e.path("status").asText());
-        // Most tenants have no endpoint: one look at a small table, and nothing more for them.
-        Boolean wanted = jdbc.queryForObject("SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE tenant_id = ? AND enabled"
-                + " AND deleted_at IS NULL AND ? = ANY (event_types))", Boolean.class, tenant, type);
-        if (!Boolean.TRUE.equals(wanted)) {
-            return 0;
+        Timestamp now = Timestamp.from(clock.instant());
+        try (PreparedStatement insert = round.prepareStatement(INSERT)) {
+            int added = 0;
+            for (StatusEvent event : taken) {
+                if (!wanted.contains(event.tenantId() + '\n' + event.webhookType())) {
+                    continue;
+                }
+                Job job = jobs.findAny(event.jobId()).orElse(null);
+                if (job == null) {
+                    continue; // gone by retention: nothing left to tell
+                }
+                Map<String, Object> payload = new LinkedHashMap<>();
+                payload.put("type", event.webhookType());
+                payload.put("timestamp", event.at().toString());
+                payload.put("data", JobView.of(job));
+                insert.setLong(1, event.eventId());
+                insert.setObject(2, event.jobId());
+                insert.setLong(3, event.eventId());
+                insert.setString(4, event.webhookType());
+                insert.setTimestamp(5, Timestamp.from(event.at()));
+                insert.setString(6, Json.write(payload));
+                insert.setTimestamp(7, now);
+                insert.setTimestamp(8, now);
+                insert.setString(9, event.tenantId());
+                insert.setString(10, event.webhookType());
+                insert.setObject(11, job.webhookEndpointId(), Types.OTHER);
+                insert.setObject(12, job.webhookEndpointId(), Types.OTHER);
+                insert.addBatch();
+                added++;
+            }
+            if (added > 0) {
+                insert.executeBatch();
+            }
         }
-        if (e == null) {
-            e = Json.parseObject(event.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    /** {@code tenant + '\n' + event type} for each type an enabled endpoint of the round's tenants wants. */
+    private static Set<String> wanted(Connection round, List<StatusEvent> taken) throws SQLException {
+        Object[] tenants = taken.stream().map(StatusEvent::tenantId).distinct().toArray();
+        Set<String> wanted = new HashSet<>();
+        try (PreparedStatement ps = round.prepareStatement(WANTED)) {
+            ps.setArray(1, round.createArrayOf("text", tenants));
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    wanted.add(rs.getString(1) + '\n' + rs.getString(2));
+                }
+            }
         }
-        long seq = e.path("event_id").asLong();
-        UUID jobId = UUID.fromString(e.path("job_id").asText());
-        Job job = jobs.findAny(jobId).orElse(null);
-        if (job == null) {
-            return 0; // gone by retention: nothing left to tell
-        }
-        Instant occurred = Instant.parse(e.path("at").asText());
-        Map<String, Object> payload = new LinkedHashMap<>();
-        payload.put("type", type);
-        payload.put("timestamp", occurred.toString());
-        payload.put("data", JobView.of(job));
-        Instant now = clock.instant();
-        int added = jdbc.update("""
-                INSERT INTO webhook_deliveries (delivery_id, endpoint_id, tenant_id, job_id, seq, event_type, occurred_at, state, body,
-                                                next_attempt_at, created_at)
-                SELECT 'msg_' || md5(e.endpoint_id::text || ':' || CAST(? AS text)), e.endpoint_id, e.tenant_id, ?, ?, ?, ?, 'pending', ?, ?, ?
-                  FROM webhook_endpoints e
-                 WHERE e.tenant_id = ? AND e.enabled AND e.deleted_at IS NULL AND ? = ANY (e.event_types)
-                   AND (CAST(? AS uuid) IS NULL OR e.endpoint_id = ?)
-                ON CONFLICT (endpoint_id, seq) DO NOTHING""",
-                seq, jobId, seq, type, Timestamp.from(occurred), Json.write(payload), Timestamp.from(now), Timestamp.from(now),
-                tenant, type, job.webhookEndpointId(), job.webhookEndpointId());
-        return added;
+        return wanted;
     }
 }

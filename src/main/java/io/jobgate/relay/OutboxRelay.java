@@ -45,6 +45,7 @@ public final class OutboxRelay {
     private final int claimSeconds;
     private final int statusBatch;
     private final int perTenant;
+    private final io.jobgate.job.StatusEvent.RoundWrites statusRoundWrites;
     /** Names this relay on its claims, so the sweeper releases them when its process is gone. */
     private final String owner = io.jobgate.infra.InstanceLiveness.ownerName("relay-");
 
@@ -52,9 +53,13 @@ public final class OutboxRelay {
      * @param dataSource     the relay's pool (commits without waiting for the WAL flush), for the status rounds
      * @param providerLimits each provider's max-concurrency ({@code name=limit,...}): a round dispatches a
      *                       provider's jobs only while it has calls free (V30)
+     * @param statusRoundWrites what a status round also writes for the events it took, in its transaction
+     *                       (tenants' webhook deliveries)
      */
     public OutboxRelay(ConnectionFactory connectionFactory, javax.sql.DataSource dataSource, java.time.Clock clock,
-                       RelaySettings settings, java.util.Map<String, Integer> providerLimits) {
+                       RelaySettings settings, java.util.Map<String, Integer> providerLimits,
+                       io.jobgate.job.StatusEvent.RoundWrites statusRoundWrites) {
+        this.statusRoundWrites = statusRoundWrites;
         this.connectionFactory = connectionFactory;
         this.providerLimits = providerLimits.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
                 .collect(java.util.stream.Collectors.joining(","));
@@ -166,8 +171,12 @@ public final class OutboxRelay {
 
     /**
      * One round of status events for followers of the jobs.events topic, in one transaction of the
-     * relay's pool: take the due events (locked and marked published in one statement), publish them
-     * in one JMS transaction, commit. One for every admitted job ({@code queued}), so the round is cut
+     * relay's pool: take the due events (locked and marked published in one statement), write what
+     * follows from them in PostgreSQL (tenants' webhook deliveries: {@code statusRoundWrites}), publish
+     * them in one JMS transaction, commit. The deliveries are written here, where the events are taken,
+     * rather than by a consumer of the topic: such a consumer took every event of every job back out of
+     * the broker (a durable subscription: stored, delivered, acknowledged, one transaction each), for
+     * tenants without an endpoint too. One for every admitted job ({@code queued}), so the round is cut
      * to what at least once needs: one statement, one row version per event, no lock record of its
      * own. A round that fails (broker, database) rolls back, so its events are unmarked and left to the
      * next round; a round whose process dies loses its transaction with its connection. A round stuck
@@ -193,8 +202,14 @@ public final class OutboxRelay {
                     while (!ps.getMoreResults() && ps.getUpdateCount() != -1) {
                         // skip to the UPDATE's rows
                     }
+                    List<io.jobgate.job.StatusEvent> taken;
                     try (java.sql.ResultSet rs = ps.getResultSet()) {
-                        published = rs == null ? 0 : publishStatus(rs);
+                        taken = rs == null ? List.of() : taken(rs);
+                    }
+                    if (!taken.isEmpty()) {
+                        // Before the broker's commit: a database that fails here sends nothing twice.
+                        statusRoundWrites.write(c, taken);
+                        published = publishStatus(taken);
                     }
                 }
                 c.commit();
@@ -209,31 +224,24 @@ public final class OutboxRelay {
         exchange.setProperty("announced", published);
     }
 
-    /** A taken status row, kept until the round's rows are sorted. */
-    private record StatusRow(long eventId, String jobId, String tenantId, String status, int attempt,
-                             String errorCategory, java.sql.Timestamp createdAt) {
+    /** The taken rows, oldest first (an UPDATE's RETURNING has no order of its own). */
+    private static List<io.jobgate.job.StatusEvent> taken(java.sql.ResultSet rs) throws java.sql.SQLException {
+        List<io.jobgate.job.StatusEvent> rows = new java.util.ArrayList<>();
+        while (rs.next()) {
+            rows.add(new io.jobgate.job.StatusEvent(rs.getLong(1), rs.getObject(2, UUID.class), rs.getString(3),
+                    rs.getString(4), rs.getInt(5), rs.getString(6), rs.getTimestamp(7).toInstant()));
+        }
+        rows.sort(java.util.Comparator.comparingLong(io.jobgate.job.StatusEvent::eventId));
+        return rows;
     }
 
-    /**
-     * Publishes the taken rows in one JMS transaction, oldest first (an UPDATE's RETURNING has no
-     * order of its own); answers how many.
-     */
-    private int publishStatus(java.sql.ResultSet rs) throws java.sql.SQLException, JMSException {
-        List<StatusRow> rows = new java.util.ArrayList<>();
-        while (rs.next()) {
-            rows.add(new StatusRow(rs.getLong(1), rs.getObject(2, UUID.class).toString(), rs.getString(3),
-                    rs.getString(4), rs.getInt(5), rs.getString(6), rs.getTimestamp(7)));
-        }
-        if (rows.isEmpty()) {
-            return 0;
-        }
-        rows.sort(java.util.Comparator.comparingLong(StatusRow::eventId));
+    /** Publishes the taken events in one JMS transaction, in their order; answers how many. */
+    private int publishStatus(List<io.jobgate.job.StatusEvent> rows) throws JMSException {
         try (Connection connection = connectionFactory.createConnection();
              Session session = connection.createSession(true, Session.SESSION_TRANSACTED);
              MessageProducer producer = session.createProducer(session.createTopic(EVENTS_TOPIC))) {
-            for (StatusRow r : rows) {
-                producer.send(statusMessage(session, r.eventId(), r.jobId(), r.tenantId(), r.status(), r.attempt(),
-                        r.errorCategory(), r.createdAt()));
+            for (io.jobgate.job.StatusEvent r : rows) {
+                producer.send(statusMessage(session, r));
             }
             session.commit(); // the broker has them all, durably, or none
         }
@@ -312,19 +320,23 @@ public final class OutboxRelay {
      * Jackson's generator straight from the row's columns (the payload's members): one of these goes
      * out for every admitted job.
      */
-    static TextMessage statusMessage(Session session, long eventId, String jobId, String tenantId, String status,
-                                     int attempt, String errorCategory, java.sql.Timestamp createdAt) throws JMSException {
+    static TextMessage statusMessage(Session session, io.jobgate.job.StatusEvent event) throws JMSException {
+        long eventId = event.eventId();
+        String jobId = event.jobId().toString();
+        String tenantId = event.tenantId();
+        String status = event.status();
+        String errorCategory = event.errorCategory();
         java.io.StringWriter text = new java.io.StringWriter(192);
         try (com.fasterxml.jackson.core.JsonGenerator g = Json.MAPPER.getFactory().createGenerator(text)) {
             g.writeStartObject();
             g.writeStringField("job_id", jobId);
             g.writeStringField("tenant_id", tenantId);
             g.writeStringField("status", status);
-            g.writeNumberField("attempt", attempt);
+            g.writeNumberField("attempt", event.attempt());
             if (errorCategory != null) {
                 g.writeStringField("error_category", errorCategory);
             }
-            g.writeStringField("at", createdAt.toInstant().toString());
+            g.writeStringField("at", event.at().toString());
             g.writeNumberField("event_id", eventId);
             g.writeEndObject();
         } catch (java.io.IOException e) {

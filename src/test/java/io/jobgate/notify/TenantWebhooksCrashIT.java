@@ -71,7 +71,7 @@ class TenantWebhooksCrashIT {
      */
     static final Duration GLOBEX_BOUND = Duration.ofSeconds(3);
     /**
-     * And within this of their job's end (the relay, the topic and the fan-out before that: shared by every
+     * And within this of their job's end (the relay's status round before that: shared by every
      * tenant, no receiver in it, and on a loaded machine catching up for seconds after the restart).
      */
     static final Duration GLOBEX_END_TO_END_BOUND = Duration.ofSeconds(15);
@@ -268,8 +268,8 @@ class TenantWebhooksCrashIT {
                     continue;
                 }
                 Instant arrived = firstArrival.get(globexIds.get(job.id()).get(0));
-                // Where the time went, by the gateway's account: the status event to its delivery row (relay, topic,
-                // fan-out), the row to its first claim (the send round), the claim to the receiver.
+                // Where the time went, by the gateway's account: the status event to its delivery row (the relay's
+                // status round), the row to its first claim (the send round), the claim to the receiver.
                 JsonNode d = api.get(GLOBEX, "/v1/jobs/" + job.id() + "/deliveries").json().path("deliveries").path(0);
                 Instant written = Instant.parse(d.path("created_at").asText());
                 Instant claimed = Instant.parse(d.path("attempts").path(0).path("started_at").asText());

@@ -16,9 +16,17 @@ import com.standardwebhooks.Webhook;
 import com.standardwebhooks.exceptions.WebhookVerificationException;
 import io.jobgate.common.Json;
 import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
 import io.jobgate.support.ApiClient.Response;
 import io.jobgate.support.GatewayTestBase;
 import io.jobgate.support.Jobs;
+import io.jobgate.job.JobStore;
+import jakarta.jms.ConnectionFactory;
+import jakarta.jms.MessageConsumer;
+import jakarta.jms.Session;
+import jakarta.jms.TextMessage;
+import jakarta.jms.Topic;
+import org.apache.camel.BeanInject;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -45,6 +53,12 @@ import static org.awaitility.Awaitility.await;
 class TenantWebhooksTest extends GatewayTestBase {
 
     WireMockServer receiver;
+
+    @BeanInject("jmsConnectionFactory")
+    ConnectionFactory broker;
+
+    @BeanInject("dataSource")
+    javax.sql.DataSource dataSource;
 
     @Override
     protected Map<String, String> settings() {
@@ -350,5 +364,64 @@ class TenantWebhooksTest extends GatewayTestBase {
         assertThat(redriven.json().path("redriven").asInt()).isGreaterThanOrEqualTo(1);
         await().atMost(Duration.ofSeconds(15)).until(() -> "delivered".equals(deliveries(ACME, job).path(0).path("state").asText()));
         assertThat(received(path)).hasSize(6);
+    }
+
+    /**
+     * An upgrade from a release whose fan-out consumed jobs.events through the shared durable subscription
+     * jobgate.tenant-webhooks: an event its relay published (and marked) is still in that subscription. It is
+     * delivered once, as every other, and the subscription goes, so the broker stops keeping every event; while
+     * an old instance still consumes it, it stays.
+     */
+    @Test
+    void theRetiredFanOutSubscriptionIsDeliveredThenRemoved() throws Exception {
+        String path = "/hooks/upgraded";
+        receiver.stubFor(post(path).willReturn(ok()));
+        endpoint(ACME, path, "[\"job.cancelled\"]");
+        UUID job = cancelledJob(ACME);
+        await().atMost(Duration.ofSeconds(15)).until(() -> received(path).size() == 1);
+        long writtenEvent = ((Number) Db.single("SELECT seq FROM webhook_deliveries WHERE job_id = ?", job).get("seq")).longValue();
+        RetiredFanOutSubscription retired = new RetiredFanOutSubscription(broker, dataSource,
+                new DeliveryFanOut(new JobStore(new org.springframework.jdbc.core.JdbcTemplate(dataSource)), java.time.Clock.systemUTC()));
+
+        try (jakarta.jms.Connection connection = broker.createConnection();
+             Session session = connection.createSession(true, Session.SESSION_TRANSACTED)) {
+            connection.start();
+            Topic events = session.createTopic("jobs.events");
+            // The old release's consumer: its subscription outlives it. While it runs, the subscription stays.
+            MessageConsumer oldInstance = session.createSharedDurableConsumer(events, RetiredFanOutSubscription.NAME,
+                    "JobgateStatus IS NOT NULL");
+            assertThat(retired.drainAndRemove()).as("an old instance still consumes it").isFalse();
+            oldInstance.close();
+            // What its relay published: this job's event again (its delivery exists) and one of another change.
+            long oldEvent = Long.MAX_VALUE - System.nanoTime() % 1_000_000;
+            var producer = session.createProducer(events);
+            producer.send(statusEvent(session, job, writtenEvent));
+            producer.send(statusEvent(session, job, oldEvent));
+            session.commit();
+
+            assertThat(retired.drainAndRemove()).isTrue();
+            await().atMost(Duration.ofSeconds(15)).until(() -> received(path).size() == 2);
+            assertThat(Db.count("SELECT count(*) FROM webhook_deliveries WHERE job_id = ? AND seq = ?", job, writtenEvent))
+                    .as("the event already delivered adds nothing").isEqualTo(1);
+            assertThat(Db.count("SELECT count(*) FROM webhook_deliveries WHERE job_id = ?", job)).isEqualTo(2);
+
+            // Gone: an event published now is not kept for it (a subscription made again starts empty).
+            producer.send(statusEvent(session, job, oldEvent - 1));
+            session.commit();
+            try (MessageConsumer again = session.createSharedDurableConsumer(events, RetiredFanOutSubscription.NAME,
+                    "JobgateStatus IS NOT NULL")) {
+                assertThat(again.receive(500)).isNull();
+            }
+            session.unsubscribe(RetiredFanOutSubscription.NAME);
+        }
+    }
+
+    private static TextMessage statusEvent(Session session, UUID job, long eventId) throws Exception {
+        TextMessage m = session.createTextMessage(Json.write(Map.of("job_id", job.toString(), "tenant_id", "acme",
+                "status", "cancelled", "attempt", 0, "at", Instant.now().toString(), "event_id", eventId)));
+        m.setStringProperty("JobgateTenant", "acme");
+        m.setStringProperty("JobgateStatus", "cancelled");
+        m.setStringProperty("JobgateJobId", job.toString());
+        return m;
     }
 }

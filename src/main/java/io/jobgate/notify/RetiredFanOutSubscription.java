@@ -1,0 +1,86 @@
+package io.jobgate.notify;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.jobgate.common.Json;
+import io.jobgate.job.StatusEvent;
+import jakarta.jms.Connection;
+import jakarta.jms.ConnectionFactory;
+import jakarta.jms.JMSException;
+import jakarta.jms.Message;
+import jakarta.jms.MessageConsumer;
+import jakarta.jms.Session;
+import jakarta.jms.TextMessage;
+import java.time.Instant;
+import java.util.List;
+import java.util.UUID;
+import javax.sql.DataSource;
+
+/**
+ * Releases before 2026-12 wrote tenants' deliveries in a consumer of the topic {@code jobs.events}, through
+ * the shared durable subscription {@code jobgate.tenant-webhooks}; the relay's status round writes them now
+ * ({@link DeliveryFanOut}). Left in the broker, that subscription would keep a copy of every status event
+ * of every job, for nobody, until the broker's disk is full. So each relay instance, once: the events it
+ * still holds (published by an instance of the old release, which left their deliveries to it) are fanned
+ * out, then it is removed. While an instance of the old release still consumes it, the broker refuses the
+ * removal; the route tries again later (its events are fanned out by that instance meanwhile).
+ */
+public final class RetiredFanOutSubscription {
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(RetiredFanOutSubscription.class);
+
+    static final String NAME = "jobgate.tenant-webhooks";
+    private static final String TOPIC = "jobs.events";
+    private static final String SELECTOR = "JobgateStatus IS NOT NULL";
+    /** How long an empty subscription is listened to before it counts as drained. */
+    private static final long QUIET_MS = 200;
+
+    private final ConnectionFactory broker;
+    private final DataSource database;
+    private final DeliveryFanOut fanOut;
+    private volatile boolean removed;
+
+    public RetiredFanOutSubscription(ConnectionFactory broker, DataSource database, DeliveryFanOut fanOut) {
+        this.broker = broker;
+        this.database = database;
+        this.fanOut = fanOut;
+    }
+
+    /** Fans out what the subscription holds and removes it; answers whether it is gone (nothing to do once it is). */
+    public boolean drainAndRemove() throws JMSException, java.sql.SQLException {
+        if (removed) {
+            return true;
+        }
+        int drained = 0;
+        try (Connection connection = broker.createConnection();
+             Session session = connection.createSession(true, Session.SESSION_TRANSACTED)) {
+            connection.start();
+            try (MessageConsumer consumer = session.createSharedDurableConsumer(session.createTopic(TOPIC), NAME, SELECTOR)) {
+                for (Message m = consumer.receive(QUIET_MS); m != null; m = consumer.receive(QUIET_MS)) {
+                    try (java.sql.Connection c = database.getConnection()) {
+                        fanOut.write(c, List.of(event(((TextMessage) m).getText())));
+                    }
+                    session.commit(); // acknowledged once its deliveries are written (each once per endpoint)
+                    drained++;
+                }
+            }
+            session.unsubscribe(NAME);
+        } catch (jakarta.jms.IllegalStateException stillConsumed) {
+            LOG.info("webhooks: the retired subscription {} still has consumers (an instance of an older release?);"
+                    + " tried again later ({} events fanned out meanwhile)", NAME, drained);
+            return false;
+        }
+        removed = true;
+        if (drained > 0) {
+            LOG.info("webhooks: the retired subscription {} was removed after fanning out the {} events it held", NAME, drained);
+        }
+        return true;
+    }
+
+    /** A status event as the relay published it: {job_id, tenant_id, status, attempt, error_category?, at, event_id}. */
+    static StatusEvent event(String text) {
+        JsonNode e = Json.parseObject(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        return new StatusEvent(e.path("event_id").asLong(), UUID.fromString(e.path("job_id").asText()),
+                e.path("tenant_id").asText(), e.path("status").asText(), e.path("attempt").asInt(),
+                e.hasNonNull("error_category") ? e.path("error_category").asText() : null, Instant.parse(e.path("at").asText()));
+    }
+}
