@@ -214,11 +214,14 @@ public class JobgateConfiguration implements CamelConfiguration {
         AdmissionLimits limits = AdmissionLimits.from(settings);
         String instanceId = java.util.UUID.randomUUID().toString();
         AdmissionWriter writer = new AdmissionWriter(dataSource, limits, instanceId);
-        // The dispatch window, unless set: what the providers allow in flight, plus one message per
-        // starting consumer, so a slot freed by an ending call finds a job already dispatched.
+        // The dispatch window, unless set: what the providers allow in flight; as many answers again, that
+        // wait to be finished with their provider slots given back (ProviderCalls.mustWaitToFinish: their
+        // jobs hold the window until recorded, and a window of the calls alone kept the next wave of calls
+        // behind the finishes of the last); and one message per starting consumer, so a slot freed by an
+        // ending call finds a job already dispatched.
+        int callsAllowed = io.jobgate.adapter.AdapterHttpPool.callsAllowed(providers.all());
         RelaySettings relay = RelaySettings.from(settings, roles.runs(Roles.Role.RELAY),
-                io.jobgate.adapter.AdapterHttpPool.callsAllowed(providers.all())
-                        + settings.intValue("jobgate.worker.concurrency", 1, 10_000));
+                2 * callsAllowed + settings.intValue("jobgate.worker.concurrency", 1, 10_000));
         RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relay.enabled());
         writer.afterCommit(wakeup::wake);
         // A dispatch this instance wrote for later (a retry, a gate's reopening) wakes its relay when due.
