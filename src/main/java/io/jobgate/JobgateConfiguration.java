@@ -224,6 +224,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                 2 * callsAllowed + settings.intValue("jobgate.worker.concurrency", 1, 10_000));
         RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relay.enabled());
         writer.afterCommit(wakeup::wake);
+        registry.bind("relayWakeup", wakeup); // a call that ended gave its slot back: the next job may go (routes/worker.camel.yaml)
         // A dispatch this instance wrote for later (a retry, a gate's reopening) wakes its relay when due.
         io.jobgate.relay.RelayTimer relayTimer = new io.jobgate.relay.RelayTimer(clock, wakeup::wake);
         if (relay.enabled()) {
