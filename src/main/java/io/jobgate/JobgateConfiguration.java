@@ -222,7 +222,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         int callsAllowed = io.jobgate.adapter.AdapterHttpPool.callsAllowed(providers.all());
         RelaySettings relay = RelaySettings.from(settings, roles.runs(Roles.Role.RELAY),
                 2 * callsAllowed + settings.intValue("jobgate.worker.concurrency", 1, 10_000));
-        RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relay.enabled());
+        RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relay.enabled(), new io.jobgate.relay.RelayPace(relay.roundGapMs()));
+        registry.bind("relayPace", wakeup.pace());
         writer.afterCommit(wakeup::wake);
         registry.bind("relayWakeup", wakeup); // a call that ended gave its slot back: the next job may go (routes/worker.camel.yaml)
         // A dispatch this instance wrote for later (a retry, a gate's reopening) wakes its relay when due.
@@ -268,7 +269,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         });
         // Tenants' webhooks (docs/webhooks.md): a status round writes the deliveries of the events it takes.
         io.jobgate.notify.DeliveryFanOut deliveryFanOut = new io.jobgate.notify.DeliveryFanOut(jobs, clock);
-        OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), parts.relayDataSource(), clock, relay, callLimits, deliveryFanOut);
+        OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), parts.relayDataSource(), clock, relay, callLimits, deliveryFanOut, wakeup.pace());
         registry.bind("outboxRelay", outboxRelay);
         registry.bind("deadLetters", new DeadLetters(finalizer));
 

@@ -45,6 +45,7 @@ public final class OutboxRelay {
     private final int claimSeconds;
     private final int statusBatch;
     private final int perTenant;
+    private final RelayPace pace;
     private final io.jobgate.job.StatusEvent.RoundWrites statusRoundWrites;
     /** Names this relay on its claims, so the sweeper releases them when its process is gone. */
     private final String owner = io.jobgate.infra.InstanceLiveness.ownerName("relay-");
@@ -55,10 +56,12 @@ public final class OutboxRelay {
      *                       provider's jobs only while it has calls free (V30)
      * @param statusRoundWrites what a status round also writes for the events it took, in its transaction
      *                       (tenants' webhook deliveries)
+     * @param pace           when rounds may start (marked here as they start and end)
      */
     public OutboxRelay(ConnectionFactory connectionFactory, javax.sql.DataSource dataSource, java.time.Clock clock,
                        RelaySettings settings, java.util.Map<String, Integer> providerLimits,
-                       io.jobgate.job.StatusEvent.RoundWrites statusRoundWrites) {
+                       io.jobgate.job.StatusEvent.RoundWrites statusRoundWrites, RelayPace pace) {
+        this.pace = pace;
         this.statusRoundWrites = statusRoundWrites;
         this.connectionFactory = connectionFactory;
         this.providerLimits = providerLimits.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
@@ -78,6 +81,7 @@ public final class OutboxRelay {
 
     /** Headers the claim statements read: a fresh claim token per round, the window, the batch. */
     public void prepareRound(Exchange exchange) {
+        pace.roundStarts();
         Message m = exchange.getMessage();
         m.setHeader("claimToken", UUID.randomUUID().toString());
         m.setHeader("claimOwner", owner);
@@ -116,6 +120,7 @@ public final class OutboxRelay {
             throw brokerFailed;
         }
         exchange.setProperty("dispatched", exchange.getMessage().getHeader("published", Integer.class));
+        pace.roundEnded();
         exchange.setProperty("anotherRound", shareTaken);
     }
 

@@ -60,7 +60,7 @@ class RelayPublishFailureTest extends GatewayTestBase {
                     throw new JMSException("AMQ219016: Connection failure detected. Unblocking a blocking call that will never get a response");
                 });
         OutboxRelay relay = new OutboxRelay(failingOver, relayDataSource, Clock.systemUTC(),
-                new RelaySettings(true, 100, 30, 100, 4), Map.of(), (connection, taken) -> { });
+                new RelaySettings(true, 100, 30, 100, 4, 0), Map.of(), (connection, taken) -> { }, new RelayPace(0));
         Exchange round = new DefaultExchange(context);
         round.getMessage().setBody(List.of(Map.of("event_id", event, "job_id", UUID.fromString(job), "tenant_id", "acme")));
         round.getMessage().setHeader("claimToken", token);
