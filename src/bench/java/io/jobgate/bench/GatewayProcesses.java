@@ -110,7 +110,7 @@ final class GatewayProcesses implements AutoCloseable {
         env.put("JOBGATE_PROVIDER_OPENAI_API_KEY", "bench");
         env.put("JOBGATE_PROVIDER_OPENAI_MAX_CONCURRENCY", Integer.toString(maxConcurrency));
         env.putAll(moreEnv);
-        List<String> args = new ArrayList<>();
+        List<String> args = new ArrayList<>(List.of("-Xmx512m")); // as the README's run command starts it
         Path archive = jar.resolveSibling("jobgate.jsa");
         if (Files.isReadable(archive)) {
             args.add("-XX:SharedArchiveFile=" + archive); // as the README's run command starts it

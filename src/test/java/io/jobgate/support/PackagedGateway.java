@@ -20,11 +20,11 @@ public final class PackagedGateway {
      * own {@code JOBGATE_*} and {@code CAMEL_*} variables are left out). The embedded broker stays
      * in-VM and the simulator takes a free port: a port picked here and bound later could be taken
      * meanwhile (the embedded PostgreSQL once took one on CI). Started as the README's run command
-     * starts it: mapping the build's class-data archive.
+     * starts it: its heap capped, mapping the build's class-data archive.
      */
     public static ProcessBuilder builder(Path dataDir, int port, Path log, String... jvmOptions) {
         List<String> command = new ArrayList<>(List.of(System.getProperty("java.home") + "/bin/java",
-                "-XX:SharedArchiveFile=target/jobgate.jsa"));
+                "-Xmx512m", "-XX:SharedArchiveFile=target/jobgate.jsa"));
         command.addAll(List.of(jvmOptions));
         command.addAll(List.of("-jar", "target/jobgate.jar"));
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
