@@ -222,8 +222,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         int callsAllowed = io.jobgate.adapter.AdapterHttpPool.callsAllowed(providers.all());
         RelaySettings relay = RelaySettings.from(settings, roles.runs(Roles.Role.RELAY),
                 2 * callsAllowed + settings.intValue("jobgate.worker.concurrency", 1, 10_000));
-        RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relay.enabled(), new io.jobgate.relay.RelayPace(relay.roundGapMs()));
-        registry.bind("relayPace", wakeup.pace());
+        // When relay rounds may start (routes/outbox-relay.camel.yaml, round-gap): wakes count, rounds mark their start and end.
+        io.jobgate.relay.RelayPace relayPace = new io.jobgate.relay.RelayPace(relay.roundGapMs());
+        registry.bind("relayPace", relayPace);
+        RelayWakeup wakeup = new RelayWakeup(context.createProducerTemplate(), relay.enabled(), relayPace);
         writer.afterCommit(wakeup::wake);
         registry.bind("relayWakeup", wakeup); // a call that ended gave its slot back: the next job may go (routes/worker.camel.yaml)
         // A dispatch this instance wrote for later (a retry, a gate's reopening) wakes its relay when due.
@@ -269,7 +271,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         });
         // Tenants' webhooks (docs/webhooks.md): a status round writes the deliveries of the events it takes.
         io.jobgate.notify.DeliveryFanOut deliveryFanOut = new io.jobgate.notify.DeliveryFanOut(jobs, clock);
-        OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), parts.relayDataSource(), clock, relay, callLimits, deliveryFanOut, wakeup.pace());
+        OutboxRelay outboxRelay = new OutboxRelay(parts.jms(), parts.relayDataSource(), clock, relay, callLimits, deliveryFanOut, relayPace);
         registry.bind("outboxRelay", outboxRelay);
         registry.bind("deadLetters", new DeadLetters(finalizer));
 
@@ -400,7 +402,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         // A transcription's summary (docs/summaries.md), ordered once its transcript ended (route summary-orders).
         registry.bind("summaryOrders", new io.jobgate.summary.SummaryOrders(jdbc, clock, presets, providers, jobs, writer, limits,
                 s3, bucket, java.time.Duration.ofSeconds(settings.intValue("jobgate.summaries.retry-seconds", 1, 86_400))));
-        // Tenants' webhooks (docs/webhooks.md): the fan-out of status events, the sender (endpoints: above).
+        // Tenants' webhooks (docs/webhooks.md): the sender, the retired subscription's drain (endpoints and the fan-out: above).
         io.jobgate.notify.WebhookDeliveries webhookDeliveries = new io.jobgate.notify.WebhookDeliveries(jdbc, clock,
                 io.jobgate.notify.DeliverySchedule.parse(settings.required("jobgate.tenant-webhooks.retry-schedule")));
         registry.bind("retiredFanOutSubscription", new io.jobgate.notify.RetiredFanOutSubscription(parts.jms(), dataSource, deliveryFanOut));

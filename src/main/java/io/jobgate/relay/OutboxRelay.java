@@ -326,30 +326,26 @@ public final class OutboxRelay {
      * out for every admitted job.
      */
     static TextMessage statusMessage(Session session, io.jobgate.job.StatusEvent event) throws JMSException {
-        long eventId = event.eventId();
         String jobId = event.jobId().toString();
-        String tenantId = event.tenantId();
-        String status = event.status();
-        String errorCategory = event.errorCategory();
         java.io.StringWriter text = new java.io.StringWriter(192);
         try (com.fasterxml.jackson.core.JsonGenerator g = Json.MAPPER.getFactory().createGenerator(text)) {
             g.writeStartObject();
             g.writeStringField("job_id", jobId);
-            g.writeStringField("tenant_id", tenantId);
-            g.writeStringField("status", status);
+            g.writeStringField("tenant_id", event.tenantId());
+            g.writeStringField("status", event.status());
             g.writeNumberField("attempt", event.attempt());
-            if (errorCategory != null) {
-                g.writeStringField("error_category", errorCategory);
+            if (event.errorCategory() != null) {
+                g.writeStringField("error_category", event.errorCategory());
             }
             g.writeStringField("at", event.at().toString());
-            g.writeNumberField("event_id", eventId);
+            g.writeNumberField("event_id", event.eventId());
             g.writeEndObject();
         } catch (java.io.IOException e) {
-            throw new IllegalStateException("cannot write the status event " + eventId, e);
+            throw new IllegalStateException("cannot write the status event " + event.eventId(), e);
         }
         TextMessage message = session.createTextMessage(text.toString());
-        address(message, eventId, jobId, tenantId);
-        message.setStringProperty(STATUS, status);
+        address(message, event.eventId(), jobId, event.tenantId());
+        message.setStringProperty(STATUS, event.status());
         return message;
     }
 

@@ -22,10 +22,6 @@ public final class RelayWakeup {
         this.pace = pace;
     }
 
-    public RelayPace pace() {
-        return pace;
-    }
-
     public void wake() {
         if (enabled) {
             pace.woken();
