@@ -286,6 +286,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         canaries.publishWith(event -> canaryEvents.sendBodyAndHeader("jms:topic:" + OutboxRelay.EVENTS_TOPIC,
                 io.jobgate.common.Json.write(event), "JobgateEvent", "canary"));
         JobLeases leases = new JobLeases(jdbc, transactions, transitions, finalizer, canaries);
+        // Answered calls' slots go back early in batches, one statement (and one wake of the relay) each (step end-call).
+        io.jobgate.worker.CallEnds callEnds = new io.jobgate.worker.CallEnds(leases::endCalls, wakeup::wake);
+        context.addService(ManagedResource.startedAndStoppedBy("call-ends", callEnds::start, callEnds::close), true, true);
+        registry.bind("callEnds", callEnds);
         io.jobgate.job.ProviderGates gates = new io.jobgate.job.ProviderGates(jdbc, transactions, clock);
         gates.onDispatchDue(relayTimer::wakeAt); // a no-op unless the relay (and so its timer) runs here
         registry.bind("providerGates", gates);
@@ -350,6 +354,12 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.optional("jobgate.worker.max-calls").filter(v -> !v.isBlank()).isPresent()
                         ? settings.intValue("jobgate.worker.max-calls", 1, 1_000_000) : 0);
         registry.bind("providerCalls", providerCalls);
+        io.jobgate.worker.AnswersInMemory answersInMemory = io.jobgate.worker.AnswersInMemory.open(dataDir.resolve("answers-waiting"),
+                settings.optional("jobgate.worker.answers-in-memory-max-bytes").filter(v -> !v.isBlank()).isPresent()
+                        ? settings.longValue("jobgate.worker.answers-in-memory-max-bytes", 0, Long.MAX_VALUE)
+                        : io.jobgate.worker.AnswersInMemory.defaultBudget());
+        registry.bind("answersInMemory", answersInMemory);
+        meters.answersInMemory(answersInMemory::heldBytes, answersInMemory::onDiskBytes, answersInMemory::setAsideTotal);
         Map<String, Integer> capacity = new java.util.TreeMap<>();
         providers.all().forEach(p -> capacity.put(p.name(), p.maxConcurrency()));
         meters.providerCalls(providerCalls::inFlight, providerCalls::peak, providerCalls::handedOff, providerCalls::waitingToFinish,

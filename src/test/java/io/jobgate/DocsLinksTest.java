@@ -93,7 +93,7 @@ class DocsLinksTest {
         List<String> lines = Files.readAllLines(Path.of("README.md"));
         String firstScreen = String.join("\n", lines.subList(0, Math.min(60, lines.size())));
         assertThat(firstScreen).contains("durable job boundary").contains("POST /v1/jobs").contains("outbox relay")
-                .contains("mvn -q -DskipTests package && java -Xmx512m -XX:SharedArchiveFile=target/jobgate.jsa -jar target/jobgate.jar").contains("mvn -B verify")
+                .contains("mvn -q -DskipTests package && java -Xmx512m -XX:+ExitOnOutOfMemoryError -XX:SharedArchiveFile=target/jobgate.jsa -jar target/jobgate.jar").contains("mvn -B verify")
                 .contains("jobgate ready in");
         assertThat(Files.readString(Path.of("README.md"))).doesNotContain("../shared/");
     }

@@ -50,7 +50,8 @@ final class GatewayProcesses implements AutoCloseable {
         this.postgres = EmbeddedPostgresServer.start(dir.resolve("postgres"), Bench.freePort(),
                 EmbeddedPostgresServer.Durability.DURABLE, Map.of("shared_preload_libraries", "pg_stat_statements"));
         int providerPort = Bench.freePort();
-        this.provider = start("slow-provider", List.of("-Xss256k", "-cp", Bench.benchClasses() + File.pathSeparator + jar, SlowProvider.class.getName(),
+        this.provider = start("slow-provider", List.of("-Xss256k",
+                "-Dslow-provider.images=" + System.getProperty("jobgate.bench.images", "blank"), "-cp", Bench.benchClasses() + File.pathSeparator + jar, SlowProvider.class.getName(),
                 Integer.toString(providerPort), Long.toString(latencyMillis)), Map.of());
         this.providerUrl = "http://127.0.0.1:" + providerPort;
         await(() -> get(providerUrl + "/stats").statusCode() == 200, provider, "the stand-in");
@@ -110,7 +111,7 @@ final class GatewayProcesses implements AutoCloseable {
         env.put("JOBGATE_PROVIDER_OPENAI_API_KEY", "bench");
         env.put("JOBGATE_PROVIDER_OPENAI_MAX_CONCURRENCY", Integer.toString(maxConcurrency));
         env.putAll(moreEnv);
-        List<String> args = new ArrayList<>(List.of("-Xmx512m")); // as the README's run command starts it
+        List<String> args = new ArrayList<>(List.of("-Xmx512m", "-XX:+ExitOnOutOfMemoryError")); // as the README's run command starts it
         Path archive = jar.resolveSibling("jobgate.jsa");
         if (Files.isReadable(archive)) {
             args.add("-XX:SharedArchiveFile=" + archive); // as the README's run command starts it

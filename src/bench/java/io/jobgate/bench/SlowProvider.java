@@ -35,6 +35,9 @@ import com.sun.net.httpserver.HttpServer;
  */
 public final class SlowProvider {
 
+    /** {@code -Dslow-provider.images=noise}: pictures of a real image's size instead of blank ones. */
+    private static final boolean NOISE = "noise".equals(System.getProperty("slow-provider.images"));
+
     private static final Pattern SIZE = Pattern.compile("\"size\"\\s*:\\s*\"(\\d+)x(\\d+)\"");
 
     final HttpServer server;
@@ -126,8 +129,18 @@ public final class SlowProvider {
         String[] parts = wxh.split("x");
         try {
             ByteArrayOutputStream png = new ByteArrayOutputStream();
-            ImageIO.write(new BufferedImage(Integer.parseInt(parts[0]), Integer.parseInt(parts[1]), BufferedImage.TYPE_INT_RGB),
-                    "png", png);
+            BufferedImage image = new BufferedImage(Integer.parseInt(parts[0]), Integer.parseInt(parts[1]), BufferedImage.TYPE_INT_RGB);
+            if (NOISE) {
+                // A picture's worth of bytes: noise does not compress, so a 1024x1024 PNG is ~1.5 MiB, about what
+                // gpt-image-1 returns (a blank one is a few KiB, which hides what answers cost in memory).
+                java.util.Random random = new java.util.Random(42);
+                for (int y = 0; y < image.getHeight(); y++) {
+                    for (int x = 0; x < image.getWidth(); x++) {
+                        image.setRGB(x, y, random.nextInt() & 0x0f0f0f);
+                    }
+                }
+            }
+            ImageIO.write(image, "png", png);
             return ("{\"created\": " + System.currentTimeMillis() / 1000 + ", \"data\": [{\"b64_json\": \""
                     + Base64.getEncoder().encodeToString(png.toByteArray()) + "\"}], \"usage\": {\"input_tokens\": 20, "
                     + "\"output_tokens\": 1056, \"total_tokens\": 1076}}").getBytes(StandardCharsets.UTF_8);

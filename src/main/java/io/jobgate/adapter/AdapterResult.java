@@ -57,6 +57,12 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
                 outputText, outputMediaType, message, excerpt, null, null, declared, null);
     }
 
+    /** The same answer with these outputs (an output set aside on disk while the answer waits, and taken back). */
+    public AdapterResult withOutputs(String base64, String text) {
+        return new AdapterResult(outcome, category, httpStatus, retryAfter, providerRequestId, providerTask, outputUrl, base64,
+                text, outputMediaType, message, excerpt, billedAmount, billedUnit, declared, providerState);
+    }
+
     /** A call that never reached an adapter or ended in an exception, classified by where it broke. */
     public static AdapterResult ofException(Throwable failure) {
         ErrorCategory category = sentBeforeFailing(failure) ? ErrorCategory.AMBIGUOUS : ErrorCategory.TRANSIENT;

@@ -372,9 +372,21 @@ public final class JobTransitions {
      * @return whether the call still held its slot (and gave it back now)
      */
     public boolean endCall(UUID jobId, UUID leaseToken) {
-        MapSqlParameterSource p = new MapSqlParameterSource().addValue("job", jobId).addValue("token", leaseToken)
+        return endCalls(List.of(jobId), List.of(leaseToken)) == 1;
+    }
+
+    /**
+     * {@link #endCall} for many calls in one statement (their hand-backs batched by one releaser): each
+     * under its own lease token, so a call whose lease was lost or whose record came first frees nothing.
+     *
+     * @return how many of the calls still held their slot (and gave it back now)
+     */
+    public int endCalls(List<UUID> jobIds, List<UUID> leaseTokens) {
+        MapSqlParameterSource p = new MapSqlParameterSource()
+                .addValue("jobs", jobIds.stream().map(UUID::toString).toArray(String[]::new))
+                .addValue("tokens", leaseTokens.stream().map(UUID::toString).toArray(String[]::new))
                 .addValue("callShard", ReleaseShards.releaseShard() - 1);
-        return !TransitionSql.END_CALL.queryForList(jdbc, p).isEmpty();
+        return ((Number) TransitionSql.END_CALLS.queryForMap(jdbc, p).get("freed")).intValue();
     }
 
     /**

@@ -81,16 +81,22 @@ final class TransitionSql {
                  WHERE tenant_id = :tenant RETURNING tenant_id)
             UPDATE gateway_capacity SET in_flight = in_flight + 1 WHERE id = 1 AND (SELECT count(*) FROM tenant) >= 0""";
 
-    /** The call's slot, freed by its job and lease token, and its provider's share given back on the thread's release row. */
-    static final Statement END_CALL = new Statement("""
-            WITH freed AS (
-                UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL
-                 WHERE job_id = :job AND lease_token = :token RETURNING provider)
-            INSERT INTO provider_window AS w (provider, shard, running)
-            SELECT provider, :callShard, -1 FROM freed
-            ON CONFLICT (provider, shard) DO UPDATE SET running = w.running - 1
-            RETURNING 1""");
-
+    /**
+     * Answered calls' slots freed, each by its job and lease token, in one statement (a batch of them, or one);
+     * their providers' shares given back on the thread's release row. Returns how many slots were freed.
+     */
+    static final Statement END_CALLS = new Statement("""
+            WITH ended AS (
+                SELECT * FROM unnest(CAST(:jobs AS uuid[]), CAST(:tokens AS uuid[])) AS e(job_id, lease_token)),
+            freed AS (
+                UPDATE provider_slots s SET lease_token = NULL, job_id = NULL, taken_at = NULL
+                  FROM ended e WHERE s.job_id = e.job_id AND s.lease_token = e.lease_token
+                RETURNING s.provider),
+            given_back AS (
+                INSERT INTO provider_window AS w (provider, shard, running)
+                SELECT provider, :callShard, -count(*) FROM freed GROUP BY provider
+                ON CONFLICT (provider, shard) DO UPDATE SET running = w.running + EXCLUDED.running)
+            SELECT count(*) AS freed FROM freed""");
 
     /** A transition's first statement: the job row's move (and what comes with it in the same statement). */
     private static String updateSql(JobTransitions.Event event, JobTransitions.Guard guard, String returning) {

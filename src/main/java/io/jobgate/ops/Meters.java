@@ -192,6 +192,35 @@ public final class Meters {
         this.callCapacity = java.util.Map.copyOf(capacity);
     }
 
+    private volatile java.util.function.LongSupplier answersHeldBytes;
+    private volatile java.util.function.LongSupplier answersOnDiskBytes;
+    private volatile java.util.function.LongSupplier answersSetAside;
+
+    /** Answers' outputs between their call and their record: bytes in memory, bytes waiting on disk, answers set aside. */
+    public void answersInMemory(java.util.function.LongSupplier heldBytes, java.util.function.LongSupplier onDiskBytes,
+                                java.util.function.LongSupplier setAsideTotal) {
+        this.answersHeldBytes = heldBytes;
+        this.answersOnDiskBytes = onDiskBytes;
+        this.answersSetAside = setAsideTotal;
+    }
+
+    private void registerAnswersInMemory() {
+        if (answersHeldBytes == null) {
+            return;
+        }
+        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_answer_output_bytes", answersHeldBytes, s -> s.getAsLong())
+                .tag("held", "memory")
+                .description("bytes of answers' outputs between their call and their record, by where they are held")
+                .register(registry());
+        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_answer_output_bytes", answersOnDiskBytes, s -> s.getAsLong())
+                .tag("held", "disk")
+                .description("bytes of answers' outputs between their call and their record, by where they are held")
+                .register(registry());
+        io.micrometer.core.instrument.FunctionCounter.builder("jobgate_worker_answers_set_aside_total", answersSetAside, s -> s.getAsLong())
+                .description("answers whose output waited on disk (jobgate.worker.answers-in-memory-max-bytes was held)")
+                .register(registry());
+    }
+
     private volatile java.util.function.IntSupplier waitingReads;
 
     /** Reads waiting on this instance for their job to end ({@code GET /v1/jobs/{id}?wait=N}). */
@@ -274,6 +303,7 @@ public final class Meters {
             reconcileLag(); // served from the start (count 0), so its panel and rates have a series to read
             registerProviderCalls();
             registerWaitingReads();
+            registerAnswersInMemory();
         }
         java.sql.Timestamp now = java.sql.Timestamp.from(clock.instant());
         // Every tenant and open status, 0 included: a series that drops to 0 instead of vanishing.

@@ -91,7 +91,9 @@ public final class JobLeases {
      * answer the provider billed is the job's evidence, never thrown away.
      */
     public boolean mayFinish(UUID jobId, UUID leaseToken, int attempt) {
-        return leaseToken != null && conditions.mayFinish(jobId, leaseToken, attempt);
+        // Through the retrying transactions: asked with an answer in hand, so a database out of reach for a
+        // while (a failover, a pool timed out under a wave of answers) is waited for, not the answer dropped.
+        return leaseToken != null && Boolean.TRUE.equals(transactions.execute(tx -> conditions.mayFinish(jobId, leaseToken, attempt)));
     }
 
     /**
@@ -294,13 +296,13 @@ public final class JobLeases {
     }
 
     /**
-     * The call under {@code leaseToken} was answered and its answer waits to be finished: its provider
-     * slot and window share go back now ({@link JobTransitions#endCall}); the job stays {@code submitting}.
+     * Answered calls whose answers wait to be finished: their provider slots and window shares go back now
+     * ({@link JobTransitions#endCalls}), in one statement for the batch; their jobs stay {@code submitting}.
      *
-     * @return false if the call no longer held its slot (its lease was lost, or it gave it back already)
+     * @return how many still held their slot (a call whose lease was lost, or recorded already, frees nothing)
      */
-    public boolean endCall(UUID jobId, UUID leaseToken) {
-        return transitions.endCall(jobId, leaseToken);
+    public int endCalls(java.util.List<UUID> jobIds, java.util.List<UUID> leaseTokens) {
+        return transitions.endCalls(jobIds, leaseTokens);
     }
 
     /** Runs {@code work} (database writes only: it may run again after a deadlock) in one transaction. */

@@ -321,25 +321,6 @@ public final class Worker {
         exchange.setProperty(ADAPTER_URI, started.adapterUri());
     }
 
-    /**
-     * Step (end-call), for an answer that must wait for a place to be finished: the provider is done with
-     * this call, so its slot and window share go back now and the provider's next call starts while this
-     * answer waits ({@link JobLeases#endCall}). Without it a wave of answers arriving together held the
-     * provider's slots through the whole queue to be finished, and the next wave started only behind it.
-     */
-    public void endCall(Exchange exchange) {
-        Lease lease = exchange.getProperty(STARTED, Started.class).lease();
-        try {
-            leases.endCall(lease.jobId(), lease.token());
-        } catch (org.springframework.dao.DataAccessException e) {
-            // Only an early hand-back: the record's transition gives the slot back anyway. Thrown on, it ended the
-            // exchange before the record, and a paid answer was lost to its lease's expiry (a wave of answers that
-            // each ask for a pooled connection here, unbounded, timed the pool out: submission_unknown for good).
-            LOG.warn("job {}: provider slot not given back before the record ({}); the record gives it back",
-                    lease.jobId(), e.getClass().getSimpleName());
-        }
-    }
-
     /** Step 5: what the adapter answered ({@link AdapterAnswer}; an exception it threw included). */
     public void classify(Exchange exchange) {
         Started started = exchange.getProperty(STARTED, Started.class);

@@ -308,6 +308,27 @@ class JobTransitionsTest {
                 "provider_window", answered.counters().get("provider_window")));
     }
 
+    @Test
+    void aBatchOfAnsweredCallsGivesEachSlotBackUnderItsOwnLeaseTokenOnce() {
+        Fixture first = jobIn(JobStatus.SUBMITTING);
+        Fixture stale = jobIn(JobStatus.SUBMITTING);
+        Fixture last = jobIn(JobStatus.SUBMITTING);
+        Snapshot before = snapshot(first.jobId());
+        List<UUID> jobs = List.of(first.jobId(), stale.jobId(), last.jobId());
+        List<UUID> tokens = List.of(first.leaseToken(), UUID.randomUUID(), last.leaseToken());
+
+        assertThat(transitions.endCalls(jobs, tokens)).as("the call under another lease's token frees nothing").isEqualTo(2);
+        assertThat(snapshot(first.jobId()).holdsProviderSlot()).isFalse();
+        assertThat(snapshot(stale.jobId()).holdsProviderSlot()).isTrue();
+        assertThat(snapshot(last.jobId()).holdsProviderSlot()).isFalse();
+        Snapshot after = snapshot(first.jobId());
+        assertThat(after.counters()).isEqualTo(with(before.counters(), "provider_window", -2));
+        assertThat(after.job()).as("the jobs stay in their calls' attempts until the answers are recorded").isEqualTo(before.job());
+
+        assertThat(transitions.endCalls(jobs, tokens)).as("given back once").isZero();
+        assertThat(snapshot(first.jobId()).counters()).isEqualTo(after.counters());
+    }
+
     private static Map<String, Object> with(Map<String, Object> counters, String name, int delta) {
         Map<String, Object> changed = new java.util.HashMap<>(counters);
         changed.put(name, (int) counters.get(name) + delta);

@@ -24,7 +24,7 @@ public final class PackagedGateway {
      */
     public static ProcessBuilder builder(Path dataDir, int port, Path log, String... jvmOptions) {
         List<String> command = new ArrayList<>(List.of(System.getProperty("java.home") + "/bin/java",
-                "-Xmx512m", "-XX:SharedArchiveFile=target/jobgate.jsa"));
+                "-Xmx512m", "-XX:+ExitOnOutOfMemoryError", "-XX:SharedArchiveFile=target/jobgate.jsa"));
         command.addAll(List.of(jvmOptions));
         command.addAll(List.of("-jar", "target/jobgate.jar"));
         ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());

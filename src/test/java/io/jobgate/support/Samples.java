@@ -17,6 +17,27 @@ public final class Samples {
         return image("png", width, height);
     }
 
+    /**
+     * A PNG whose first {@code noisyRows} rows are noise: it does not compress, so its size is what a test of
+     * outputs' bytes needs (about 1.5 bytes a pixel of those rows), where a blank one is a few hundred bytes.
+     */
+    public static byte[] noisyPng(int width, int height, int noisyRows) {
+        try {
+            BufferedImage img = new BufferedImage(width, height, BufferedImage.TYPE_INT_RGB);
+            java.util.Random random = new java.util.Random(7);
+            for (int y = 0; y < Math.min(noisyRows, height); y++) {
+                for (int x = 0; x < width; x++) {
+                    img.setRGB(x, y, random.nextInt() & 0x0f0f0f);
+                }
+            }
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            ImageIO.write(img, "png", out);
+            return out.toByteArray();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     public static byte[] jpeg(int width, int height) {
         return image("jpg", width, height);
     }

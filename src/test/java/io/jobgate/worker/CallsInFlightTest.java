@@ -31,7 +31,8 @@ import org.junit.jupiter.api.Test;
  * two dispatch consumers (jobgate.worker.concurrency) and a provider allowing 30 calls, more than the
  * HTTP library's default of 20 connections per host, against a stand-in that takes seconds: all 30 calls
  * reach it at once, each job succeeds on its first attempt, and no lease runs out while a call waits. An
- * answer waiting to be finished holds no slot: the provider's next calls start meanwhile.
+ * answer waiting to be finished holds no slot: the provider's next calls start meanwhile, and with the
+ * budget of outputs in memory at 0 its output waits on disk and comes back whole.
  */
 class CallsInFlightTest extends GatewayTestBase {
 
@@ -46,6 +47,14 @@ class CallsInFlightTest extends GatewayTestBase {
 
     @BeanInject
     Worker worker;
+
+    @BeanInject
+    AnswersInMemory answersInMemory;
+
+    /** An image of about 150 KiB: over the size below which outputs always stay in memory. */
+    static final byte[] IMAGE = io.jobgate.support.Samples.noisyPng(1024, 1536, 100);
+    static final String IMAGE_REPLY = "{\"created\": 1, \"data\": [{\"b64_json\": \""
+            + java.util.Base64.getEncoder().encodeToString(IMAGE) + "\"}]}";
 
     @Override
     protected Map<String, String> settings() throws Exception {
@@ -67,6 +76,8 @@ class CallsInFlightTest extends GatewayTestBase {
                 Map.entry("jobgate.worker.concurrency", "2"),
                 // One answer finished at a time, so answers arriving together wait for a place.
                 Map.entry("jobgate.worker.finish-concurrency", "1"),
+                // Every output over the smallest set aside waits on disk.
+                Map.entry("jobgate.worker.answers-in-memory-max-bytes", "0"),
                 Map.entry("jobgate.worker.lease-margin-seconds", "2"),
                 Map.entry("jobgate.sweeper.enabled", "true"),
                 Map.entry("jobgate.sweeper.period-ms", "200"),
@@ -99,7 +110,7 @@ class CallsInFlightTest extends GatewayTestBase {
     void answersWaitingToBeFinishedLetTheProvidersNextCallsStart() throws Exception {
         String tag = Jobs.tag();
         fake.stubFor(post(PATH).withRequestBody(containing(tag))
-                .willReturn(aResponse().withStatus(200).withBody(WorkerTest.pngReply()).withFixedDelay(300)));
+                .willReturn(aResponse().withStatus(200).withBody(IMAGE_REPLY).withFixedDelay(300)));
         // The first answer to reach its place holds the only one until released: every other answer waits.
         java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
@@ -112,6 +123,7 @@ class CallsInFlightTest extends GatewayTestBase {
                 }
             }
         });
+        long setAsideBefore = answersInMemory.setAsideTotal();
         try {
             List<UUID> ids = postJobs(tag, ALLOWED + 3);
             // The provider answered the first 30 calls; their answers wait behind the one held, yet they gave
@@ -119,10 +131,20 @@ class CallsInFlightTest extends GatewayTestBase {
             await().atMost(Duration.ofSeconds(15)).until(() -> requests(tag) == ALLOWED + 3);
             assertThat(ids.stream().filter(id -> "succeeded".equals(Jobs.status(id)))).isEmpty();
             assertThat(heldSlots()).as("calls at the provider now (answered calls hold no slot)").isLessThanOrEqualTo(ALLOWED);
+            // The waiting answers' outputs wait on disk, none in memory beyond the one held at its place.
+            await().atMost(Duration.ofSeconds(15)).until(() -> calls.waitingToFinish() >= ALLOWED);
+            assertThat(answersInMemory.onDiskBytes()).isGreaterThanOrEqualTo((long) ALLOWED * IMAGE.length);
+            assertThat(answersInMemory.heldBytes()).isZero();
 
             release.countDown();
             await().atMost(Duration.ofSeconds(40)).until(() -> ids.stream().allMatch(id -> "succeeded".equals(Jobs.status(id))));
             assertThat(attemptsNotSucceeded(ids)).isZero();
+            assertThat(answersInMemory.setAsideTotal() - setAsideBefore).as("every answer's output waited on disk")
+                    .isGreaterThanOrEqualTo(ALLOWED + 3);
+            await().atMost(Duration.ofSeconds(5)).until(() -> answersInMemory.onDiskBytes() == 0 && answersInMemory.heldBytes() == 0);
+            for (UUID id : List.of(ids.get(0), ids.get(ids.size() - 1))) {
+                assertThat(api.getBytes(KEY, "/v1/jobs/" + id + "/output")).as("the output as the provider sent it").isEqualTo(IMAGE);
+            }
             // Each call's slot and its provider's share of the window came back once: none held, none given twice.
             await().atMost(Duration.ofSeconds(5)).until(() -> heldSlots() == 0);
             assertThat(Db.count("SELECT coalesce(sum(running), 0) FROM provider_window WHERE provider = 'fakeimg'")).isZero();
