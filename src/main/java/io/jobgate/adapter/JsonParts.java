@@ -87,16 +87,60 @@ public final class JsonParts {
             return;
         }
         byte[] body = exchange.getMessage().getBody(byte[].class);
-        com.fasterxml.jackson.databind.JsonNode reply = body == null || body.length == 0 ? null : Json.MAPPER.readTree(body);
-        if (reply == null) {
+        if (body == null || body.length == 0) {
             return;
         }
-        pointers.forEach((name, pointer) -> {
-            com.fasterxml.jackson.databind.JsonNode value = reply.at(pointer);
-            if (!value.isMissingNode() && !value.isNull()) {
-                exchange.setProperty(name, value.isValueNode() ? value.asText() : value.toString());
+        for (Map.Entry<String, String> pointer : pointers.entrySet()) {
+            String value = valueAt(body, com.fasterxml.jackson.core.JsonPointer.compile(pointer.getValue()));
+            if (value != null) {
+                exchange.setProperty(pointer.getKey(), value);
             }
-        });
+        }
+    }
+
+    /**
+     * The value at {@code pointer} as text (a container as its JSON), null when absent or null. Only that value is
+     * read: the parser skips the rest, and a plain string (no escapes: base64 has none) is copied from the bytes
+     * in one go, where Jackson's own reading of megabytes of text went byte by byte into growing buffers.
+     */
+    static String valueAt(byte[] json, com.fasterxml.jackson.core.JsonPointer pointer) throws java.io.IOException {
+        try (com.fasterxml.jackson.core.JsonParser parser = new com.fasterxml.jackson.core.filter.FilteringParserDelegate(
+                Json.MAPPER.getFactory().createParser(json), new com.fasterxml.jackson.core.filter.JsonPointerBasedFilter(pointer),
+                com.fasterxml.jackson.core.filter.TokenFilter.Inclusion.ONLY_INCLUDE_ALL, false)) {
+            com.fasterxml.jackson.core.JsonToken token = parser.nextToken();
+            if (token == null || token == com.fasterxml.jackson.core.JsonToken.VALUE_NULL) {
+                // Nothing there; read to the end all the same, so a reply that is not JSON fails as unreadable.
+                while (parser.nextToken() != null) {
+                    parser.skipChildren();
+                }
+                return null;
+            }
+            if (token == com.fasterxml.jackson.core.JsonToken.VALUE_STRING) {
+                String plain = plainString(json, (int) parser.currentTokenLocation().getByteOffset());
+                return plain != null ? plain : parser.getText();
+            }
+            if (token.isStructStart()) {
+                return Json.MAPPER.readTree(parser).toString();
+            }
+            return parser.getText();
+        }
+    }
+
+    /** The string literal whose opening quote is at {@code quote}, if it has no escape; else null. */
+    private static String plainString(byte[] json, int quote) {
+        if (quote < 0 || quote >= json.length || json[quote] != '"') {
+            return null;
+        }
+        for (int i = quote + 1; i < json.length; i++) {
+            byte b = json[i];
+            if (b == '"') {
+                return new String(json, quote + 1, i - quote - 1, java.nio.charset.StandardCharsets.UTF_8);
+            }
+            if (b == '\\') {
+                return null;
+            }
+        }
+        return null;
     }
 
     public void retryDelay(Exchange exchange) {

@@ -34,6 +34,18 @@ class JsonPartsFieldTest {
     }
 
     @Test
+    void escapedAndNonAsciiTextReadsAsJsonSaysIt() throws Exception {
+        Exchange exchange = reply("{\"data\": [{\"b64_json\": \"ab\\/cd\\u00e9\"}, {\"text\": \"caf\u00e9 \u2014 ok\"}]}");
+        exchange.setProperty("field.escaped", "/data/0/b64_json");
+        exchange.setProperty("field.plain", "/data/1/text");
+
+        parts.field(exchange);
+
+        assertThat(exchange.getProperty("escaped", String.class)).isEqualTo("ab/cd\u00e9");
+        assertThat(exchange.getProperty("plain", String.class)).isEqualTo("caf\u00e9 \u2014 ok");
+    }
+
+    @Test
     void aReplyThatIsNotJsonFailsTheAdapterAsUnreadable() {
         Exchange exchange = reply("<html>bad gateway</html>");
         exchange.setProperty("field.JobgateOutputBase64", "/data/0/b64_json");
