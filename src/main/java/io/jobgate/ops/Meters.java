@@ -208,13 +208,11 @@ public final class Meters {
         if (answersHeldBytes == null) {
             return;
         }
-        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_answer_output_bytes", answersHeldBytes, s -> s.getAsLong())
-                .tag("held", "memory")
-                .description("bytes of answers' outputs between their call and their record, by where they are held")
+        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_answer_output_bytes_in_memory", answersHeldBytes, s -> s.getAsLong())
+                .description("bytes of answers' outputs held in memory between their call and their record")
                 .register(registry());
-        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_answer_output_bytes", answersOnDiskBytes, s -> s.getAsLong())
-                .tag("held", "disk")
-                .description("bytes of answers' outputs between their call and their record, by where they are held")
+        io.micrometer.core.instrument.Gauge.builder("jobgate_worker_answer_output_bytes_on_disk", answersOnDiskBytes, s -> s.getAsLong())
+                .description("bytes of answers' outputs waiting on disk for their answer to be finished")
                 .register(registry());
         io.micrometer.core.instrument.FunctionCounter.builder("jobgate_worker_answers_set_aside_total", answersSetAside, s -> s.getAsLong())
                 .description("answers whose output waited on disk (jobgate.worker.answers-in-memory-max-bytes was held)")

@@ -91,12 +91,7 @@ public final class AnswersInMemory {
             if (size < SMALLEST_SET_ASIDE) {
                 held.addAndGet(size);
             }
-            exchange.getExchangeExtension().addOnCompletion(new SynchronizationAdapter() {
-                @Override
-                public void onDone(Exchange done) {
-                    held.addAndGet(-size);
-                }
-            });
+            heldUntilDone(exchange, size);
             return;
         }
         Path file = dir.resolve(exchange.getExchangeId() + ".answer");
@@ -106,12 +101,7 @@ public final class AnswersInMemory {
             // The disk refused: the answer waits in memory rather than being lost.
             LOG.warn("an answer's output of {} bytes could not wait on disk ({}): it waits in memory", size, e.toString());
             held.addAndGet(size);
-            exchange.getExchangeExtension().addOnCompletion(new SynchronizationAdapter() {
-                @Override
-                public void onDone(Exchange done) {
-                    held.addAndGet(-size);
-                }
-            });
+            heldUntilDone(exchange, size);
             return;
         }
         onDisk.addAndGet(size);
@@ -126,6 +116,16 @@ public final class AnswersInMemory {
                     onDisk.addAndGet(-size);
                     deleteQuietly(file);
                 }
+            }
+        });
+    }
+
+    /** Counted in memory (already) until the exchange is done. */
+    private void heldUntilDone(Exchange exchange, long size) {
+        exchange.getExchangeExtension().addOnCompletion(new SynchronizationAdapter() {
+            @Override
+            public void onDone(Exchange done) {
+                held.addAndGet(-size);
             }
         });
     }
