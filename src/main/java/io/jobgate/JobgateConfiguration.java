@@ -101,7 +101,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         List<String> reachable = io.jobgate.tenant.DemoCredentials.reachable(tenants,
                 roles.runs(Roles.Role.API) ? settings.optional("jobgate.admin.api-key-sha256").orElse(null) : null,
                 roles.runs(Roles.Role.API) ? settings.optional("camel.server.host").orElse("") : "127.0.0.1",
-                settings.optional("jobgate.broker.url").filter(u -> !u.isBlank()).isPresent() ? null
+                settings.optional("jobgate.broker.url").isPresent() ? null
                         : settings.required("jobgate.broker.embedded-host"));
         if (!reachable.isEmpty()) {
             if (!settings.bool("jobgate.demo")) {
@@ -178,8 +178,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         // Every call a provider allows gets a connection at once (a call waiting for one would spend its lease).
         io.jobgate.adapter.AdapterHttpPool.Size pool = io.jobgate.adapter.AdapterHttpPool.size(context, providers.all(),
                 settings.intValue("jobgate.http.spare-connections", 0, 100_000),
-                settings.optional("camel.component.http.connections-per-route").filter(v -> !v.isBlank()).map(Integer::valueOf),
-                settings.optional("camel.component.http.max-total-connections").filter(v -> !v.isBlank()).map(Integer::valueOf));
+                settings.optional("camel.component.http.connections-per-route").map(Integer::valueOf),
+                settings.optional("camel.component.http.max-total-connections").map(Integer::valueOf));
         io.jobgate.adapter.AdapterRoutes adapterRoutes = new io.jobgate.adapter.AdapterRoutes(context);
         providers.watchAdapters(adapterRoutes);
         providers.readAdapterSources(adapterRoutes::source);
@@ -351,11 +351,11 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.intValue("jobgate.worker.finish-concurrency", 1, 1000),
                 providers.all().stream().mapToInt(io.jobgate.provider.Provider::maxConcurrency).sum(),
                 settings.intValue("jobgate.worker.concurrency", 1, 10000),
-                settings.optional("jobgate.worker.max-calls").filter(v -> !v.isBlank()).isPresent()
+                settings.optional("jobgate.worker.max-calls").isPresent()
                         ? settings.intValue("jobgate.worker.max-calls", 1, 1_000_000) : 0);
         registry.bind("providerCalls", providerCalls);
         io.jobgate.worker.AnswersInMemory answersInMemory = io.jobgate.worker.AnswersInMemory.open(dataDir.resolve("answers-waiting"),
-                settings.optional("jobgate.worker.answers-in-memory-max-bytes").filter(v -> !v.isBlank()).isPresent()
+                settings.optional("jobgate.worker.answers-in-memory-max-bytes").isPresent()
                         ? settings.longValue("jobgate.worker.answers-in-memory-max-bytes", 0, Long.MAX_VALUE)
                         : io.jobgate.worker.AnswersInMemory.defaultBudget());
         registry.bind("answersInMemory", answersInMemory);

@@ -57,13 +57,18 @@ public final class JsonParts {
     }
 
     public void quote(Exchange exchange) {
-        Map<String, Object> quoted = new HashMap<>();
+        prefixed(exchange, "quote.").forEach((name, value) -> exchange.setProperty(name + "Json", Json.write(text(value))));
+    }
+
+    /** The exchange's properties named {@code prefix<name>}, by {@code <name>} (a copy: the caller may set properties). */
+    private static Map<String, Object> prefixed(Exchange exchange, String prefix) {
+        Map<String, Object> found = new HashMap<>();
         exchange.getProperties().forEach((name, value) -> {
-            if (name.startsWith("quote.")) {
-                quoted.put(name.substring("quote.".length()) + "Json", Json.write(text(value)));
+            if (name.startsWith(prefix)) {
+                found.put(name.substring(prefix.length()), value);
             }
         });
-        quoted.forEach(exchange::setProperty);
+        return found;
     }
 
     private static String text(Object value) {
@@ -77,12 +82,8 @@ public final class JsonParts {
     }
 
     public void field(Exchange exchange) throws java.io.IOException {
-        Map<String, String> pointers = new HashMap<>();
-        exchange.getProperties().forEach((name, value) -> {
-            if (name.startsWith("field.") && value != null) {
-                pointers.put(name.substring("field.".length()), value.toString());
-            }
-        });
+        Map<String, Object> pointers = prefixed(exchange, "field.");
+        pointers.values().removeIf(java.util.Objects::isNull);
         if (pointers.isEmpty()) {
             return;
         }
@@ -90,8 +91,8 @@ public final class JsonParts {
         if (body == null || body.length == 0) {
             return;
         }
-        for (Map.Entry<String, String> pointer : pointers.entrySet()) {
-            String value = valueAt(body, com.fasterxml.jackson.core.JsonPointer.compile(pointer.getValue()));
+        for (Map.Entry<String, Object> pointer : pointers.entrySet()) {
+            String value = valueAt(body, com.fasterxml.jackson.core.JsonPointer.compile(pointer.getValue().toString()));
             if (value != null) {
                 exchange.setProperty(pointer.getKey(), value);
             }

@@ -19,7 +19,7 @@ public record RelaySettings(boolean enabled, int maxRunning, int claimSeconds, i
 
     /** @param derivedMaxRunning the window when {@code jobgate.dispatch.max-running} is left empty */
     public static RelaySettings from(Settings s, boolean enabled, int derivedMaxRunning) {
-        boolean set = s.optional("jobgate.dispatch.max-running").filter(v -> !v.isBlank()).isPresent();
+        boolean set = s.optional("jobgate.dispatch.max-running").isPresent();
         return new RelaySettings(enabled,
                 set ? s.intValue("jobgate.dispatch.max-running", 1, 1_000_000) : Math.max(1, Math.min(derivedMaxRunning, 1_000_000)),
                 s.intValue("jobgate.relay.claim-seconds", 1, 3600),

@@ -36,8 +36,11 @@ public final class AnswersInMemory {
 
     private static final Logger LOG = LoggerFactory.getLogger(AnswersInMemory.class);
 
-    /** The worker exchange's property naming the file its answer's output waits in. */
+    /** The worker exchange's property naming the file its answer's output waits in, and that output's size. */
     static final String SET_ASIDE = "jobgateAnswerSetAside";
+
+    private record SetAside(Path file, long size) {
+    }
 
     static final int SMALLEST_SET_ASIDE = 64 * 1024;
 
@@ -87,10 +90,12 @@ public final class AnswersInMemory {
         if (size == 0) {
             return;
         }
-        if (size < SMALLEST_SET_ASIDE || reserve(size)) {
-            if (size < SMALLEST_SET_ASIDE) {
-                held.addAndGet(size);
-            }
+        if (size < SMALLEST_SET_ASIDE) {
+            held.addAndGet(size);
+            heldUntilDone(exchange, size);
+            return;
+        }
+        if (reserve(size)) {
             heldUntilDone(exchange, size);
             return;
         }
@@ -107,15 +112,11 @@ public final class AnswersInMemory {
         onDisk.addAndGet(size);
         setAside.incrementAndGet();
         exchange.setProperty(AdapterAnswer.ANSWER, answer.withOutputs(null, null));
-        exchange.setProperty(SET_ASIDE, file);
+        exchange.setProperty(SET_ASIDE, new SetAside(file, size));
         exchange.getExchangeExtension().addOnCompletion(new SynchronizationAdapter() {
             @Override
             public void onDone(Exchange done) {
-                // Taken back already, or the exchange ended before its turn (a stop): the file goes either way.
-                if (done.removeProperty(SET_ASIDE) != null) {
-                    onDisk.addAndGet(-size);
-                    deleteQuietly(file);
-                }
+                discard(done); // the exchange ended before its turn (a stop); nothing left if it was taken back
             }
         });
     }
@@ -132,16 +133,23 @@ public final class AnswersInMemory {
 
     /** Route step (take-back, once the answer has its place to be finished): its output back from its file. */
     public void takeBack(Exchange exchange) throws IOException {
-        Path file = exchange.getProperty(SET_ASIDE, Path.class);
-        if (file == null) {
+        SetAside setAside = exchange.getProperty(SET_ASIDE, SetAside.class);
+        if (setAside == null) {
             return;
         }
-        String[] outputs = read(file);
+        String[] outputs = read(setAside.file());
         AdapterResult answer = exchange.getProperty(AdapterAnswer.ANSWER, AdapterResult.class);
         exchange.setProperty(AdapterAnswer.ANSWER, answer.withOutputs(outputs[0], outputs[1]));
-        exchange.removeProperty(SET_ASIDE);
-        onDisk.addAndGet(-sizeOf(outputs[0], outputs[1]));
-        deleteQuietly(file);
+        discard(exchange);
+    }
+
+    /** The exchange's output file, if it still has one: deleted, and no longer counted on disk. */
+    private void discard(Exchange exchange) {
+        SetAside setAside = (SetAside) exchange.removeProperty(SET_ASIDE);
+        if (setAside != null) {
+            onDisk.addAndGet(-setAside.size());
+            deleteQuietly(setAside.file());
+        }
     }
 
     /** Bytes of outputs held in memory now by answers between their call and their record. */
@@ -157,10 +165,6 @@ public final class AnswersInMemory {
     /** Answers whose output waited on disk, since the start. */
     public long setAsideTotal() {
         return setAside.get();
-    }
-
-    public long maxBytes() {
-        return maxBytes;
     }
 
     private boolean reserve(long size) {

@@ -10,7 +10,6 @@ import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiFunction;
 
 /**
@@ -37,8 +36,6 @@ public final class CallEnds implements AutoCloseable {
     private final BlockingQueue<Ended> queue = new LinkedBlockingQueue<>();
     private final BiFunction<List<UUID>, List<UUID>, Integer> endCalls;
     private final Runnable afterFreed;
-    private final AtomicLong batches = new AtomicLong();
-    private final AtomicLong freed = new AtomicLong();
     private volatile boolean stopping;
     private Thread releaser;
 
@@ -66,20 +63,6 @@ public final class CallEnds implements AutoCloseable {
         queue.add(new Ended(lease.jobId(), lease.token()));
     }
 
-    /** Calls queued and not yet freed. */
-    public int queued() {
-        return queue.size();
-    }
-
-    public long batches() {
-        return batches.get();
-    }
-
-    /** Calls whose slot a batch gave back (a call recorded first is not counted: its record freed it). */
-    public long freed() {
-        return freed.get();
-    }
-
     private void releaseAll() {
         List<Ended> batch = new ArrayList<>();
         while (!stopping || !queue.isEmpty()) {
@@ -101,10 +84,8 @@ public final class CallEnds implements AutoCloseable {
 
     private void release(List<Ended> batch) {
         try {
-            int n = endCalls.apply(batch.stream().map(Ended::jobId).toList(), batch.stream().map(Ended::leaseToken).toList());
-            batches.incrementAndGet();
-            freed.addAndGet(n);
-            if (n > 0) {
+            int freed = endCalls.apply(batch.stream().map(Ended::jobId).toList(), batch.stream().map(Ended::leaseToken).toList());
+            if (freed > 0) {
                 afterFreed.run();
             }
         } catch (RuntimeException e) {
