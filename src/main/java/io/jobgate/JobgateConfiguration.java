@@ -307,7 +307,6 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer(providers));
         registry.bind("multipartForm", new io.jobgate.adapter.MultipartForm());
         registry.bind("awsSigV4", new io.jobgate.adapter.AwsSigV4());
-        registry.bind("jsonParts", new io.jobgate.adapter.JsonParts());
         Sweeper sweeper = new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket,
                 canaries);
         registry.bind("sweeper", sweeper);
@@ -359,6 +358,8 @@ public class JobgateConfiguration implements CamelConfiguration {
                         ? settings.longValue("jobgate.worker.answers-in-memory-max-bytes", 0, Long.MAX_VALUE)
                         : io.jobgate.worker.AnswersInMemory.defaultBudget());
         registry.bind("answersInMemory", answersInMemory);
+        // Adapters' decoded outputs (OpenAI's images) count against the same budget as the answers waiting to be finished.
+        registry.bind("jsonParts", new io.jobgate.adapter.JsonParts(answersInMemory));
         meters.answersInMemory(answersInMemory::heldBytes, answersInMemory::onDiskBytes, answersInMemory::setAsideTotal);
         Map<String, Integer> capacity = new java.util.TreeMap<>();
         providers.all().forEach(p -> capacity.put(p.name(), p.maxConcurrency()));

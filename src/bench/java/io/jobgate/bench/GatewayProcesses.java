@@ -6,6 +6,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -132,6 +133,40 @@ final class GatewayProcesses implements AutoCloseable {
 
     long gatewayPid() {
         return gateway.pid();
+    }
+
+    /**
+     * {@code -Djobgate.bench.jfr=<file>}: a JFR recording (settings {@code profile}, and on JDK 25 CPU-time samples)
+     * of the gateway over the measured run only, started here and written by {@link #stopRecording}. Off by default.
+     */
+    static final String JFR_FILE = System.getProperty("jobgate.bench.jfr", "");
+
+    void startRecording() throws Exception {
+        if (!JFR_FILE.isEmpty()) {
+            List<String> start = new ArrayList<>(List.of("JFR.start", "name=bench", "settings=profile"));
+            if (Runtime.version().feature() >= 25) { // the gateway runs on this JVM's java
+                start.addAll(List.of("jdk.CPUTimeSample#enabled=true", "jdk.CPUTimeSample#throttle=2ms"));
+            }
+            jcmd(start.toArray(String[]::new));
+        }
+    }
+
+    void stopRecording() throws Exception {
+        if (!JFR_FILE.isEmpty()) {
+            jcmd("JFR.stop", "name=bench", "filename=" + JFR_FILE);
+            System.out.println("  the gateway's JFR recording of the measured run: " + JFR_FILE);
+        }
+    }
+
+    private void jcmd(String... command) throws Exception {
+        List<String> args = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
+                Long.toString(gateway.pid())));
+        args.addAll(List.of(command));
+        Process jcmd = new ProcessBuilder(args).redirectErrorStream(true).start();
+        String out = new String(jcmd.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (jcmd.waitFor() != 0 || out.contains("Could not")) {
+            System.out.println("  jcmd " + String.join(" ", command) + ": " + out.strip());
+        }
     }
 
     /** The body of {@link #post}: an image job of the OpenAI provider, as {@link AdmissionLoad}'s. */

@@ -150,6 +150,7 @@ final class InflightBench {
         }
         Sampler sampler = new Sampler(parties, parties.gatewayPid());
         ApiProbe probe = new ApiProbe(parties, sampler);
+        parties.startRecording();
         sampler.start();
         long cpuBefore = GatewayProcesses.cpuMillis(parties.gatewayPid());
         long pgBefore = parties.postgresCpuMillis();
@@ -164,6 +165,7 @@ final class InflightBench {
             double pgCpu = (parties.postgresCpuMillis() - pgBefore) / (double) jobs;
             sampler.interrupt();
             probe.interrupt();
+            parties.stopRecording();
             String ofRun = "FROM attempts a JOIN jobs j ON j.job_id = a.job_id WHERE j.tenant_id LIKE '" + parties.tenantPattern()
                     + "' AND j.created_at >= to_timestamp(" + first / 1000.0 + ")";
             long dropped = count(db, "SELECT count(*) " + ofRun + " AND a.outcome = 'lease_lost' AND a.http_status = 200");

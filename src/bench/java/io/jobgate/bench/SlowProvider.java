@@ -42,6 +42,12 @@ public final class SlowProvider {
 
     final HttpServer server;
     private final ScheduledExecutorService replies = Executors.newScheduledThreadPool(2);
+    /**
+     * Each answer written on its own thread, as a provider's servers answer their connections side by side: written
+     * by the two timer threads, a wave of real-size answers (2 MiB each, blocking writes) went out two at a time,
+     * and the stand-in, not the gateway, set the pace at which they arrived.
+     */
+    private final java.util.concurrent.ExecutorService writers = Executors.newCachedThreadPool();
     private final Map<String, byte[]> replyBySize = new ConcurrentHashMap<>();
     private final AtomicInteger holding = new AtomicInteger();
     private final AtomicInteger most = new AtomicInteger();
@@ -69,7 +75,7 @@ public final class SlowProvider {
             String wxh = size.find() ? size.group(1) + "x" + size.group(2) : "1024x1024";
             most.accumulateAndGet(holding.incrementAndGet(), Math::max);
             count(startedPerBucket);
-            replies.schedule(() -> answer(exchange, wxh), this.latencyMillis, TimeUnit.MILLISECONDS);
+            replies.schedule(() -> writers.execute(() -> answer(exchange, wxh)), this.latencyMillis, TimeUnit.MILLISECONDS);
         });
         server.createContext("/latency", exchange -> {
             String query = exchange.getRequestURI().getQuery();

@@ -134,9 +134,14 @@ public final class AdapterContract {
      */
     public static final String PROVIDER_STATE = "JobgateProviderState";
     public static final int MAX_PROVIDER_STATE = 4096;
-    /** With outcome {@code succeeded}, one of: a URL to fetch, base64 bytes, or text (transcripts). */
+    /**
+     * With outcome {@code succeeded}, one of: a URL to fetch, base64 bytes, the bytes already decoded (a
+     * {@code byte[]}, or {@link OutputBytes} as {@link JsonParts#decoded} streams a reply's base64 into them: the way
+     * for megabytes of image), or text (transcripts).
+     */
     public static final String OUTPUT_URL = "JobgateOutputUrl";
     public static final String OUTPUT_BASE64 = "JobgateOutputBase64";
+    public static final String OUTPUT_BYTES = "JobgateOutputBytes";
     public static final String OUTPUT_TEXT = "JobgateOutputText";
     /** The output's media type; when unset, the preset's expected media type. */
     public static final String OUTPUT_MEDIA_TYPE = "JobgateOutputMediaType";

@@ -23,10 +23,11 @@ import org.apache.camel.component.direct.DirectConsumerNotAvailableException;
  * @param billedAmount what the provider billed, when it sent a readable number; {@code billedUnit} names
  *                     its unit ({@code units} when the adapter named none)
  * @param providerState the adapter's own record of its task ({@link AdapterContract#PROVIDER_STATE}), or null
+ * @param outputBytes the output already decoded ({@link AdapterContract#OUTPUT_BYTES}), or null
  */
 public record AdapterResult(String outcome, ErrorCategory category, Integer httpStatus, String retryAfter,
                             String providerRequestId, String providerTask, String outputUrl, String outputBase64,
-                            String outputText, String outputMediaType, String message, String excerpt,
+                            OutputBytes outputBytes, String outputText, String outputMediaType, String message, String excerpt,
                             BigDecimal billedAmount, String billedUnit, boolean declared, String providerState) {
 
     static final int EXCERPT_CHARS = 2048;
@@ -54,13 +55,13 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
      */
     public AdapterResult withoutGivenState() {
         return new AdapterResult(outcome, category, httpStatus, retryAfter, providerRequestId, providerTask, outputUrl, outputBase64,
-                outputText, outputMediaType, message, excerpt, null, null, declared, null);
+                outputBytes, outputText, outputMediaType, message, excerpt, null, null, declared, null);
     }
 
     /** The same answer with these outputs (an output set aside on disk while the answer waits, and taken back). */
     public AdapterResult withOutputs(String base64, String text) {
         return new AdapterResult(outcome, category, httpStatus, retryAfter, providerRequestId, providerTask, outputUrl, base64,
-                text, outputMediaType, message, excerpt, billedAmount, billedUnit, declared, providerState);
+                outputBytes, text, outputMediaType, message, excerpt, billedAmount, billedUnit, declared, providerState);
     }
 
     /** A call that never reached an adapter or ended in an exception, classified by where it broke. */
@@ -71,12 +72,12 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         }
         Throwable root = rootOf(failure);
         String message = root.getClass().getSimpleName() + (root.getMessage() == null ? "" : ": " + root.getMessage());
-        return new AdapterResult(null, category, null, null, null, null, null, null, null, null, truncate(message, 500),
+        return new AdapterResult(null, category, null, null, null, null, null, null, null, null, null, truncate(message, 500),
                 null, null, null, false, null);
     }
 
     public static AdapterResult deadlinePassed(long millis) {
-        return new AdapterResult(null, ErrorCategory.AMBIGUOUS, null, null, null, null, null, null, null, null,
+        return new AdapterResult(null, ErrorCategory.AMBIGUOUS, null, null, null, null, null, null, null, null, null,
                 "no answer within the call deadline of " + millis + " ms", null, null, null, false, null);
     }
 
@@ -96,7 +97,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
             // A reply arrived and the adapter failed on it: unreadable, whatever the exception says.
             Throwable root = rootOf(failure);
             return new AdapterResult(null, ErrorCategory.UNPARSEABLE_RESPONSE, replied, null, null, null, null, null, null,
-                    null, truncate("adapter could not read the reply: " + root.getClass().getSimpleName(), 500),
+                    null, null, truncate("adapter could not read the reply: " + root.getClass().getSimpleName(), 500),
                     excerpt(call), null, null, false, null);
         }
         if (failure != null) {
@@ -142,11 +143,13 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
                 call.getProperty(AdapterContract.PROVIDER_TASK, String.class),
                 call.getProperty(AdapterContract.OUTPUT_URL, String.class),
                 call.getProperty(AdapterContract.OUTPUT_BASE64, String.class),
+                outputBytes(call),
                 call.getProperty(AdapterContract.OUTPUT_TEXT, String.class),
                 call.getProperty(AdapterContract.OUTPUT_MEDIA_TYPE, String.class),
                 message == null ? null : truncate(message, 500),
                 excerpt, amount, amount == null ? null : unit(call), declared != null, state(call));
-        if (result.succeeded() && result.outputUrl() == null && result.outputBase64() == null && result.outputText() == null) {
+        if (result.succeeded() && result.outputUrl() == null && result.outputBase64() == null && result.outputBytes() == null
+                && result.outputText() == null) {
             return result.failedAs(ErrorCategory.UNPARSEABLE_RESPONSE, "adapter reported success without an output");
         }
         return result;
@@ -154,7 +157,7 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
 
     public AdapterResult failedAs(ErrorCategory newCategory, String newMessage) {
         return new AdapterResult(null, newCategory, httpStatus, retryAfter, providerRequestId, providerTask, null, null,
-                null, null, truncate(newMessage, 500), excerpt, billedAmount, billedUnit, declared, providerState);
+                null, null, null, truncate(newMessage, 500), excerpt, billedAmount, billedUnit, declared, providerState);
     }
 
     /** Was the request (possibly) on the wire when it broke? Refused or unresolved connections were not. */
@@ -199,6 +202,12 @@ public record AdapterResult(String outcome, ErrorCategory category, Integer http
         }
         // Credentials a provider echoes back are masked before the head is stored for operators.
         return text == null ? null : truncate(io.jobgate.common.SecretMask.mask(text), EXCERPT_CHARS);
+    }
+
+    /** The decoded output: as {@link JsonParts#decoded} leaves it, or bytes an adapter's own bean set. */
+    private static OutputBytes outputBytes(Exchange call) {
+        Object bytes = call.getProperty(AdapterContract.OUTPUT_BYTES);
+        return bytes instanceof byte[] array ? OutputBytes.of(array) : (OutputBytes) bytes;
     }
 
     private static BigDecimal amount(Exchange call) {

@@ -24,6 +24,10 @@ import io.jobgate.common.Json;
  *     the reply body's value there as text in the property {@code <name>} (nothing set where the reply has none).
  *     Read from the body's bytes with Jackson's byte parser: for megabytes of base64 (an image), JSONPath's
  *     reader went char by char, three to four times the CPU;</li>
+ * <li>{@link #decoded}: for the property {@code decoded.<name>} holding a JSON Pointer, the reply's base64 string
+ *     there decoded as it streams in (the body read once, as a stream: the HTTP endpoint's
+ *     {@code disableStreamCache=true}), into the property {@code <name>} as {@link OutputBytes}, in memory within
+ *     the answers' budget or in a file beyond it; nothing set where the reply has none. One per reply;</li>
  * <li>{@link #retryDelay}: a {@code google.protobuf.Duration} in its JSON form ({@code "22s"}, {@code "1.5s"}), as
  *     Google APIs' {@code google.rpc.RetryInfo.retryDelay} sends it, from the property {@code retryDelay} (a string
  *     or a JSON path's matches, the first taken), as the contract's {@code JobgateRetryAfter}: whole seconds as
@@ -31,6 +35,17 @@ import io.jobgate.common.Json;
  * </ul>
  */
 public final class JsonParts {
+
+    /** What {@link #decoded} outputs count against (the worker's answers in memory). */
+    private final OutputBytes.Budget budget;
+
+    public JsonParts() {
+        this(OutputBytes.UNLIMITED);
+    }
+
+    public JsonParts(OutputBytes.Budget budget) {
+        this.budget = budget;
+    }
 
     public static final String SOURCE_BASE64 = "JobgateSourceBase64";
 
@@ -98,6 +113,113 @@ public final class JsonParts {
             }
         }
     }
+
+    /**
+     * The reply's base64 string at the pointer of the one property {@code decoded.<name>}, decoded into {@code <name>}
+     * as {@link OutputBytes} while the body streams in: neither the reply nor its text is ever held whole. The output
+     * counts against the budget until its answer's holder discards it (the worker, when its exchange is done: the
+     * adapter's own exchange ends before the answer is finished); the body is closed right after, which reads an HTTP reply to its end: its connection goes back to the pool at once.
+     */
+    public void decoded(Exchange exchange) throws java.io.IOException {
+        Map<String, Object> pointers = prefixed(exchange, "decoded.");
+        pointers.values().removeIf(java.util.Objects::isNull);
+        if (pointers.isEmpty()) {
+            return;
+        }
+        if (pointers.size() > 1) {
+            throw new IllegalArgumentException("one decoded.<name> per reply (its body is read once): " + pointers.keySet());
+        }
+        Map.Entry<String, Object> pointer = pointers.entrySet().iterator().next();
+        java.io.InputStream body = exchange.getMessage().getBody(java.io.InputStream.class);
+        if (body == null) {
+            return;
+        }
+        long length = exchange.getMessage().getHeader("Content-Length", 0L, Long.class);
+        HeadKept reply = new HeadKept(body, AdapterResult.EXCERPT_CHARS * 4);
+        try (reply) {
+            OutputBytes output = decode(reply, com.fasterxml.jackson.core.JsonPointer.compile(pointer.getValue().toString()),
+                    budget, length / 4 * 3);
+            if (output != null) {
+                exchange.setProperty(pointer.getKey(), output);
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            exchange.getMessage().setBody(reply.head()); // an unreadable reply's start, for the operator's excerpt
+            throw e;
+        }
+        exchange.getMessage().setBody(new byte[0]);
+    }
+
+    /** A reply read through, its first bytes kept on the way. */
+    private static final class HeadKept extends java.io.FilterInputStream {
+        private final byte[] head;
+        private int kept;
+
+        HeadKept(java.io.InputStream in, int bytes) {
+            super(in);
+            this.head = new byte[bytes];
+        }
+
+        @Override
+        public int read() throws java.io.IOException {
+            int b = super.read();
+            if (b >= 0 && kept < head.length) {
+                head[kept++] = (byte) b;
+            }
+            return b;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws java.io.IOException {
+            int n = super.read(b, off, len);
+            if (n > 0 && kept < head.length) {
+                int keep = Math.min(n, head.length - kept);
+                System.arraycopy(b, off, head, kept, keep);
+                kept += keep;
+            }
+            return n;
+        }
+
+        byte[] head() {
+            return java.util.Arrays.copyOf(head, kept);
+        }
+    }
+
+    /**
+     * The base64 string at {@code pointer} in the JSON on {@code in}, decoded into {@link OutputBytes} counted against
+     * {@code budget}; null when the reply has none there (or a JSON null). Reads up to the end of that value only.
+     *
+     * @throws java.io.IOException not JSON, not base64 there, or the reply broke off (nothing is kept)
+     */
+    static OutputBytes decode(java.io.InputStream in, com.fasterxml.jackson.core.JsonPointer pointer, OutputBytes.Budget budget,
+                              long expected) throws java.io.IOException {
+        try (com.fasterxml.jackson.core.JsonParser parser = new com.fasterxml.jackson.core.filter.FilteringParserDelegate(
+                Json.MAPPER.getFactory().createParser(in), new com.fasterxml.jackson.core.filter.JsonPointerBasedFilter(pointer),
+                com.fasterxml.jackson.core.filter.TokenFilter.Inclusion.ONLY_INCLUDE_ALL, false)) {
+            com.fasterxml.jackson.core.JsonToken token = parser.nextToken();
+            if (token == null || token == com.fasterxml.jackson.core.JsonToken.VALUE_NULL) {
+                return null;
+            }
+            if (token != com.fasterxml.jackson.core.JsonToken.VALUE_STRING) {
+                throw new com.fasterxml.jackson.core.JsonParseException(parser, "not a base64 string at " + pointer + " but " + token);
+            }
+            OutputBytes.Sink sink = new OutputBytes.Sink(budget, expected);
+            try {
+                parser.readBinaryValue(BASE64, sink);
+                sink.close();
+            } catch (IllegalArgumentException e) {
+                sink.abandon();
+                throw new java.io.IOException("the reply's value at " + pointer + " is not base64: " + e.getMessage(), e);
+            } catch (java.io.IOException | RuntimeException e) {
+                sink.abandon();
+                throw e;
+            }
+            return sink.output();
+        }
+    }
+
+    /** Standard base64, padded or not (what providers send: no line feeds, which JSON would escape anyway). */
+    private static final com.fasterxml.jackson.core.Base64Variant BASE64 = com.fasterxml.jackson.core.Base64Variants.MIME_NO_LINEFEEDS
+            .withReadPadding(com.fasterxml.jackson.core.Base64Variant.PaddingReadBehaviour.PADDING_ALLOWED);
 
     /**
      * The value at {@code pointer} as text (a container as its JSON), null when absent or null. Only that value is

@@ -360,10 +360,17 @@ public final class OutputStore {
         }
     }
 
-    /** The output as a stream: the URL's body, or the adapter's decoded bytes or text. */
+    /** The output as a stream: the URL's body, or the adapter's bytes (decoded, or base64 decoded here) or text. */
     private InputStream open(AdapterResult result, Duration deadline) throws OutputUnavailable {
         if (result.outputText() != null) {
             return new java.io.ByteArrayInputStream(result.outputText().getBytes(StandardCharsets.UTF_8));
+        }
+        if (result.outputBytes() != null) {
+            try {
+                return result.outputBytes().open();
+            } catch (IOException e) {
+                throw unreadable(e);
+            }
         }
         if (result.outputBase64() != null) {
             try {
@@ -394,6 +401,16 @@ public final class OutputStore {
         byte[] bytes;
         if (result.outputText() != null) {
             bytes = result.outputText().getBytes(StandardCharsets.UTF_8);
+        } else if (result.outputBytes() != null) {
+            if (result.outputBytes().size() > maxBytes) {
+                throw new OutputUnavailable(ErrorCategory.INVALID_OUTPUT,
+                        "output of " + result.outputBytes().size() + " bytes exceeds " + maxBytes);
+            }
+            try {
+                bytes = result.outputBytes().bytes();
+            } catch (IOException e) {
+                throw unreadable(e);
+            }
         } else if (result.outputBase64() != null) {
             try {
                 bytes = Base64.getMimeDecoder().decode(result.outputBase64());
@@ -407,6 +424,11 @@ public final class OutputStore {
             throw new OutputUnavailable(ErrorCategory.INVALID_OUTPUT, "output of " + bytes.length + " bytes exceeds " + maxBytes);
         }
         return bytes;
+    }
+
+    /** A decoded output that waited in a file (its answer beyond the memory budget) and cannot be read back. */
+    private static OutputUnavailable unreadable(IOException e) {
+        return new OutputUnavailable(ErrorCategory.TRANSIENT, "output waiting on disk could not be read: " + e.getClass().getSimpleName());
     }
 
     private byte[] fetch(String url, Duration deadline) throws OutputUnavailable {

@@ -2,6 +2,7 @@ package io.jobgate.worker;
 
 import io.jobgate.adapter.AdapterAnswer;
 import io.jobgate.adapter.AdapterResult;
+import io.jobgate.adapter.OutputBytes;
 import org.apache.camel.Exchange;
 import org.apache.camel.support.SynchronizationAdapter;
 import org.slf4j.Logger;
@@ -31,8 +32,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * OutOfMemoryError, losing every answer it held. On disk, waiting costs their bytes of disk instead.
  * Outputs under {@link #SMALLEST_SET_ASIDE} always stay in memory (counted): a file for a few KiB
  * costs more than it saves.
+ *
+ * <p>It is also the {@link OutputBytes.Budget} of outputs an adapter decodes as its reply streams in
+ * ({@code jsonParts.decoded}, OpenAI's images): those count from their first byte and go to their file the
+ * moment the budget has no room, so the set-aside step finds them settled already.
  */
-public final class AnswersInMemory {
+public final class AnswersInMemory implements OutputBytes.Budget {
 
     private static final Logger LOG = LoggerFactory.getLogger(AnswersInMemory.class);
 
@@ -86,6 +91,16 @@ public final class AnswersInMemory {
      */
     public void setAside(Exchange exchange) {
         AdapterResult answer = exchange.getProperty(AdapterAnswer.ANSWER, AdapterResult.class);
+        if (answer != null && answer.outputBytes() != null) {
+            // Counted (or in its file) since its first byte; from here it is this exchange's until done.
+            OutputBytes output = answer.outputBytes();
+            exchange.getExchangeExtension().addOnCompletion(new SynchronizationAdapter() {
+                @Override
+                public void onDone(Exchange done) {
+                    output.discard();
+                }
+            });
+        }
         long size = sizeOf(answer);
         if (size == 0) {
             return;
@@ -167,7 +182,26 @@ public final class AnswersInMemory {
         return setAside.get();
     }
 
-    private boolean reserve(long size) {
+    @Override
+    public void release(long bytes) {
+        held.addAndGet(-bytes);
+    }
+
+    @Override
+    public Path newFile() {
+        return dir.resolve(java.util.UUID.randomUUID() + ".answer");
+    }
+
+    @Override
+    public void onDisk(long bytes) {
+        onDisk.addAndGet(bytes);
+        if (bytes > 0) {
+            setAside.incrementAndGet();
+        }
+    }
+
+    @Override
+    public boolean reserve(long size) {
         while (true) {
             long now = held.get();
             if (now + size > maxBytes) {

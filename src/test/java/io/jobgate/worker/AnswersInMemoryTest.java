@@ -107,10 +107,53 @@ class AnswersInMemoryTest {
         assertThat(files()).isEmpty();
     }
 
+    @Test
+    void outputsDecodedFromRepliesCountAgainstTheSameBudgetUntilTheirAnswerIsDone() throws Exception {
+        AnswersInMemory answers = AnswersInMemory.open(dir, IMAGE + 1000); // the reply's size says a little more than the image
+        io.jobgate.adapter.JsonParts parts = new io.jobgate.adapter.JsonParts(answers);
+        byte[] image = new byte[IMAGE];
+        new java.util.Random(7).nextBytes(image);
+        Exchange inMemory = decodedReply(parts, image);
+        Exchange onDisk = decodedReply(parts, image);
+
+        assertThat(answers.heldBytes()).isEqualTo(IMAGE);
+        assertThat(answers.onDiskBytes()).isEqualTo(IMAGE);
+        assertThat(answers.setAsideTotal()).isOne();
+        assertThat(files()).hasSize(1);
+        answers.setAside(inMemory);
+        answers.setAside(onDisk);
+        answers.takeBack(onDisk);
+        assertThat(files()).as("set aside already: no second file").hasSize(1);
+        assertThat(answers.heldBytes()).isEqualTo(IMAGE);
+        assertThat(answer(onDisk).outputBytes().bytes()).isEqualTo(image);
+        assertThat(answer(inMemory).outputBytes().bytes()).isEqualTo(image);
+
+        done(inMemory);
+        done(onDisk);
+        assertThat(answers.heldBytes()).isZero();
+        assertThat(answers.onDiskBytes()).isZero();
+        assertThat(files()).isEmpty();
+    }
+
+    /** An OpenAI image reply decoded by jsonParts, its answer read as the worker's enrich leaves it. */
+    private Exchange decodedReply(io.jobgate.adapter.JsonParts parts, byte[] image) throws Exception {
+        Exchange exchange = new DefaultExchange(camel);
+        byte[] reply = ("{\"data\": [{\"b64_json\": \"" + java.util.Base64.getEncoder().encodeToString(image) + "\"}]}")
+                .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        exchange.getMessage().setBody(new java.io.ByteArrayInputStream(reply));
+        exchange.getMessage().setHeader("Content-Length", reply.length); // its size taken from the budget at once
+        exchange.getMessage().setHeader(Exchange.HTTP_RESPONSE_CODE, 200);
+        exchange.setProperty("decoded.JobgateOutputBytes", "/data/0/b64_json");
+        parts.decoded(exchange);
+        exchange.setProperty("JobgateOutcome", "succeeded");
+        exchange.setProperty(AdapterAnswer.ANSWER, AdapterResult.of(exchange));
+        return exchange;
+    }
+
     private Exchange answered(String base64, String text) {
         Exchange exchange = new DefaultExchange(camel);
         exchange.setProperty(AdapterAnswer.ANSWER, new AdapterResult("succeeded", null, 200, null, "req-1", null, null, base64,
-                text, "image/png", null, null, null, null, true, null));
+                null, text, "image/png", null, null, null, null, true, null));
         return exchange;
     }
 
