@@ -75,23 +75,24 @@ public final class OutputBytes {
         this.memory = memory;
         this.file = file;
         this.size = size;
-        this.discard = new Discard(budget, memory == null ? 0 : memory.length, file, size);
+        this.discard = new Discard(budget, file, size);
         this.cleanable = budget == UNLIMITED ? null : CLEANER.register(this, discard);
     }
 
-    /** What discarding gives back; holds nothing of the {@link OutputBytes} itself (its cleaner's action). */
+    /**
+     * What discarding gives back (an output in memory is its {@code size} in bytes of the budget); holds nothing of
+     * the {@link OutputBytes} itself (its cleaner's action).
+     */
     private static final class Discard implements Runnable {
         private final Budget budget;
-        private final long inMemory;
         private final Path file;
-        private final long onDisk;
+        private final long size;
         private final AtomicBoolean done = new AtomicBoolean();
 
-        Discard(Budget budget, long inMemory, Path file, long onDisk) {
+        Discard(Budget budget, Path file, long size) {
             this.budget = budget;
-            this.inMemory = inMemory;
             this.file = file;
-            this.onDisk = onDisk;
+            this.size = size;
         }
 
         @Override
@@ -100,16 +101,21 @@ public final class OutputBytes {
                 return;
             }
             if (file == null) {
-                budget.release(inMemory);
+                budget.release(size);
                 return;
             }
-            budget.onDisk(-onDisk);
-            try {
-                Files.deleteIfExists(file);
-            } catch (IOException e) {
-                org.slf4j.LoggerFactory.getLogger(OutputBytes.class).warn("could not delete {} ({}): the next start empties its directory",
-                        file, e.toString());
-            }
+            budget.onDisk(-size);
+            deleteQuietly(file);
+        }
+    }
+
+    /** Deletes a file an output waited in; one that will not go is left to the next start, which empties the directory. */
+    public static void deleteQuietly(Path file) {
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException e) {
+            org.slf4j.LoggerFactory.getLogger(OutputBytes.class).warn("could not delete {} ({}): the next start empties its directory",
+                    file, e.toString());
         }
     }
 
@@ -268,11 +274,7 @@ public final class OutputBytes {
                 } catch (IOException ignored) {
                     // deleted next
                 }
-                try {
-                    Files.deleteIfExists(file);
-                } catch (IOException ignored) {
-                    // the next start empties the directory
-                }
+                deleteQuietly(file);
                 toFile = null;
             }
         }

@@ -163,7 +163,7 @@ public final class AnswersInMemory implements OutputBytes.Budget {
         SetAside setAside = (SetAside) exchange.removeProperty(SET_ASIDE);
         if (setAside != null) {
             onDisk.addAndGet(-setAside.size());
-            deleteQuietly(setAside.file());
+            OutputBytes.deleteQuietly(setAside.file());
         }
     }
 
@@ -227,7 +227,7 @@ public final class AnswersInMemory implements OutputBytes.Budget {
             writeNullable(out, base64);
             writeNullable(out, text);
         } catch (IOException e) {
-            deleteQuietly(file);
+            OutputBytes.deleteQuietly(file);
             throw e;
         }
     }
@@ -254,13 +254,5 @@ public final class AnswersInMemory implements OutputBytes.Budget {
         byte[] bytes = new byte[in.readInt()];
         in.readFully(bytes);
         return new String(bytes, StandardCharsets.UTF_8);
-    }
-
-    private static void deleteQuietly(Path file) {
-        try {
-            Files.deleteIfExists(file);
-        } catch (IOException e) {
-            LOG.warn("could not delete {} ({}): the next start empties its directory", file, e.toString());
-        }
     }
 }
