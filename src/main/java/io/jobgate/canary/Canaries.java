@@ -56,7 +56,7 @@ public final class Canaries {
 
     /** Where an attempt goes: its revision, the route to call, and whether its output may be promoted. */
     public record Choice(String revision, String adapterUri, boolean candidate, boolean approved) {
-        static Choice stable(Provider provider, String kind) {
+        public static Choice stable(Provider provider, String kind) {
             return new Choice(provider.revision(kind), provider.adapterUri(), false, true);
         }
     }
@@ -137,6 +137,11 @@ public final class Canaries {
     // --- Routing ---------------------------------------------------------------------------------
 
     /** The candidate of {@code provider} whose route is loaded and started now. */
+    /** Whether {@code provider} has a candidate loaded now: only then may a start's choice need the database. */
+    public boolean hasCandidate(Provider provider) {
+        return candidateSources.apply(provider.name()) != null;
+    }
+
     public Optional<Candidate> candidate(Provider provider) {
         AdapterSource source = candidateSources.apply(provider.name());
         if (source == null) {

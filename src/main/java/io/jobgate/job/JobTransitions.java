@@ -506,6 +506,56 @@ public final class JobTransitions {
     }
 
     /**
+     * What {@link #startOnFreeSlot} did: the start, when made; else whether START applied to the job (a job it
+     * does not apply to claims nothing) and what the claim found: the provider's gate closed until then, or
+     * no free slot ({@code rowsMissing}: the provider's slot rows are not all there yet, so none may have been free).
+     */
+    public record SlotStart(Optional<Moved> started, boolean qualified, Instant gateClosedUntil, boolean rowsMissing) {
+    }
+
+    /**
+     * {@link Event#START} (the lease under {@code change}'s token, the attempt on its revision) on a free slot of
+     * {@code provider}'s {@code limit} claimed under the same token, in one statement: the usual start, one round
+     * trip and the commit instead of a claim, the transition and the commit. The job's row is locked first and
+     * the slot only tried (never waited for); a start that finds no slot or a closed gate writes nothing.
+     */
+    public SlotStart startOnFreeSlot(UUID jobId, Guard guard, Change change, String returning, String provider, int limit) {
+        Event event = Event.START;
+        Instant now = clock.instant();
+        MapSqlParameterSource p = new MapSqlParameterSource()
+                .addValue("job", jobId)
+                .addValue("to", event.to().wire())
+                .addValue("from", JobStatus.sqlList(event.from()))
+                .addValue("now", Timestamp.from(now))
+                .addValue("token", guard.leaseToken())
+                .addValue("event", guard.dispatchEvent())
+                .addValue("attempt", guard.attempt())
+                .addValue("provider", provider)
+                .addValue("limit", limit)
+                .addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter()).addValue("revision", change.revision());
+        TransitionSql.setParameters(event, change, p, now);
+        TransitionSql.Statement statement = sql.startOnFreeSlot(guard, returning);
+        SlotStart result = transactions.execute(tx -> {
+            Map<String, Object> row = new LinkedHashMap<>(statement.queryForMap(jdbc, p));
+            boolean claimed = Boolean.TRUE.equals(row.get("claimed"));
+            Timestamp closed = (Timestamp) row.get("gate_closed_until");
+            if (row.get("opened_attempt") == null) {
+                if (claimed) {
+                    // Cannot happen (the move's guard is the lock's, on the row it holds); rolled back if it does.
+                    throw new IllegalStateException("job " + jobId + ": a slot claimed for a start that did not apply");
+                }
+                return new SlotStart(Optional.empty(), Boolean.TRUE.equals(row.get("qualified")),
+                        closed == null ? null : closed.toInstant(), Boolean.TRUE.equals(row.get("rows_missing")));
+            }
+            // START has no writes after the row's move (no event, no counters): the move is the whole transition.
+            return new SlotStart(Optional.of(new Moved((String) row.get("tenant_id"), ((Number) row.get("attempts")).intValue(), row, now)),
+                    true, null, false);
+        });
+        result.started().ifPresent(m -> observers.forEach(o -> o.moved(event, m, change)));
+        return result;
+    }
+
+    /**
      * The job's {@code columns} (row aliased {@code j}) if the transition would apply now; read
      * without a lock (a worker's first look at a dispatch message).
      */

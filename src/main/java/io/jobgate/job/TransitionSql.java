@@ -42,6 +42,19 @@ final class TransitionSql {
                 guard.attempt() != null, returning), shape -> new Statement(updateSql(event, guard, returning)));
     }
 
+    /** The shape of a start on a free slot: what its text depends on. */
+    private record SlotStartShape(boolean dispatchEvent, boolean attempt, String returning) {
+    }
+
+    /**
+     * {@link JobTransitions.Event#START} and the claim of its provider's slot in one statement, for this shape
+     * ({@link JobTransitions#startOnFreeSlot}).
+     */
+    Statement startOnFreeSlot(JobTransitions.Guard guard, String returning) {
+        return statements.computeIfAbsent(new SlotStartShape(guard.dispatchEvent() != null, guard.attempt() != null, returning),
+                shape -> new Statement(startOnFreeSlotSql(guard, returning)));
+    }
+
     /** The job's {@code columns} (row aliased {@code j}) where the guard holds and its status is one of {@code :from}. */
     Statement peek(JobTransitions.Guard guard, String columns) {
         // No "finalized_at IS NULL": the status implies it, and it let the plan scan open jobs (see updateSql).
@@ -98,8 +111,53 @@ final class TransitionSql {
                 ON CONFLICT (provider, shard) DO UPDATE SET running = w.running + EXCLUDED.running)
             SELECT count(*) AS freed FROM freed""");
 
+    /**
+     * The job's row locked where START applies (its guard); then, only if it does and the provider's gate is open
+     * (read, not locked, as {@code ProviderSlots} reads it), a free slot of the provider claimed under the new
+     * lease token (SKIP LOCKED: never waits, so the job's row may come first); then START, only on that slot,
+     * with its attempt. Each part reads the one before it, so they run in that order. One statement, so a start
+     * that finds no slot, or no job to start, has written nothing. Returns one row: {@code qualified} (START
+     * applied to the job), {@code claimed}, {@code gate_closed_until}, {@code rows_missing} (as
+     * {@code ProviderSlots.tryClaim} says it) and, when started, the moved row and {@code opened_attempt}.
+     */
+    private static String startOnFreeSlotSql(JobTransitions.Guard guard, String returning) {
+        JobTransitions.Event start = JobTransitions.Event.START;
+        return "WITH job AS (SELECT j.job_id FROM jobs j WHERE j.job_id = :job AND j.status = ANY (string_to_array(:from, ','))"
+                + guardSql(guard) + " FOR UPDATE),"
+                + " gate AS (SELECT closed_until FROM provider_gates WHERE provider = :provider AND closed_until > :now),"
+                + " taken AS (UPDATE provider_slots s SET lease_token = :newToken, job_id = :job, taken_at = :now"
+                + "  WHERE s.provider = :provider AND s.slot = (SELECT f.slot FROM provider_slots f"
+                + "   WHERE f.provider = :provider AND f.slot < :limit AND f.lease_token IS NULL"
+                + "     AND NOT EXISTS (SELECT 1 FROM gate) AND EXISTS (SELECT 1 FROM job)"
+                + "   ORDER BY f.slot LIMIT 1 FOR UPDATE SKIP LOCKED)"
+                + "  RETURNING s.slot),"
+                + " moved AS (" + moveSql(start, guard, returning, " AND EXISTS (SELECT 1 FROM taken)") + "),"
+                + " opened AS (" + OPEN_ATTEMPT_SQL + ")"
+                + " SELECT EXISTS (SELECT 1 FROM job) AS qualified, EXISTS (SELECT 1 FROM taken) AS claimed,"
+                + " (SELECT closed_until FROM gate) AS gate_closed_until,"
+                + " NOT EXISTS (SELECT 1 FROM gate) AND NOT EXISTS (SELECT 1 FROM taken)"
+                + "  AND (SELECT count(*) FROM provider_slots c WHERE c.provider = :provider AND c.slot < :limit) < :limit AS rows_missing,"
+                + " m.*, (SELECT attempt FROM opened) AS opened_attempt"
+                + " FROM (SELECT 1) one LEFT JOIN moved m ON true";
+    }
+
+    /** The attempt a transition opens, from its moved row {@code m}. */
+    private static final String OPEN_ATTEMPT_SQL = "INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)"
+            + " SELECT :job, m.tenant_id, m.attempts, m.lease_token, :worker, :adapter, :revision, :now FROM moved m"
+            + " RETURNING attempt";
+
     /** A transition's first statement: the job row's move (and what comes with it in the same statement). */
     private static String updateSql(JobTransitions.Event event, JobTransitions.Guard guard, String returning) {
+        String update = moveSql(event, guard, returning, "");
+        if (event.has(JobTransitions.Effect.OPEN_ATTEMPT)) {
+            return "WITH moved AS (" + update + "), opened AS (" + OPEN_ATTEMPT_SQL + ")"
+                    + " SELECT m.*, (SELECT attempt FROM opened) AS opened_attempt FROM moved m";
+        }
+        return update;
+    }
+
+    /** The job row's move, only if {@code onlyIf} (a condition, or empty) holds as well. */
+    private static String moveSql(JobTransitions.Event event, JobTransitions.Guard guard, String returning, String onlyIf) {
         String guards = guardSql(guard);
         // A job's waiting events are found through the job's index (outbox_job). The CASE says
         // "published_at IS NULL" in a form the planner cannot use to prove the predicate of the
@@ -128,20 +186,13 @@ final class TransitionSql {
                 // and joined by filter, a row per open job for every transition (seen with 1M of history).
                 + " WHERE j.job_id = :job AND j.job_id = old.job_id"
                 + " AND j.status = ANY (string_to_array(:from, ','))"
-                + (lockEvents || dropEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards
+                + (lockEvents || dropEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards + onlyIf
                 + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token, j.redrives,"
                 + " old.dispatched_at IS NOT NULL AS held_slot, j.provider, old.status AS from_status, old.updated_at AS entered_at"
                 + (event == JobTransitions.Event.SUCCEED ? ", (SELECT d.units FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_units,"
                         + " (SELECT d.unit FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_unit" : "")
                 + (returning == null ? "" : ", " + returning);
-        String sql = update;
-        if (event.has(JobTransitions.Effect.OPEN_ATTEMPT)) {
-            sql = "WITH moved AS (" + update + "), opened AS ("
-                    + " INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)"
-                    + " SELECT :job, m.tenant_id, m.attempts, m.lease_token, :worker, :adapter, :revision, :now FROM moved m"
-                    + " RETURNING attempt) SELECT m.*, (SELECT attempt FROM opened) AS opened_attempt FROM moved m";
-        }
-        return sql;
+        return update;
     }
 
     /**

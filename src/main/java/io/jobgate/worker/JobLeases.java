@@ -173,17 +173,43 @@ public final class JobLeases {
     /**
      * As {@link #start(UUID, long, String, Duration, Provider, Duration, Verdict, Duration)}, from the job as
      * {@link #peek} read it ({@code peeked}; null: not read). The usual start — nothing against the request,
-     * caps left by the peeked row, a free slot — claims the provider's slot first and then takes the lease and
-     * opens the attempt as one transition ({@link Event#START}: one row version of the job, one statement less);
-     * its guard is the peeked state (the same dispatch event, as many attempts), and when it does not hold the
-     * transaction rolls back, slot claim included. Anything else goes the long way: the lease, then the checks.
+     * caps left by the peeked row, a free slot — takes the lease and opens the attempt as one transition
+     * ({@link Event#START}: one row version of the job) on the provider's slot; its guard is the peeked state (the
+     * same dispatch event, as many attempts), and when it does not hold, no slot is claimed either. Without a canary
+     * candidate that is one statement ({@link JobTransitions#startOnFreeSlot}); with one, the slot is claimed first,
+     * then the choice is made (it may count the candidate's sample), then START, in one transaction. Anything else
+     * goes the long way: the lease, then the checks.
      */
     public GatePass start(UUID jobId, long eventId, String worker, Duration leaseFor, Provider provider,
                           Duration fullDelay, Verdict verdict, Duration deferDelay, Lease peeked) {
+        boolean usual = peeked != null && verdict == null && provider != null && AttemptCaps.nextAttempt(peeked.attempts(),
+                peeked.maxAttempts(), peeked.expiresAt(), clock.instant(), "").isEmpty();
+        io.jobgate.job.ProviderSlots.Claim triedFirst = null;
+        if (usual && !canaries.hasCandidate(provider)) {
+            // No canary to choose for: the slot's claim and START are one statement (the choice is the stable revision).
+            UUID token = UUID.randomUUID();
+            Canaries.Choice route = Canaries.Choice.stable(provider, peeked.kind());
+            JobTransitions.SlotStart tried = transitions.startOnFreeSlot(jobId, Guard.dispatchEvent(eventId, peeked.attempts()),
+                    Change.start(worker, leaseFor, token, provider.name(), route.revision()), LEASE_RETURNING,
+                    provider.name(), provider.maxConcurrency());
+            if (tried.started().isPresent()) {
+                Map<String, Object> row = tried.started().get().row();
+                int attempt = ((Number) row.get("opened_attempt")).intValue();
+                return new Submitting(lease(row, attempt - 1), attempt, route);
+            }
+            if (!tried.qualified()) {
+                return new NotLeased(whyNoLease(jobId, eventId));
+            }
+            // No slot (or the gate closed): the long way takes the lease and snoozes the job on what the claim found;
+            // rows missing: the long way makes them, with the job's row locked, and looks again.
+            usual = false;
+            triedFirst = tried.rowsMissing() ? null : new io.jobgate.job.ProviderSlots.Claim(tried.gateClosedUntil(), false, false);
+        }
+        boolean claimFirst = usual;
+        io.jobgate.job.ProviderSlots.Claim foundFirst = triedFirst;
         return transactions.execute(tx -> {
-            io.jobgate.job.ProviderSlots.Claim claimed = null;
-            if (peeked != null && verdict == null && provider != null && AttemptCaps.nextAttempt(peeked.attempts(),
-                    peeked.maxAttempts(), peeked.expiresAt(), clock.instant(), "").isEmpty()) {
+            io.jobgate.job.ProviderSlots.Claim claimed = foundFirst;
+            if (claimFirst) {
                 UUID token = UUID.randomUUID();
                 claimed = slots.tryClaim(provider.name(), provider.maxConcurrency(), jobId, token, clock.instant());
                 if (claimed.claimed()) {

@@ -360,8 +360,8 @@ class WorkerTest extends GatewayTestBase {
     }
 
     /**
-     * The usual start claims the provider's slot before it locks the job: when the job moved on since the
-     * worker read it (here: a newer dispatch event), nothing is leased and the slot goes back.
+     * The usual start claims a slot only for a job it applies to: when the job moved on since the worker read it
+     * (here: a newer dispatch event), nothing is leased and no slot is taken.
      */
     @Test
     void aStartWhoseJobMovedOnSinceItWasReadLeasesNothingAndGivesTheSlotBack() {
@@ -384,6 +384,56 @@ class WorkerTest extends GatewayTestBase {
         assertThat(Db.single("SELECT status, lease_token, attempts FROM jobs WHERE job_id = ?", id))
                 .containsEntry("status", "queued").containsEntry("attempts", 0).containsEntry("lease_token", null);
         Db.execute("UPDATE jobs SET status = 'failed', finalized_at = now() WHERE job_id = '" + id + "'");
+    }
+
+    /**
+     * A provider with every slot held: the usual start claims nothing and writes nothing of its own; the long way
+     * puts the job back to wait (no attempt spent) until the full delay, its lease given back.
+     */
+    @Test
+    void aUsualStartOnAFullProviderTakesNoSlotAndWaitsWithoutAnAttempt() {
+        UUID id = UUID.randomUUID();
+        long event = dispatchedJob(id, "fakeimg");
+        fakeimgSlotsMade();
+        UUID holder = UUID.randomUUID();
+        Db.execute("UPDATE provider_slots SET lease_token = '" + holder + "', job_id = '" + holder + "', taken_at = now()"
+                + " WHERE provider = 'fakeimg' AND lease_token IS NULL");
+        try {
+            JobLeases.GatePass pass = startAsTheWorkerDoes(id, event);
+
+            assertThat(pass).isInstanceOfSatisfying(JobLeases.Snoozed.class,
+                    snoozed -> assertThat(snoozed.reason()).contains("at its concurrency limit"));
+            assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE job_id = ?", id)).isZero();
+            assertThat(Db.single("SELECT status, lease_token, attempts FROM jobs WHERE job_id = ?", id))
+                    .containsEntry("status", "retry_wait").containsEntry("attempts", 0).containsEntry("lease_token", null);
+            assertThat(Db.count("SELECT count(*) FROM attempts WHERE job_id = ?", id)).isZero();
+        } finally {
+            Db.execute("UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL WHERE job_id = '" + holder + "'; "
+                    + "DELETE FROM outbox WHERE job_id = '" + id + "'; " // its new dispatch event: the relay would take it
+                    + "UPDATE jobs SET status = 'failed', finalized_at = now() WHERE job_id = '" + id + "'");
+        }
+    }
+
+    /** A provider's gate closed by a Retry-After: the usual start claims no slot and the job waits until the gate opens. */
+    @Test
+    void aUsualStartBehindAClosedGateTakesNoSlotAndWaitsForTheGate() {
+        UUID id = UUID.randomUUID();
+        long event = dispatchedJob(id, "fakeimg");
+        java.time.Instant until = java.time.Instant.now().plusSeconds(120).truncatedTo(java.time.temporal.ChronoUnit.MILLIS);
+        Db.execute("INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES ('fakeimg', '" + until
+                + "', 'test', now()) ON CONFLICT (provider) DO UPDATE SET closed_until = EXCLUDED.closed_until, closed_reason = 'test'");
+        try {
+            JobLeases.GatePass pass = startAsTheWorkerDoes(id, event);
+
+            assertThat(pass).isInstanceOfSatisfying(JobLeases.Snoozed.class, snoozed -> assertThat(snoozed.until()).isEqualTo(until));
+            assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE job_id = ?", id)).isZero();
+            assertThat(Db.single("SELECT status, lease_token, attempts FROM jobs WHERE job_id = ?", id))
+                    .containsEntry("status", "retry_wait").containsEntry("attempts", 0).containsEntry("lease_token", null);
+        } finally {
+            Db.execute("UPDATE provider_gates SET closed_until = '-infinity', closed_reason = NULL WHERE provider = 'fakeimg'; "
+                    + "DELETE FROM outbox WHERE job_id = '" + id + "'; "
+                    + "UPDATE jobs SET status = 'failed', finalized_at = now() WHERE job_id = '" + id + "'");
+        }
     }
 
     /**
