@@ -37,7 +37,8 @@ import static io.jobgate.job.JobStatus.SUCCEEDED;
  * <p>Lock order, shared with the relay and admission: the job's outbox rows, then its row, then its provider
  * slot (V19), then the release rows of the tenant's counters (V24), of the gateway's and of the window's (V10), in
  * that order: rows that only releases lock, so a release waits on no admission and no relay round. One exception,
- * {@link Event#START}: its slot is claimed before the job's rows are locked. That closes no cycle: a claim takes a
+ * {@link Event#START} of a provider with a canary candidate: its slot is claimed before the job's rows are locked
+ * (the usual start, {@link #startOnFreeSlot}, keeps the order). That closes no cycle: a claim takes a
  * free slot with {@code SKIP LOCKED} (it never waits), and every other write of a slot names it by the job it
  * holds, which a free slot's visible row does not, so no transaction ever waits for a slot being claimed. The tenant's own
  * row ({@code tenant_accounts}, which admission and the relay lock) is taken only by a redrive (its reservations
