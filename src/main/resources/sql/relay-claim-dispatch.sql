@@ -129,6 +129,12 @@ providers_taken AS (
     INSERT INTO provider_window AS w (provider, shard, running)
     SELECT s.provider, 0, count(*) FROM slots s WHERE (SELECT count(*) FROM window_taken) > 0 GROUP BY s.provider
     ON CONFLICT (provider, shard) DO UPDATE SET running = w.running + EXCLUDED.running)
-SELECT c.event_id, c.job_id, c.tenant_id, j.attempts, j.preset_id, j.preset_version, j.kind, j.provider, p.tenant_ahead
+-- The job's stored request goes with its message (the worker starts from it without reading the job again; its
+-- start's guard, the dispatch event and the attempts, says whether the job is still as it was read here).
+SELECT c.event_id, c.job_id, c.tenant_id, j.attempts, j.preset_id, j.preset_version, j.kind, j.provider, p.tenant_ahead,
+       j.aspect_class, j.inputs::text AS inputs, j.source_key, j.source_sha256, j.correlation_id,
+       coalesce((SELECT u.media_type FROM uploads u WHERE u.upload_id = j.upload_id),
+                CASE WHEN j.parent_job_id IS NOT NULL THEN 'application/json' END) AS source_media_type,
+       j.max_attempts, j.expires_at, j.unparseable_streak
   FROM claimed c JOIN jobs j ON j.job_id = c.job_id JOIN picked p ON p.event_id = c.event_id
  ORDER BY p.place

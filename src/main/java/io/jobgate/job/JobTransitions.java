@@ -517,8 +517,9 @@ public final class JobTransitions {
     /**
      * {@link Event#START} (the lease under {@code change}'s token, the attempt on its revision) on a free slot of
      * {@code provider}'s {@code limit} claimed under the same token, in one statement: the usual start, one round
-     * trip and the commit instead of a claim, the transition and the commit. The job's row is locked first and
-     * the slot only tried (never waited for); a start that finds no slot or a closed gate writes nothing.
+     * trip instead of a claim, the transition and a commit. The job's row is locked first and
+     * the slot only tried (never waited for); a start that finds no slot or a closed gate writes nothing. Run as
+     * a statement of its own (its own transaction, unless the caller's is open).
      */
     public SlotStart startOnFreeSlot(UUID jobId, Guard guard, Change change, String returning, String provider, int limit) {
         Event event = Event.START;
@@ -536,22 +537,24 @@ public final class JobTransitions {
                 .addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter()).addValue("revision", change.revision());
         TransitionSql.setParameters(event, change, p, now);
         TransitionSql.Statement statement = sql.startOnFreeSlot(guard, returning);
-        SlotStart result = transactions.execute(tx -> {
-            Map<String, Object> row = new LinkedHashMap<>(statement.queryForMap(jdbc, p));
-            boolean claimed = Boolean.TRUE.equals(row.get("claimed"));
-            Timestamp closed = (Timestamp) row.get("gate_closed_until");
-            if (row.get("opened_attempt") == null) {
-                if (claimed) {
-                    // Cannot happen (the move's guard is the lock's, on the row it holds); rolled back if it does.
-                    throw new IllegalStateException("job " + jobId + ": a slot claimed for a start that did not apply");
-                }
-                return new SlotStart(Optional.empty(), Boolean.TRUE.equals(row.get("qualified")),
-                        closed == null ? null : closed.toInstant(), Boolean.TRUE.equals(row.get("rows_missing")));
-            }
+        // One statement, its own transaction (no round trip for a commit): it writes all of its parts or none.
+        Map<String, Object> row = new LinkedHashMap<>(statement.queryForMap(jdbc, p));
+        Timestamp closed = (Timestamp) row.get("gate_closed_until");
+        SlotStart result;
+        if (row.get("opened_attempt") != null) {
             // START has no writes after the row's move (no event, no counters): the move is the whole transition.
-            return new SlotStart(Optional.of(new Moved((String) row.get("tenant_id"), ((Number) row.get("attempts")).intValue(), row, now)),
+            result = new SlotStart(Optional.of(new Moved((String) row.get("tenant_id"), ((Number) row.get("attempts")).intValue(), row, now)),
                     true, null, false);
-        });
+        } else {
+            if (Boolean.TRUE.equals(row.get("claimed"))) {
+                // Cannot happen (the move's guard is the lock's, on the row it holds); if it ever does, the slot goes back.
+                jdbc.update("UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL"
+                        + " WHERE job_id = :job AND lease_token = :newToken", p);
+                throw new IllegalStateException("job " + jobId + ": a slot claimed for a start that did not apply");
+            }
+            result = new SlotStart(Optional.empty(), Boolean.TRUE.equals(row.get("qualified")),
+                    closed == null ? null : closed.toInstant(), Boolean.TRUE.equals(row.get("rows_missing")));
+        }
         result.started().ifPresent(m -> observers.forEach(o -> o.moved(event, m, change)));
         return result;
     }

@@ -315,6 +315,21 @@ public final class OutboxRelay {
         body.put("preset_version", row.get("preset_version"));
         body.put("kind", row.get("kind"));
         body.put("provider", row.get("provider"));
+        if (row.containsKey("inputs")) {
+            // The job's stored request as this round read it: the worker starts from it without reading the job
+            // again (docs/jms.md); its start's guard (this event, these attempts) says whether it still holds.
+            Map<String, Object> request = new LinkedHashMap<>();
+            request.put("aspect_class", row.get("aspect_class"));
+            request.put("inputs", row.get("inputs"));
+            request.put("source_key", row.get("source_key"));
+            request.put("source_sha256", row.get("source_sha256"));
+            request.put("source_media_type", row.get("source_media_type"));
+            request.put("correlation_id", row.get("correlation_id"));
+            request.put("max_attempts", ((Number) row.get("max_attempts")).intValue());
+            request.put("expires_at", row.get("expires_at") instanceof java.sql.Timestamp at ? at.toInstant().toString() : null);
+            request.put("unparseable_streak", ((Number) row.get("unparseable_streak")).intValue());
+            body.put("request", request);
+        }
         TextMessage message = session.createTextMessage(Json.write(body));
         address(message, row);
         return message;

@@ -147,13 +147,19 @@ public final class Worker {
     }
 
     /**
-     * Step 1: may this dispatch message start an attempt? Otherwise (a final job — a recorded success
-     * is never rendered again —, a live lease elsewhere, a stale event) it is acknowledged without a call.
+     * Step 1: the stored request this dispatch message may start an attempt from. A message that may not (a final
+     * job, a live lease elsewhere, a stale event) is acknowledged without a call: here when the job is read, else
+     * at the start, whose guard is the read's.
      */
     public void load(Exchange exchange) {
         UUID jobId = UUID.fromString(exchange.getMessage().getHeader(OutboxRelay.JOB_ID, String.class));
         long eventId = exchange.getMessage().getHeader(OutboxRelay.EVENT_ID, Long.class);
-        Optional<Lease> job = leases.peek(jobId, eventId);
+        // The stored request as the relay read it, when the message carries it (a message of an older relay does
+        // not): no read of the job here; a stale or duplicate message is found by the start's guard instead.
+        Optional<Lease> job = DispatchRequest.lease(jobId, exchange.getMessage().getBody(String.class));
+        if (job.isEmpty()) {
+            job = leases.peek(jobId, eventId);
+        }
         if (job.isEmpty()) {
             acknowledgeWithoutCall(jobId, leases.whyNoLease(jobId, eventId));
             return;

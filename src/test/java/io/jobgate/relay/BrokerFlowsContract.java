@@ -51,6 +51,9 @@ abstract class BrokerFlowsContract extends GatewayTestBase {
     @BeanInject("jmsConnectionFactory")
     ConnectionFactory connectionFactory;
 
+    @BeanInject("jobLeases")
+    io.jobgate.worker.JobLeases leases;
+
     /** A legacy producer of tenant globex (config/tenants.yaml; .ci/run creates it on the standalone broker). */
     static final String PRODUCER = "globex-legacy";
     static final String PRODUCER_PASSWORD = "dev-globex-jms";
@@ -109,6 +112,10 @@ abstract class BrokerFlowsContract extends GatewayTestBase {
             assertThat(m.getLongProperty("JobgateEventId")).isEqualTo(body.path("event_id").asLong());
             assertThat(Db.count("SELECT count(*) FROM jobs WHERE job_id = ?::uuid AND dispatched_at IS NOT NULL", job))
                     .isEqualTo(1);
+            // The stored request it carries is what a worker would have read of the job: it starts from it.
+            assertThat(body.path("request").path("inputs").asText()).contains("Broker BV");
+            assertThat(io.jobgate.worker.DispatchRequest.lease(UUID.fromString(job), m.getText()))
+                    .contains(leases.peek(UUID.fromString(job), body.path("event_id").asLong()).orElseThrow());
         }
     }
 
