@@ -63,7 +63,11 @@ fresh AS (
            -- A full provider's events wait, but not one whose job holds its slot already (a claim that ran
            -- out, e.g. a round the broker refused in a failover): it is counted in the provider's running
            -- calls, and when such claims fill the provider, waiting for room would wait for ever.
-           WHERE (j.dispatched_at IS NOT NULL
+           -- A final job's event is passed over: the one finalize deletes its job's waiting events, but a job
+           -- ended behind its back (an operator's SQL) kept one, and taking its slot below (a write to a final
+           -- job, refused by V4's trigger) failed every round of every tenant.
+           WHERE j.finalized_at IS NULL
+             AND (j.dispatched_at IS NOT NULL
                   OR NOT EXISTS (SELECT 1 FROM provider_room r WHERE r.provider = j.provider AND r.free <= 0))
            ORDER BY o.available_at, o.event_id
            LIMIT g.takes
@@ -77,6 +81,7 @@ reclaims AS (
             FROM outbox o JOIN jobs j ON j.job_id = o.job_id
            WHERE o.tenant_id = g.tenant_id AND o.event_type = 'dispatch' AND o.published_at IS NULL
              AND o.claimed_until IS NOT NULL AND o.claimed_until < CAST(:#now AS timestamptz) AND j.dispatched_at IS NOT NULL
+             AND j.finalized_at IS NULL
            ORDER BY o.available_at, o.event_id
            LIMIT 1
            FOR UPDATE OF o SKIP LOCKED) e

@@ -238,6 +238,24 @@ class RelayRoundsTest extends GatewayTestBase {
         assertThat(Db.count("SELECT sum(running_jobs) FROM tenant_releases WHERE tenant_id = 'duo'")).isEqualTo(-2);
     }
 
+    /**
+     * A job ended behind the relay's back (an operator's SQL, not the one finalize, which deletes its waiting
+     * events) keeps its dispatch event: a round that took it wrote to a final job, PostgreSQL refused the
+     * round, and so every round after it, for every tenant. It is passed over; the others go out.
+     */
+    @Test
+    void aDispatchEventOfAJobEndedBehindTheRelaysBackStopsNoRound() throws Exception {
+        String ended = post(ACME);
+        String next = post(ACME);
+        String other = post(GLOBEX);
+        Db.update("UPDATE jobs SET status = 'cancelled', finalized_at = now() WHERE job_id = ?::uuid", ended);
+
+        assertThat(round()).containsExactlyInAnyOrder(next, other);
+        assertThat(messagesFor(ended)).isZero();
+        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ?::uuid AND event_type = 'dispatch' AND published_at IS NULL",
+                ended)).as("left for an operator, as it was written").isEqualTo(1);
+    }
+
     @BeanInject
     org.apache.camel.CamelContext context;
 
