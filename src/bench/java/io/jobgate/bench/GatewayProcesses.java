@@ -43,13 +43,33 @@ final class GatewayProcesses implements AutoCloseable {
     private Process gateway;
     int port;
 
+    /**
+     * The bench's PostgreSQL settings: pg_stat_statements preloaded, and for a diagnosis any others from
+     * {@code JOBGATE_BENCH_PG_SETTINGS} ({@code name=value;name=value}, e.g. auto_explain's).
+     */
+    private static Map<String, String> serverSettings() {
+        Map<String, String> settings = new java.util.LinkedHashMap<>();
+        settings.put("shared_preload_libraries", "pg_stat_statements");
+        String extra = System.getenv("JOBGATE_BENCH_PG_SETTINGS");
+        if (extra != null && !extra.isBlank()) {
+            for (String pair : extra.split(";")) {
+                int eq = pair.indexOf('=');
+                if (eq <= 0) {
+                    throw new IllegalArgumentException("JOBGATE_BENCH_PG_SETTINGS: not name=value: " + pair);
+                }
+                settings.put(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
+            }
+        }
+        return settings;
+    }
+
     /** Starts PostgreSQL and the stand-in answering after {@code latencyMillis}. */
     GatewayProcesses(Path jar, Path dir, String java, long latencyMillis) throws Exception {
         this.jar = jar;
         this.dir = dir;
         this.java = java;
         this.postgres = EmbeddedPostgresServer.start(dir.resolve("postgres"), Bench.freePort(),
-                EmbeddedPostgresServer.Durability.DURABLE, Map.of("shared_preload_libraries", "pg_stat_statements"));
+                EmbeddedPostgresServer.Durability.DURABLE, serverSettings());
         int providerPort = Bench.freePort();
         this.provider = start("slow-provider", List.of("-Xss256k",
                 "-Dslow-provider.images=" + System.getProperty("jobgate.bench.images", "blank"), "-cp", Bench.benchClasses() + File.pathSeparator + jar, SlowProvider.class.getName(),
@@ -275,11 +295,12 @@ final class GatewayProcesses implements AutoCloseable {
     static void printStatements(java.sql.Connection db, long finishedJobs, int top) throws java.sql.SQLException {
         double jobs = Math.max(1, finishedJobs);
         try (java.sql.Statement s = db.createStatement();
-             java.sql.ResultSet rs = s.executeQuery("SELECT calls, total_exec_time, rows, regexp_replace(left(query, 400), '\\s+', ' ', 'g') "
+             java.sql.ResultSet rs = s.executeQuery("SELECT calls, total_exec_time, rows, regexp_replace(left(query, 400), '\\s+', ' ', 'g'), "
+                     + "shared_blks_hit + shared_blks_read "
                      + "FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC")) {
             System.out.printf("%n  the database's statements over %d finished jobs (pg_stat_statements: execution time, planning not included)%n",
                     finishedJobs);
-            System.out.printf("  %9s %9s %9s  %s%n", "calls/job", "ms/job", "rows/call", "statement");
+            System.out.printf("  %9s %9s %9s %11s  %s%n", "calls/job", "ms/job", "rows/call", "blocks/call", "statement");
             double calls = 0;
             double millis = 0;
             int shown = 0;
@@ -287,11 +308,11 @@ final class GatewayProcesses implements AutoCloseable {
                 calls += rs.getLong(1);
                 millis += rs.getDouble(2);
                 if (shown++ < top) {
-                    System.out.printf("  %9.2f %9.3f %9.1f  %s%n", rs.getLong(1) / jobs, rs.getDouble(2) / jobs,
-                            rs.getLong(3) / (double) Math.max(1, rs.getLong(1)), rs.getString(4).substring(0, Math.min(160, rs.getString(4).length())));
+                    System.out.printf("  %9.2f %9.3f %9.1f %11.1f  %s%n", rs.getLong(1) / jobs, rs.getDouble(2) / jobs,
+                            rs.getLong(3) / (double) Math.max(1, rs.getLong(1)), rs.getLong(5) / (double) Math.max(1, rs.getLong(1)), rs.getString(4).substring(0, Math.min(160, rs.getString(4).length())));
                 }
             }
-            System.out.printf("  %9.2f %9.3f            all statements%n", calls / jobs, millis / jobs);
+            System.out.printf("  %9.2f %9.3f                        all statements%n", calls / jobs, millis / jobs);
         }
     }
 
