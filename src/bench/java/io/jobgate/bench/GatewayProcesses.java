@@ -308,8 +308,10 @@ final class GatewayProcesses implements AutoCloseable {
                 calls += rs.getLong(1);
                 millis += rs.getDouble(2);
                 if (shown++ < top) {
+                    double perCall = Math.max(1, rs.getLong(1));
+                    String text = rs.getString(4);
                     System.out.printf("  %9.2f %9.3f %9.1f %11.1f  %s%n", rs.getLong(1) / jobs, rs.getDouble(2) / jobs,
-                            rs.getLong(3) / (double) Math.max(1, rs.getLong(1)), rs.getLong(5) / (double) Math.max(1, rs.getLong(1)), rs.getString(4).substring(0, Math.min(160, rs.getString(4).length())));
+                            rs.getLong(3) / perCall, rs.getLong(5) / perCall, text.substring(0, Math.min(160, text.length())));
                 }
             }
             System.out.printf("  %9.2f %9.3f                        all statements%n", calls / jobs, millis / jobs);
