@@ -33,18 +33,16 @@ public final class AdapterRoutes implements Function<String, String> {
         if (known != null && started(known)) {
             return null;
         }
-        String uri = "direct://provider-" + provider;
-        for (Route route : context.getRoutes()) {
-            if (uri.equals(route.getEndpoint().getEndpointUri())) {
-                ServiceStatus status = context.getRouteController().getRouteStatus(route.getRouteId());
-                if (status != null && status.isStarted()) {
-                    running.put(provider, route);
-                    return null;
-                }
-                return "its adapter route " + route.getRouteId() + " is " + (status == null ? "not started" : status.name().toLowerCase());
-            }
+        Route route = consuming("direct://provider-" + provider);
+        if (route == null) {
+            return "no adapter route is loaded for direct:provider-" + provider + lastReloadError();
         }
-        return "no adapter route is loaded for direct:provider-" + provider + lastReloadError();
+        ServiceStatus status = context.getRouteController().getRouteStatus(route.getRouteId());
+        if (status != null && status.isStarted()) {
+            running.put(provider, route);
+            return null;
+        }
+        return "its adapter route " + route.getRouteId() + " is " + (status == null ? "not started" : status.name().toLowerCase());
     }
 
     /** The route last seen running for each provider's {@code direct:provider-<name>}. */
@@ -64,18 +62,8 @@ public final class AdapterRoutes implements Function<String, String> {
         if (known != null && started(known.route())) {
             return known.source(); // that route still consumes the endpoint: no other route can
         }
-        String uri = "direct://provider-" + provider;
-        for (Route route : context.getRoutes()) {
-            if (uri.equals(route.getEndpoint().getEndpointUri())) {
-                Loaded loaded = sources.get(provider);
-                if (loaded == null || loaded.route() != route) {
-                    loaded = new Loaded(route, read(provider, route));
-                    sources.put(provider, loaded);
-                }
-                return loaded.source();
-            }
-        }
-        return AdapterSource.UNKNOWN;
+        Route route = consuming("direct://provider-" + provider);
+        return route == null ? AdapterSource.UNKNOWN : sourceOf(provider, provider, route);
     }
 
     /**
@@ -84,29 +72,41 @@ public final class AdapterRoutes implements Function<String, String> {
      * count in its revision, as for the stable file.
      */
     public AdapterSource candidateSource(String provider) {
+        String key = provider + "-candidate";
+        Loaded known = sources.get(key);
+        if (known != null && started(known.route())) {
+            return known.source(); // a candidate in its rollout: asked on every start, found without a scan
+        }
         String uri = "direct://provider-" + provider + "-candidate";
-        // Asked on every start, and most providers never have a candidate: a route consuming the endpoint
-        // registers it, so no endpoint means no candidate, found by one registry lookup instead of a copy
-        // and scan of every route under Camel's routes lock (sixteen consumers took turns on it).
+        // Most providers never have a candidate: a route consuming the endpoint registers it, so no endpoint
+        // means no candidate, found by one registry lookup instead of a copy and scan of every route under
+        // Camel's routes lock (sixteen consumers took turns on it).
         if (context.hasEndpoint(uri) == null) {
             return null;
         }
+        Route route = consuming(uri);
+        ServiceStatus status = route == null ? null : context.getRouteController().getRouteStatus(route.getRouteId());
+        return status == null || !status.isStarted() ? null : sourceOf(key, provider, route);
+    }
+
+    /** The route consuming {@code uri} (a direct endpoint has one consumer), or null: a scan of every route. */
+    private Route consuming(String uri) {
         for (Route route : context.getRoutes()) {
             if (uri.equals(route.getEndpoint().getEndpointUri())) {
-                ServiceStatus status = context.getRouteController().getRouteStatus(route.getRouteId());
-                if (status == null || !status.isStarted()) {
-                    return null;
-                }
-                String key = provider + "-candidate";
-                Loaded loaded = sources.get(key);
-                if (loaded == null || loaded.route() != route) {
-                    loaded = new Loaded(route, read(provider, route));
-                    sources.put(key, loaded);
-                }
-                return loaded.source();
+                return route;
             }
         }
         return null;
+    }
+
+    /** {@code route}'s file, read once per route object (kept under {@code key}: the provider, or its candidate). */
+    private AdapterSource sourceOf(String key, String provider, Route route) {
+        Loaded loaded = sources.get(key);
+        if (loaded == null || loaded.route() != route) {
+            loaded = new Loaded(route, read(provider, route));
+            sources.put(key, loaded);
+        }
+        return loaded.source();
     }
 
     private record Loaded(Route route, AdapterSource source) {
