@@ -178,6 +178,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         // Every call a provider allows gets a connection at once (a call waiting for one would spend its lease).
         io.jobgate.adapter.AdapterHttpPool.Size pool = io.jobgate.adapter.AdapterHttpPool.size(context, providers.all(),
                 settings.intValue("jobgate.http.spare-connections", 0, 100_000),
+                settings.millis("jobgate.http.max-idle-ms", 0, 3_600_000),
                 settings.optional("camel.component.http.connections-per-route").map(Integer::valueOf),
                 settings.optional("camel.component.http.max-total-connections").map(Integer::valueOf));
         io.jobgate.adapter.AdapterRoutes adapterRoutes = new io.jobgate.adapter.AdapterRoutes(context);

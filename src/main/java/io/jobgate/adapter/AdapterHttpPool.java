@@ -1,11 +1,20 @@
 package io.jobgate.adapter;
 
+import java.time.Duration;
 import java.util.Collection;
 import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import io.jobgate.provider.Provider;
 import org.apache.camel.CamelContext;
+import org.apache.camel.component.http.HttpClientConfigurer;
 import org.apache.camel.component.http.HttpComponent;
+import org.apache.camel.support.service.ServiceSupport;
+import org.apache.hc.client5.http.impl.IdleConnectionEvictor;
+import org.apache.hc.core5.http.Header;
+import org.apache.hc.core5.http.HttpResponse;
+import org.apache.hc.core5.util.TimeValue;
 
 /**
  * The connection pool of the HTTP client behind the adapters (camel-http's {@code http} and {@code https}
@@ -20,6 +29,14 @@ import org.apache.camel.component.http.HttpComponent;
  * one host. An operator's own {@code camel.component.http.connections-per-route} or
  * {@code max-total-connections} wins (a smaller one is logged as the cap it is). Connections idle in the
  * pool are checked before reuse and live at most five minutes (a provider's address may move).
+ *
+ * <p>A connection idle longer than {@code maxIdle} (or than the server's own {@code Keep-Alive: timeout}, less
+ * a second) is not used again: a server closes an idle connection when its own timeout passes, and a submit
+ * sent on it in that instant gets no answer at all, an ambiguous outcome ({@code submission_unknown}) that a
+ * provider without a lookup (OpenAI) can never settle. The check before reuse cannot see a close that has
+ * not happened yet; leaving the connection before the server's timeout does. Servers' idle timeouts start at
+ * about 5 s (Node, uvicorn), so the default stays below them; a new connection costs milliseconds against
+ * calls of seconds.
  */
 public final class AdapterHttpPool {
 
@@ -41,7 +58,7 @@ public final class AdapterHttpPool {
      * @param operatorPerRoute an explicit {@code camel.component.http.connections-per-route}, if set
      * @param operatorTotal    an explicit {@code camel.component.http.max-total-connections}, if set
      */
-    public static Size size(CamelContext context, Collection<Provider> providers, int spare,
+    public static Size size(CamelContext context, Collection<Provider> providers, int spare, Duration maxIdle,
                             Optional<Integer> operatorPerRoute, Optional<Integer> operatorTotal) {
         int allowed = callsAllowed(providers);
         int wanted = allowed + spare;
@@ -65,7 +82,48 @@ public final class AdapterHttpPool {
             http.setConnectionsPerRoute(perRoute);
             http.setMaxTotalConnections(total);
             http.setClientConnectionManager(pool);
+            HttpClientConfigurer operators = http.getHttpClientConfigurer();
+            http.setHttpClientConfigurer(builder -> {
+                if (operators != null) {
+                    operators.configureHttpClient(builder);
+                }
+                builder.setKeepAliveStrategy((response, httpContext) -> keepIdle(response, maxIdle));
+            });
+        }
+        // Connections past their time are closed in the background too, not only when the pool reaches them.
+        IdleConnectionEvictor evictor = new IdleConnectionEvictor(pool, TimeValue.ofMilliseconds(Math.max(100, maxIdle.toMillis())),
+                TimeValue.ofMilliseconds(maxIdle.toMillis()));
+        try {
+            context.addService(new ServiceSupport() {
+                @Override
+                protected void doStart() {
+                    evictor.start();
+                }
+
+                @Override
+                protected void doStop() {
+                    evictor.shutdown();
+                }
+            });
+        } catch (Exception e) {
+            throw new IllegalStateException("the adapters' idle-connection evictor did not start", e);
         }
         return new Size(perRoute, total, allowed, operatorPerRoute.isPresent() || operatorTotal.isPresent());
+    }
+
+    private static final Pattern KEEP_ALIVE_TIMEOUT = Pattern.compile("(?i)(?:^|[,;\\s])timeout\\s*=\\s*\"?(\\d+)");
+
+    /**
+     * How long a connection may wait idle after {@code response} before it is not used again: {@code maxIdle},
+     * or the server's {@code Keep-Alive: timeout} less a second when that is shorter (at 1 s or less: not kept).
+     */
+    static TimeValue keepIdle(HttpResponse response, Duration maxIdle) {
+        long millis = maxIdle.toMillis();
+        Header header = response.getFirstHeader("Keep-Alive");
+        Matcher timeout = header == null ? null : KEEP_ALIVE_TIMEOUT.matcher(header.getValue());
+        if (timeout != null && timeout.find()) {
+            millis = Math.min(millis, Math.max(0, Long.parseLong(timeout.group(1)) * 1000 - 1000));
+        }
+        return TimeValue.ofMilliseconds(millis);
     }
 }
