@@ -92,7 +92,7 @@ public final class AdapterHttpPool {
         }
         // Connections past their time are closed in the background too, not only when the pool reaches them.
         IdleConnectionEvictor evictor = new IdleConnectionEvictor(pool, TimeValue.ofMilliseconds(Math.max(100, maxIdle.toMillis())),
-                TimeValue.ofMilliseconds(maxIdle.toMillis()));
+                TimeValue.ofMilliseconds(Math.max(1, maxIdle.toMillis())));
         try {
             context.addService(new ServiceSupport() {
                 @Override
@@ -116,6 +116,7 @@ public final class AdapterHttpPool {
     /**
      * How long a connection may wait idle after {@code response} before it is not used again: {@code maxIdle},
      * or the server's {@code Keep-Alive: timeout} less a second when that is shorter (at 1 s or less: not kept).
+     * Never zero: the client reads a keep-alive of zero as "for ever".
      */
     static TimeValue keepIdle(HttpResponse response, Duration maxIdle) {
         long millis = maxIdle.toMillis();
@@ -124,6 +125,6 @@ public final class AdapterHttpPool {
         if (timeout != null && timeout.find()) {
             millis = Math.min(millis, Math.max(0, Long.parseLong(timeout.group(1)) * 1000 - 1000));
         }
-        return TimeValue.ofMilliseconds(millis);
+        return TimeValue.ofMilliseconds(Math.max(1, millis));
     }
 }

@@ -89,7 +89,7 @@ class AdapterHttpPoolTest {
         assertThat(AdapterHttpPool.keepIdle(fiveSeconds, Duration.ofSeconds(2)).toMilliseconds()).isEqualTo(2000);
         BasicHttpResponse oneSecond = new BasicHttpResponse(200);
         oneSecond.addHeader("Keep-Alive", "max=5, timeout=1");
-        assertThat(AdapterHttpPool.keepIdle(oneSecond, Duration.ofSeconds(4)).toMilliseconds()).isZero();
+        assertThat(AdapterHttpPool.keepIdle(oneSecond, Duration.ofSeconds(4)).toMilliseconds()).isEqualTo(1);
         assertThat(AdapterHttpPool.keepIdle(new BasicHttpResponse(200), Duration.ofSeconds(4)).toMilliseconds()).isEqualTo(4000);
     }
 
