@@ -2,9 +2,8 @@ package io.jobgate.adapter;
 
 import java.time.Duration;
 import java.util.Collection;
+import java.util.Iterator;
 import java.util.Optional;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import io.jobgate.provider.Provider;
 import org.apache.camel.CamelContext;
@@ -12,8 +11,9 @@ import org.apache.camel.component.http.HttpClientConfigurer;
 import org.apache.camel.component.http.HttpComponent;
 import org.apache.camel.support.service.ServiceSupport;
 import org.apache.hc.client5.http.impl.IdleConnectionEvictor;
-import org.apache.hc.core5.http.Header;
+import org.apache.hc.core5.http.HeaderElement;
 import org.apache.hc.core5.http.HttpResponse;
+import org.apache.hc.core5.http.message.MessageSupport;
 import org.apache.hc.core5.util.TimeValue;
 
 /**
@@ -111,8 +111,6 @@ public final class AdapterHttpPool {
         return new Size(perRoute, total, allowed, operatorPerRoute.isPresent() || operatorTotal.isPresent());
     }
 
-    private static final Pattern KEEP_ALIVE_TIMEOUT = Pattern.compile("(?i)(?:^|[,;\\s])timeout\\s*=\\s*\"?(\\d+)");
-
     /**
      * How long a connection may wait idle after {@code response} before it is not used again: {@code maxIdle},
      * or the server's {@code Keep-Alive: timeout} less a second when that is shorter (at 1 s or less: not kept).
@@ -120,10 +118,13 @@ public final class AdapterHttpPool {
      */
     static TimeValue keepIdle(HttpResponse response, Duration maxIdle) {
         long millis = maxIdle.toMillis();
-        Header header = response.getFirstHeader("Keep-Alive");
-        Matcher timeout = header == null ? null : KEEP_ALIVE_TIMEOUT.matcher(header.getValue());
-        if (timeout != null && timeout.find()) {
-            millis = Math.min(millis, Math.max(0, Long.parseLong(timeout.group(1)) * 1000 - 1000));
+        // The header read as the client's own keep-alive strategy reads it (its elements, "timeout" in seconds).
+        for (Iterator<HeaderElement> it = MessageSupport.iterate(response, "Keep-Alive"); it.hasNext(); ) {
+            HeaderElement element = it.next();
+            if ("timeout".equalsIgnoreCase(element.getName()) && element.getValue() != null && element.getValue().matches("\\d{1,9}")) {
+                millis = Math.min(millis, Math.max(0, Long.parseLong(element.getValue()) * 1000 - 1000));
+                break;
+            }
         }
         return TimeValue.ofMilliseconds(Math.max(1, millis));
     }
