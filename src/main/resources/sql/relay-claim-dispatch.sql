@@ -40,13 +40,10 @@ tenant_turns AS (
     SELECT c.tenant_id, c.last_dispatch_at, c.room > 0 AS has_room, least(greatest(c.room, 0), :#perTenant) AS takes,
            c.max_running_jobs - c.room AS running
       FROM (SELECT t.tenant_id, a.last_dispatch_at, t.max_running_jobs,
-                   t.max_running_jobs - a.running_jobs - released.running_jobs AS room
+                   t.max_running_jobs - a.running_jobs
+                     - (SELECT coalesce(sum(r.running_jobs), 0) FROM tenant_releases r WHERE r.tenant_id = a.tenant_id) AS room
               FROM turn CROSS JOIN waiting w JOIN tenants t ON t.tenant_id = w.tenant_id
               JOIN tenant_accounts a ON a.tenant_id = t.tenant_id
-              -- A join, not a subquery in `room`: the planner inlines `room` into each of its three uses
-              -- above, and a subquery there was run three times a tenant.
-              CROSS JOIN LATERAL (SELECT coalesce(sum(r.running_jobs), 0) AS running_jobs
-                                    FROM tenant_releases r WHERE r.tenant_id = a.tenant_id) released
              WHERE turn.ours) c),
 -- A tenant's oldest due events of providers with room (as many as it takes), looked for among its
 -- 16 + :perTenant oldest due events only: a round costs the same whatever a tenant's backlog at a
@@ -55,8 +52,8 @@ fresh AS (
     SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, g.running, e.holds_slot, e.provider, e.available_at
       FROM tenant_turns g
       CROSS JOIN LATERAL (
-          SELECT head.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot, j.provider, head.available_at
-            FROM (SELECT d.event_id, d.available_at FROM outbox d
+          SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot, j.provider, o.available_at
+            FROM (SELECT d.event_id FROM outbox d
                    WHERE d.tenant_id = g.tenant_id AND d.event_type = 'dispatch' AND d.published_at IS NULL
                      AND d.available_at <= CAST(:#now AS timestamptz) AND (d.claimed_until IS NULL OR d.claimed_until < CAST(:#now AS timestamptz))
                    ORDER BY d.available_at, d.event_id
@@ -72,9 +69,7 @@ fresh AS (
            WHERE j.finalized_at IS NULL
              AND (j.dispatched_at IS NOT NULL
                   OR NOT EXISTS (SELECT 1 FROM provider_room r WHERE r.provider = j.provider AND r.free <= 0))
-           -- In the head's own order (its columns, not the joined row's): the joins keep it, so no sort waits
-           -- for all of the head and the round stops reading a tenant's events once it took its share.
-           ORDER BY head.available_at, head.event_id
+           ORDER BY o.available_at, o.event_id
            LIMIT g.takes
            FOR UPDATE OF o SKIP LOCKED) e
      WHERE g.has_room),

@@ -52,26 +52,6 @@ class RelayPlansTest {
                 .doesNotContain("Seq Scan on jobs");
     }
 
-    /**
-     * A round reads a tenant's due events only until it took the tenant's share: the head (16 + the share,
-     * oldest first) reaches the row locks in its own order, with no sort that would first read and join
-     * all of it (24 events and their jobs a tenant, to take 8, while a backlog waited).
-     */
-    @Test
-    void aRoundStopsReadingATenantsEventsOnceItTookItsShare() throws Exception {
-        String plan = planOf(camelSql("sql/relay-claim-dispatch.sql"));
-        String fresh = plan.substring(plan.indexOf("CTE fresh"), plan.indexOf("CTE reclaims"));
-        assertThat(fresh).as(plan).contains("LockRows").contains("outbox_dispatch_due").doesNotContain("Sort");
-    }
-
-    /** A tenant's running jobs given back (its release rows) are summed once a round, not once per use. */
-    @Test
-    void aRoundSumsATenantsReleasesOnce() throws Exception {
-        String plan = planOf(camelSql("sql/relay-claim-dispatch.sql"));
-        String turns = plan.substring(plan.indexOf("CTE tenant_turns"), plan.indexOf("CTE fresh"));
-        assertThat(Pattern.compile("Scan on tenant_releases\\b").matcher(turns).results().count()).as(plan).isEqualTo(1);
-    }
-
     @Test
     void theMarkOfPublishedEventsReadsTheirKeys() throws Exception {
         String plan = planOf(camelSql("sql/relay-mark-published.sql"));
