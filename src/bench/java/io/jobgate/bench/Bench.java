@@ -28,7 +28,7 @@ import org.apache.camel.main.Main;
  * {@code --peers} (or {@code --only peers}) also runs db-scheduler and JobRunr on the same PostgreSQL and
  * prints them beside the run's admission and drain figures ({@link PeerBench}).
  * {@code --only inflight [--latency-seconds 30] [--inflight 2000] [--jobs 3 × inflight] [--tenants 10] [--clients 16]
- * [--java PATH] [--peers jobrunr]}: calls in flight against a slow provider, the gateway and JobRunr each in a
+ * [--java PATH] [--peers jobrunr] [--repeat N]}: calls in flight against a slow provider, the gateway and JobRunr each in a
  * process of its own ({@link InflightBench}). {@code --only sustained [--rates 25,50,100,150,200,250]
  * [--step-seconds 45] [--warm-up-seconds 45] [--latency-seconds 0] [--max-concurrency 64] [--tenants 10] [--peers [jobrunr,db-scheduler]]}: open-loop arrivals at stepped
  * rates and the knee, beside JobRunr's and db-scheduler's given the same arrivals ({@link SustainedBench}, {@link SustainedPeers}). {@code --only fairness [--flood 1500] [--quiet-jobs 12] [--background-rate 50]}:

@@ -66,6 +66,7 @@ final class InflightBench {
         this.clients = Integer.parseInt(opts.getOrDefault("clients", "16"));
         this.warmUpRound = Integer.parseInt(opts.getOrDefault("warm-up", Integer.toString(Math.max(400, inflight))));
         this.peerUnbounded = opts.containsKey("peer-unbounded");
+        this.repeat = Integer.parseInt(opts.getOrDefault("repeat", "1"));
     }
 
     /** {@code --peer-unbounded}: JobRunr also without the provider's limit (its workers do not bound its calls). */
@@ -99,20 +100,70 @@ final class InflightBench {
     void run(boolean withJobRunr) throws Exception {
         double ideal = inflight * 1000.0 / latencyMillis;
         System.out.printf("%nCalls in flight: %,d image jobs over %d tenants from %d HTTP clients against a stand-in of OpenAI's "
-                        + "Images API answering after %.1f s; target %,d calls in flight (ideal rate %.1f jobs/s); %s, %d cores%n",
-                jobs, tenants, clients, latencyMillis / 1000.0, inflight, ideal, javaVersion(), Runtime.getRuntime().availableProcessors());
-        try (GatewayProcesses parties = new GatewayProcesses(jar, dir, java, latencyMillis)) {
-            List<Figures> all = new ArrayList<>(List.of(gateway(parties)));
-            parties.stopGateway();
-            if (withJobRunr) {
-                // Held to the provider's limit (the in-flight target), as a team must hold a real provider's;
-                // --peer-unbounded also runs it as it comes, past the target.
-                all.add(jobRunr(parties, true));
-                if (peerUnbounded) {
-                    all.add(jobRunr(parties, false));
-                }
+                        + "Images API answering after %.1f s; target %,d calls in flight (ideal rate %.1f jobs/s); %s, %d cores%s%n",
+                jobs, tenants, clients, latencyMillis / 1000.0, inflight, ideal, javaVersion(), Runtime.getRuntime().availableProcessors(),
+                repeat > 1 ? String.format("; %d rounds, the parties taking turns", repeat) : "");
+        List<Figures> all = new ArrayList<>();
+        for (int round = 1; round <= repeat; round++) {
+            if (repeat > 1) {
+                System.out.printf("%n  round %d of %d%n", round, repeat);
             }
-            print(all, ideal);
+            // Each round on a PostgreSQL and a stand-in of its own: no round inherits another's history or connections.
+            roundDir = repeat > 1 ? Files.createDirectories(dir.resolve("round-" + round)) : dir;
+            try (GatewayProcesses parties = new GatewayProcesses(jar, roundDir, java, latencyMillis)) {
+                warmedUpJobs = 0;
+                List<Figures> ofRound = new ArrayList<>(List.of(gateway(parties)));
+                parties.stopGateway();
+                if (withJobRunr) {
+                    // Held to the provider's limit (the in-flight target), as a team must hold a real provider's;
+                    // --peer-unbounded also runs it as it comes, past the target.
+                    ofRound.add(jobRunr(parties, true));
+                    if (peerUnbounded) {
+                        ofRound.add(jobRunr(parties, false));
+                    }
+                }
+                print(ofRound, ideal);
+                all.addAll(ofRound);
+            }
+        }
+        if (repeat > 1) {
+            printRounds(all, ideal);
+        }
+    }
+
+    /**
+     * {@code --repeat N}: the whole comparison N times, the parties taking turns, each round on a fresh database and
+     * stand-in. One run of each says little when the difference is a second or two in 95: across sessions the
+     * gateway's runs spread over about 2 s and JobRunr's over 8 s (its poll, every 5 s, meets the jobs early or late).
+     */
+    private final int repeat;
+    /** The folder of this round's logs and database (the bench's own with one round). */
+    private Path roundDir;
+
+    /** Per party over the rounds: each round's seconds, the median, the fastest and slowest, and the rounds each led. */
+    private void printRounds(List<Figures> all, double ideal) {
+        Map<String, List<Figures>> byParty = new LinkedHashMap<>();
+        for (Figures f : all) {
+            byParty.computeIfAbsent(f.name(), k -> new ArrayList<>()).add(f);
+        }
+        System.out.printf("%n  over %d rounds (seconds, first POST or enqueue to the last job final):%n", repeat);
+        System.out.printf("  %-60s %-28s %8s %8s %8s %12s%n", "", "each round", "median", "fastest", "slowest", "× ideal (median)");
+        for (Map.Entry<String, List<Figures>> party : byParty.entrySet()) {
+            List<Double> seconds = party.getValue().stream().map(Figures::seconds).toList();
+            List<Double> sorted = seconds.stream().sorted().toList();
+            double median = sorted.size() % 2 == 1 ? sorted.get(sorted.size() / 2)
+                    : (sorted.get(sorted.size() / 2 - 1) + sorted.get(sorted.size() / 2)) / 2;
+            System.out.printf("  %-60s %-28s %8.1f %8.1f %8.1f %12.2f%n", party.getKey(),
+                    String.join(" ", seconds.stream().map(s -> String.format("%.1f", s)).toList()), median, sorted.get(0),
+                    sorted.get(sorted.size() - 1), jobs / median / ideal);
+        }
+        List<List<Figures>> parties = new ArrayList<>(byParty.values());
+        if (parties.size() >= 2) {
+            int ahead = 0;
+            for (int r = 0; r < repeat; r++) {
+                ahead += parties.get(0).get(r).seconds() < parties.get(1).get(r).seconds() ? 1 : 0;
+            }
+            System.out.printf("  the gateway ahead of %s in %d of %d rounds%n", new ArrayList<>(byParty.keySet()).get(1), ahead, repeat);
         }
     }
 
@@ -253,7 +304,7 @@ final class InflightBench {
                             + "'succeeded'), (extract(epoch FROM max(finalized_at)) * 1000)::bigint" + ofRun)) {
                         rs.next();
                         if (rs.getLong(1) != expected) {
-                            throw new IllegalStateException(rs.getLong(1) + " jobs of " + expected + " in the database; logs in " + dir);
+                            throw new IllegalStateException(rs.getLong(1) + " jobs of " + expected + " in the database; logs in " + roundDir);
                         }
                         return new long[] {rs.getLong(2), rs.getLong(3)};
                     }
@@ -264,7 +315,7 @@ final class InflightBench {
                 }
             }
             if (System.nanoTime() - lastProgress > TimeUnit.MILLISECONDS.toNanos(3 * latencyMillis + 120_000)) {
-                throw new IllegalStateException("stalled: " + lastOpen + " of " + expected + " jobs not final; logs in " + dir);
+                throw new IllegalStateException("stalled: " + lastOpen + " of " + expected + " jobs not final; logs in " + roundDir);
             }
             Thread.sleep(100); // another process's progress: nothing to wait on but its answers
         }
@@ -325,12 +376,12 @@ final class InflightBench {
         sampler.start();
         long pgBefore = parties.postgresCpuMillis();
         if (!peer.waitFor(2, TimeUnit.HOURS) || peer.exitValue() != 0) {
-            throw new IllegalStateException("JobRunr's run failed; see " + dir.resolve("jobrunr.log"));
+            throw new IllegalStateException("JobRunr's run failed; see " + roundDir.resolve("jobrunr.log"));
         }
         sampler.interrupt();
         double pgCpu = (parties.postgresCpuMillis() - pgBefore) / (double) jobs;
-        String result = Files.readAllLines(dir.resolve("jobrunr.log")).stream().filter(l -> l.startsWith("RESULT "))
-                .findFirst().orElseThrow(() -> new IllegalStateException("JobRunr printed no result; see " + dir.resolve("jobrunr.log")));
+        String result = Files.readAllLines(roundDir.resolve("jobrunr.log")).stream().filter(l -> l.startsWith("RESULT "))
+                .findFirst().orElseThrow(() -> new IllegalStateException("JobRunr printed no result; see " + roundDir.resolve("jobrunr.log")));
         Map<String, String> f = new LinkedHashMap<>();
         for (String kv : result.substring(7).split(" ")) {
             f.put(kv.substring(0, kv.indexOf('=')), kv.substring(kv.indexOf('=') + 1));
