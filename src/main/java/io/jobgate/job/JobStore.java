@@ -31,6 +31,27 @@ public final class JobStore {
                 tenantId, jobId).stream().findFirst();
     }
 
+    /**
+     * This tenant's jobs among {@code jobIds}, by id, in one statement (primary-key lookups); ids of other
+     * tenants' jobs or of none are absent. For a page that shows other jobs beside its own (summaries).
+     */
+    public java.util.Map<UUID, Job> findAll(String tenantId, java.util.Collection<UUID> jobIds) {
+        return byId(jobIds.isEmpty() ? List.of() : jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE job_id = ANY (?) AND tenant_id = ?",
+                JobStore::map, jobIds.toArray(UUID[]::new), tenantId));
+    }
+
+    /** Any tenant's jobs among {@code jobIds}, by id, in one statement (the relay's status round; operators). */
+    public java.util.Map<UUID, Job> findAllAny(java.util.Collection<UUID> jobIds) {
+        return byId(jobIds.isEmpty() ? List.of() : jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE job_id = ANY (?)",
+                JobStore::map, (Object) jobIds.toArray(UUID[]::new)));
+    }
+
+    private static java.util.Map<UUID, Job> byId(List<Job> found) {
+        java.util.Map<UUID, Job> byId = new java.util.HashMap<>();
+        found.forEach(job -> byId.put(job.id(), job));
+        return byId;
+    }
+
     /** The result record of a job (JSON), once it has one. */
     public Optional<String> result(UUID jobId) {
         return jdbc.query("SELECT result::text FROM jobs WHERE job_id = ? AND result IS NOT NULL", (rs, i) -> rs.getString(1),

@@ -57,14 +57,17 @@ public final class DeliveryFanOut implements StatusEvent.RoundWrites {
         if (wanted.isEmpty()) {
             return;
         }
+        List<StatusEvent> toDeliver = taken.stream().filter(e -> wanted.contains(e.tenantId() + '\n' + e.webhookType())).toList();
+        if (toDeliver.isEmpty()) {
+            return;
+        }
+        // The round's jobs in one read, not one per event: a round takes up to jobgate.relay.status-batch events.
+        Map<java.util.UUID, Job> byId = jobs.findAllAny(toDeliver.stream().map(StatusEvent::jobId).distinct().toList());
         Timestamp now = Timestamp.from(clock.instant());
         try (PreparedStatement insert = round.prepareStatement(INSERT)) {
             int added = 0;
-            for (StatusEvent event : taken) {
-                if (!wanted.contains(event.tenantId() + '\n' + event.webhookType())) {
-                    continue;
-                }
-                Job job = jobs.findAny(event.jobId()).orElse(null);
+            for (StatusEvent event : toDeliver) {
+                Job job = byId.get(event.jobId());
                 if (job == null) {
                     continue; // gone by retention: nothing left to tell
                 }

@@ -79,11 +79,14 @@ public final class JobSummaries {
                 SELECT job_id, state, preset_id, preset_version, provider, refused_code, refused_message, summary_job_id
                   FROM job_summaries WHERE tenant_id = ? AND job_id = ANY (?)""", tenantId,
                 transcriptionJobs.toArray(UUID[]::new));
+        // The ordered summaries' jobs in one read, not one per row: a page of 100 transcriptions was 101 statements.
+        Map<UUID, Job> summaryJobs = jobs.findAll(tenantId, rows.stream().map(r -> (UUID) r.get("summary_job_id"))
+                .filter(java.util.Objects::nonNull).toList());
         for (Map<String, Object> r : rows) {
             UUID summaryJob = (UUID) r.get("summary_job_id");
             found.put((UUID) r.get("job_id"), new Summary((String) r.get("state"), (String) r.get("preset_id"),
                     ((Number) r.get("preset_version")).intValue(), (String) r.get("provider"), (String) r.get("refused_code"),
-                    (String) r.get("refused_message"), summaryJob == null ? null : jobs.find(tenantId, summaryJob).orElse(null)));
+                    (String) r.get("refused_message"), summaryJob == null ? null : summaryJobs.get(summaryJob)));
         }
         return found;
     }

@@ -151,6 +151,28 @@ class TenantWebhooksTest extends GatewayTestBase {
     }
 
     @Test
+    void eachJobOfARoundIsDeliveredWithItsOwnJob() {
+        // Jobs of two tenants ended together: the relay's status rounds read their jobs together, and each
+        // delivery must carry its own job, to its own tenant's endpoint.
+        receiver.stubFor(post("/hooks/acme-many").willReturn(ok()));
+        receiver.stubFor(post("/hooks/globex-many").willReturn(ok()));
+        endpoint(ACME, "/hooks/acme-many", null);
+        endpoint(GLOBEX, "/hooks/globex-many", null);
+        List<String> acmeJobs = new java.util.ArrayList<>();
+        List<String> globexJobs = new java.util.ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            acmeJobs.add(cancelledJob(ACME).toString());
+            globexJobs.add(cancelledJob(GLOBEX).toString());
+        }
+        await().atMost(Duration.ofSeconds(15)).until(() -> received("/hooks/acme-many").size() == 4 && received("/hooks/globex-many").size() == 4);
+        for (Map.Entry<String, List<String>> hook : Map.of("/hooks/acme-many", acmeJobs, "/hooks/globex-many", globexJobs).entrySet()) {
+            List<JsonNode> data = received(hook.getKey()).stream().map(r -> Json.parseObject(r.getBody()).path("data")).toList();
+            assertThat(data).extracting(d -> d.path("job_id").asText()).as(hook.getKey()).containsExactlyInAnyOrderElementsOf(hook.getValue());
+            assertThat(data).extracting(d -> d.path("status").asText()).containsOnly("cancelled");
+        }
+    }
+
+    @Test
     void aReceiverThatFailsThreeTimesGetsTheSameDeliveryWithTheSameIdUntilItTakesIt() throws Exception {
         String path = "/hooks/flaky";
         receiver.stubFor(post(path).inScenario("flaky").whenScenarioStateIs(Scenario.STARTED)

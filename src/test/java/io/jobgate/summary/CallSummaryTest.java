@@ -113,6 +113,16 @@ class CallSummaryTest extends GatewayTestBase {
                 .contains("Customer " + tag);
         assertThat(Json.MAPPER.readTree(api.getBytes(ACME, "/v1/jobs/" + summaryJob + "/output")).path("text").asText())
                 .isEqualTo("The customer wants a discount. Next: call on Friday.");
+        // The tenant's listing shows the same summary on the call's row (the page's summaries' jobs read together).
+        JsonNode listedCall = null;
+        for (JsonNode row : api.get(ACME, "/v1/jobs?limit=100").json().path("jobs")) {
+            if (row.path("job_id").asText().equals(call.toString())) {
+                listedCall = row;
+            }
+        }
+        assertThat(listedCall).as("the call among the tenant's newest jobs").isNotNull();
+        assertThat(listedCall.path("summary").path("job_id").asText()).isEqualTo(summaryJob.toString());
+        assertThat(listedCall.path("summary").path("status").asText()).isEqualTo("succeeded");
         JsonNode own = api.get(ACME, "/v1/jobs/" + summaryJob).json();
         assertThat(own.path("kind").asText()).isEqualTo("summary");
         assertThat(own.path("parent_job_id").asText()).isEqualTo(call.toString());
