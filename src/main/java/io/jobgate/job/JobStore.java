@@ -40,8 +40,9 @@ public final class JobStore {
                 JobStore::map, jobIds.toArray(UUID[]::new), tenantId));
     }
 
-    /** Any tenant's jobs among {@code jobIds}, by id, in one statement (the relay's status round; operators). */
+    /** Any tenant's jobs among {@code jobIds}, by id, in one statement (the relay's status round, DeliveryFanOut). */
     public java.util.Map<UUID, Job> findAllAny(java.util.Collection<UUID> jobIds) {
+        // (Object): the array is the one parameter, not the varargs list itself.
         return byId(jobIds.isEmpty() ? List.of() : jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE job_id = ANY (?)",
                 JobStore::map, (Object) jobIds.toArray(UUID[]::new)));
     }
