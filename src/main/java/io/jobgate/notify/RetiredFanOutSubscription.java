@@ -14,6 +14,10 @@ import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
 import javax.sql.DataSource;
+import org.apache.activemq.artemis.api.core.client.ClientSession;
+import org.apache.activemq.artemis.jms.client.ActiveMQDestination;
+import org.apache.activemq.artemis.jms.client.ActiveMQSession;
+import org.springframework.jms.connection.SessionProxy;
 
 /**
  * Releases before 2026-12 wrote tenants' deliveries in a consumer of the topic {@code jobs.events}, through
@@ -33,6 +37,12 @@ public final class RetiredFanOutSubscription {
     private static final String SELECTOR = "JobgateStatus IS NOT NULL";
     /** How long an empty subscription is listened to before it counts as drained. */
     private static final long QUIET_MS = 200;
+    /**
+     * How long events that arrive after the ones it held are still taken: this release's relays publish every status
+     * event to the topic too (and write their deliveries themselves), so under steady traffic the subscription is
+     * never quiet for {@link #QUIET_MS}; without a bound the drain ran until the gateway stopped.
+     */
+    private static final long LATE_EVENTS_MS = 2_000;
 
     private final ConnectionFactory broker;
     private final DataSource database;
@@ -53,9 +63,19 @@ public final class RetiredFanOutSubscription {
         int drained = 0;
         try (Connection connection = broker.createConnection();
              Session session = connection.createSession(true, Session.SESSION_TRANSACTED)) {
+            // Only where it exists: creating the consumer creates the subscription, and an install that never had it
+            // would get one, filled with every status event of every job while it is drained.
+            ClientSession.QueueQuery retired = query(session, connection.getClientID());
+            if (!retired.isExists()) {
+                removed = true;
+                return true;
+            }
+            long held = retired.getMessageCount();
+            long lateUntil = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(LATE_EVENTS_MS);
             connection.start();
             try (MessageConsumer consumer = session.createSharedDurableConsumer(session.createTopic(TOPIC), NAME, SELECTOR)) {
-                for (Message m = consumer.receive(QUIET_MS); m != null; m = consumer.receive(QUIET_MS)) {
+                for (Message m = consumer.receive(QUIET_MS); m != null; m = drained < held || System.nanoTime() < lateUntil
+                        ? consumer.receive(QUIET_MS) : null) {
                     try (java.sql.Connection c = database.getConnection()) {
                         fanOut.write(c, List.of(event(((TextMessage) m).getText())));
                     }
@@ -74,6 +94,19 @@ public final class RetiredFanOutSubscription {
             LOG.info("webhooks: the retired subscription {} was removed after fanning out the {} events it held", NAME, drained);
         }
         return true;
+    }
+
+    /** The subscription's queue as the broker knows it (asked of the Artemis session under Spring's cached one). */
+    private static ClientSession.QueueQuery query(Session session, String clientId) throws JMSException {
+        Session target = session instanceof SessionProxy cached ? cached.getTargetSession() : session;
+        try {
+            // Named as the JMS client names a durable subscription's queue (createSharedDurableConsumer below).
+            return ((ActiveMQSession) target).getCoreSession().queueQuery(ActiveMQDestination.createQueueNameForSubscription(true, clientId, NAME));
+        } catch (org.apache.activemq.artemis.api.core.ActiveMQException e) {
+            JMSException failed = new JMSException("could not ask the broker for the subscription " + NAME + ": " + e.getMessage());
+            failed.setLinkedException(e);
+            throw failed;
+        }
     }
 
     /** A status event as the relay published it: {job_id, tenant_id, status, attempt, error_category?, at, event_id}. */

@@ -438,6 +438,84 @@ class TenantWebhooksTest extends GatewayTestBase {
         }
     }
 
+    /** An install that never had the retired subscription: nothing to drain, and nothing is created for it. */
+    @Test
+    void whereTheRetiredSubscriptionNeverWasNoneIsMade() throws Exception {
+        RetiredFanOutSubscription retired = new RetiredFanOutSubscription(broker, dataSource,
+                new DeliveryFanOut(new JobStore(new org.springframework.jdbc.core.JdbcTemplate(dataSource)), java.time.Clock.systemUTC()));
+        assertThat(retiredSubscriptionExists()).isFalse();
+
+        assertThat(retired.drainAndRemove()).isTrue();
+
+        assertThat(retiredSubscriptionExists()).as("no subscription made, to be filled with every status event").isFalse();
+    }
+
+    /**
+     * Under steady traffic the topic is never quiet (this release's relays publish every status event to it): the drain
+     * takes what the subscription held and what arrives for a short while, then removes it; it does not run until the
+     * gateway stops (seen: a shutdown forced after 20 s, the route still draining).
+     */
+    @Test
+    void theRetiredSubscriptionIsRemovedWhileEventsKeepComing() throws Exception {
+        RetiredFanOutSubscription retired = new RetiredFanOutSubscription(broker, dataSource,
+                new DeliveryFanOut(new JobStore(new org.springframework.jdbc.core.JdbcTemplate(dataSource)), java.time.Clock.systemUTC()));
+        java.util.concurrent.atomic.AtomicBoolean publishing = new java.util.concurrent.atomic.AtomicBoolean(true);
+        java.util.concurrent.ExecutorService relay = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try (jakarta.jms.Connection connection = broker.createConnection();
+             Session session = connection.createSession(true, Session.SESSION_TRANSACTED)) {
+            Topic events = session.createTopic("jobs.events");
+            session.createSharedDurableConsumer(events, RetiredFanOutSubscription.NAME, "JobgateStatus IS NOT NULL").close();
+            // A relay publishing a status event every 20 ms, of jobs long gone (nothing to deliver), from before the drain to after it.
+            java.util.concurrent.Future<?> steady = relay.submit(() -> {
+                try (jakarta.jms.Connection own = broker.createConnection();
+                     Session publisher = own.createSession(true, Session.SESSION_TRANSACTED)) {
+                    var producer = publisher.createProducer(publisher.createTopic("jobs.events"));
+                    for (long id = 1; publishing.get(); id++) {
+                        producer.send(statusEvent(publisher, UUID.randomUUID(), Long.MAX_VALUE - id));
+                        publisher.commit();
+                        Thread.sleep(20);
+                    }
+                }
+                return null;
+            });
+            await().atMost(Duration.ofSeconds(10)).until(this::retiredSubscriptionHolds);
+
+            java.util.concurrent.CompletableFuture<Boolean> drained = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return retired.drainAndRemove();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            assertThat(drained.get(15, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+            assertThat(retiredSubscriptionExists()).isFalse();
+            assertThat(steady.isDone()).as("the events kept coming all along").isFalse();
+        } finally {
+            publishing.set(false);
+            relay.shutdown();
+            assertThat(relay.awaitTermination(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        }
+    }
+
+    private boolean retiredSubscriptionExists() throws Exception {
+        return retiredSubscription().isExists();
+    }
+
+    private boolean retiredSubscriptionHolds() throws Exception {
+        return retiredSubscription().getMessageCount() > 0;
+    }
+
+    /** The broker's queue of the retired subscription, as Artemis names a shared durable one. */
+    private org.apache.activemq.artemis.api.core.client.ClientSession.QueueQuery retiredSubscription() throws Exception {
+        try (jakarta.jms.Connection connection = broker.createConnection();
+             Session session = connection.createSession(true, Session.SESSION_TRANSACTED)) {
+            Session target = session instanceof org.springframework.jms.connection.SessionProxy cached ? cached.getTargetSession() : session;
+            return ((org.apache.activemq.artemis.jms.client.ActiveMQSession) target).getCoreSession().queueQuery(
+                    org.apache.activemq.artemis.jms.client.ActiveMQDestination.createQueueNameForSubscription(true,
+                            connection.getClientID(), RetiredFanOutSubscription.NAME));
+        }
+    }
+
     private static TextMessage statusEvent(Session session, UUID job, long eventId) throws Exception {
         TextMessage m = session.createTextMessage(Json.write(Map.of("job_id", job.toString(), "tenant_id", "acme",
                 "status", "cancelled", "attempt", 0, "at", Instant.now().toString(), "event_id", eventId)));
