@@ -47,13 +47,16 @@ tenant_turns AS (
              WHERE turn.ours) c),
 -- A tenant's oldest due events of providers with room (as many as it takes), looked for among its
 -- 16 + :perTenant oldest due events only: a round costs the same whatever a tenant's backlog at a
--- full provider (a tenant whose oldest all wait for full providers waits a round or two).
+-- full provider (a tenant whose oldest all wait for full providers waits a round or two). Ordered by
+-- head's own columns, so the plan keeps the index's order and stops at the events it takes: ordered by
+-- o's, every head event was joined to its job and sorted first (a round that took 4 jobs of tenants
+-- with backlogs read 2,300 blocks; 850 now).
 fresh AS (
     SELECT e.event_id, e.job_id, g.tenant_id, g.last_dispatch_at, g.running, e.holds_slot, e.provider, e.available_at
       FROM tenant_turns g
       CROSS JOIN LATERAL (
           SELECT o.event_id, o.job_id, j.dispatched_at IS NOT NULL AS holds_slot, j.provider, o.available_at
-            FROM (SELECT d.event_id FROM outbox d
+            FROM (SELECT d.event_id, d.available_at FROM outbox d
                    WHERE d.tenant_id = g.tenant_id AND d.event_type = 'dispatch' AND d.published_at IS NULL
                      AND d.available_at <= CAST(:#now AS timestamptz) AND (d.claimed_until IS NULL OR d.claimed_until < CAST(:#now AS timestamptz))
                    ORDER BY d.available_at, d.event_id
@@ -69,7 +72,7 @@ fresh AS (
            WHERE j.finalized_at IS NULL
              AND (j.dispatched_at IS NOT NULL
                   OR NOT EXISTS (SELECT 1 FROM provider_room r WHERE r.provider = j.provider AND r.free <= 0))
-           ORDER BY o.available_at, o.event_id
+           ORDER BY head.available_at, head.event_id
            LIMIT g.takes
            FOR UPDATE OF o SKIP LOCKED) e
      WHERE g.has_room),

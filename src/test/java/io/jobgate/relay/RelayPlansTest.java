@@ -6,6 +6,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -50,6 +51,32 @@ class RelayPlansTest {
         String plan = planOf(camelSql("sql/relay-claim-dispatch.sql"));
         assertThat(plan).as(plan).contains("outbox_dispatch_due").doesNotContain("Seq Scan on outbox")
                 .doesNotContain("Seq Scan on jobs");
+    }
+
+    /**
+     * A tenant's due events are locked in the order of its head (the index's), and the plan stops at the ones it
+     * takes: no Sort between the lock and the head, which would join every head event to its job first (16 + the
+     * per-tenant share of them, for a round that takes one or two while a backlog waits).
+     */
+    @Test
+    void aRoundTakesATenantsEventsInTheIndexsOrderWithoutSortingItsHead() throws Exception {
+        String plan = planOf(camelSql("sql/relay-claim-dispatch.sql"));
+        List<String> lines = plan.lines().toList();
+        int fresh = indexOf(lines, "CTE fresh", 0);
+        int lock = indexOf(lines, "LockRows", fresh);
+        assertThat(fresh).as(plan).isNotNegative();
+        assertThat(lock).as(plan).isGreaterThan(fresh);
+        String underTheLock = lines.get(lock + 1).contains("->") ? lines.get(lock + 1) : lines.get(lock + 2);
+        assertThat(underTheLock).as(plan).doesNotContain("Sort").contains("Nested Loop");
+    }
+
+    private static int indexOf(List<String> lines, String text, int from) {
+        for (int i = Math.max(from, 0); i < lines.size(); i++) {
+            if (lines.get(i).contains(text)) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     @Test
