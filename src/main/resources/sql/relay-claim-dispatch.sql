@@ -25,6 +25,13 @@ provider_room AS (
            CAST(split_part(l, '=', 2) AS bigint)
              - coalesce((SELECT sum(w.running) FROM provider_window w WHERE w.provider = split_part(l, '=', 1)), 0) AS free
       FROM unnest(string_to_array(:#providerLimits, ',')) l),
+-- The most events one tenant can have taken this round: the providers' free calls within the window's
+-- room (the turns below give them out), at least one: a claim that holds its slot already ignores room
+-- and must not wait for it. A hand-over round between waves (a few calls free, every tenant with a
+-- backlog) locked each tenant's whole share (per-tenant, 8) to take the few the providers had room for.
+take_bound AS (
+    SELECT CAST(greatest(least((SELECT coalesce(sum(greatest(r.free, 0)), 0) FROM provider_room r), (SELECT free FROM room)), 1)
+                AS bigint) AS most),
 -- Only tenants with unpublished dispatch events, found by one index descent each (a loose index
 -- scan of outbox_dispatch_due): an idle round costs the same with ten tenants or thousands.
 waiting(tenant_id) AS (
@@ -73,7 +80,7 @@ fresh AS (
              AND (j.dispatched_at IS NOT NULL
                   OR NOT EXISTS (SELECT 1 FROM provider_room r WHERE r.provider = j.provider AND r.free <= 0))
            ORDER BY head.available_at, head.event_id
-           LIMIT g.takes
+           LIMIT least(g.takes, (SELECT most FROM take_bound))
            FOR UPDATE OF o SKIP LOCKED) e
      WHERE g.has_room),
 reclaims AS (

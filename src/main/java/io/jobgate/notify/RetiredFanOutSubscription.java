@@ -43,6 +43,11 @@ public final class RetiredFanOutSubscription {
      * never quiet for {@link #QUIET_MS}; without a bound the drain ran until the gateway stopped.
      */
     private static final long LATE_EVENTS_MS = 2_000;
+    /**
+     * The longest one try drains: an old instance consuming beside it takes some of what it held, so its count may
+     * never be reached while that instance's relay keeps publishing. The removal is then refused and tried next minute.
+     */
+    private static final long MAX_DRAIN_MS = 60_000;
 
     private final ConnectionFactory broker;
     private final DataSource database;
@@ -71,10 +76,10 @@ public final class RetiredFanOutSubscription {
                 return true;
             }
             long held = retired.getMessageCount();
-            long lateUntil = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(LATE_EVENTS_MS);
+            long start = System.nanoTime();
             connection.start();
             try (MessageConsumer consumer = session.createSharedDurableConsumer(session.createTopic(TOPIC), NAME, SELECTOR)) {
-                for (Message m = consumer.receive(QUIET_MS); m != null; m = drained < held || System.nanoTime() < lateUntil
+                for (Message m = consumer.receive(QUIET_MS); m != null; m = goOn(drained, held, System.nanoTime() - start)
                         ? consumer.receive(QUIET_MS) : null) {
                     try (java.sql.Connection c = database.getConnection()) {
                         fanOut.write(c, List.of(event(((TextMessage) m).getText())));
@@ -94,6 +99,12 @@ public final class RetiredFanOutSubscription {
             LOG.info("webhooks: the retired subscription {} was removed after fanning out the {} events it held", NAME, drained);
         }
         return true;
+    }
+
+    /** Whether to take another event: what it held, then newer ones for a short while, never past the longest try. */
+    static boolean goOn(long drained, long held, long elapsedNanos) {
+        long elapsedMs = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(elapsedNanos);
+        return elapsedMs < MAX_DRAIN_MS && (drained < held || elapsedMs < LATE_EVENTS_MS);
     }
 
     /** The subscription's queue as the broker knows it (asked of the Artemis session under Spring's cached one). */

@@ -96,11 +96,14 @@ class RelayRoundsTest extends GatewayTestBase {
         return now;
     }
 
-    /** Each test starts with nothing due: earlier tests' leftovers are parked as published. */
+    /**
+     * Each test starts with nothing due: earlier tests' leftovers are parked as published, and no tenant has waited
+     * longer than another (a turn's order goes by the last dispatch; tests run in no promised order).
+     */
     private void drainDueEvents() {
         Db.execute("UPDATE outbox SET published_at = now() WHERE published_at IS NULL");
         Db.execute("UPDATE jobs SET dispatched_at = NULL WHERE finalized_at IS NULL");
-        Db.execute("UPDATE tenant_accounts SET running_jobs = 0");
+        Db.execute("UPDATE tenant_accounts SET running_jobs = 0, last_dispatch_at = NULL");
         Db.execute("UPDATE tenant_releases SET running_jobs = 0");
         Db.execute("UPDATE dispatch_window SET running = 0");
         Db.execute("DELETE FROM provider_window"); // V30: the jobs let go above held their providers' share too
@@ -285,6 +288,61 @@ class RelayRoundsTest extends GatewayTestBase {
         List<String> second = round();
         assertThat(second).hasSize(1).doesNotContain(first.get(0));
         assertThat(round()).isEmpty();
+    }
+
+    /**
+     * A hand-over round between waves: one call free, every tenant with a backlog. The round locks at most one event
+     * of each tenant (what the providers have room for), not each tenant's whole share, and takes the one.
+     */
+    @Test
+    void aRoundWithOneFreeCallLocksOneEventOfEachTenantNotItsShare() throws Exception {
+        List<String> jobs = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            for (String key : List.of(ACME, GLOBEX, BULK)) {
+                jobs.add(post(key));
+            }
+        }
+        String provider = (String) Db.single("SELECT provider FROM jobs WHERE job_id = ?::uuid", jobs.get(0)).get("provider");
+        long limit = Long.parseLong(context.resolvePropertyPlaceholders("{{jobgate.provider." + provider + ".max-concurrency}}"));
+        Db.update("INSERT INTO provider_window (provider, shard, running) VALUES (?, 0, ?)", provider, limit - 1);
+
+        long locked;
+        try (java.sql.Connection c = io.jobgate.support.TestDatabase.connect(); java.sql.Statement s = c.createStatement()) {
+            c.setAutoCommit(false);
+            StringBuilder plan = new StringBuilder();
+            try (java.sql.ResultSet rs = s.executeQuery("EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) " + claimWith(provider + "=" + limit))) {
+                while (rs.next()) {
+                    plan.append(rs.getString(1)).append('\n');
+                }
+            } finally {
+                c.rollback();
+            }
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("LockRows \\(actual rows=([\\d.]+) loops=(\\d+)\\)").matcher(plan);
+            assertThat(m.find()).as(plan.toString()).isTrue();
+            locked = Math.round(Double.parseDouble(m.group(1)) * Long.parseLong(m.group(2))); // PostgreSQL 18 prints rows=1.00
+            assertThat(locked).as(plan.toString()).isEqualTo(3);
+        }
+        assertThat(round()).as("the one free call is taken").hasSize(1);
+        assertThat(round()).isEmpty();
+    }
+
+    /** The relay's claim as its round runs it, with this gateway's settings and {@code providerLimits} as given. */
+    private String claimWith(String providerLimits) throws java.io.IOException {
+        String text;
+        try (java.io.InputStream in = getClass().getClassLoader().getResourceAsStream("sql/relay-claim-dispatch.sql")) {
+            text = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        }
+        text = text.lines().filter(l -> !l.startsWith("--")).reduce("", (a, b) -> a + b + "\n");
+        Map<String, String> values = Map.of("maxRunning", "1000000", "providerLimits", "'" + providerLimits + "'",
+                "perTenant", context.resolvePropertyPlaceholders("{{jobgate.relay.per-tenant}}"), "now", "now()",
+                "claimSeconds", "30", "claimToken", "'" + UUID.randomUUID() + "'", "claimOwner", "'lock-count-test'");
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile(":#(\\w+)").matcher(text);
+        StringBuilder sql = new StringBuilder();
+        while (m.find()) {
+            m.appendReplacement(sql, java.util.regex.Matcher.quoteReplacement(
+                    java.util.Objects.requireNonNull(values.get(m.group(1)), m.group(1))));
+        }
+        return m.appendTail(sql).toString();
     }
 
     /**
