@@ -111,13 +111,18 @@ class RelayPlansTest {
         }
     }
 
-    /** A camel-sql file with its {@code :#name} parameters numbered {@code $1 … $n}, comments dropped. */
-    private static String camelSql(String resource) throws IOException {
+    /** A camel-sql file's text, its comment lines dropped ({@code :#name} parameters as they are). */
+    static String withoutComments(String resource) throws IOException {
         String text;
         try (InputStream in = RelayPlansTest.class.getClassLoader().getResourceAsStream(resource)) {
             text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
         }
-        text = text.lines().filter(l -> !l.startsWith("--")).reduce("", (a, b) -> a + b + "\n");
+        return text.lines().filter(l -> !l.startsWith("--")).reduce("", (a, b) -> a + b + "\n");
+    }
+
+    /** A camel-sql file with its {@code :#name} parameters numbered {@code $1 … $n}, comments dropped. */
+    private static String camelSql(String resource) throws IOException {
+        String text = withoutComments(resource);
         Map<String, Integer> numbers = new LinkedHashMap<>();
         Matcher m = Pattern.compile(":#(\\w+)").matcher(text);
         StringBuilder numbered = new StringBuilder();

@@ -328,11 +328,7 @@ class RelayRoundsTest extends GatewayTestBase {
 
     /** The relay's claim as its round runs it, with this gateway's settings and {@code providerLimits} as given. */
     private String claimWith(String providerLimits) throws java.io.IOException {
-        String text;
-        try (java.io.InputStream in = getClass().getClassLoader().getResourceAsStream("sql/relay-claim-dispatch.sql")) {
-            text = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        }
-        text = text.lines().filter(l -> !l.startsWith("--")).reduce("", (a, b) -> a + b + "\n");
+        String text = RelayPlansTest.withoutComments("sql/relay-claim-dispatch.sql");
         Map<String, String> values = Map.of("maxRunning", "1000000", "providerLimits", "'" + providerLimits + "'",
                 "perTenant", context.resolvePropertyPlaceholders("{{jobgate.relay.per-tenant}}"), "now", "now()",
                 "claimSeconds", "30", "claimToken", "'" + UUID.randomUUID() + "'", "claimOwner", "'lock-count-test'");
