@@ -11,7 +11,6 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
 import java.util.function.BooleanSupplier;
@@ -261,17 +260,28 @@ public final class OutputStore {
         }
         decide(exchange, r.stillOurs().getAsBoolean() ? "promote" : "superseded", null);
         Message m = exchange.getMessage();
+        // The readable object carries its own record (PromotedOutput): a worker that dies before the manifest is
+        // written leaves an output the sweeper can still succeed the job with.
+        Map<String, String> record = promotedOutput(exchange).metadata();
         if (q.inMemory()) {
             m.setHeader(AWS2S3Constants.KEY, outputKey); // body, type and length: step quarantine's, checked
+            m.setHeader(AWS2S3Constants.METADATA, record);
         } else {
+            // Step copy-to-readable sends this request as it is (pojoRequest): the copy's metadata replaced by the record.
+            // camel-aws2-s3 still reads the key headers first, so they name the same objects.
             m.setHeader(AWS2S3Constants.KEY, q.key());
             m.setHeader(AWS2S3Constants.BUCKET_DESTINATION_NAME, bucket);
             m.setHeader(AWS2S3Constants.DESTINATION_KEY, outputKey);
+            m.setBody(software.amazon.awssdk.services.s3.model.CopyObjectRequest.builder()
+                    .sourceBucket(bucket).sourceKey(q.key()).destinationBucket(bucket).destinationKey(outputKey)
+                    .metadataDirective(software.amazon.awssdk.services.s3.model.MetadataDirective.REPLACE)
+                    .contentType(checked.mediaType()).metadata(record).build());
         }
     }
 
     /** Steps manifest-*: the evaluation manifest beside the promoted (or held) output. */
     public void manifest(Exchange exchange) {
+        faults.accept("output-written");
         Request r = exchange.getProperty(STORING, Request.class);
         Checked c = exchange.getProperty(CHECKED, Checked.class);
         byte[] json = Json.write(Manifest.of(r.job(), c.checked(), c.sha256(), c.outputKey())).getBytes(StandardCharsets.UTF_8);
@@ -280,6 +290,7 @@ public final class OutputStore {
         m.setHeader(AWS2S3Constants.KEY, c.manifestKey());
         m.setHeader(AWS2S3Constants.CONTENT_TYPE, "application/json");
         m.setHeader(AWS2S3Constants.CONTENT_LENGTH, (long) json.length);
+        m.removeHeader(AWS2S3Constants.METADATA); // the output's record is the output's
     }
 
     /** Step mark-promoted: promoted; the quarantine object is deleted next. */
@@ -296,24 +307,15 @@ public final class OutputStore {
     }
 
     private String record(Exchange exchange) {
+        return promotedOutput(exchange).resultJson();
+    }
+
+    private static PromotedOutput promotedOutput(Exchange exchange) {
         Request r = exchange.getProperty(STORING, Request.class);
         Quarantined q = exchange.getProperty(QUARANTINED, Quarantined.class);
         Checked c = exchange.getProperty(CHECKED, Checked.class);
-        Map<String, Object> record = new LinkedHashMap<>();
-        record.put("output_key", c.outputKey());
-        record.put("manifest_key", c.manifestKey());
-        record.put("media_type", c.checked().mediaType());
-        record.put("width", c.checked().width());
-        record.put("height", c.checked().height());
-        if (c.checked().durationMillis() != null) {
-            record.put("duration_ms", c.checked().durationMillis());
-        }
-        record.put("bytes", q.length());
-        record.put("sha256", c.sha256());
-        record.put("adapter", r.job().adapter());
-        record.put("adapter_revision", r.job().revision());
-        record.put("attempt", r.job().attempt());
-        return Json.write(record);
+        return new PromotedOutput(c.outputKey(), c.manifestKey(), c.checked(), q.length(), c.sha256(), r.job().adapter(),
+                r.job().revision(), r.job().attempt());
     }
 
     /**

@@ -173,7 +173,8 @@ public final class Sweeper {
      * succeeded. The record is the worker's, read back from the manifest beside the output.
      */
     private boolean succeededWithPromotedOutput(UUID jobId, UUID token, String tenant, int attempt, String why) {
-        String record = promotedRecord(tenant, jobId, attempt);
+        String fromManifest = promotedRecord(tenant, jobId, attempt);
+        String record = fromManifest != null ? fromManifest : outputWithoutManifest(tenant, jobId, attempt);
         if (record == null) {
             return false;
         }
@@ -231,6 +232,46 @@ public final class Sweeper {
         }
     }
 
+    /**
+     * The record of attempt {@code attempt}'s output whose worker died after the output became readable and
+     * before its manifest was written: the object's own record ({@link PromotedOutput}, in its metadata) names
+     * the attempt. The manifest is written here as the worker would have (the job's request and the record), so
+     * the job succeeds with the answer the provider billed; null when there is no such output.
+     */
+    private String outputWithoutManifest(String tenant, UUID jobId, int attempt) {
+        String prefix = "outputs/" + tenant + "/" + jobId + "/";
+        String manifestKey = prefix + "manifest.json";
+        try {
+            for (var object : s3.listObjectsV2(b -> b.bucket(bucket).prefix(prefix + "output")).contents()) {
+                var head = s3.headObject(b -> b.bucket(bucket).key(object.key()));
+                var output = io.jobgate.output.PromotedOutput.fromMetadata(object.key(), manifestKey, head.contentLength(),
+                        head.metadata()).filter(o -> o.attempt() == attempt);
+                if (output.isEmpty()) {
+                    continue; // another attempt's, or no record (a half-written object of an older release)
+                }
+                io.jobgate.output.PromotedOutput o = output.get();
+                Map<String, Object> job = jdbc.queryForMap("""
+                        SELECT preset_id, preset_version, aspect_class, inputs::text AS inputs, source_sha256
+                          FROM jobs WHERE job_id = ?""", jobId);
+                io.jobgate.output.OutputSubject subject = new io.jobgate.output.OutputSubject(jobId, tenant, attempt,
+                        (String) job.get("preset_id"), ((Number) job.get("preset_version")).intValue(), (String) job.get("aspect_class"),
+                        (String) job.get("inputs"), (String) job.get("source_sha256"), o.adapter(), o.revision(), null, null);
+                byte[] manifest = io.jobgate.common.Json.write(io.jobgate.output.Manifest.of(subject, o.checked(), o.sha256(),
+                        o.outputKey())).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                s3.putObject(b -> b.bucket(bucket).key(manifestKey).contentType("application/json"),
+                        software.amazon.awssdk.core.sync.RequestBody.fromBytes(manifest));
+                LOG.warn("job {}: attempt {}'s worker ended after its output became readable, before its manifest; the manifest "
+                        + "is written from the output's own record", jobId, attempt);
+                return o.resultJson();
+            }
+            return null;
+        } catch (software.amazon.awssdk.core.exception.SdkException e) {
+            LOG.warn("job {}: object storage unavailable to look for an output without its manifest ({}); its lease ends as if none",
+                    jobId, e.getClass().getSimpleName());
+            return null;
+        }
+    }
+
     /** The record of attempt {@code attempt}'s promoted output, from its manifest; null when there is none. */
     private String promotedRecord(String tenant, UUID jobId, int attempt) {
         String manifestKey = "outputs/" + tenant + "/" + jobId + "/manifest.json";
@@ -242,21 +283,13 @@ public final class Sweeper {
             }
             com.fasterxml.jackson.databind.JsonNode output = manifest.path("output");
             long bytes = s3.headObject(b -> b.bucket(bucket).key(output.path("key").asText())).contentLength();
-            Map<String, Object> record = new java.util.LinkedHashMap<>();
-            record.put("output_key", output.path("key").asText());
-            record.put("manifest_key", manifestKey);
-            record.put("media_type", output.path("media_type").asText());
-            record.put("width", output.path("width").isNumber() ? output.path("width").intValue() : null); // none for JSON or text
-            record.put("height", output.path("height").isNumber() ? output.path("height").intValue() : null);
-            if (output.hasNonNull("duration_ms")) {
-                record.put("duration_ms", output.path("duration_ms").asLong());
-            }
-            record.put("bytes", bytes);
-            record.put("sha256", output.path("sha256").asText());
-            record.put("adapter", manifest.path("adapter").path("name").asText());
-            record.put("adapter_revision", manifest.path("adapter").path("revision").asText());
-            record.put("attempt", attempt);
-            return io.jobgate.common.Json.write(record);
+            io.jobgate.output.OutputCheck.Checked checked = new io.jobgate.output.OutputCheck.Checked(output.path("media_type").asText(),
+                    output.path("width").isNumber() ? output.path("width").intValue() : null, // none for JSON or text
+                    output.path("height").isNumber() ? output.path("height").intValue() : null,
+                    output.hasNonNull("duration_ms") ? output.path("duration_ms").asLong() : null);
+            return new io.jobgate.output.PromotedOutput(output.path("key").asText(), manifestKey, checked, bytes,
+                    output.path("sha256").asText(), manifest.path("adapter").path("name").asText(),
+                    manifest.path("adapter").path("revision").asText(), attempt).resultJson();
         } catch (software.amazon.awssdk.services.s3.model.NoSuchKeyException e) {
             return null;
         } catch (software.amazon.awssdk.core.exception.SdkException e) {

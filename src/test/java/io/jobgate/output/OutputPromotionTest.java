@@ -283,6 +283,67 @@ class OutputPromotionTest extends GatewayTestBase {
         }
     }
 
+    /**
+     * A worker that dies after its output became readable and before its manifest was written: the output's own
+     * record (its metadata) names the attempt, so the sweeper writes the manifest and the job succeeds with the
+     * answer the provider billed (OpenAI has no lookup: without it the job would wait in submission_unknown until
+     * its horizon and the image would be lost). In memory (one put) and through quarantine (the copy).
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "in memory up to {0} bytes")
+    @org.junit.jupiter.params.provider.ValueSource(longs = {8 << 20, 0})
+    void aWorkerThatDiesBetweenItsOutputAndItsManifestStillSucceedsTheJobWithThatOutput(long inMemoryUpTo) throws Exception {
+        outputStore.checkInMemoryUpTo(inMemoryUpTo);
+        String tag = Jobs.tag();
+        byte[] png = Samples.png(1024, 1536);
+        providerReturns(tag, png, 0);
+        java.util.concurrent.CountDownLatch dead = new java.util.concurrent.CountDownLatch(1);
+        worker.injectFaults(step -> {
+            if (step.equals("output-written")) {
+                // The worker "dies" here: the output readable, no manifest, nothing recorded; its lease runs out.
+                try {
+                    dead.await(60, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        try {
+            UUID id = submit(tag);
+            Jobs.awaitFinal(id);
+
+            assertThat(job(id)).containsEntry("status", "succeeded").containsEntry("attempts", 1);
+            assertThat(fake.findAll(postRequestedFor(urlEqualTo(PATH)).withRequestBody(containing(tag)))).hasSize(1);
+            assertThat(Db.single("SELECT outcome FROM attempts WHERE job_id = ? AND attempt = 1", id)).containsEntry("outcome", "succeeded");
+            JsonNode result = Json.MAPPER.readTree((String) job(id).get("result"));
+            assertThat(result.path("output_key").asText()).isEqualTo("outputs/acme/" + id + "/output.png");
+            assertThat(result.path("media_type").asText()).isEqualTo("image/png");
+            assertThat(result.path("width").asInt()).isEqualTo(1024);
+            assertThat(result.path("height").asInt()).isEqualTo(1536);
+            assertThat(result.path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
+            assertThat(result.path("bytes").asLong()).isEqualTo(png.length);
+            assertThat(result.path("attempt").asInt()).isEqualTo(1);
+            assertThat(result.path("adapter").asText()).isEqualTo("fakeimg");
+            assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+            // The manifest the worker never wrote, as it would have written it.
+            JsonNode manifest = Json.MAPPER.readTree(s3.getObjectAsBytes(b -> b.bucket("jobgate")
+                    .key("outputs/acme/" + id + "/manifest.json")).asByteArray());
+            assertThat(manifest.path("attempt").asInt()).isEqualTo(1);
+            assertThat(manifest.path("output").path("sha256").asText()).isEqualTo(Digests.sha256Hex(png));
+            assertThat(manifest.path("output").path("width").asInt()).isEqualTo(1024);
+            assertThat(manifest.path("preset").path("id").asText()).isEqualTo("invoice-clean");
+            assertThat(manifest.path("expected").path("supplier_name").asText()).isEqualTo(tag);
+            assertThat(manifest.path("expected").path("total").decimalValue()).isEqualByComparingTo("433.14");
+
+            // A worker that was only slow, not dead, goes on after that: the job stays as it is.
+            dead.countDown();
+            await().atMost(Duration.ofSeconds(20)).until(() -> providerCalls.inFlight() == 0);
+            assertThat(job(id)).containsEntry("status", "succeeded").containsEntry("attempts", 1);
+            assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+        } finally {
+            dead.countDown();
+        }
+    }
+
     // ---- small outputs: checked in memory, written once to their readable key ----
 
     @Test
