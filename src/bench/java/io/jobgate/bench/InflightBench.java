@@ -429,6 +429,7 @@ final class InflightBench {
         long heldNow = 0;
         double heldSlotMillis = 0;
         long fullAt = -1;
+        long allAt = -1;
         long lastAnswer = first;
         long previous = first;
         for (int i = 1; i < lines.length; i++) {
@@ -439,6 +440,9 @@ final class InflightBench {
             heldNow += Long.parseLong(f[1]) - Long.parseLong(f[2]);
             if (fullAt < 0 && heldNow >= 0.95 * inflight) {
                 fullAt = at;
+            }
+            if (allAt < 0 && heldNow >= inflight) {
+                allAt = at; // the first wave's last call: the run's last chain of calls starts here
             }
             if (Long.parseLong(f[2]) > 0) {
                 lastAnswer = at;
@@ -479,8 +483,9 @@ final class InflightBench {
                     held, load);
         }
         double seconds = (lastFinal - first) / 1000.0;
-        System.out.printf("  95 %% of the slots held %.1f s after the first POST; slots held %.1f %% of the run (%.1f s of %.1f s at the "
+        System.out.printf("  95 %% of the slots held %.1f s after the first POST, all %s; slots held %.1f %% of the run (%.1f s of %.1f s at the "
                         + "target); the last answer %.1f s before the last job final%n", (fullAt - first) / 1000.0,
+                allAt < 0 ? "never" : String.format("%.1f s", (allAt - first) / 1000.0),
                 100 * heldSlotMillis / (inflight * (double) (lastFinal - first)), heldSlotMillis / inflight / 1000.0, seconds,
                 (lastFinal - lastAnswer) / 1000.0);
     }

@@ -38,9 +38,13 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
      * outbox and jobs table every round once a backlog had grown (measured: 8,000 outbox rows and
      * 3,600 jobs a round, each round). Every relay statement has its index (RelayPlansTest). Without the
      * JIT: the planner's penalty on a scan it cannot avoid (the window's 17 rows) lifts the claim's cost
-     * past {@code jit_above_cost}, and PostgreSQL then compiled it for 2 s each round (measured).
+     * past {@code jit_above_cost}, and PostgreSQL then compiled it for 2 s each round (measured). Without
+     * merge joins: planned on small tables (CI's, a fresh gateway's), the claim joined a tenant's head of due
+     * events to the outbox by a merge join over {@code outbox_pkey}, then sorted it, and that plan, kept, reads
+     * the outbox from its oldest event up to the head's in every round; the relay's joins are a few index
+     * probes each, never a merge of two ordered tables.
      */
-    public static final String RELAY_SESSION_OPTIONS = "-c synchronous_commit=off -c enable_seqscan=off -c jit=off";
+    public static final String RELAY_SESSION_OPTIONS = "-c synchronous_commit=off -c enable_seqscan=off -c enable_mergejoin=off -c jit=off";
 
     /**
      * @param producerPasswordDigests the tenants' JMS producers (user → SHA-256 of the password), for an embedded broker
