@@ -26,8 +26,6 @@ public record PromotedOutput(String outputKey, String manifestKey, OutputCheck.C
     static final String HEIGHT = "jobgate-height";
     static final String DURATION_MS = "jobgate-duration-ms";
     static final String SHA256 = "jobgate-sha256";
-    static final String ADAPTER = "jobgate-adapter";
-    static final String REVISION = "jobgate-revision";
 
     /** The job's result: what the worker records, what the API's output read and the ledger go by. */
     public String resultJson() {
@@ -48,14 +46,16 @@ public record PromotedOutput(String outputKey, String manifestKey, OutputCheck.C
         return Json.write(record);
     }
 
-    /** The record as the output object's user metadata (the media type the checks found, whatever the object's Content-Type). */
+    /**
+     * The record as the output object's user metadata (the media type the checks found, whatever the object's
+     * Content-Type): ASCII only and far below S3's 2 KB. The adapter and its revision are left out: a revision's
+     * label is free text from the settings, and the job's row names both for the attempt that holds it.
+     */
     public Map<String, String> metadata() {
         Map<String, String> m = new LinkedHashMap<>();
         m.put(ATTEMPT, Integer.toString(attempt));
         m.put(MEDIA_TYPE, checked.mediaType());
         m.put(SHA256, sha256);
-        m.put(ADAPTER, adapter);
-        m.put(REVISION, revision);
         if (checked.width() != null) {
             m.put(WIDTH, checked.width().toString());
             m.put(HEIGHT, checked.height().toString());
@@ -67,22 +67,25 @@ public record PromotedOutput(String outputKey, String manifestKey, OutputCheck.C
     }
 
     /**
-     * The record an output object carries, read back ({@code length} from its head); empty for an object
-     * without one (written before this release, or not by a promotion).
+     * The record an output object carries, read back ({@code length} from its head; {@code adapter} and
+     * {@code revision} from the job's row); empty for an object without one (written before this release, or not
+     * by a promotion). Names are matched in any case: some S3 servers return them capitalised.
      */
-    public static Optional<PromotedOutput> fromMetadata(String outputKey, String manifestKey, long length,
-                                                        Map<String, String> metadata) {
-        String attempt = metadata.get(ATTEMPT);
-        String sha256 = metadata.get(SHA256);
-        String mediaType = metadata.get(MEDIA_TYPE);
-        if (attempt == null || sha256 == null || mediaType == null) {
+    public static Optional<PromotedOutput> fromMetadata(String outputKey, String manifestKey, long length, Map<String, String> metadata,
+                                                        String adapter, String revision) {
+        Map<String, String> m = new java.util.TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+        m.putAll(metadata);
+        String attempt = m.get(ATTEMPT);
+        String sha256 = m.get(SHA256);
+        String mediaType = m.get(MEDIA_TYPE);
+        if (attempt == null || sha256 == null || mediaType == null || adapter == null || revision == null) {
             return Optional.empty();
         }
         try {
-            OutputCheck.Checked checked = new OutputCheck.Checked(mediaType, integer(metadata.get(WIDTH)),
-                    integer(metadata.get(HEIGHT)), metadata.containsKey(DURATION_MS) ? Long.valueOf(metadata.get(DURATION_MS)) : null);
-            return Optional.of(new PromotedOutput(outputKey, manifestKey, checked, length, sha256, metadata.get(ADAPTER),
-                    metadata.get(REVISION), Integer.parseInt(attempt)));
+            OutputCheck.Checked checked = new OutputCheck.Checked(mediaType, integer(m.get(WIDTH)), integer(m.get(HEIGHT)),
+                    m.containsKey(DURATION_MS) ? Long.valueOf(m.get(DURATION_MS)) : null);
+            return Optional.of(new PromotedOutput(outputKey, manifestKey, checked, length, sha256, adapter, revision,
+                    Integer.parseInt(attempt)));
         } catch (NumberFormatException e) {
             return Optional.empty(); // not a record this release wrote
         }

@@ -127,7 +127,7 @@ public final class Sweeper {
 
     /**
      * Ends leases nobody will finish. An attempt whose output its worker had already promoted (its
-     * manifest names this attempt) before it died succeeds with that output: the provider's answer is
+     * manifest, or the output's own record, names this attempt) before it died succeeds with that output: the provider's answer is
      * there, and asking again would pay for it twice, or, where nothing can be asked, lose it. Otherwise a
      * new attempt, unless the request may have reached a provider that does not deduplicate resubmissions
      * ({@code submission_unknown}); the open attempt row says why.
@@ -139,9 +139,12 @@ public final class Sweeper {
             UUID token = row.leaseToken();
             JobStatus status = row.status();
             boolean sent = status == JobStatus.SUBMITTING;
-            if (sent && succeededWithPromotedOutput(jobId, token, row.tenantId(), row.attempts(), why)) {
-                done++;
-                continue;
+            PromotedEvidence promoted = sent ? promotedEvidence(row) : null;
+            if (promoted != null) {
+                if (succeededWithPromotedOutput(row, promoted, why)) {
+                    done++;
+                }
+                continue; // else the lease moved on, or the manifest could not be written: the next sweep looks again
             }
             if (sent && outcome.equals("owner_gone")) {
                 withdrawHalfPromotion(row.tenantId(), jobId);
@@ -168,16 +171,16 @@ public final class Sweeper {
     }
 
     /**
-     * The attempt's output was promoted (its worker died between the promotion and the record): the job
-     * succeeds with it through the one finalize, under the lease being ended, and its attempt is closed as
-     * succeeded. The record is the worker's, read back from the manifest beside the output.
+     * The attempt's output was promoted (its worker died between the promotion and the record, or between the
+     * output and its manifest): the job succeeds with it through the one finalize, under the lease being ended,
+     * and its attempt is closed as succeeded. The record is the worker's, read back from the manifest beside the
+     * output, or from the output's own record when the manifest was never written; that manifest is written
+     * once the finalize has won (the job's row locked), and a write that fails takes the success back with it.
      */
-    private boolean succeededWithPromotedOutput(UUID jobId, UUID token, String tenant, int attempt, String why) {
-        String fromManifest = promotedRecord(tenant, jobId, attempt);
-        String record = fromManifest != null ? fromManifest : outputWithoutManifest(tenant, jobId, attempt);
-        if (record == null) {
-            return false;
-        }
+    private boolean succeededWithPromotedOutput(JobRows.LeasedJob row, PromotedEvidence found, String why) {
+        UUID jobId = row.jobId();
+        UUID token = row.leaseToken();
+        int attempt = row.attempts();
         boolean won;
         try {
             won = leases.inOneTransaction(() -> {
@@ -187,24 +190,33 @@ public final class Sweeper {
                          WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",
                         java.sql.Timestamp.from(clock.instant()), "its output was promoted; the lease " + why + " before the record",
                         jobId, token);
-                if (!finalizer.finalizeJob(jobId, token, JobFinalizer.Outcome.succeeded(record))) {
+                if (!finalizer.finalizeJob(jobId, token, JobFinalizer.Outcome.succeeded(found.result()))) {
                     throw new LeaseMovedOn(); // rolls the attempt's close back with it
+                }
+                if (found.manifestToWrite() != null) {
+                    s3.putObject(b -> b.bucket(bucket).key(found.manifestKey()).contentType("application/json"),
+                            software.amazon.awssdk.core.sync.RequestBody.fromBytes(found.manifestToWrite()));
                 }
                 return true;
             });
         } catch (LeaseMovedOn e) {
             won = false;
+        } catch (software.amazon.awssdk.core.exception.SdkException e) {
+            LOG.warn("job {}: object storage unavailable to write the manifest of attempt {}'s output ({}); its lease is looked "
+                    + "at again at the next sweep", jobId, attempt, e.getClass().getSimpleName());
+            won = false;
         }
         if (won) {
-            LOG.warn("job {} succeeded with the output attempt {} had promoted before its lease {}", jobId, attempt, why);
+            LOG.warn("job {} succeeded with the output attempt {} had promoted before its lease {}{}", jobId, attempt, why,
+                    found.manifestToWrite() == null ? "" : " (its manifest written from the output's own record)");
         }
         return won;
     }
 
     /**
      * A worker killed in the middle of a promotion (between the output's write and its manifest's) left the
-     * job's readable key with part of an output nobody recorded, and no manifest that names its attempt: no
-     * evidence the job may succeed with. Were it left there, a job that then fails (a provider without a
+     * job's readable key with an output nobody recorded, and neither a manifest nor an output's own record that
+     * names its attempt (an object an older release half wrote): no evidence the job may succeed with. Were it left there, a job that then fails (a provider without a
      * lookup, at the reconciliation horizon) would keep a readable output beside its refund. Only for a dead
      * process: a lease that merely ran out may belong to a worker still promoting, whose answer is a late
      * answer. A job that succeeds later promotes its output again.
@@ -225,6 +237,13 @@ public final class Sweeper {
         }
     }
 
+    /**
+     * What the sweeper found of an attempt's promoted output: the job's result, and the manifest still to be
+     * written beside it ({@code manifestToWrite}; null when the worker wrote it).
+     */
+    private record PromotedEvidence(String result, String manifestKey, byte[] manifestToWrite) {
+    }
+
     /** The lease was no longer the one being ended: nothing of the promoted output's success is written. */
     private static final class LeaseMovedOn extends RuntimeException {
         LeaseMovedOn() {
@@ -233,74 +252,77 @@ public final class Sweeper {
     }
 
     /**
-     * The record of attempt {@code attempt}'s output whose worker died after the output became readable and
-     * before its manifest was written: the object's own record ({@link PromotedOutput}, in its metadata) names
-     * the attempt. The manifest is written here as the worker would have (the job's request and the record), so
-     * the job succeeds with the answer the provider billed; null when there is no such output.
+     * The evidence of the leased attempt's promoted output: its manifest when that names the attempt; else,
+     * when there is no manifest or only an earlier attempt's, the output's own record
+     * ({@link io.jobgate.output.PromotedOutput}, in its metadata) when that names the attempt. Null when
+     * there is none, when a later attempt's manifest is there, or when storage cannot be read (never a guess).
      */
-    private String outputWithoutManifest(String tenant, UUID jobId, int attempt) {
-        String prefix = "outputs/" + tenant + "/" + jobId + "/";
+    private PromotedEvidence promotedEvidence(JobRows.LeasedJob row) {
+        UUID jobId = row.jobId();
+        int attempt = row.attempts();
+        String prefix = "outputs/" + row.tenantId() + "/" + jobId + "/";
         String manifestKey = prefix + "manifest.json";
         try {
-            for (var object : s3.listObjectsV2(b -> b.bucket(bucket).prefix(prefix + "output")).contents()) {
-                var head = s3.headObject(b -> b.bucket(bucket).key(object.key()));
-                var output = io.jobgate.output.PromotedOutput.fromMetadata(object.key(), manifestKey, head.contentLength(),
-                        head.metadata()).filter(o -> o.attempt() == attempt);
-                if (output.isEmpty()) {
-                    continue; // another attempt's, or no record (a half-written object of an older release)
-                }
-                io.jobgate.output.PromotedOutput o = output.get();
-                Map<String, Object> job = jdbc.queryForMap("""
-                        SELECT preset_id, preset_version, aspect_class, inputs::text AS inputs, source_sha256
-                          FROM jobs WHERE job_id = ?""", jobId);
-                io.jobgate.output.OutputSubject subject = new io.jobgate.output.OutputSubject(jobId, tenant, attempt,
-                        (String) job.get("preset_id"), ((Number) job.get("preset_version")).intValue(), (String) job.get("aspect_class"),
-                        (String) job.get("inputs"), (String) job.get("source_sha256"), o.adapter(), o.revision(), null, null);
-                byte[] manifest = io.jobgate.common.Json.write(io.jobgate.output.Manifest.of(subject, o.checked(), o.sha256(),
-                        o.outputKey())).getBytes(java.nio.charset.StandardCharsets.UTF_8);
-                s3.putObject(b -> b.bucket(bucket).key(manifestKey).contentType("application/json"),
-                        software.amazon.awssdk.core.sync.RequestBody.fromBytes(manifest));
-                LOG.warn("job {}: attempt {}'s worker ended after its output became readable, before its manifest; the manifest "
-                        + "is written from the output's own record", jobId, attempt);
-                return o.resultJson();
+            com.fasterxml.jackson.databind.JsonNode manifest;
+            try {
+                manifest = io.jobgate.common.Json.parseObject(s3.getObjectAsBytes(b -> b.bucket(bucket).key(manifestKey)).asByteArray());
+            } catch (software.amazon.awssdk.services.s3.model.NoSuchKeyException e) {
+                manifest = null;
             }
-            return null;
-        } catch (software.amazon.awssdk.core.exception.SdkException e) {
-            LOG.warn("job {}: object storage unavailable to look for an output without its manifest ({}); its lease ends as if none",
-                    jobId, e.getClass().getSimpleName());
-            return null;
-        }
-    }
-
-    /** The record of attempt {@code attempt}'s promoted output, from its manifest; null when there is none. */
-    private String promotedRecord(String tenant, UUID jobId, int attempt) {
-        String manifestKey = "outputs/" + tenant + "/" + jobId + "/manifest.json";
-        try {
-            com.fasterxml.jackson.databind.JsonNode manifest = io.jobgate.common.Json.parseObject(
-                    s3.getObjectAsBytes(b -> b.bucket(bucket).key(manifestKey)).asByteArray());
-            if (manifest.path("attempt").asInt() != attempt) {
-                return null; // an earlier attempt's output: this one's answer is not known
+            if (manifest != null && manifest.path("attempt").asInt() == attempt) {
+                com.fasterxml.jackson.databind.JsonNode output = manifest.path("output");
+                long bytes = s3.headObject(b -> b.bucket(bucket).key(output.path("key").asText())).contentLength();
+                io.jobgate.output.OutputCheck.Checked checked = new io.jobgate.output.OutputCheck.Checked(
+                        output.path("media_type").asText(),
+                        output.path("width").isNumber() ? output.path("width").intValue() : null, // none for JSON or text
+                        output.path("height").isNumber() ? output.path("height").intValue() : null,
+                        output.hasNonNull("duration_ms") ? output.path("duration_ms").asLong() : null);
+                return new PromotedEvidence(new io.jobgate.output.PromotedOutput(output.path("key").asText(), manifestKey, checked,
+                        bytes, output.path("sha256").asText(), manifest.path("adapter").path("name").asText(),
+                        manifest.path("adapter").path("revision").asText(), attempt).resultJson(), manifestKey, null);
             }
-            com.fasterxml.jackson.databind.JsonNode output = manifest.path("output");
-            long bytes = s3.headObject(b -> b.bucket(bucket).key(output.path("key").asText())).contentLength();
-            io.jobgate.output.OutputCheck.Checked checked = new io.jobgate.output.OutputCheck.Checked(output.path("media_type").asText(),
-                    output.path("width").isNumber() ? output.path("width").intValue() : null, // none for JSON or text
-                    output.path("height").isNumber() ? output.path("height").intValue() : null,
-                    output.hasNonNull("duration_ms") ? output.path("duration_ms").asLong() : null);
-            return new io.jobgate.output.PromotedOutput(output.path("key").asText(), manifestKey, checked, bytes,
-                    output.path("sha256").asText(), manifest.path("adapter").path("name").asText(),
-                    manifest.path("adapter").path("revision").asText(), attempt).resultJson();
+            if (manifest != null && manifest.path("attempt").asInt() > attempt) {
+                return null; // a later attempt's output: this one's answer is not the job's
+            }
+            return outputWithoutManifest(row, prefix, manifestKey);
         } catch (software.amazon.awssdk.services.s3.model.NoSuchKeyException e) {
-            return null;
+            return null; // the manifest names an output that is not there
         } catch (software.amazon.awssdk.core.exception.SdkException e) {
             LOG.warn("job {}: object storage unavailable to look for a promoted output ({}); its lease ends as if none", jobId,
                     e.getClass().getSimpleName());
             return null;
         } catch (RuntimeException e) {
-            // A manifest that cannot be read is no evidence, and must not stop the sweep of every other lease.
-            LOG.warn("job {}: the manifest beside its output cannot be read ({}); its lease ends as if none", jobId, e.toString());
+            // Evidence that cannot be read is no evidence, and must not stop the sweep of every other lease.
+            LOG.warn("job {}: the record of its promoted output cannot be read ({}); its lease ends as if none", jobId, e.toString());
             return null;
         }
+    }
+
+    /**
+     * The evidence of an output whose worker died after it became readable and before its manifest was written:
+     * the object's own record names the attempt. The manifest to write is the worker's (the job's request and the
+     * record; the adapter and revision from the job's row, which the attempt set). Null when there is none.
+     */
+    private PromotedEvidence outputWithoutManifest(JobRows.LeasedJob row, String prefix, String manifestKey) {
+        for (var object : s3.listObjectsV2(b -> b.bucket(bucket).prefix(prefix + "output")).contents()) {
+            var head = s3.headObject(b -> b.bucket(bucket).key(object.key()));
+            var found = io.jobgate.output.PromotedOutput.fromMetadata(object.key(), manifestKey, head.contentLength(), head.metadata(),
+                    row.provider(), row.adapterRevision()).filter(o -> o.attempt() == row.attempts());
+            if (found.isEmpty()) {
+                continue; // another attempt's, or no record (a half-written object of an older release)
+            }
+            io.jobgate.output.PromotedOutput o = found.get();
+            Map<String, Object> job = jdbc.queryForMap("""
+                    SELECT preset_id, preset_version, aspect_class, inputs::text AS inputs, source_sha256
+                      FROM jobs WHERE job_id = ?""", row.jobId());
+            io.jobgate.output.OutputSubject subject = new io.jobgate.output.OutputSubject(row.jobId(), row.tenantId(), o.attempt(),
+                    (String) job.get("preset_id"), ((Number) job.get("preset_version")).intValue(), (String) job.get("aspect_class"),
+                    (String) job.get("inputs"), (String) job.get("source_sha256"), o.adapter(), o.revision(), null, null);
+            byte[] manifest = io.jobgate.common.Json.write(io.jobgate.output.Manifest.of(subject, o.checked(), o.sha256(),
+                    o.outputKey())).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            return new PromotedEvidence(o.resultJson(), manifestKey, manifest);
+        }
+        return null;
     }
 
     /**
