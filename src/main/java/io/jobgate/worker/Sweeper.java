@@ -216,8 +216,9 @@ public final class Sweeper {
     /**
      * A worker killed in the middle of a promotion (between the output's write and its manifest's) left the
      * job's readable key with an output nobody recorded, and neither a manifest nor an output's own record that
-     * names its attempt (an object an older release half wrote): no evidence the job may succeed with. Were it left there, a job that then fails (a provider without a
-     * lookup, at the reconciliation horizon) would keep a readable output beside its refund. Only for a dead
+     * names its attempt (an object an older release half wrote): no evidence the job may succeed with. Were it
+     * left there, a job that then fails (a provider without a lookup, at the reconciliation horizon) would keep
+     * a readable output beside its refund. Only for a dead
      * process: a lease that merely ran out may belong to a worker still promoting, whose answer is a late
      * answer. A job that succeeds later promotes its output again.
      */

@@ -108,6 +108,24 @@ class OutputPromotionTest extends GatewayTestBase {
         return Db.single("SELECT status, error_category, error_message, attempts, result::text AS result FROM jobs WHERE job_id = ?", id);
     }
 
+    /**
+     * The worker stops at output step {@code step} as a dead one would, holding its lease, until the latch this
+     * returns is counted down (a minute at most): then it goes on as a slow one.
+     */
+    java.util.concurrent.CountDownLatch workerStopsAt(String step) {
+        java.util.concurrent.CountDownLatch released = new java.util.concurrent.CountDownLatch(1);
+        worker.injectFaults(at -> {
+            if (at.equals(step)) {
+                try {
+                    released.await(60, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        return released;
+    }
+
     List<String> keys(String prefix) {
         return s3.listObjectsV2(b -> b.bucket("jobgate").prefix(prefix)).contents().stream().map(o -> o.key()).toList();
     }
@@ -247,17 +265,8 @@ class OutputPromotionTest extends GatewayTestBase {
         String tag = Jobs.tag();
         byte[] png = Samples.png(1024, 1536);
         providerReturns(tag, png, 0);
-        java.util.concurrent.CountDownLatch dead = new java.util.concurrent.CountDownLatch(1);
-        worker.injectFaults(step -> {
-            if (step.equals("promoted")) {
-                // The worker "dies" here: output and manifest promoted, nothing recorded; its lease runs out.
-                try {
-                    dead.await(60, java.util.concurrent.TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        });
+        // The worker "dies" here: output and manifest promoted, nothing recorded; its lease runs out.
+        java.util.concurrent.CountDownLatch dead = workerStopsAt("promoted");
         try {
             UUID id = submit(tag);
             Jobs.awaitFinal(id);
@@ -296,17 +305,8 @@ class OutputPromotionTest extends GatewayTestBase {
         String tag = Jobs.tag();
         byte[] png = Samples.png(1024, 1536);
         providerReturns(tag, png, 0);
-        java.util.concurrent.CountDownLatch dead = new java.util.concurrent.CountDownLatch(1);
-        worker.injectFaults(step -> {
-            if (step.equals("output-written")) {
-                // The worker "dies" here: the output readable, no manifest, nothing recorded; its lease runs out.
-                try {
-                    dead.await(60, java.util.concurrent.TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        });
+        // The worker "dies" here: the output readable, no manifest, nothing recorded; its lease runs out.
+        java.util.concurrent.CountDownLatch dead = workerStopsAt("output-written");
         try {
             UUID id = submit(tag);
             Jobs.awaitFinal(id);

@@ -97,11 +97,7 @@ class RelayPlansTest {
      */
     @Test
     void theRelaysSessionsAreNeverCompiledByTheJit() throws Exception {
-        try (Connection c = relayPool.getConnection(); Statement s = c.createStatement();
-             java.sql.ResultSet rs = s.executeQuery("SHOW jit")) {
-            rs.next();
-            assertThat(rs.getString(1)).isEqualTo("off");
-        }
+        assertThat(sessionSetting("jit")).isEqualTo("off");
     }
 
     /**
@@ -111,12 +107,17 @@ class RelayPlansTest {
      */
     @Test
     void theRelaysSessionsNeverMergeJoin() throws Exception {
-        try (Connection c = relayPool.getConnection(); Statement s = c.createStatement();
-             java.sql.ResultSet rs = s.executeQuery("SHOW enable_mergejoin")) {
-            rs.next();
-            assertThat(rs.getString(1)).isEqualTo("off");
-        }
+        assertThat(sessionSetting("enable_mergejoin")).isEqualTo("off");
         assertThat(planOf(camelSql("sql/relay-claim-dispatch.sql"))).doesNotContain("Merge Join");
+    }
+
+    /** A setting as the relay pool's sessions have it. */
+    private String sessionSetting(String name) throws Exception {
+        try (Connection c = relayPool.getConnection(); Statement s = c.createStatement();
+             java.sql.ResultSet rs = s.executeQuery("SHOW " + name)) {
+            rs.next();
+            return rs.getString(1);
+        }
     }
 
     private String planOf(String query) throws Exception {
