@@ -534,6 +534,7 @@ public final class JobTransitions {
                 .addValue("attempt", guard.attempt())
                 .addValue("provider", provider)
                 .addValue("limit", limit)
+                .addValue("firstSlot", ProviderSlots.startingSlot(limit))
                 .addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter()).addValue("revision", change.revision());
         TransitionSql.setParameters(event, change, p, now);
         TransitionSql.Statement statement = sql.startOnFreeSlot(guard, returning);

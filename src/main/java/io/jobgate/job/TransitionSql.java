@@ -126,10 +126,8 @@ final class TransitionSql {
                 + guardSql(guard) + " FOR UPDATE),"
                 + " gate AS (SELECT closed_until FROM provider_gates WHERE provider = :provider AND closed_until > :now),"
                 + " taken AS (UPDATE provider_slots s SET lease_token = :newToken, job_id = :job, taken_at = :now"
-                + "  WHERE s.provider = :provider AND s.slot = (SELECT f.slot FROM provider_slots f"
-                + "   WHERE f.provider = :provider AND f.slot < :limit AND f.lease_token IS NULL"
-                + "     AND NOT EXISTS (SELECT 1 FROM gate) AND EXISTS (SELECT 1 FROM job)"
-                + "   ORDER BY f.slot LIMIT 1 FOR UPDATE SKIP LOCKED)"
+                + "  WHERE s.provider = :provider AND s.slot = "
+                + ProviderSlots.freeSlot("NOT EXISTS (SELECT 1 FROM gate) AND EXISTS (SELECT 1 FROM job)")
                 + "  RETURNING s.slot),"
                 + " moved AS (" + moveSql(start, guard, returning, " AND EXISTS (SELECT 1 FROM taken)") + "),"
                 + " opened AS (" + OPEN_ATTEMPT_SQL + ")"
