@@ -18,6 +18,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -432,6 +433,8 @@ final class InflightBench {
         long allAt = -1;
         long lastAnswer = first;
         long previous = first;
+        List<Long> refills = new ArrayList<>();
+        boolean refilled = false;
         for (int i = 1; i < lines.length; i++) {
             String[] f = lines[i].split(",");
             long at = resetAt + Long.parseLong(f[0]) * SlowProvider.BUCKET_MS;
@@ -444,6 +447,17 @@ final class InflightBench {
             if (allAt < 0 && heldNow >= inflight) {
                 allAt = at; // the first wave's last call: the run's last chain of calls starts here
             }
+            if (heldNow >= inflight && !refilled) {
+                // Every slot held again: the last such moment of a wave (a tenth of the latency before its first
+                // answers to the next wave's) is its last call's start.
+                int wave = (int) ((at - first + latencyMillis / 10) / latencyMillis);
+                if (wave >= refills.size()) {
+                    refills.add(at);
+                } else {
+                    refills.set(wave, at);
+                }
+            }
+            refilled = heldNow >= inflight;
             if (Long.parseLong(f[2]) > 0) {
                 lastAnswer = at;
             }
@@ -452,6 +466,10 @@ final class InflightBench {
             answered[b] += Long.parseLong(f[2]);
         }
         String ofRun = " FROM jobs WHERE tenant_id LIKE '" + parties.tenantPattern() + "' AND created_at >= to_timestamp(" + first / 1000.0 + ")";
+        String fine = System.getenv("JOBGATE_BENCH_TIMELINE");
+        if (fine != null && !fine.isBlank()) {
+            writeFineTimeline(Path.of(fine), lines, resetAt, db, ofRun, first);
+        }
         for (String[] column : List.of(new String[] {"created_at", "a"}, new String[] {"finalized_at", "f"})) {
             try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery("SELECT floor((extract(epoch FROM " + column[0]
                     + ") * 1000 - " + first + ") / " + bucketMs + ")::int, count(*)" + ofRun + " AND " + column[0] + " IS NOT NULL GROUP BY 1")) {
@@ -488,6 +506,41 @@ final class InflightBench {
                 allAt < 0 ? "never" : String.format("%.1f s", (allAt - first) / 1000.0),
                 100 * heldSlotMillis / (inflight * (double) (lastFinal - first)), heldSlotMillis / inflight / 1000.0, seconds,
                 (lastFinal - lastAnswer) / 1000.0);
+        // A wave's calls end one latency after they started, and the next wave's start as their slots free: each
+        // wave's last start later than the one before by more than the latency is the hand-over's cost.
+        StringBuilder waves = new StringBuilder();
+        for (int i = 0; i < refills.size(); i++) {
+            waves.append(String.format("%s%.2f s", i == 0 ? "" : ", ", (refills.get(i) - first) / 1000.0));
+            if (i > 0) {
+                waves.append(String.format(" (+%.2f)", (refills.get(i) - refills.get(i - 1) - latencyMillis) / 1000.0));
+            }
+        }
+        System.out.printf("  every slot held again at %s: a wave's last call, and (+) what its hand-over added to the latency%n", waves);
+    }
+
+    /**
+     * The run at the stand-in's resolution, for a closer look at a hand-over ({@code JOBGATE_BENCH_TIMELINE}: a CSV
+     * file): per 100 ms from the first POST, the calls started and answered and the jobs made final.
+     */
+    private static void writeFineTimeline(Path file, String[] lines, long resetAt, Connection db, String ofRun, long first)
+            throws Exception {
+        TreeMap<Long, long[]> rows = new TreeMap<>();
+        for (int i = 1; i < lines.length; i++) {
+            String[] f = lines[i].split(",");
+            long at = (resetAt + Long.parseLong(f[0]) * SlowProvider.BUCKET_MS - first) / SlowProvider.BUCKET_MS;
+            long[] row = rows.computeIfAbsent(at, k -> new long[3]);
+            row[0] += Long.parseLong(f[1]);
+            row[1] += Long.parseLong(f[2]);
+        }
+        try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery("SELECT floor((extract(epoch FROM finalized_at) * 1000 - "
+                + first + ") / " + SlowProvider.BUCKET_MS + ")::bigint, count(*)" + ofRun + " AND finalized_at IS NOT NULL GROUP BY 1")) {
+            while (rs.next()) {
+                rows.computeIfAbsent(rs.getLong(1), k -> new long[3])[2] += rs.getLong(2);
+            }
+        }
+        StringBuilder csv = new StringBuilder("seconds,started,answered,final\n");
+        rows.forEach((at, r) -> csv.append(String.format("%.1f,%d,%d,%d%n", at * SlowProvider.BUCKET_MS / 1000.0, r[0], r[1], r[2])));
+        Files.writeString(file, csv);
     }
 
     /**
