@@ -512,7 +512,7 @@ final class InflightBench {
         for (int i = 0; i < refills.size(); i++) {
             waves.append(String.format("%s%.2f s", i == 0 ? "" : ", ", (refills.get(i) - first) / 1000.0));
             if (i > 0) {
-                waves.append(String.format(" (+%.2f)", (refills.get(i) - refills.get(i - 1) - latencyMillis) / 1000.0));
+                waves.append(String.format(" (%+.2f)", (refills.get(i) - refills.get(i - 1) - latencyMillis) / 1000.0));
             }
         }
         System.out.printf("  every slot held again at %s: a wave's last call, and (+) what its hand-over added to the latency%n", waves);
