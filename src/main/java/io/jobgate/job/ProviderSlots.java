@@ -46,8 +46,7 @@ public final class ProviderSlots {
             return first;
         }
         // The provider's first call, or its limit was raised: make the missing rows, then look again.
-        jdbc.update("INSERT INTO provider_slots (provider, slot) SELECT ?, g FROM generate_series(0, ? - 1) g ON CONFLICT DO NOTHING",
-                provider, limit);
+        ensureRows(provider, limit);
         return take(provider, limit, jobId, leaseToken, now);
     }
 
