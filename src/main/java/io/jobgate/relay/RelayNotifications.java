@@ -25,7 +25,8 @@ public final class RelayNotifications extends ServiceSupport {
 
     public static final String CHANNEL = "jobgate_dispatch";
 
-    private final String url;
+    /** Read at each connect: an embedded database's URL is known only once it started. */
+    private final java.util.function.Supplier<String> url;
     private final String user;
     private final String password;
     private final String instanceId;
@@ -34,7 +35,7 @@ public final class RelayNotifications extends ServiceSupport {
     private volatile Thread listener;
     private volatile Connection connection;
 
-    public RelayNotifications(String url, String user, String password, String instanceId, Runnable wake) {
+    public RelayNotifications(java.util.function.Supplier<String> url, String user, String password, String instanceId, Runnable wake) {
         this.url = url;
         this.user = user;
         this.password = password;
@@ -63,7 +64,7 @@ public final class RelayNotifications extends ServiceSupport {
 
     private void listen() {
         while (running) {
-            try (Connection c = DriverManager.getConnection(url, user, password); Statement st = c.createStatement()) {
+            try (Connection c = DriverManager.getConnection(url.get(), user, password); Statement st = c.createStatement()) {
                 connection = c;
                 st.execute("LISTEN " + CHANNEL);
                 PGConnection pg = c.unwrap(PGConnection.class);
