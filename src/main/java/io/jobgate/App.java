@@ -89,7 +89,7 @@ public final class App {
             }
         }
         switch (command) {
-            case "run" -> Gateway.gateway().run(rest);
+            case "run" -> run(rest);
             case "bench" -> {
                 // The bench is not in the gateway's jar (src/bench, docs/benchmarks.md).
                 System.err.println("the bench is its own jar: java -jar target/jobgate-bench.jar [options] (docs/benchmarks.md)");
@@ -108,6 +108,25 @@ public final class App {
                 err.print(overview());
                 System.exit(2);
             }
+        }
+    }
+
+    /**
+     * Starts the gateway. A refusal ({@link io.jobgate.common.StartRefused}: demo credentials on a reachable
+     * address, a configured port in use) is the operator's to act on: one line on stderr, the stack at
+     * debug level (FINE), exit status 2.
+     */
+    private static void run(String[] args) throws Exception {
+        try {
+            Gateway.gateway().run(args);
+        } catch (Exception e) {
+            Optional<io.jobgate.common.StartRefused> refused = io.jobgate.common.StartRefused.in(e);
+            if (refused.isEmpty()) {
+                throw e;
+            }
+            java.util.logging.Logger.getLogger(App.class.getName()).log(java.util.logging.Level.FINE, "start refused", e);
+            System.err.println("jobgate: " + refused.get().getMessage());
+            System.exit(2);
         }
     }
 

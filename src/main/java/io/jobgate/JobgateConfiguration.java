@@ -105,7 +105,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                         : settings.required("jobgate.broker.embedded-host"));
         if (!reachable.isEmpty()) {
             if (!settings.bool("jobgate.demo")) {
-                throw new IllegalStateException("refusing to start: a shipped demo credential would answer beyond this machine: "
+                throw new io.jobgate.common.StartRefused("refusing to start: a shipped demo credential would answer beyond this machine: "
                         + String.join("; ", reachable) + ". Replace it with a secret of your own (its SHA-256 where the file "
                         + "names it; docs/operating.md, \"Demo credentials\"), listen on loopback (camel.server.host = 127.0.0.1), "
                         + "or set jobgate.demo = true (JOBGATE_DEMO=true) to run the demo on a reachable address");

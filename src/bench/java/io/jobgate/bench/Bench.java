@@ -49,7 +49,51 @@ public final class Bench {
         io.jobgate.common.LogSetup.use();
     }
 
+    /** What {@code --help} prints: the steps and their options (the figures they give: docs/benchmarks.md). */
+    static final String USAGE = """
+            usage: java -jar target/jobgate-bench.jar [--only STEPS] [options]
+              Prints figures; asserts nothing about speed. What each step measures and today's figures:
+              docs/benchmarks.md.
+
+            in one process (a full run without --only: admission, relay, worker, drain, mixed):
+              --only admission       accepts per second at each client count   --clients 1,16,64 --seconds 10
+                                                                               --warm-up 20 --samples 50
+              --only relay           the outbox relay's rounds                 --relay-events 200 --relay-tenants 50
+              --only worker          the worker's path against a fake provider --worker-warm-up 45
+              --only drain           a closed drain, admission included        --drain-jobs 20000 --drain-clients 16
+                                                                               --drain-tenants 20 --drain-warm-up N
+                                                                               --floor-jobs N --dispatch-max-running 100000
+              --only mixed           admission and the drain together          --mixed-jobs 5000 --mixed-clients 16 --mixed-warm-up N
+              --only history         the drain on a large history              --history 1000000 --samples 50 --retry-samples 20
+              --only restart         restarts of the jar as a process          --restarts 3
+              --peers [all|NAMES]    JobRunr and db-scheduler beside the drain --peer-jobs 20000 --peer-threads 16
+                                                                               --peer-warm-up N --peers-dir DIR
+              --jdbc-url URL         a PostgreSQL of yours (default: embedded) --db-user postgres --db-password P
+
+            the gateway as its own process, a slow provider stand-in beside it:
+              --only inflight        calls in flight at a provider's latency   --latency-seconds 10 --inflight 2000
+                                                                               --jobs N --warm-up N --clients N
+                                                                               --tenants N --repeat 1 [--peers jobrunr]
+                                                                               [--peer-unbounded true]: the peer not held
+                                                                               to --inflight calls
+              --only sustained       open-loop arrivals, rate by rate          --rates 25,50,100,150,200,250
+                                                                               --step-seconds 45 --warm-up-seconds 45
+                                                                               --statements 12 --max-concurrency N [--peers]
+              --only fairness        a flooding tenant beside quiet ones       --flood 1500 --flood-clients 32
+                                                                               --quiet-jobs 12 --background-rate 50
+              --only waiting         long-polling readers of job status        --waiters 1000 --wait-seconds 30
+              --only scaleout        workers added as processes                --workers 1,2,3 --max-calls 400
+                                                                               --artemis-home DIR
+              --java PATH            the JVM the gateway runs on (e.g. a Temurin 25)
+
+              --help                 this text
+            """;
+
     public static void main(String[] args) throws Exception {
+        if (java.util.Arrays.stream(args).anyMatch(a -> a.equals("--help") || a.equals("-h") || a.equals("help"))) {
+            System.out.print(USAGE);
+            return;
+        }
         Map<String, String> opts = options(args);
         String only = opts.getOrDefault("only", "all");
         // --only admission,drain runs those steps of a full run (in a full run's order).
@@ -348,8 +392,8 @@ public final class Bench {
             } else if (args[i].startsWith("--") && i + 1 < args.length) {
                 opts.put(args[i].substring(2), args[++i]);
             } else {
-                throw new IllegalArgumentException("unexpected argument " + args[i]
-                        + "; usage: bench [--jdbc-url URL] [--db-user U] [--db-password P] [--seconds N] [--clients 1,16,64] [--peers]");
+                System.err.println("unexpected argument " + args[i] + "; java -jar target/jobgate-bench.jar --help lists the options");
+                System.exit(2);
             }
         }
         return opts;

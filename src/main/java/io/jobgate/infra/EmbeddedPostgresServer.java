@@ -103,8 +103,9 @@ public final class EmbeddedPostgresServer {
                 return new EmbeddedPostgresServer(postgres);
             } catch (PortTaken taken) {
                 if (configuredPort > 0) {
-                    throw new IllegalStateException("The embedded PostgreSQL cannot listen on 127.0.0.1:" + taken.port
-                            + " (jobgate.db.embedded-port): it is in use by " + taken.holder);
+                    throw new io.jobgate.common.StartRefused("The embedded PostgreSQL cannot listen on 127.0.0.1:" + taken.port
+                            + " (jobgate.db.embedded-port): it is in use by " + taken.holder
+                            + "; set another port or 0 (the one it had last time while free, else a free one)");
                 }
                 if (lost.size() >= 3) {
                     throw new IllegalStateException("The embedded PostgreSQL could not listen on any of the ports "

@@ -138,7 +138,7 @@ class EmbeddedPostgresPortTest {
                     .isInstanceOf(IllegalStateException.class)
                     .hasMessage("The embedded PostgreSQL cannot listen on 127.0.0.1:" + port
                             + " (jobgate.db.embedded-port): it is in use by pid " + ProcessHandle.current().pid()
-                            + " (java, this gateway)");
+                            + " (java, this gateway); set another port or 0 (the one it had last time while free, else a free one)");
         }
         // Nothing was left holding the directory: the next start takes it.
         EmbeddedPostgresServer.start(baseDir, 0, THROWAWAY).stop();
