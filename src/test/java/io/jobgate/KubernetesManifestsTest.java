@@ -1,28 +1,34 @@
 package io.jobgate;
 
+import java.io.File;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.Reader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
-import java.util.function.Function;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.BeanDescription;
 import com.fasterxml.jackson.databind.DeserializationConfig;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.MappingIterator;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.cfg.CoercionAction;
 import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
@@ -32,6 +38,8 @@ import com.fasterxml.jackson.databind.module.SimpleModule;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.type.LogicalType;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvFromSource;
@@ -51,7 +59,6 @@ import io.fabric8.kubernetes.api.model.autoscaling.v2.HorizontalPodAutoscaler;
 import io.fabric8.kubernetes.api.model.autoscaling.v2.MetricSpec;
 import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
 import io.jobgate.infra.Settings;
-import io.jobgate.support.Kustomize;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -63,22 +70,29 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * deploy/kubernetes (docs/kubernetes.md) as CI sees it: the base and every overlay rendered (by the
- * kustomize subset of {@link Kustomize}, and compared with a real kustomize where one is installed;
- * {@code JOBGATE_TEST_REQUIRE_KUSTOMIZE=true} makes its absence a failure), every object loaded into the
- * Kubernetes API's model (fabric8) with unknown fields and wrongly typed values refused, then what
- * running jobgate needs: probes on /observe/health with a liveness that no dependency outage trips, a
- * stop longer than the calls' hand-back, a PodDisruptionBudget per Deployment, no secret value in the
- * files, every environment variable a setting the gateway knows, the workers scaled on queue age.
+ * deploy/kubernetes (docs/kubernetes.md) as CI sees it: the base and every overlay rendered by a real
+ * kustomize (v4 or newer: {@code kustomize build}, or kubectl's built-in {@code kubectl kustomize}; without
+ * one the class skips, and {@code JOBGATE_TEST_REQUIRE_KUSTOMIZE=true}, set by .ci/run, makes that a
+ * failure), every object of the render checked against the Kubernetes API: its schemas (required fields,
+ * enums, types, quantities: src/test/kubernetes), the object model with unknown fields and wrongly typed
+ * values refused (fabric8), the API server's own rules the schemas leave out; then what running jobgate
+ * needs: probes on /observe/health with a liveness that no dependency outage trips, a stop longer than the
+ * calls' hand-back, a PodDisruptionBudget per Deployment, no secret value in the files, every environment
+ * variable a setting the gateway knows, the workers scaled on queue age.
  */
 class KubernetesManifestsTest {
 
     static final Path KUBERNETES = Path.of("deploy/kubernetes");
     static final Path DOCS = Path.of("docs/kubernetes.md");
+    /** The schema check (validate.mjs) and its npm package (package.json, installed by npm ci). */
+    static final Path SCHEMAS = Path.of("src/test/kubernetes");
     static final String QUEUE_AGE = "jobgate_queue_oldest_age_seconds";
     static final Pattern PLACEHOLDER = Pattern.compile("\\{\\{\\s*((?:jobgate|camel)\\.[A-Za-z0-9.\\-]+)\\s*(?::[^}]*)?}}");
     /** Names that carry a secret: set from a Secret, never as a literal or in a ConfigMap. */
     static final Pattern SECRET_NAME = Pattern.compile(".*(PASSWORD|SECRET|TOKEN|API_KEY|ACCESS_KEY|SHA256).*");
+
+    /** YAML with duplicate keys refused (kubectl refuses them; a plain parser keeps the last one). */
+    static final YAMLMapper YAML = new YAMLMapper(YAMLFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build());
 
     /** The Kubernetes kinds these manifests may hold, by apiVersion/kind, with their model class. */
     static final Map<String, Class<? extends HasMetadata>> KINDS = Map.of(
@@ -90,14 +104,33 @@ class KubernetesManifestsTest {
             "policy/v1/PodDisruptionBudget", PodDisruptionBudget.class,
             "autoscaling/v2/HorizontalPodAutoscaler", HorizontalPodAutoscaler.class);
 
-    /** The kustomization folders: the base, then each overlay. */
+    /** The kustomization folders (the base, then each overlay) with the objects kustomize rendered. */
     static final Map<Path, List<ObjectNode>> RENDERS = new LinkedHashMap<>();
+    /** What kustomize said on stderr while rendering each folder (its warnings). */
+    static final Map<Path, String> WARNINGS = new LinkedHashMap<>();
 
     @BeforeAll
     static void render() throws IOException {
         RENDERS.clear();
+        WARNINGS.clear();
+        StringBuilder why = new StringBuilder();
+        Optional<List<String>> kustomize = kustomize(why);
+        if (kustomize.isEmpty()) {
+            assertThat("true".equalsIgnoreCase(System.getenv("JOBGATE_TEST_REQUIRE_KUSTOMIZE")))
+                    .as("JOBGATE_TEST_REQUIRE_KUSTOMIZE is set but no usable kustomize: " + why).isFalse();
+            Assumptions.abort("deploy/kubernetes is rendered by a real kustomize, and none is here (" + why
+                    + "): install kubectl 1.21+ or kustomize v4+");
+        }
         for (Path dir : kustomizations()) {
-            RENDERS.put(dir, Kustomize.build(dir));
+            List<String> line = new ArrayList<>(kustomize.get());
+            line.add(dir.toString());
+            Path out = Files.createTempFile("kustomize", ".yaml");
+            try {
+                WARNINGS.put(dir, run(line, out, null));
+                RENDERS.put(dir, documents(out));
+            } finally {
+                Files.deleteIfExists(out);
+            }
         }
     }
 
@@ -113,6 +146,121 @@ class KubernetesManifestsTest {
         }
     }
 
+    // --- kustomize --------------------------------------------------------------------------------
+
+    /**
+     * A kustomize that can render these kustomizations (v4 or newer: {@code resources} naming folders,
+     * {@code patches}), as the command line before the folder: {@code kustomize build} or
+     * {@code kubectl kustomize}. Empty when neither is installed; {@code why} says what was found.
+     */
+    static Optional<List<String>> kustomize(StringBuilder why) {
+        if (onPath("kustomize")) {
+            String version = output(List.of("kustomize", "version"));
+            Matcher m = Pattern.compile("v(\\d+)\\.\\d+").matcher(version);
+            if (m.find() && Integer.parseInt(m.group(1)) >= 4) {
+                return Optional.of(List.of("kustomize", "build"));
+            }
+            why.append("kustomize says its version is '").append(version.trim()).append("' (v4 or newer needed); ");
+        }
+        if (onPath("kubectl")) {
+            String version = output(List.of("kubectl", "version", "--client"));
+            Matcher m = Pattern.compile("Kustomize Version: v(\\d+)").matcher(version);
+            if (m.find() && Integer.parseInt(m.group(1)) >= 4) {
+                return Optional.of(List.of("kubectl", "kustomize"));
+            }
+            why.append("kubectl's kustomize is too old (").append(version.lines().findFirst().orElse("?"))
+                    .append("; Debian's kubernetes-client 1.20 has kustomize v2.0.3, which lacks folders in resources and patches); ");
+        }
+        if (why.isEmpty()) {
+            why.append("neither kustomize nor kubectl is on the PATH");
+        }
+        return Optional.empty();
+    }
+
+    @Test
+    void kustomizeRendersEveryKustomizationWithoutADeprecationWarning() {
+        assertThat(RENDERS.keySet()).as("the base and at least one overlay").hasSizeGreaterThanOrEqualTo(2);
+        RENDERS.forEach((dir, nodes) -> {
+            assertThat(nodes).as(dir + " renders objects").isNotEmpty();
+            assertThat(nodes.stream().map(KubernetesManifestsTest::id).distinct().count()).as(dir + ": no object twice")
+                    .isEqualTo(nodes.size());
+            assertThat(WARNINGS.get(dir).toLowerCase(Locale.ROOT)).as(dir + ": kustomize warns of nothing deprecated")
+                    .doesNotContain("deprecated");
+        });
+        // The overlay is what it says: its namespace and its image on every object kustomize rendered.
+        assertThat(production()).allSatisfy(o -> assertThat(o.at("/metadata/namespace").asText()).isEqualTo("jobgate"));
+    }
+
+    /** The non-empty YAML documents of a file. */
+    static List<ObjectNode> documents(Path file) throws IOException {
+        List<ObjectNode> docs = new ArrayList<>();
+        try (MappingIterator<JsonNode> it = YAML.readerFor(JsonNode.class).readValues(file.toFile())) {
+            while (it.hasNext()) {
+                JsonNode doc = it.next();
+                if (doc instanceof ObjectNode o && !o.isEmpty()) {
+                    docs.add(o);
+                } else if (doc != null && !doc.isNull() && !doc.isMissingNode() && !doc.isEmpty()) {
+                    throw new IllegalStateException(file + ": a document that is not an object: " + doc);
+                }
+            }
+        }
+        return docs;
+    }
+
+    /** kind/namespace/name of an object: its identity in a render. */
+    static String id(JsonNode o) {
+        JsonNode meta = o.path("metadata");
+        return o.path("kind").asText() + "/" + meta.path("namespace").asText("") + "/" + meta.path("name").asText();
+    }
+
+    /** What a command printed, or "" when it failed. */
+    static String output(List<String> command) {
+        try {
+            Path out = Files.createTempFile("command", ".txt");
+            try {
+                run(command, out, null);
+                return Files.readString(out, StandardCharsets.UTF_8);
+            } finally {
+                Files.deleteIfExists(out);
+            }
+        } catch (IOException | IllegalStateException e) {
+            return "";
+        }
+    }
+
+    /** Runs a command with {@code input} on its stdin, its stdout into a file; returns its stderr. */
+    static String run(List<String> command, Path stdout, byte[] input) throws IOException {
+        Path stderr = Files.createTempFile("command", ".err");
+        try {
+            Process p = new ProcessBuilder(command).redirectOutput(stdout.toFile()).redirectError(stderr.toFile()).start();
+            try (OutputStream in = p.getOutputStream()) {
+                if (input != null) {
+                    in.write(input);
+                }
+            }
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new IllegalStateException(command + " did not finish within 120 s");
+            }
+            String err = Files.readString(stderr, StandardCharsets.UTF_8);
+            if (p.exitValue() != 0) {
+                throw new IllegalStateException(command + " exited with " + p.exitValue() + ": " + err);
+            }
+            return err;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(command + " interrupted", e);
+        } finally {
+            Files.deleteIfExists(stderr);
+        }
+    }
+
+    static boolean onPath(String command) {
+        String path = System.getenv("PATH");
+        return path != null && java.util.Arrays.stream(path.split(File.pathSeparator))
+                .anyMatch(dir -> Files.isExecutable(Path.of(dir, command)));
+    }
+
     // --- the Kubernetes API's schema -------------------------------------------------------------
 
     /**
@@ -120,7 +268,9 @@ class KubernetesManifestsTest {
      * every unknown field in an {@code additionalProperties} map (a {@code @JsonAnySetter}), so
      * FAIL_ON_UNKNOWN_PROPERTIES alone lets a misspelled field through; here the any-setter is taken
      * away. A number or boolean where the API wants a string (an env value, ConfigMap data) and a
-     * string where it wants a number fail too, as they do for kubectl.
+     * string where it wants a number fail too, as they do for kubectl. The OpenAPI schemas below leave
+     * objects open to unknown fields (kubectl's strict field validation is what refuses them), hence
+     * this model beside them.
      */
     static ObjectMapper strictMapper() {
         ObjectMapper mapper = new ObjectMapper();
@@ -156,13 +306,13 @@ class KubernetesManifestsTest {
         String kind = node.path("apiVersion").asText() + "/" + node.path("kind").asText();
         Class<? extends HasMetadata> type = KINDS.get(kind);
         if (type == null) {
-            throw new IllegalArgumentException(Kustomize.id(node) + ": " + kind + " is not a kind this test knows "
+            throw new IllegalArgumentException(id(node) + ": " + kind + " is not a kind this test knows "
                     + "(add its fabric8 model to KINDS and pom.xml)");
         }
         try {
             return STRICT.treeToValue(node, type);
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            throw new IllegalArgumentException(Kustomize.id(node) + " does not fit the Kubernetes API's " + kind + ": "
+            throw new IllegalArgumentException(id(node) + " does not fit the Kubernetes API's " + kind + ": "
                     + e.getOriginalMessage() + " at " + path(e), e);
         }
     }
@@ -191,22 +341,137 @@ class KubernetesManifestsTest {
         return objects.stream().filter(type::isInstance).map(type::cast).toList();
     }
 
+    /**
+     * What the Kubernetes API would refuse in each object, in order: its schema (src/test/kubernetes's
+     * validate.mjs: kubernetes-models, generated from Kubernetes' OpenAPI documents, so each `required`
+     * list, enum, type and format, a quantity by Kubernetes' grammar), its model (fabric8, above:
+     * unknown fields, wrong types) and {@link #serverRules}. An empty list for an object that fits.
+     */
+    static List<List<String>> apiProblems(List<ObjectNode> nodes) {
+        List<List<String>> problems = new ArrayList<>();
+        List<List<String>> schema = schemaProblems(nodes);
+        for (int i = 0; i < nodes.size(); i++) {
+            List<String> p = new ArrayList<>(schema.get(i));
+            try {
+                load(nodes.get(i));
+            } catch (IllegalArgumentException e) {
+                p.add(e.getMessage());
+            }
+            p.addAll(serverRules(nodes.get(i)));
+            problems.add(p);
+        }
+        return problems;
+    }
+
+    static List<String> apiProblems(ObjectNode node) {
+        return apiProblems(List.of(node)).get(0);
+    }
+
+    /** The schema check: node runs validate.mjs, which prints each object's problems. */
+    static List<List<String>> schemaProblems(List<ObjectNode> nodes) {
+        if (!onPath("node") || !Files.isDirectory(SCHEMAS.resolve("node_modules/kubernetes-models"))) {
+            String missing = !onPath("node") ? "node is not on the PATH"
+                    : SCHEMAS.resolve("node_modules") + " is not installed (npm ci --prefix " + SCHEMAS + ")";
+            assertThat("true".equalsIgnoreCase(System.getenv("JOBGATE_TEST_REQUIRE_KUBERNETES_SCHEMAS")))
+                    .as("JOBGATE_TEST_REQUIRE_KUBERNETES_SCHEMAS is set, but " + missing).isFalse();
+            Assumptions.abort("no Kubernetes schemas to check against: " + missing);
+        }
+        try {
+            Path out = Files.createTempFile("schemas", ".json");
+            try {
+                run(List.of("node", SCHEMAS.resolve("validate.mjs").toString()), out, STRICT.writeValueAsBytes(nodes));
+                List<List<String>> problems = new ArrayList<>();
+                for (JsonNode object : STRICT.readTree(out.toFile())) {
+                    List<String> p = new ArrayList<>();
+                    object.forEach(m -> p.add(m.asText()));
+                    problems.add(p);
+                }
+                assertThat(problems).as("validate.mjs answers for every object").hasSize(nodes.size());
+                return problems;
+            } finally {
+                Files.deleteIfExists(out);
+            }
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
+     * The API server's own validation where the OpenAPI documents say less. A container's image: the
+     * schema leaves it optional (so that tools may fill it in a workload's template), but the API server
+     * requires it of every container of a pod or pod template (ValidatePodSpec), a Deployment's too.
+     */
+    static List<String> serverRules(JsonNode node) {
+        List<String> problems = new ArrayList<>();
+        JsonNode pod = node.path("spec").path("template").path("spec");
+        for (String list : new String[] {"initContainers", "containers"}) {
+            for (int i = 0; i < pod.path(list).size(); i++) {
+                if (pod.path(list).get(i).path("image").asText("").isBlank()) {
+                    problems.add(id(node) + ": spec.template.spec." + list + "[" + i + "].image: required by the API server");
+                }
+            }
+        }
+        return problems;
+    }
+
     @Test
     void everyObjectOfEveryRenderFitsTheKubernetesApi() {
         assertThat(RENDERS.keySet()).as("the base and at least one overlay").hasSizeGreaterThanOrEqualTo(2);
-        Map<String, String> problems = new TreeMap<>();
+        Map<String, List<String>> problems = new TreeMap<>();
         RENDERS.forEach((dir, nodes) -> {
-            assertThat(nodes).as(dir + " renders objects").isNotEmpty();
-            for (ObjectNode node : nodes) {
-                try {
-                    load(node);
-                } catch (IllegalArgumentException e) {
-                    problems.put(dir + " " + Kustomize.id(node), e.getMessage());
+            List<List<String>> found = apiProblems(nodes);
+            for (int i = 0; i < nodes.size(); i++) {
+                if (!found.get(i).isEmpty()) {
+                    problems.put(dir + " " + id(nodes.get(i)), found.get(i));
                 }
             }
-            assertThat(nodes.stream().map(Kustomize::id).distinct().count()).as(dir + ": no object twice").isEqualTo(nodes.size());
         });
         assertThat(problems).isEmpty();
+    }
+
+    @Test
+    void aMissingRequiredFieldABadValueOrABadQuantityIsRefused() {
+        ObjectNode api = deployment(production(), "jobgate-api");
+        ObjectNode misspelledPolicy = api.deepCopy();
+        container(misspelledPolicy).put("imagePullPolicy", "Alwayz");
+        ObjectNode noImage = api.deepCopy();
+        container(noImage).remove("image");
+        ObjectNode gigabytes = api.deepCopy();
+        ((ObjectNode) container(gigabytes).at("/resources/requests")).put("memory", "1GB");
+        ObjectNode lots = api.deepCopy();
+        ((ObjectNode) container(lots).at("/resources/requests")).put("cpu", "lots");
+        ObjectNode hours = api.deepCopy(); // an SI prefix Kubernetes does not take (h, hecto)
+        ((ObjectNode) container(hours).at("/resources/requests")).put("cpu", "5h");
+        ObjectNode noSelector = api.deepCopy();
+        ((ObjectNode) noSelector.get("spec")).remove("selector");
+        ObjectNode noContainerName = api.deepCopy();
+        container(noContainerName).remove("name");
+        ObjectNode badProtocol = api.deepCopy();
+        ((ObjectNode) container(badProtocol).at("/ports/0")).put("protocol", "HTTP");
+        ObjectNode badRestartPolicy = api.deepCopy();
+        ((ObjectNode) badRestartPolicy.at("/spec/template/spec")).put("restartPolicy", "Sometimes");
+        ObjectNode badServiceType = service(production()).deepCopy();
+        ((ObjectNode) badServiceType.get("spec")).put("type", "Balanced");
+        ObjectNode quantities = api.deepCopy(); // what Kubernetes' grammar takes
+        ((ObjectNode) container(quantities).at("/resources")).putObject("limits").put("cpu", "1.5").put("memory", "512Mi")
+                .put("ephemeral-storage", "1e9").put("hugepages-2Mi", "+.5Ki").put("example.com/device", "2");
+
+        List<ObjectNode> cases = List.of(api, misspelledPolicy, noImage, gigabytes, lots, hours, noSelector, noContainerName,
+                badProtocol, badRestartPolicy, badServiceType, quantities);
+        List<List<String>> problems = apiProblems(cases);
+        String container = "spec.template.spec.containers[0]";
+        assertThat(problems.get(0)).as("as shipped: fits").isEmpty();
+        assertThat(problems.get(1)).containsExactly(container + ".imagePullPolicy: must be one of Always, IfNotPresent, Never");
+        assertThat(problems.get(2)).containsExactly("Deployment/jobgate/jobgate-api: " + container + ".image: required by the API server");
+        assertThat(problems.get(3)).containsExactly(container + ".resources.requests.memory: not a quantity");
+        assertThat(problems.get(4)).containsExactly(container + ".resources.requests.cpu: not a quantity");
+        assertThat(problems.get(5)).containsExactly(container + ".resources.requests.cpu: not a quantity");
+        assertThat(problems.get(6)).containsExactly("spec: required field selector missing");
+        assertThat(problems.get(7)).containsExactly(container + ": required field name missing");
+        assertThat(problems.get(8)).containsExactly(container + ".ports[0].protocol: must be one of SCTP, TCP, UDP");
+        assertThat(problems.get(9)).containsExactly("spec.template.spec.restartPolicy: must be one of Always, Never, OnFailure");
+        assertThat(problems.get(10)).containsExactly("spec.type: must be one of ClusterIP, ExternalName, LoadBalancer, NodePort");
+        assertThat(problems.get(11)).as("good quantities").isEmpty();
     }
 
     @Test
@@ -218,6 +483,7 @@ class KubernetesManifestsTest {
         container(misspelled).set("readinesProbe", container(misspelled).remove("readinessProbe"));
         assertThatThrownBy(() -> load(misspelled)).hasMessageContaining("readinesProbe")
                 .hasMessageContaining("spec.template.spec.containers");
+        assertThat(apiProblems(misspelled)).anyMatch(p -> p.contains("readinesProbe"));
         ObjectNode podField = api.deepCopy();
         ((ObjectNode) podField.at("/spec/template/spec")).put("terminationGracePeriodSecond", 50);
         assertThatThrownBy(() -> load(podField)).hasMessageContaining("terminationGracePeriodSecond");
@@ -244,81 +510,6 @@ class KubernetesManifestsTest {
         ObjectNode unknownKind = api.deepCopy();
         unknownKind.put("apiVersion", "apps/v1beta1");
         assertThatThrownBy(() -> load(unknownKind)).hasMessageContaining("not a kind this test knows");
-    }
-
-    // --- kustomize --------------------------------------------------------------------------------
-
-    @Test
-    void aRealKustomizeRendersTheSameObjects() throws IOException {
-        StringBuilder why = new StringBuilder();
-        Optional<List<String>> kustomize = Kustomize.command(why);
-        if (kustomize.isEmpty()) {
-            assertThat("true".equalsIgnoreCase(System.getenv("JOBGATE_TEST_REQUIRE_KUSTOMIZE")))
-                    .as("JOBGATE_TEST_REQUIRE_KUSTOMIZE is set but no usable kustomize: " + why).isFalse();
-            Assumptions.abort("no kustomize to compare with (" + why + "); rendered by io.jobgate.support.Kustomize only");
-        }
-        for (Map.Entry<Path, List<ObjectNode>> render : RENDERS.entrySet()) {
-            Kustomize.Render real = Kustomize.buildWith(kustomize.get(), render.getKey());
-            assertThat(real.messages().toLowerCase(java.util.Locale.ROOT))
-                    .as(render.getKey() + ": kustomize warns of nothing deprecated").doesNotContain("deprecated");
-            Map<String, JsonNode> expected = byId(real.objects());
-            Map<String, JsonNode> ours = byId(render.getValue());
-            assertThat(ours.keySet()).as(render.getKey() + ": the same objects").isEqualTo(expected.keySet());
-            for (String id : expected.keySet()) {
-                assertThat(difference(ours.get(id), expected.get(id), "")).as(render.getKey() + " " + id + ": ours against "
-                        + kustomize.get()).isNull();
-            }
-        }
-    }
-
-    /** The first place two trees differ (a JSON pointer with both values), or null when they are equal. */
-    static String difference(JsonNode ours, JsonNode theirs, String at) {
-        if (ours.equals(theirs)) {
-            return null;
-        }
-        if (ours.isObject() && theirs.isObject()) {
-            Set<String> names = new TreeSet<>();
-            ours.fieldNames().forEachRemaining(names::add);
-            theirs.fieldNames().forEachRemaining(names::add);
-            for (String name : names) {
-                String d = difference(ours.path(name), theirs.path(name), at + "/" + name);
-                if (d != null) {
-                    return d;
-                }
-            }
-        } else if (ours.isArray() && theirs.isArray() && ours.size() == theirs.size()) {
-            for (int i = 0; i < ours.size(); i++) {
-                String d = difference(ours.get(i), theirs.get(i), at + "/" + i);
-                if (d != null) {
-                    return d;
-                }
-            }
-        }
-        return at + ": ours " + ours + ", kustomize's " + theirs;
-    }
-
-    static Map<String, JsonNode> byId(List<ObjectNode> nodes) {
-        return nodes.stream().collect(Collectors.toMap(Kustomize::id, Function.identity(), (a, b) -> a, TreeMap::new));
-    }
-
-    @Test
-    void theRendererAppliesOnlyWhatItUnderstands() throws IOException {
-        Path dir = Files.createTempDirectory("kustomization");
-        try {
-            Files.writeString(dir.resolve("kustomization.yaml"),
-                    "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\ncommonLabels: {a: b}\n");
-            assertThatThrownBy(() -> Kustomize.build(dir)).hasMessageContaining("commonLabels");
-            Files.writeString(dir.resolve("kustomization.yaml"),
-                    "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [cm.yaml]\nresources: []\n");
-            assertThatThrownBy(() -> Kustomize.build(dir)).hasMessageContaining("resources");
-        } finally {
-            try (Stream<Path> files = Files.list(dir)) {
-                for (Path f : files.toList()) {
-                    Files.delete(f);
-                }
-            }
-            Files.delete(dir);
-        }
     }
 
     // --- what running jobgate needs ----------------------------------------------------------------
@@ -450,7 +641,7 @@ class KubernetesManifestsTest {
     void aPodDisruptionBudgetCoversEachDeploymentAndSelectorsMatchTheirPods() {
         RENDERS.forEach((dir, nodes) -> assertThat(selectionProblems(loadAll(nodes))).as(dir.toString()).isEmpty());
         List<ObjectNode> withoutWorkerBudget = production().stream()
-                .filter(o -> !Kustomize.id(o).startsWith("PodDisruptionBudget/jobgate/jobgate-worker")).toList();
+                .filter(o -> !id(o).startsWith("PodDisruptionBudget/jobgate/jobgate-worker")).toList();
         assertThat(selectionProblems(loadAll(withoutWorkerBudget))).anyMatch(p -> p.contains("jobgate-worker") && p.contains("PodDisruptionBudget"));
     }
 
@@ -757,7 +948,7 @@ class KubernetesManifestsTest {
             }
         }
         String dockerfile = Files.readString(Path.of("deploy/Dockerfile"));
-        JsonNode compose = Kustomize.YAML.readTree(Path.of("compose.yaml").toFile());
+        JsonNode compose = YAML.readTree(Path.of("compose.yaml").toFile());
         String composeImage = compose.path("x-jobgate").path("image").asText();
         assertThat(composeImage).startsWith("eclipse-temurin:");
         assertThat(dockerfile).as("the Dockerfile runs on compose.yaml's JRE").contains("FROM " + composeImage + "\n")
@@ -801,6 +992,10 @@ class KubernetesManifestsTest {
     static ObjectNode deployment(List<ObjectNode> nodes, String name) {
         return nodes.stream().filter(o -> o.path("kind").asText().equals("Deployment")
                 && o.path("metadata").path("name").asText().equals(name)).findFirst().orElseThrow();
+    }
+
+    static ObjectNode service(List<ObjectNode> nodes) {
+        return nodes.stream().filter(o -> o.path("kind").asText().equals("Service")).findFirst().orElseThrow();
     }
 
     static ObjectNode configMap(List<ObjectNode> nodes) {
