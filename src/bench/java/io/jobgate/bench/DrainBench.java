@@ -524,7 +524,7 @@ final class DrainBench {
     static final String WRITER_LOCK_GATEWAY = "SELECT g.in_flight";
     static final String WRITER_LOCK_TENANTS = "SELECT a.tenant_id, a.open_jobs";
     static final String WRITER_INSERT = "WITH input AS";
-    /** Since session 10 both locks are one statement. */
+    /** The gateway's and the tenants' locks as one statement (AdmissionWriter since 2026-12-01). */
     static final String WRITER_LOCKS = "WITH gateway AS";
 
     /** CPU over a window: the gateway JVM's, PostgreSQL's processes' (when local) and the JIT's compile time. */
@@ -601,7 +601,7 @@ final class DrainBench {
         final Map<String, Integer> waitingOn = new LinkedHashMap<>();
         /** The admission writer's session, by what it was doing (its statements are known). */
         final Map<String, Integer> writerStates = new java.util.TreeMap<>();
-        /** What held the lock the admission writer waited for (the first blocking session's state and statement). */
+        /** What held the lock the admission writer waited for (the state and statement of the first session blocking it). */
         final Map<String, Integer> writerBlockedBy = new LinkedHashMap<>();
 
         /** The writer's states as shares of the samples ("none" when it was never seen inside a transaction). */
