@@ -172,12 +172,26 @@ class TenantWebhooksCrashIT {
             Instant killedAt = Instant.now();
             gateway.destroyForcibly(); // SIGKILL: claims, in-flight sends, unacknowledged events left as they are
             assertThat(gateway.waitFor(30, TimeUnit.SECONDS)).isTrue();
+            int down = tick;
             tick = submissions.run(System.nanoTime(), tick, tick + 2, () -> false); // refused at the door: the gateway is down
             gateway = start(dataDir, port, dataDir.resolve("second.log"), api);
             Instant readyAgain = Instant.now();
-            submissions.run(System.nanoTime(), tick, tick + 20, () -> false);
+            int ticks = submissions.run(System.nanoTime(), tick, tick + 20, () -> false);
             submitters.shutdown();
             assertThat(submitters.awaitTermination(60, TimeUnit.SECONDS)).isTrue();
+            // Every submission accepted but those the crash explains (no answer from the killed or not yet started
+            // gateway, or a 503 with Retry-After from the starting one): a 500 or any other refusal fails here.
+            Map<String, Long> refusedByAnswer = submissions.refusedByAnswer();
+            System.out.printf("submissions: %d, accepted acme %d, globex %d; not accepted, by answer: %s%n", 2 * ticks,
+                    submissions.accepted.get(ACME).size(), submissions.accepted.get(GLOBEX).size(), refusedByAnswer);
+            assertThat(submissions.unexplained(killedAt, readyAgain)).as("submissions refused outside the crash (killed %s, ready again %s),"
+                    + " or with an answer the crash does not explain; all refusals by answer: %s", killedAt, readyAgain, refusedByAnswer).isEmpty();
+            // So the refusals are bounded by the crash: the submissions sent while the gateway was down, and those in flight
+            // when it was killed. Those sent while it was down were refused, so the count above saw the crash it allows for.
+            assertThat(submissions.answers).as("every submission answered or failed").hasSize(2 * ticks);
+            int upAgain = tick;
+            assertThat(submissions.refused()).filteredOn(r -> r.tick() >= down && r.tick() < upAgain)
+                    .as("the submissions sent while the gateway was down").hasSize(2 * (upAgain - down));
 
             // Every job final (the simulator succeeds them; some were cancelled).
             await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(500))
@@ -323,12 +337,35 @@ class TenantWebhooksCrashIT {
         }
     }
 
+    /**
+     * What a submission got: {@code 202}, else the status with its problem code and Retry-After, or no answer at
+     * all and why; when it was sent and when its answer (or its failure) was known.
+     */
+    record Answer(String key, int tick, String answer, Instant sent, Instant known) {
+        boolean accepted() {
+            return answer.equals("202");
+        }
+
+        /** The gateway said it could not take the job now and when to come again: a 503 with Retry-After. */
+        boolean comeBackLater() {
+            return answer.startsWith("503 ") && !answer.endsWith("Retry-After null");
+        }
+
+        /**
+         * No HTTP answer: the connection was refused, reset or closed (the gateway was not there, or was killed). Not
+         * a request the client gave up waiting on: a gateway that is up answers, and a killed one closes its sockets.
+         */
+        boolean noAnswer() {
+            return answer.startsWith("no answer: ");
+        }
+    }
+
     /** The open-loop load: tick i submits one job of each tenant at begun + i * 400 ms, each on a thread of its own. */
     static final class Submissions {
         final ApiClient api;
         final ExecutorService pool;
         final Map<String, Collection<String>> accepted = Map.of(ACME, new ConcurrentLinkedQueue<>(), GLOBEX, new ConcurrentLinkedQueue<>());
-        final AtomicInteger refused = new AtomicInteger();
+        final Collection<Answer> answers = new ConcurrentLinkedQueue<>();
 
         Submissions(ApiClient api, ExecutorService pool) {
             this.api = api;
@@ -355,23 +392,63 @@ class TenantWebhooksCrashIT {
         }
 
         private void submit(String key, int tick) {
+            Instant sent = Instant.now();
+            ApiClient.Response r;
             try {
-                ApiClient.Response r = api.postJob(key, "hookcrash-" + key + "-" + tick, """
+                r = api.postJob(key, "hookcrash-" + key + "-" + tick, """
                         {"preset_id": "invoice-clean", "aspect_class": "portrait",
                          "inputs": {"supplier_name": "Hooks GmbH", "invoice_id": "HC-%d", "currency": "EUR",
                                     "line_items": [{"description": "Consulting", "quantity": 1, "unit_price": 10}]}}""".formatted(tick));
-                if (r.status() != 202) {
-                    refused.incrementAndGet();
-                    return;
-                }
-                String id = r.json().path("job_id").asText();
-                accepted.get(key).add(id);
-                if (tick % 7 == 3) { // a few end cancelled (if the simulator is not faster)
-                    api.post(key, "/v1/jobs/" + id + "/cancel");
-                }
-            } catch (AssertionError connectionRefused) {
-                refused.incrementAndGet(); // the gateway is down (or was killed mid-request)
+            } catch (AssertionError noAnswer) {
+                // ApiClient's failed call: the cause says why (refused, reset, closed; or the client's own timeout).
+                Throwable cause = noAnswer.getCause() instanceof java.util.concurrent.ExecutionException e ? e.getCause() : noAnswer.getCause();
+                boolean io = cause instanceof java.io.IOException && !(cause instanceof java.net.http.HttpTimeoutException);
+                answers.add(new Answer(key, tick, (io ? "no answer: " : "no answer in time: ")
+                        + (cause == null ? noAnswer.getMessage() : cause.getClass().getSimpleName()), sent, Instant.now()));
+                return;
             }
+            if (r.status() != 202) {
+                String code = r.text().startsWith("{") ? r.code() : null;
+                answers.add(new Answer(key, tick, r.status() + " " + code + ", Retry-After " + r.header("Retry-After"), sent, Instant.now()));
+                return;
+            }
+            answers.add(new Answer(key, tick, "202", sent, Instant.now()));
+            String id = r.json().path("job_id").asText();
+            accepted.get(key).add(id);
+            if (tick % 7 == 3) { // a few end cancelled (if the simulator is not faster)
+                try {
+                    api.post(key, "/v1/jobs/" + id + "/cancel");
+                } catch (AssertionError killed) {
+                    // The kill came between the job's 202 and its cancel: the job was accepted and ends as the gateway
+                    // leaves it; the checks below hold either way.
+                }
+            }
+        }
+
+        /**
+         * The refusals the scenario does not explain: a submission the gateway is up for is accepted, every one.
+         * Expected only between the kill and the second gateway being ready: no answer (the port closed, or the
+         * request cut by the kill) or a 503 with Retry-After (the starting gateway's door not open yet); each of those
+         * known at or after the kill and sent before the second gateway was ready. A 500, a 4xx, a 429, a 503 without
+         * Retry-After, an answer the client waited out, or any refusal outside that window is one of these.
+         */
+        List<Answer> unexplained(Instant killedAt, Instant readyAgain) {
+            return refused().stream().filter(r -> !((r.noAnswer() || r.comeBackLater()) && inCrash(r, killedAt, readyAgain))).toList();
+        }
+
+        /** Known at or after the kill and sent before the second gateway was ready: in flight at the kill, or sent while down. */
+        static boolean inCrash(Answer a, Instant killedAt, Instant readyAgain) {
+            return !a.known().isBefore(killedAt) && a.sent().isBefore(readyAgain);
+        }
+
+        List<Answer> refused() {
+            return answers.stream().filter(a -> !a.accepted()).toList();
+        }
+
+        /** How many submissions got each kind of answer other than 202. */
+        Map<String, Long> refusedByAnswer() {
+            return refused().stream().collect(Collectors.groupingBy(r -> r.answer().replaceAll("Retry-After [0-9]+", "Retry-After n"),
+                    TreeMap::new, Collectors.counting()));
         }
     }
 

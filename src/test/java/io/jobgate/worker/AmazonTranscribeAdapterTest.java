@@ -2,6 +2,8 @@ package io.jobgate.worker;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.Deque;
 import java.util.List;
 import java.util.Locale;
@@ -71,8 +73,16 @@ class AmazonTranscribeAdapterTest extends GatewayTestBase {
                 "jobgate.provider.amazon-transcribe.aws-region", REGION,
                 "jobgate.provider.amazon-transcribe.aws-access-key-id", KEY_ID,
                 "jobgate.provider.amazon-transcribe.aws-secret-access-key", SECRET,
-                "jobgate.provider.amazon-transcribe.call-deadline-ms", "2000"));
+                "jobgate.provider.amazon-transcribe.call-deadline-ms", "2000",
+                // Without jitter a retry waits exactly its backoff ceiling (the base, for the first retry), so the wait a
+                // rate-limited start was given can be read off the times the gateway recorded; a base longer than an
+                // answered start takes keeps a retry scheduled too soon from hiding inside the attempt's own span.
+                "jobgate.worker.backoff-base-ms", Long.toString(BACKOFF.toMillis()),
+                "jobgate.worker.backoff-jitter", "false"));
     }
+
+    /** The first retry's backoff in this class (jitter off: exactly this). */
+    static final Duration BACKOFF = Duration.ofSeconds(5);
 
     @AfterEach
     void everyRequestWasSignedAndShapedAsTranscribeWants() {
@@ -105,6 +115,19 @@ class AmazonTranscribeAdapterTest extends GatewayTestBase {
     static Map<String, Object> attempt(UUID id, int n) {
         return Db.single("SELECT outcome, error_category, error_message, http_status, retry_after, next_attempt_at, billed_units, "
                 + "billed_unit, provider_request_id, adapter_revision FROM attempts WHERE job_id = ? AND attempt = ?", id, n);
+    }
+
+    /** When the gateway opened and closed an attempt, and when it made the job due again after it. */
+    record AttemptTimes(Instant started, Instant ended, Instant nextAttemptAt) {
+    }
+
+    static AttemptTimes times(UUID id, int n) {
+        Map<String, Object> row = Db.single("SELECT started_at, ended_at, next_attempt_at FROM attempts WHERE job_id = ? AND attempt = ?", id, n);
+        return new AttemptTimes(instant(row.get("started_at")), instant(row.get("ended_at")), instant(row.get("next_attempt_at")));
+    }
+
+    static Instant instant(Object timestamp) {
+        return timestamp == null ? null : ((java.sql.Timestamp) timestamp).toInstant();
     }
 
     @Test
@@ -160,6 +183,18 @@ class AmazonTranscribeAdapterTest extends GatewayTestBase {
         }
         assertThat((String) attempt(throttled.id(), 1).get("error_message")).contains("ThrottlingException");
         assertThat(attempt(tooMany.id(), 1)).containsEntry("http_status", 429);
+        // Transcribe sends no Retry-After: the gateway waits its backoff (docs/providers.md). The retry's due time is
+        // decided once the start's answer is in, so it is the backoff after a moment within the first attempt (between
+        // its started_at and ended_at), and the second attempt did not start before it was due.
+        for (Submitted s : List.of(throttled, tooMany)) {
+            assertThat(attempt(s.id(), 1).get("retry_after")).as("no Retry-After came: the backoff applies").isNull();
+            AttemptTimes first = times(s.id(), 1);
+            assertThat(first.nextAttemptAt()).as("attempt 1 %s: its retry is due the backoff (%s) after the attempt", first, BACKOFF)
+                    .isAfterOrEqualTo(first.started().plus(BACKOFF))
+                    .isBeforeOrEqualTo(first.ended().plus(BACKOFF));
+            assertThat(times(s.id(), 2).started()).as("attempt 2 starts once attempt 1's retry is due (%s)", first)
+                    .isAfterOrEqualTo(first.nextAttemptAt());
+        }
     }
 
     @Test
