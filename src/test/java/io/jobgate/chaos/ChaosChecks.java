@@ -44,6 +44,12 @@ public final class ChaosChecks {
     public record ProviderAnswer(String idempotencyKey, Instant arrived, Instant answered) {
     }
 
+    /**
+     * The share of each tenant's jobs that must succeed. The faults the runs inject fail a few per cent at most (the
+     * bounds per category are tighter); a gateway that fails the jobs after an event stays far below.
+     */
+    static final double MOST_SUCCEED = 0.9;
+
     /** How close to a SIGKILL an answer may or may not have been read by the gateway that was killed. */
     static final Duration AROUND_A_KILL = Duration.ofSeconds(1);
 
@@ -67,17 +73,36 @@ public final class ChaosChecks {
         this.rateLimitBackoff = rateLimitBackoff;
     }
 
-    public List<Check> run(ChaosLoad load) throws Exception {
-        return run(load, List.of(), List.of());
+    /**
+     * A run without provider faults and without a slow provider (the failover test): the 429 checks have nothing to
+     * examine there and are left out.
+     *
+     * @param explained the failures the run's faults explain, per tenant: category → at most how many (none: every
+     *                  job must succeed)
+     */
+    public List<Check> run(ChaosLoad load, Map<String, Map<String, Long>> explained) throws Exception {
+        return run(load, explained, false, null, List.of());
     }
 
     /**
+     * A run whose simulator answers some submits with 429 and one of whose tenants goes to a slow provider (the chaos
+     * soak): the 429 checks and the slow provider's check must each examine something.
+     *
+     * @param explained    the failures the run's faults explain, per tenant: category → at most how many
      * @param answers      the calls a slow provider answered (its log)
      * @param gatewayKills when the gateway was killed (SIGKILL): the answers on their way then had nobody to read them
      */
-    public List<Check> run(ChaosLoad load, List<ProviderAnswer> answers, List<Instant> gatewayKills) throws Exception {
+    public List<Check> run(ChaosLoad load, Map<String, Map<String, Long>> explained, List<ProviderAnswer> answers,
+                           List<Instant> gatewayKills) throws Exception {
+        return run(load, explained, true, answers, gatewayKills);
+    }
+
+    private List<Check> run(ChaosLoad load, Map<String, Map<String, Long>> explained, boolean rateLimitsInjected,
+                            List<ProviderAnswer> answers, List<Instant> gatewayKills) throws Exception {
         Map<String, Job> jobs = jobs();
-        if (!answers.isEmpty()) {
+        jobsSucceeded(jobs, explained);
+        if (answers != null) {
+            // Never skipped when the provider got no calls: that examines nothing, and fails.
             providerAnswersReachedTheirJobs(answers, gatewayKills, jobs);
         }
         List<ChaosLoad.Accepted> accepted = load.accepted();
@@ -87,8 +112,10 @@ public final class ChaosChecks {
         ledgerTotals(jobs);
         outputs(jobs, accepted);
         attemptsKept(jobs);
-        retryAfterHonoured();
-        gateClosedForEveryJob();
+        if (rateLimitsInjected) {
+            retryAfterHonoured();
+            gateClosedForEveryJob();
+        }
         readsNeverGoBack(load, jobs);
         nothingHeld();
         paidAnswersKept();
@@ -98,6 +125,53 @@ public final class ChaosChecks {
                 + " s of its planned time: the load was open-loop)", load.submitted(), load.lateArrivals().entrySet().stream()
                 .sorted(Map.Entry.comparingByKey()).map(e -> "arrival " + e.getKey() + " left " + e.getValue() + " ms late").toList());
         return checks;
+    }
+
+    /**
+     * How many jobs out of {@code jobs} an injected fault that hits a job with probability {@code perJob} may fail:
+     * three times the expected number, and two. A binomial count stays under it (five standard deviations and more
+     * for the rates and sizes of these runs); a gateway failing jobs the faults do not explain goes over it.
+     */
+    public static long explained(double perJob, long jobs) {
+        return (long) Math.ceil(3 * perJob * jobs) + 2;
+    }
+
+    /**
+     * Jobs succeed. Every other check holds just as well when every job fails and is refunded; here a failure must be
+     * one the run's injected faults explain (a category expected for its tenant, and no more of it than they can
+     * cause), and each tenant's jobs succeed by a clear majority.
+     */
+    private void jobsSucceeded(Map<String, Job> jobs, Map<String, Map<String, Long>> explained) {
+        Map<String, Long> total = new TreeMap<>();
+        Map<String, Long> succeeded = new TreeMap<>();
+        Map<String, Map<String, List<String>>> failed = new TreeMap<>();
+        for (Job job : jobs.values()) {
+            total.merge(job.tenant(), 1L, Long::sum);
+            if (job.status().equals("succeeded")) {
+                succeeded.merge(job.tenant(), 1L, Long::sum);
+            } else {
+                failed.computeIfAbsent(job.tenant(), t -> new TreeMap<>())
+                        .computeIfAbsent(job.category() == null ? job.status() : job.category(), c -> new ArrayList<>()).add(job.id());
+            }
+        }
+        List<String> wrong = new ArrayList<>();
+        failed.forEach((tenant, byCategory) -> byCategory.forEach((category, ids) -> {
+            long most = explained.getOrDefault(tenant, Map.of()).getOrDefault(category, 0L);
+            if (ids.size() > most) {
+                wrong.add("tenant " + tenant + ": " + ids.size() + " jobs failed " + category + ", the injected faults explain "
+                        + most + " (e.g. " + ids.stream().sorted().limit(3).toList() + ")");
+            }
+        }));
+        total.forEach((tenant, n) -> {
+            long ok = succeeded.getOrDefault(tenant, 0L);
+            if (ok < MOST_SUCCEED * n) {
+                wrong.add("tenant " + tenant + ": " + ok + " of " + n + " jobs succeeded, fewer than "
+                        + Math.round(MOST_SUCCEED * 100) + "%");
+            }
+        });
+        check("jobs succeed: each failure one the injected faults explain (its category expected for its tenant, within "
+                + "the count they can cause); at least " + Math.round(MOST_SUCCEED * 100) + "% of each tenant's jobs succeeded",
+                jobs.size(), wrong);
     }
 
     private Map<String, Job> jobs() throws Exception {
@@ -462,7 +536,15 @@ public final class ChaosChecks {
         return values;
     }
 
+    /**
+     * A check that examined nothing is violated: it would hold whatever the gateway did (fault injection broken, no
+     * 429 to check the Retry-After of, a slow provider nobody called).
+     */
     private void check(String rule, long examined, List<String> violations) {
-        checks.add(new Check(rule, examined, List.copyOf(violations)));
+        List<String> all = new ArrayList<>(violations);
+        if (examined <= 0) {
+            all.add(0, "examined nothing: the run gave this check nothing to hold against");
+        }
+        checks.add(new Check(rule, examined, List.copyOf(all)));
     }
 }

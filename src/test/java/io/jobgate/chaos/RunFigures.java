@@ -18,15 +18,21 @@ import java.util.Map;
 
 /**
  * What the runs of a packaged gateway under events (the chaos soak, the failover test) read from its
- * database and give it: the jobs' finish times and how the finishing rate came back after an event,
+ * database and give it: the jobs' success times and how the rate of successes came back after an event,
  * grouped counts for their reports, and the tenants file of their load.
  */
 public final class RunFigures {
 
+    /** How many jobs each tenant of {@link #tenantsFile} runs at once (and so has at a provider at most). */
+    public static final int MAX_RUNNING = 8;
+
     private RunFigures() {
     }
 
-    /** How the finishing rate came back after an event, from the jobs' finish times. */
+    /**
+     * How the rate of successes came back after an event, from the succeeded jobs' finish times: a job that failed
+     * fast after the event is no recovery.
+     */
     public record Recovery(double before, Duration firstFinish, Duration backAt80, double best) {
 
         /**
@@ -51,11 +57,14 @@ public final class RunFigures {
         }
     }
 
-    /** Every final job's finish time, epoch milliseconds, in order. */
-    public static long[] finishTimes(Connection db) throws Exception {
+    /**
+     * Every succeeded job's finish time, epoch milliseconds, in order. Failed jobs are left out: counted, a gateway
+     * that fails every job after an event (refunding each, so that no other check minds) would look recovered.
+     */
+    public static long[] successTimes(Connection db) throws Exception {
         List<Long> times = new ArrayList<>();
         try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery(
-                "SELECT finalized_at FROM jobs WHERE finalized_at IS NOT NULL ORDER BY finalized_at")) {
+                "SELECT finalized_at FROM jobs WHERE status = 'succeeded' ORDER BY finalized_at")) {
             while (rs.next()) {
                 times.add(rs.getTimestamp(1).toInstant().toEpochMilli());
             }
@@ -88,7 +97,7 @@ public final class RunFigures {
 
     /**
      * {@code dir/tenants.yaml}: each tenant's key is its id + "-key" (what {@link ChaosLoad} is given), room for
-     * the whole run's jobs, 8 running at once, credit that never runs out.
+     * the whole run's jobs, {@link #MAX_RUNNING} running at once, credit that never runs out.
      */
     public static Path tenantsFile(Path dir, List<String> ids) throws Exception {
         StringBuilder yaml = new StringBuilder("tenants:\n");
@@ -98,10 +107,10 @@ public final class RunFigures {
                         display_name: %s
                         api_key_sha256: %s
                         max_open_jobs: 100000
-                        max_running_jobs: 8
+                        max_running_jobs: %d
                         credit_grants: {initial: 1000000000000}
                     """.formatted(id, id, HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
-                    .digest((id + "-key").getBytes(StandardCharsets.UTF_8)))));
+                    .digest((id + "-key").getBytes(StandardCharsets.UTF_8))), MAX_RUNNING));
         }
         Path file = dir.resolve("tenants.yaml");
         Files.writeString(file, yaml);
