@@ -49,7 +49,11 @@ class WorkPeriodWordingTest {
                 continue;
             }
             try (Stream<Path> walk = Files.walk(path)) {
-                walk.filter(Files::isRegularFile).sorted().forEach(files::add);
+                // Installed packages (npm's node_modules under src/test) are other projects' words, not ours.
+                walk.filter(Files::isRegularFile)
+                        .filter(file -> java.util.stream.StreamSupport.stream(file.spliterator(), false)
+                                .noneMatch(part -> part.toString().equals("node_modules")))
+                        .sorted().forEach(files::add);
             }
         }
         return files;
