@@ -15,7 +15,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 import io.zonky.test.db.postgres.util.LinuxUtils;
 import org.junit.jupiter.api.BeforeAll;
@@ -37,10 +36,19 @@ class EmbeddedPostgresPortTest {
 
     static Path baseDir;
 
+    /** The server's own pg_ctl (zonky unpacks the binaries once per JVM, maybe under another test's directory). */
+    static Path pgCtl;
+
     @BeforeAll
     static void initialise() throws Exception {
         baseDir = shared.resolve("postgres");
-        EmbeddedPostgresServer.start(baseDir, 0, THROWAWAY).stop();
+        EmbeddedPostgresServer server = EmbeddedPostgresServer.start(baseDir, 0, THROWAWAY);
+        try {
+            long pid = Long.parseLong(Files.readAllLines(baseDir.resolve("pgdata/postmaster.pid")).get(0).trim());
+            pgCtl = Path.of(ProcessHandle.of(pid).orElseThrow().info().command().orElseThrow()).resolveSibling("pg_ctl");
+        } finally {
+            server.stop();
+        }
     }
 
     @Test
@@ -161,10 +169,6 @@ class EmbeddedPostgresPortTest {
 
     /** pg_ctl start as a gateway's embedded start runs it, from a process that then goes away. */
     private static Process orphanedPostmaster(int port) throws Exception {
-        Path pgCtl;
-        try (Stream<Path> files = Files.walk(baseDir.resolve("pgbin"))) {
-            pgCtl = files.filter(p -> p.endsWith(Path.of("bin", "pg_ctl"))).findFirst().orElseThrow();
-        }
         List<String> command = new ArrayList<>();
         if (LinuxUtils.isUnshareAvailable()) {
             command.addAll(List.of("unshare", "-U"));
