@@ -357,24 +357,26 @@ public final class Canaries {
     /**
      * A candidate's task (attempt {@code attempt}) succeeded while its job waits on the provider: if the job
      * is still on that attempt, in {@code from}, the attempt ends as {@code candidate_output} with its held
-     * output recorded and the job takes {@code resubmit}, due now, for an attempt on the stable revision.
+     * output recorded and the job takes {@code resubmit}, due at {@code at}, for an attempt on the stable revision.
      *
+     * @param unparseableStreak the stable revision's streak, carried on (a candidate's reply never counts in it)
      * @return false when the job had moved on (nothing changed)
      */
-    public boolean requeueHeld(UUID jobId, int attempt, JobStatus from, String heldRecord) {
-        return requeueFromCandidate(jobId, attempt, from, "candidate_output", null, null, heldRecord);
+    public boolean requeueHeld(UUID jobId, int attempt, JobStatus from, String heldRecord, Instant at, int unparseableStreak) {
+        return requeueFromCandidate(jobId, attempt, from, "candidate_output", null, null, heldRecord, at, unparseableStreak);
     }
 
     /**
      * A candidate's task failed while its job waits on the provider (its evidence declared a failure, its
      * output was refused, the provider lost it): the failure is the candidate's, never the job's. If the job
      * is still on that attempt, in {@code from}, the attempt records the failure (its category is what the
-     * gates count) and the job takes {@code resubmit}, due now, for an attempt on the stable revision.
+     * gates count) and the job takes {@code resubmit}, due at {@code at}, for an attempt on the stable revision.
      *
      * @return false when the job had moved on (nothing changed)
      */
-    public boolean requeueFailed(UUID jobId, int attempt, JobStatus from, String category, String message) {
-        return requeueFromCandidate(jobId, attempt, from, "retry_wait", category, message, null);
+    public boolean requeueFailed(UUID jobId, int attempt, JobStatus from, String category, String message, Instant at,
+                                 int unparseableStreak) {
+        return requeueFromCandidate(jobId, attempt, from, "retry_wait", category, message, null, at, unparseableStreak);
     }
 
     /**
@@ -383,7 +385,7 @@ public final class Canaries {
      * moved on to its next attempt — changes nothing.
      */
     private boolean requeueFromCandidate(UUID jobId, int attempt, JobStatus from, String outcome, String category, String message,
-                                         String heldRecord) {
+                                         String heldRecord, Instant at, int unparseableStreak) {
         return Boolean.TRUE.equals(transactions.execute(tx -> {
             if (!conditions.lockOnAttempt(jobId, attempt, from)) {
                 return false;
@@ -394,7 +396,7 @@ public final class Canaries {
                      WHERE job_id = ? AND attempt = ?""", outcome, heldRecord, category,
                     message == null || message.length() <= 500 ? message : message.substring(0, 500), jobId, attempt);
             return transitions.apply(jobId, JobTransitions.Event.RESUBMIT, JobTransitions.Guard.from(java.util.Set.of(from)),
-                    JobTransitions.Change.retryAt(clock.instant(), 0, category)).isPresent();
+                    JobTransitions.Change.retryAt(at, unparseableStreak, category)).isPresent();
         }));
     }
 

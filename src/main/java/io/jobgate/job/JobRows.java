@@ -19,7 +19,8 @@ public final class JobRows {
 
     /** A job under a lease, as the sweeper ends leases nobody will finish. */
     public record LeasedJob(UUID jobId, UUID leaseToken, String leaseOwner, JobStatus status, String provider,
-                            String adapterRevision, String tenantId, int attempts) {
+                            String adapterRevision, String tenantId, int attempts, int maxAttempts, Instant expiresAt,
+                            int unparseableStreak) {
     }
 
     /** A job past its lifetime that nobody works on. */
@@ -34,7 +35,9 @@ public final class JobRows {
     public record CancelledTask(String provider, String providerTask, String providerState, String kind) {
     }
 
-    private static final String LEASED_COLUMNS = "job_id, lease_token, lease_owner, status, provider, adapter_revision, tenant_id, attempts";
+    private static final String LEASED_COLUMNS = """
+            job_id, lease_token, lease_owner, status, provider, adapter_revision, tenant_id, attempts, max_attempts, expires_at,
+            unparseable_streak""";
 
     private static final String AT_PROVIDER = JobStatus.sqlList(JobStatus.AT_PROVIDER);
 
@@ -115,7 +118,8 @@ public final class JobRows {
     private static LeasedJob leased(ResultSet rs, int row) throws SQLException {
         return new LeasedJob(rs.getObject("job_id", UUID.class), rs.getObject("lease_token", UUID.class),
                 rs.getString("lease_owner"), status(rs), rs.getString("provider"), rs.getString("adapter_revision"),
-                rs.getString("tenant_id"), rs.getInt("attempts"));
+                rs.getString("tenant_id"), rs.getInt("attempts"), rs.getInt("max_attempts"),
+                rs.getTimestamp("expires_at").toInstant(), rs.getInt("unparseable_streak"));
     }
 
     private static JobStatus status(ResultSet rs) throws SQLException {

@@ -28,7 +28,12 @@ import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.adapter.AdapterCaller;
 import io.jobgate.adapter.AdapterContract;
 import io.jobgate.adapter.AdapterResult;
-import io.jobgate.job.AttemptCaps;
+import io.jobgate.fate.Evidence;
+import io.jobgate.fate.Fate;
+import io.jobgate.fate.Outcomes;
+import io.jobgate.fate.Standing;
+import io.jobgate.fate.Waits;
+import io.jobgate.job.RevisionRole;
 import io.jobgate.adapter.Backoff;
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.output.OutputStore;
@@ -211,7 +216,7 @@ public final class Reconciler {
         return switch (lookup.reply()) {
             case NO_SETTINGS -> schedule(job, "no settings for provider " + job.provider());
             case NO_LOOKUP -> job.status() == JobStatus.SUBMISSION_UNKNOWN && provider.idempotentSubmit()
-                    ? resubmit(job, "provider deduplicates by our idempotency key: a resubmit is safe")
+                    ? decided(job, new Evidence.NotAtProvider("provider deduplicates by our idempotency key: a resubmit is safe"))
                     : schedule(job, "adapter " + provider.name() + " has no lookup; waiting for a webhook or the lifetime");
             case GATE_CLOSED -> scheduleAt(job, lookup.gateOpenAt(),
                     "provider " + provider.name() + " gate closed until " + lookup.gateOpenAt());
@@ -263,24 +268,16 @@ public final class Reconciler {
             return check(job, source + FETCHED);
         }
         Applied applied;
-        boolean candidate = candidate(job);
         if (evidence.succeeded()) {
             applied = succeed(job, evidence);
-        } else if (candidate && (evidence.absent() || (evidence.declared() && evidence.category() != null
-                && evidence.category().handling() != ErrorCategory.Handling.UNKNOWN))) {
-            // A canary candidate's task failed or was lost: the candidate's failure, never the job's.
-            applied = candidateFailed(job, evidence.absent() ? null : evidence.category(),
-                    evidence.absent() ? "provider has no such request" : evidence.message());
         } else if (evidence.pending()) {
             applied = stillPending(job, evidence);
         } else if (evidence.absent()) {
-            applied = resubmit(job, "provider has no such request");
-        } else if (evidence.declared() && evidence.category().handling() == ErrorCategory.Handling.FAIL) {
-            boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job),
-                    JobFinalizer.Outcome.failed(evidence.category().wire(), evidence.message()));
-            applied = new Applied(won, won ? "failed: " + evidence.category().wire() : "already moved on");
-        } else if (evidence.declared() && evidence.category().handling() == ErrorCategory.Handling.RETRY) {
-            applied = resubmit(job, "provider task failed (" + evidence.category().wire() + ")");
+            applied = decided(job, new Evidence.NotAtProvider("provider has no such request"));
+        } else if (evidence.declared() && evidence.category() != null
+                && evidence.category().handling() != ErrorCategory.Handling.UNKNOWN) {
+            // The provider's own word on its task: decided as the worker decides the same answer to a submit.
+            applied = decided(job, new Evidence.Failure(evidence.category(), evidence.message(), evidence.retryAfter()));
         } else {
             applied = schedule(job, "no answer yet: " + (evidence.category() == null ? "?" : evidence.category().wire()));
         }
@@ -298,19 +295,15 @@ public final class Reconciler {
                 job.adapterRevision() != null ? job.adapterRevision() : provider.revision(job.kind()));
         StoreResult stored = outputs.store(subject, evidence, provider.callDeadline(), () -> stillWaiting(job), hold);
         if (stored instanceof StoreResult.Held held) {
-            return candidateOutput(job, held.record());
+            return decided(job, new Evidence.HeldOutput(), held.record());
         }
         if (stored instanceof StoreResult.Superseded) {
             return new Applied(false, "already moved on");
         }
         if (stored instanceof StoreResult.Refused refused) {
-            if (hold && refused.category().handling() == ErrorCategory.Handling.FAIL) {
-                return candidateFailed(job, refused.category(), refused.message()); // a candidate's refused output: its own
-            }
             if (refused.category().handling() == ErrorCategory.Handling.FAIL) {
-                boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job),
-                        JobFinalizer.Outcome.failed(refused.category().wire(), refused.message()));
-                return new Applied(won, "output refused: " + refused.message());
+                // A candidate's refused output is its own failure, a stable one's fails the job.
+                return decided(job, new Evidence.Failure(refused.category(), refused.message(), null));
             }
             return schedule(job, "output not retrievable yet: " + refused.message());
         }
@@ -319,43 +312,54 @@ public final class Reconciler {
         return new Applied(won, won ? "succeeded" : "already moved on");
     }
 
-    /**
-     * A canary candidate's task succeeded: its checked output stays in quarantine (recorded on its attempt)
-     * and the job is due now for an attempt on the stable revision, within its caps.
-     */
-    private Applied candidateOutput(WaitingJob job, String heldRecord) {
-        Instant now = clock.instant();
-        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(job.attempts(), job.maxAttempts(), job.expiresAt(), now,
-                "a canary candidate's output is not the job's");
-        if (capped.isPresent()) {
-            boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job), JobFinalizer.Outcome.failed(
-                    capped.get().category().wire(), capped.get().message()));
-            return new Applied(won, capped.get().category().wire() + ": candidate output held");
-        }
-        // Only while the job is still on the candidate's attempt: evidence read before it moved on changes nothing.
-        boolean moved = canaries.requeueHeld(job.jobId(), job.attempts(), job.status(), heldRecord);
-        return new Applied(moved, moved ? "candidate output held in quarantine; retry_wait for the stable revision"
-                : "candidate output held in quarantine; the job had moved on");
+    private Applied decided(WaitingJob job, Evidence evidence) {
+        return decided(job, evidence, null);
     }
 
     /**
-     * A canary candidate's task failed (its declared failure, any category; its output refused; the provider
-     * lost it): recorded on its attempt for its gates, and the job is due now for an attempt on the stable
-     * revision, within its lifetime. Only stable attempts fail jobs.
+     * The rulebook's decision on evidence about the job's current attempt, applied only while the job is still on
+     * it: a 429's gate closed (the provider's; a candidate's own), then the job failed, or due again (on the stable
+     * revision after a candidate's attempt: its held output or its failure recorded on that attempt for its gates).
+     *
+     * @param heldRecord a candidate's checked output kept in quarantine, else null
      */
-    private Applied candidateFailed(WaitingJob job, ErrorCategory category, String message) {
-        Instant now = clock.instant();
-        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(job.attempts(), job.maxAttempts(), job.expiresAt(), now,
-                "a canary candidate's task failed");
-        if (capped.isPresent()) {
-            boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job), JobFinalizer.Outcome.failed(
-                    capped.get().category().wire(), capped.get().message()));
-            return new Applied(won, capped.get().category().wire() + ": candidate task failed");
+    private Applied decided(WaitingJob job, Evidence evidence, String heldRecord) {
+        Provider provider = providers.find(job.provider()).orElseThrow();
+        boolean candidate = candidate(job);
+        Fate fate = Outcomes.decide(evidence, candidate ? RevisionRole.CANDIDATE : RevisionRole.STABLE,
+                new Standing(job.attempts(), job.maxAttempts(), job.expiresAt(), job.unparseableStreak()),
+                new Waits(retryBackoff.delay(Math.max(1, job.attempts())), provider.rateLimitBackoff()), clock.instant());
+        String what = evidence instanceof Evidence.Failure f ? f.category().wire() + " (" + f.message() + ")"
+                : evidence instanceof Evidence.NotAtProvider absent ? absent.why() : "candidate output held in quarantine";
+        Fate.RateLimit rateLimit = fate instanceof Fate.Retry r ? r.rateLimit() : fate instanceof Fate.Fail f ? f.rateLimit() : null;
+        if (rateLimit != null && rateLimit.candidateGate()) {
+            canaries.closeCandidate(job.adapterRevision(), rateLimit.until(), "HTTP 429 for job " + job.jobId());
+        } else if (rateLimit != null) {
+            gates.close(provider.name(), rateLimit.until(), "HTTP 429 for job " + job.jobId());
         }
-        boolean moved = canaries.requeueFailed(job.jobId(), job.attempts(), job.status(),
-                category == null ? null : category.wire(), message);
-        return new Applied(moved, moved ? "candidate task failed (" + (category == null ? "lost" : category.wire())
-                + "); retry_wait for the stable revision" : "candidate task failed; the job had moved on");
+        if (fate instanceof Fate.Fail fail) {
+            boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job),
+                    JobFinalizer.Outcome.failed(fail.category().wire(), fail.message()).causedBy(fail.cause()));
+            return new Applied(won, won ? "failed: " + fail.category().wire() + ": " + what : "already moved on");
+        }
+        Fate.Retry retry = (Fate.Retry) fate; // evidence about a task: never parked, never a start
+        boolean moved;
+        if (candidate) {
+            // Only while the job is still on the candidate's attempt: evidence read before it moved on changes nothing.
+            Evidence.Failure failure = evidence instanceof Evidence.Failure f ? f : null;
+            moved = heldRecord != null
+                    ? canaries.requeueHeld(job.jobId(), job.attempts(), job.status(), heldRecord, retry.at(), retry.unparseableStreak())
+                    : canaries.requeueFailed(job.jobId(), job.attempts(), job.status(),
+                    failure == null ? null : failure.category().wire(), failure == null ? what : failure.message(),
+                    retry.at(), retry.unparseableStreak());
+        } else {
+            moved = transitions.apply(job.jobId(), JobTransitions.Event.RESUBMIT,
+                    JobTransitions.Guard.onAttempt(job.attempts(), Set.of(job.status())),
+                    JobTransitions.Change.retryAt(retry.at(), retry.unparseableStreak(),
+                            retry.last() == null ? null : retry.last().wire())).isPresent();
+        }
+        return new Applied(moved, moved ? "retry_wait at " + retry.at() + (candidate ? " for the stable revision" : "") + ": " + what
+                : "already moved on");
     }
 
     /** Is the job waiting on a canary candidate's task (its outputs held, its failures its own)? */
@@ -388,21 +392,6 @@ public final class Reconciler {
             return new Applied(moved, "provider has the task: provider_pending");
         }
         return schedule(job, "provider still working");
-    }
-
-    /** The provider never got it or its task failed: a new attempt is safe (within the caps). */
-    private Applied resubmit(WaitingJob job, String why) {
-        Instant at = clock.instant().plus(retryBackoff.delay(Math.max(1, job.attempts())));
-        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(job.attempts(), job.maxAttempts(), job.expiresAt(), at, why);
-        if (capped.isPresent()) {
-            boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job), JobFinalizer.Outcome.failed(
-                    capped.get().category().wire(), capped.get().message()));
-            return new Applied(won, capped.get().category().wire() + ": " + why);
-        }
-        boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.RESUBMIT,
-                JobTransitions.Guard.onAttempt(job.attempts(), Set.of(job.status())),
-                JobTransitions.Change.retryAt(at, 0, ErrorCategory.AMBIGUOUS.wire())).isPresent();
-        return new Applied(moved, "retry_wait: " + why);
     }
 
     private Applied schedule(WaitingJob job, String why) {

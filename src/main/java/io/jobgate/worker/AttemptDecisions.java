@@ -2,19 +2,21 @@ package io.jobgate.worker;
 
 import io.jobgate.adapter.AdapterResult;
 import io.jobgate.adapter.Backoff;
-import io.jobgate.adapter.RateLimitWait;
 import io.jobgate.canary.Canaries;
-import io.jobgate.job.AttemptCaps;
+import io.jobgate.fate.Evidence;
+import io.jobgate.fate.Fate;
+import io.jobgate.fate.Outcomes;
+import io.jobgate.fate.Standing;
+import io.jobgate.fate.Waits;
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.job.JobStatus;
 import io.jobgate.job.JobTransitions;
 import io.jobgate.job.ProviderGates;
-import io.jobgate.provider.Provider;
+import io.jobgate.job.RevisionRole;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Optional;
 import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -93,7 +95,7 @@ public final class AttemptDecisions {
         Decision decided;
         if (result.succeeded() && held != null) {
             // The job's output comes from an approved revision: a new attempt now, on the stable one.
-            decided = candidateOutput(lease);
+            decided = apply(called.started(), decide(called.started(), new Evidence.HeldOutput()), "candidate_output", null);
             leases.closeAttempt(lease.jobId(), attempt, lease.token(), decided.outcome, result, durationMs, decided.at, null);
             canaries.heldOutput(lease.jobId(), attempt, held);
             return decided;
@@ -117,10 +119,12 @@ public final class AttemptDecisions {
             decided = new Decision("lease_lost", "none", null);
         } else if (result.pending()) {
             decided = pending(lease, result, attempt);
-        } else if (called.started().holdsOutput()) {
-            decided = candidateFailed(lease, result, attempt, called.started());
         } else {
-            decided = failedOrRetry(lease, result, attempt, called.started().provider());
+            if (result.category() == ErrorCategory.UNPARSEABLE_RESPONSE) {
+                AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
+            }
+            Fate fate = decide(called.started(), new Evidence.Failure(result.category(), result.message(), result.retryAfter()));
+            decided = apply(called.started(), fate, "retry_wait", result.providerRequestId());
         }
         leases.closeAttempt(lease.jobId(), attempt, lease.token(), decided.outcome, result, durationMs, decided.at,
                 decided.retryAfterUnderstood);
@@ -141,97 +145,59 @@ public final class AttemptDecisions {
         return new Decision("lease_lost", "none", null);
     }
 
-    /** Fail now, park as unknown, or wait for a retry (within the attempt and lifetime caps). */
-    private Decision failedOrRetry(Lease lease, AdapterResult result, int attempt, Provider provider) {
-        ErrorCategory category = result.category();
-        switch (category.handling()) {
-            case FAIL -> {
-                return ended(lease, category, result.message());
-            }
-            case UNKNOWN -> {
-                boolean mine = leases.parkUnknown(lease.jobId(), lease.token(), result.providerRequestId(), clock.instant().plus(firstCheck));
-                return new Decision(mine ? "submission_unknown" : "lease_lost", mine ? "submission_unknown" : "none", null);
-            }
-            default -> {
-                int streak = 0;
-                if (category == ErrorCategory.UNPARSEABLE_RESPONSE) {
-                    AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
-                    streak = lease.unparseableStreak() + 1;
-                    if (streak >= 2) {
-                        return ended(lease, category, "two unparseable replies in a row; last: " + result.message());
-                    }
-                }
-                Instant now = clock.instant();
-                Instant at = now.plus(backoff.delay(attempt));
-                Boolean understood = null;
-                if (category == ErrorCategory.RATE_LIMITED) {
-                    RateLimitWait wait = RateLimitWait.after(result.retryAfter(), now, backoff.delay(attempt),
-                            provider.rateLimitBackoff());
-                    at = wait.until(); // the provider's word is the minimum delay
-                    understood = wait.headerUnderstood();
-                    gates.close(provider.name(), at, "HTTP 429 for job " + lease.jobId());
-                }
-                if (Boolean.FALSE.equals(understood)) {
-                    LOG.warn("job {} attempt {}: provider {} sent a Retry-After that cannot be read; waiting its rate-limit backoff of {} s",
-                            lease.jobId(), attempt, provider.name(), provider.rateLimitBackoff().toSeconds());
-                }
-                Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(attempt, lease.maxAttempts(), lease.expiresAt(),
-                        at, category.wire() + " (" + result.message() + ")");
-                if (capped.isPresent()) {
-                    return ended(lease, capped.get().category(), capped.get().message(),
-                            category == ErrorCategory.RATE_LIMITED ? category.wire() : null).with(understood);
-                }
-                boolean mine = leases.requeue(lease.jobId(), lease.token(), at, streak, category.wire());
-                return new Decision(mine ? "retry_wait" : "lease_lost", mine ? "retry_wait" : "none", mine ? at : null, understood);
-            }
-        }
+    /** The rulebook's decision on an attempt's evidence, the role being the one its start chose. */
+    private Fate decide(Worker.Started started, Evidence evidence) {
+        Lease lease = started.lease();
+        return Outcomes.decide(evidence, started.holdsOutput() ? RevisionRole.CANDIDATE : RevisionRole.STABLE,
+                new Standing(started.attempt(), lease.maxAttempts(), lease.expiresAt(), lease.unparseableStreak()),
+                new Waits(backoff.delay(started.attempt()), started.provider().rateLimitBackoff()), clock.instant());
     }
 
     /**
-     * A canary candidate's output was checked and kept in quarantine: the job is due again now, for an
-     * attempt on the stable revision (its last ran on the candidate), within its caps.
+     * Writes a decision under the lease: a 429's gate closed (the provider's, or a candidate's own), then the job
+     * failed, parked as unknown, or back to {@code retry_wait}.
+     *
+     * @param retried   the attempt's outcome when the job is due again ({@code retry_wait}, {@code candidate_output})
+     * @param requestId the provider's request id, kept for the lookup of an unknown submission
      */
-    private Decision candidateOutput(Lease lease) {
-        Instant now = clock.instant();
-        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(lease.attempts() + 1, lease.maxAttempts(), lease.expiresAt(),
-                now, "a canary candidate's output is not the job's");
-        if (capped.isPresent()) {
-            Decision ended = ended(lease, capped.get().category(), capped.get().message());
-            return new Decision(ended.outcome.equals("failed") ? "candidate_output" : ended.outcome, ended.next, null);
+    private Decision apply(Worker.Started started, Fate fate, String retried, String requestId) {
+        Lease lease = started.lease();
+        Fate.RateLimit rateLimit = fate instanceof Fate.Retry r ? r.rateLimit() : fate instanceof Fate.Fail f ? f.rateLimit() : null;
+        Boolean understood = rateLimit == null ? null : rateLimit.headerUnderstood();
+        if (rateLimit != null) {
+            closeGate(started, rateLimit);
         }
-        boolean mine = leases.requeue(lease.jobId(), lease.token(), now, 0, null);
-        return new Decision(mine ? "candidate_output" : "lease_lost", mine ? "retry_wait" : "none", mine ? now : null);
+        if (fate instanceof Fate.Fail fail) {
+            Decision ended = ended(lease, fail.category(), fail.message(), fail.cause()).with(understood);
+            // A held output stays the candidate's attempt's outcome even when its job ends on its caps.
+            return retried.equals("candidate_output") && ended.outcome.equals("failed")
+                    ? new Decision("candidate_output", ended.next, null) : ended;
+        }
+        if (fate instanceof Fate.Park) {
+            boolean mine = leases.parkUnknown(lease.jobId(), lease.token(), requestId, clock.instant().plus(firstCheck));
+            return new Decision(mine ? "submission_unknown" : "lease_lost", mine ? "submission_unknown" : "none", null);
+        }
+        Fate.Retry retry = (Fate.Retry) fate;
+        boolean mine = leases.requeue(lease.jobId(), lease.token(), retry.at(), retry.unparseableStreak(),
+                retry.last() == null ? null : retry.last().wire());
+        return new Decision(mine ? retried : "lease_lost", mine ? "retry_wait" : "none", mine ? retry.at() : null, understood);
     }
 
     /**
-     * A canary candidate's attempt failed, whatever the category ({@code invalid_output}, a refusal, a 429, a
-     * timeout after sending included): the failure is the candidate's, recorded on its attempt for its gates,
-     * never its job's. The job is due now for an attempt on the stable revision (its last ran on the
-     * candidate; the candidate never takes a job's last attempt), within its lifetime. A 429 closes the
-     * candidate's own gate until its Retry-After, not the provider's: stable attempts are not held up. A
-     * call that may have reached the provider is not looked up first: the candidate's task, if the provider
-     * has it, can only ever give an output that is held, never the job's. The job's unparseable streak is
-     * the stable revision's and is left as it was.
+     * A stable revision's 429 closes the provider's gate for its whole fleet; a canary candidate's closes the
+     * candidate's own, so stable attempts are not held up.
      */
-    private Decision candidateFailed(Lease lease, AdapterResult result, int attempt, Worker.Started started) {
-        ErrorCategory category = result.category();
-        Instant now = clock.instant();
-        Boolean understood = null;
-        if (category == ErrorCategory.RATE_LIMITED) {
-            RateLimitWait wait = RateLimitWait.after(result.retryAfter(), now, backoff.delay(attempt),
-                    started.provider().rateLimitBackoff());
-            understood = wait.headerUnderstood();
-            canaries.closeCandidate(started.revision(), wait.until(), "HTTP 429 for job " + lease.jobId());
-        } else if (category == ErrorCategory.UNPARSEABLE_RESPONSE) {
-            AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
+    private void closeGate(Worker.Started started, Fate.RateLimit rateLimit) {
+        Lease lease = started.lease();
+        if (rateLimit.candidateGate()) {
+            canaries.closeCandidate(started.revision(), rateLimit.until(), "HTTP 429 for job " + lease.jobId());
+        } else {
+            gates.close(started.provider().name(), rateLimit.until(), "HTTP 429 for job " + lease.jobId());
         }
-        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(attempt, lease.maxAttempts(), lease.expiresAt(), now,
-                "canary candidate's " + category.wire() + " (" + result.message() + ")");
-        if (capped.isPresent()) {
-            return ended(lease, capped.get().category(), capped.get().message()).with(understood);
+        if (Boolean.FALSE.equals(rateLimit.headerUnderstood())) {
+            LOG.warn("job {} attempt {}: provider {} sent a Retry-After that cannot be read; waiting its rate-limit backoff of {} s",
+                    lease.jobId(), started.attempt(), started.provider().name(), started.provider().rateLimitBackoff().toSeconds());
         }
-        boolean mine = leases.requeue(lease.jobId(), lease.token(), now, lease.unparseableStreak(), category.wire());
-        return new Decision(mine ? "retry_wait" : "lease_lost", mine ? "retry_wait" : "none", mine ? now : null, understood);
     }
 
     private Decision ended(Lease lease, ErrorCategory category, String message) {

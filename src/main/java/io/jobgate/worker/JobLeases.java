@@ -2,7 +2,12 @@ package io.jobgate.worker;
 
 import io.jobgate.adapter.AdapterResult;
 import io.jobgate.canary.Canaries;
-import io.jobgate.job.AttemptCaps;
+import io.jobgate.fate.Evidence;
+import io.jobgate.fate.Fate;
+import io.jobgate.fate.Outcomes;
+import io.jobgate.fate.Standing;
+import io.jobgate.fate.Waits;
+import io.jobgate.job.RevisionRole;
 import io.jobgate.job.ErrorCategory;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -182,8 +187,8 @@ public final class JobLeases {
      */
     public GatePass start(UUID jobId, long eventId, String worker, Duration leaseFor, Provider provider,
                           Duration fullDelay, Verdict verdict, Duration deferDelay, Lease peeked) {
-        boolean usual = peeked != null && verdict == null && provider != null && AttemptCaps.nextAttempt(peeked.attempts(),
-                peeked.maxAttempts(), peeked.expiresAt(), clock.instant(), "").isEmpty();
+        boolean usual = peeked != null && verdict == null && provider != null
+                && Outcomes.mayStart(standing(peeked), clock.instant());
         io.jobgate.job.ProviderSlots.Claim triedFirst = null;
         if (usual && !canaries.hasCandidate(provider)) {
             // No canary to choose for: the slot's claim and START are one statement (the choice is the stable revision).
@@ -241,10 +246,9 @@ public final class JobLeases {
             if (verdict != null && !verdict.retry()) {
                 return end(lease, verdict.category(), verdict.message());
             }
-            Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(lease.attempts(), lease.maxAttempts(),
-                    lease.expiresAt(), now, "none left to start");
-            if (capped.isPresent()) {
-                return end(lease, capped.get().category(), capped.get().message());
+            if (Outcomes.decide(new Evidence.Starting(), RevisionRole.STABLE, standing(lease), NO_WAITS, now)
+                    instanceof Fate.Fail none) {
+                return end(lease, none.category(), none.message());
             }
             Instant wakeAt = null;
             String reason = null;
@@ -264,13 +268,14 @@ public final class JobLeases {
                 }
             }
             if (wakeAt != null) {
-                Optional<AttemptCaps.Ending> late = AttemptCaps.nextAttempt(lease.attempts(), lease.maxAttempts(),
-                        lease.expiresAt(), wakeAt, reason);
-                if (late.isPresent()) {
-                    return end(lease, late.get().category(), late.get().message());
+                Fate deferred = Outcomes.decide(new Evidence.Deferred(wakeAt, verdict == null ? null : verdict.category(), reason),
+                        RevisionRole.STABLE, standing(lease), NO_WAITS, now);
+                if (deferred instanceof Fate.Fail late) {
+                    return end(lease, late.category(), late.message());
                 }
-                requeue(lease.jobId(), lease.token(), wakeAt, lease.unparseableStreak(),
-                        verdict == null ? null : verdict.category().wire());
+                Fate.Retry retry = (Fate.Retry) deferred;
+                requeue(lease.jobId(), lease.token(), retry.at(), retry.unparseableStreak(),
+                        retry.last() == null ? null : retry.last().wire());
                 return new Snoozed(wakeAt, reason);
             }
             // The stable revision or a canary's candidate (docs/canary.md): decided from the attempt alone. The job's
@@ -284,6 +289,14 @@ public final class JobLeases {
         });
     }
 
+
+    /** Where a leased (or peeked) job stands against its caps: the attempts before the one it would start. */
+    private static Standing standing(Lease lease) {
+        return new Standing(lease.attempts(), lease.maxAttempts(), lease.expiresAt(), lease.unparseableStreak());
+    }
+
+    /** A start's decisions wait only the times it gives (a gate's reopening, its own delays). */
+    private static final Waits NO_WAITS = new Waits(Duration.ZERO, Duration.ZERO);
 
     private Ended end(Lease lease, ErrorCategory category, String message) {
         boolean ended = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.failed(category.wire(), message));

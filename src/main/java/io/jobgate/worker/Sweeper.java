@@ -1,7 +1,14 @@
 package io.jobgate.worker;
 
 import io.jobgate.job.ErrorCategory;
+import io.jobgate.fate.Evidence;
+import io.jobgate.fate.Fate;
+import io.jobgate.fate.Outcomes;
+import io.jobgate.fate.Standing;
+import io.jobgate.fate.Waits;
+import io.jobgate.job.RevisionRole;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -158,13 +165,25 @@ public final class Sweeper {
                      WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",
                     java.sql.Timestamp.from(clock.instant()), outcome, ErrorCategory.AMBIGUOUS.wire(),
                     "lease of " + row.leaseOwner() + " " + why, jobId, token);
-            boolean changed = !sent || resubmitSafe
-                    ? leases.requeue(jobId, token, clock.instant(), 0, sent ? ErrorCategory.AMBIGUOUS.wire() : null)
-                    : leases.parkUnknown(jobId, token, null, clock.instant());
+            Fate fate = Outcomes.decide(new Evidence.LeaseEnded(sent, resubmitSafe, why), RevisionRole.STABLE,
+                    new Standing(row.attempts(), row.maxAttempts(), row.expiresAt(), row.unparseableStreak()),
+                    new Waits(Duration.ZERO, Duration.ZERO), clock.instant());
+            boolean changed;
+            String next;
+            if (fate instanceof Fate.Retry retry) {
+                changed = leases.requeue(jobId, token, retry.at(), retry.unparseableStreak(),
+                        retry.last() == null ? null : retry.last().wire());
+                next = "new attempt queued";
+            } else if (fate instanceof Fate.Fail fail) {
+                changed = finalizer.finalizeJob(jobId, token, JobFinalizer.Outcome.failed(fail.category().wire(), fail.message()));
+                next = "failed: " + fail.message();
+            } else {
+                changed = leases.parkUnknown(jobId, token, null, clock.instant());
+                next = "submission_unknown (request may have reached the provider)";
+            }
             if (changed) {
                 done++;
-                LOG.warn("lease of {} on job {} {} in {}: {}", row.leaseOwner(), jobId, why, status.wire(),
-                        !sent || resubmitSafe ? "new attempt queued" : "submission_unknown (request may have reached the provider)");
+                LOG.warn("lease of {} on job {} {} in {}: {}", row.leaseOwner(), jobId, why, status.wire(), next);
             }
         }
         return done;

@@ -140,14 +140,16 @@ class CanaryRollbackTest {
     void aCandidatesSuccessReadAfterItsJobMovedOnChangesNothing() {
         UUID moved = job("provider_pending", "fakeimg-1@0000000002", null);
         jdbc.update("UPDATE jobs SET attempts = 2 WHERE job_id = ?", moved); // its attempt 2 waits on the stable task now
-        assertThat(canaries.requeueHeld(moved, 1, io.jobgate.job.JobStatus.PROVIDER_PENDING, "{\"output_key\": \"q\"}"))
+        assertThat(canaries.requeueHeld(moved, 1, io.jobgate.job.JobStatus.PROVIDER_PENDING, "{\"output_key\": \"q\"}",
+                java.time.Instant.now(), 0))
                 .as("stale evidence of attempt 1").isFalse();
         assertThat(row(moved).get("status")).isEqualTo("provider_pending");
         assertThat(jdbc.queryForObject("SELECT held_output IS NULL FROM attempts WHERE job_id = ? AND attempt = 1", Boolean.class, moved))
                 .isTrue();
 
         UUID current = job("provider_pending", CANDIDATE, null);
-        assertThat(canaries.requeueHeld(current, 1, io.jobgate.job.JobStatus.PROVIDER_PENDING, "{\"output_key\": \"q\"}")).isTrue();
+        assertThat(canaries.requeueHeld(current, 1, io.jobgate.job.JobStatus.PROVIDER_PENDING, "{\"output_key\": \"q\"}",
+                java.time.Instant.now(), 0)).isTrue();
         assertThat(row(current).get("status")).isEqualTo("retry_wait");
         assertThat(jdbc.queryForObject("SELECT outcome FROM attempts WHERE job_id = ? AND attempt = 1", String.class, current))
                 .isEqualTo("candidate_output");

@@ -97,7 +97,7 @@ class ReconcilerRouteTest {
 
     private static WaitingJob job() {
         return new WaitingJob(UUID.randomUUID(), JobStatus.PROVIDER_PENDING, "fakeasync", "task", null, 1, 3,
-                Instant.now().plusSeconds(3600), 1, "preset", 1, "image", "acme", "square", "{}", null, null, null, null);
+                Instant.now().plusSeconds(3600), 1, "preset", 1, "image", "acme", "square", "{}", null, null, null, null, 0);
     }
 
     /** The reconciler's route steps, recording what each was given. */

@@ -408,6 +408,42 @@ class ReconciliationTest extends GatewayTestBase {
         assertThat(fake.findAll(getRequestedFor(urlEqualTo(PREDICTIONS + "/by-key/" + id)))).isNotEmpty();
     }
 
+    /**
+     * A 429 the provider declares about its task (a lookup's or a webhook's evidence) means what it means to a
+     * submit: the resubmit waits its Retry-After (the provider's word is the minimum delay), the provider's gate
+     * closes until then, and the retry shows it was rate limited.
+     */
+    @Test
+    void aDeclared429AboutATaskIsWaitedOutAsASubmitsIs() throws Exception {
+        String tag = Jobs.tag();
+        UUID id = pendingJob(tag);
+        context.getRouteController().suspendRoute("reconciler");
+        try {
+            io.jobgate.adapter.AdapterResult throttled = new io.jobgate.adapter.AdapterResult(null,
+                    io.jobgate.job.ErrorCategory.RATE_LIMITED, 429, "120", null, "p-" + tag, null, null, null, null, null,
+                    "task throttled", null, null, null, true, null);
+            Instant reopening = clock.instant().plusSeconds(120);
+
+            Reconciler.Applied applied = reconciler.apply(reconciler.find(id).orElseThrow(), throttled, "webhook");
+
+            assertThat(applied.changed()).as(applied.detail()).isTrue();
+            Map<String, Object> row = Db.single("SELECT status, next_attempt_at FROM jobs WHERE job_id = ?", id);
+            assertThat(row.get("status")).isEqualTo("retry_wait");
+            assertThat(Db.single("SELECT payload->>'error_category' AS category FROM outbox WHERE job_id = ? AND event_type = 'status' "
+                    + "AND payload->>'status' = 'retry_wait'", id).get("category")).as("the retry's status event").isEqualTo("rate_limited");
+            assertThat(((java.sql.Timestamp) row.get("next_attempt_at")).toInstant())
+                    .isBetween(reopening.minusSeconds(1), reopening.plusSeconds(1));
+            Instant dispatchDue = ((java.sql.Timestamp) Db.single("SELECT min(available_at) AS due FROM outbox WHERE job_id = ? "
+                    + "AND event_type = 'dispatch' AND published_at IS NULL", id).get("due")).toInstant();
+            assertThat(dispatchDue).as("not dispatched before its Retry-After").isBetween(reopening.minusSeconds(1), reopening.plusSeconds(1));
+            Instant closedUntil = ((java.sql.Timestamp) Db.single("SELECT closed_until FROM provider_gates WHERE provider = 'fakeasync'")
+                    .get("closed_until")).toInstant();
+            assertThat(closedUntil).isBetween(reopening.minusSeconds(1), reopening.plusSeconds(1));
+        } finally {
+            Db.execute("UPDATE provider_gates SET closed_until = '-infinity' WHERE provider = 'fakeasync'");
+        }
+    }
+
     @Test
     void aLookupThatFindsNothingLeadsToExactlyOneResubmit() throws Exception {
         String tag = Jobs.tag();

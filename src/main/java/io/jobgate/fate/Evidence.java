@@ -1,0 +1,51 @@
+package io.jobgate.fate;
+
+import io.jobgate.job.ErrorCategory;
+import java.time.Instant;
+
+/** What was learned about a job's attempt (or its start), from whichever source. */
+public sealed interface Evidence {
+
+    /**
+     * The attempt failed with a category: an adapter's answer to a submit, a lookup's or a webhook's declared
+     * failure, an output refused by its checks.
+     *
+     * @param retryAfter the provider's {@code Retry-After} with a 429, else null
+     */
+    record Failure(ErrorCategory category, String message, String retryAfter) implements Evidence {
+    }
+
+    /**
+     * The provider has not got the request, or deduplicates a resubmit by our key: a new attempt is safe.
+     *
+     * @param why said in the job's message when the caps end it
+     */
+    record NotAtProvider(String why) implements Evidence {
+    }
+
+    /** A canary candidate's output was checked and kept in quarantine: never the job's. */
+    record HeldOutput() implements Evidence {
+    }
+
+    /**
+     * A lease ended with nobody to finish its attempt (expired, handed back, its owner gone).
+     *
+     * @param sent         the request may have reached the provider
+     * @param resubmitSafe the provider deduplicates by our key, or the attempt was a candidate's
+     */
+    record LeaseEnded(boolean sent, boolean resubmitSafe, String why) implements Evidence {
+    }
+
+    /** A start with nothing against it yet: may an attempt begin? */
+    record Starting() implements Evidence {
+    }
+
+    /**
+     * A start that cannot run now: the provider's gate is closed, its calls are all taken, or the stored
+     * request could not be re-validated for now.
+     *
+     * @param category the re-validation's category, null when the provider made it wait
+     */
+    record Deferred(Instant until, ErrorCategory category, String reason) implements Evidence {
+    }
+}
