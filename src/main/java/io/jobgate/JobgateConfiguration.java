@@ -308,8 +308,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("adapterAnswer", new io.jobgate.adapter.AdapterAnswer(providers));
         registry.bind("multipartForm", new io.jobgate.adapter.MultipartForm());
         registry.bind("awsSigV4", new io.jobgate.adapter.AwsSigV4());
-        Sweeper sweeper = new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket,
-                canaries);
+        Sweeper sweeper = new Sweeper(jdbc, leases, finalizer, providers, clock, SweeperSettings.from(settings), s3, bucket);
         registry.bind("sweeper", sweeper);
         registry.bind("retention", new io.jobgate.worker.Retention(jdbc, clock,
                 java.time.Duration.ofHours(settings.intValue("jobgate.retention.outbox-hours", 1, 24 * 3650)),
@@ -322,13 +321,15 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.intValue("jobgate.retention.batch", 1, 100_000), s3, bucket));
 
         // --- Reconciliation: evidence from the poller, webhooks and operators ------------------------
+        io.jobgate.job.CandidateAttempts candidateAttempts = new io.jobgate.job.CandidateAttempts(jdbc, transactions, transitions);
         Reconciler reconciler = new Reconciler(jdbc, transitions, finalizer, providers, presets, adapters, outputs,
-                gates, ReconcileSettings.from(settings), backoff, canaries);
+                gates, ReconcileSettings.from(settings), backoff, canaries, candidateAttempts);
         registry.bind("reconciler", reconciler);
         Worker worker = new Worker(workerSettings, leases, presets, providers, s3, bucket, outputs, backoff);
         registry.bind("worker", worker);
         registry.bind("outcomeRecorder", new io.jobgate.worker.OutcomeRecorder(leases, outputs,
-                new io.jobgate.worker.AttemptDecisions(leases, finalizer, gates, canaries, clock, backoff, reconciler.firstCheck()),
+                new io.jobgate.worker.AttemptDecisions(leases, finalizer, gates, canaries, candidateAttempts, clock, backoff,
+                        reconciler.firstCheck()),
                 meters, providerCancel));
         registry.bind("canaries", canaries);
         // Evaluation (docs/evaluation.md): outputs read back by the evaluator route and scored.

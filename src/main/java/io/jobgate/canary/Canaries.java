@@ -22,6 +22,7 @@ import io.jobgate.job.JobConditions;
 import io.jobgate.job.JobRows;
 import io.jobgate.job.JobSchedules;
 import io.jobgate.job.JobStatus;
+import io.jobgate.job.RevisionRole;
 import io.jobgate.job.JobTransitions;
 import io.jobgate.provider.AdapterSource;
 import io.jobgate.provider.Provider;
@@ -354,56 +355,6 @@ public final class Canaries {
         return jobKey + "-canary-" + attempt;
     }
 
-    /**
-     * A candidate's task (attempt {@code attempt}) succeeded while its job waits on the provider: if the job
-     * is still on that attempt, in {@code from}, the attempt ends as {@code candidate_output} with its held
-     * output recorded and the job takes {@code resubmit}, due at {@code at}, for an attempt on the stable revision.
-     *
-     * @param unparseableStreak the stable revision's streak, carried on (a candidate's reply never counts in it)
-     * @return false when the job had moved on (nothing changed)
-     */
-    public boolean requeueHeld(UUID jobId, int attempt, JobStatus from, String heldRecord, Instant at, int unparseableStreak) {
-        return requeueFromCandidate(jobId, attempt, from, "candidate_output", null, null, heldRecord, at, unparseableStreak);
-    }
-
-    /**
-     * A candidate's task failed while its job waits on the provider (its evidence declared a failure, its
-     * output was refused, the provider lost it): the failure is the candidate's, never the job's. If the job
-     * is still on that attempt, in {@code from}, the attempt records the failure (its category is what the
-     * gates count) and the job takes {@code resubmit}, due at {@code at}, for an attempt on the stable revision.
-     *
-     * @return false when the job had moved on (nothing changed)
-     */
-    public boolean requeueFailed(UUID jobId, int attempt, JobStatus from, String category, String message, Instant at,
-                                 int unparseableStreak) {
-        return requeueFromCandidate(jobId, attempt, from, "retry_wait", category, message, null, at, unparseableStreak);
-    }
-
-    /**
-     * One transaction, the job's row locked first (a job waiting on its provider has no unpublished dispatch
-     * event for the transition to lock), so stale evidence — a poller's lookup that started before the job
-     * moved on to its next attempt — changes nothing.
-     */
-    private boolean requeueFromCandidate(UUID jobId, int attempt, JobStatus from, String outcome, String category, String message,
-                                         String heldRecord, Instant at, int unparseableStreak) {
-        return Boolean.TRUE.equals(transactions.execute(tx -> {
-            if (!conditions.lockOnAttempt(jobId, attempt, from)) {
-                return false;
-            }
-            jdbc.update("""
-                    UPDATE attempts SET outcome = ?, held_output = coalesce(CAST(? AS jsonb), held_output),
-                           error_category = coalesce(?, error_category), error_message = coalesce(?, error_message)
-                     WHERE job_id = ? AND attempt = ?""", outcome, heldRecord, category,
-                    message == null || message.length() <= 500 ? message : message.substring(0, 500), jobId, attempt);
-            return transitions.apply(jobId, JobTransitions.Event.RESUBMIT, JobTransitions.Guard.from(java.util.Set.of(from)),
-                    JobTransitions.Change.retryAt(at, unparseableStreak, category)).isPresent();
-        }));
-    }
-
-    /** Keeps a candidate's checked output record (quarantine keys) on its attempt: evaluation evidence. */
-    public void heldOutput(UUID jobId, int attempt, String record) {
-        jdbc.update("UPDATE attempts SET held_output = CAST(? AS jsonb) WHERE job_id = ? AND attempt = ?", record, jobId, attempt);
-    }
 
     // --- Gates (the canary-gates timer route) ----------------------------------------------------------
 
@@ -461,10 +412,15 @@ public final class Canaries {
      */
     public Optional<Integer> stop(String revision, String gate, String reason, String operator) {
         Timestamp now = Timestamp.from(clock.instant());
-        List<Map<String, Object>> stopped = jdbc.queryForList("""
-                UPDATE canaries SET status = 'stopped', gate = ?, reason = ?, changed_by = ?, changed_at = ?
-                 WHERE revision = ? AND status IN ('running', 'promoted') RETURNING provider, array_to_string(revisions, ' ') AS revisions""",
-                gate, reason, operator, now, revision);
+        // The status and the role of its open jobs in one transaction: a stopped canary's outputs stay held.
+        List<Map<String, Object>> stopped = transactions.execute(tx -> {
+            List<Map<String, Object>> rows = jdbc.queryForList("""
+                    UPDATE canaries SET status = 'stopped', gate = ?, reason = ?, changed_by = ?, changed_at = ?
+                     WHERE revision = ? AND status IN ('running', 'promoted') RETURNING provider, array_to_string(revisions, ' ') AS revisions""",
+                    gate, reason, operator, now, revision);
+            rows.forEach(r -> jobRows.assignRole(revisions(r), RevisionRole.CANDIDATE));
+            return rows;
+        });
         if (stopped.isEmpty()) {
             return Optional.empty();
         }
@@ -538,10 +494,17 @@ public final class Canaries {
         Map<String, Object> row = newest(provider);
         String revision = (String) row.get("revision");
         Timestamp now = Timestamp.from(clock.instant());
-        int changed = jdbc.update("UPDATE canaries SET status = ?, gate = NULL, reason = ?, changed_by = ?, changed_at = ?"
-                + (fresh ? ", judged_from = ?, sampled_at = NULL" : "") + " WHERE revision = ? AND " + from,
-                fresh ? new Object[] {to, reason, operator, now, now, revision} : new Object[] {to, reason, operator, now, revision});
-        if (changed == 0) {
+        // The status and what its open jobs' evidence means from now on, in one transaction: a promoted revision's
+        // outputs are the job's, a restarted candidate's are held again.
+        List<Map<String, Object>> changed = transactions.execute(tx -> {
+            List<Map<String, Object>> rows = jdbc.queryForList("UPDATE canaries SET status = ?, gate = NULL, reason = ?,"
+                    + " changed_by = ?, changed_at = ?" + (fresh ? ", judged_from = ?, sampled_at = NULL" : "")
+                    + " WHERE revision = ? AND " + from + " RETURNING array_to_string(revisions, ' ') AS revisions",
+                    fresh ? new Object[] {to, reason, operator, now, now, revision} : new Object[] {to, reason, operator, now, revision});
+            rows.forEach(r -> jobRows.assignRole(revisions(r), to.equals("promoted") ? RevisionRole.STABLE : RevisionRole.CANDIDATE));
+            return rows;
+        });
+        if (changed.isEmpty()) {
             throw conflict(provider, revision, (String) row.get("status"), to.equals("running") ? "restart" : "promote");
         }
         String action = to.equals("running") ? "restarted" : "promoted";

@@ -20,7 +20,7 @@ public final class JobRows {
     /** A job under a lease, as the sweeper ends leases nobody will finish. */
     public record LeasedJob(UUID jobId, UUID leaseToken, String leaseOwner, JobStatus status, String provider,
                             String adapterRevision, String tenantId, int attempts, int maxAttempts, Instant expiresAt,
-                            int unparseableStreak) {
+                            int unparseableStreak, RevisionRole role) {
     }
 
     /** A job past its lifetime that nobody works on. */
@@ -37,7 +37,7 @@ public final class JobRows {
 
     private static final String LEASED_COLUMNS = """
             job_id, lease_token, lease_owner, status, provider, adapter_revision, tenant_id, attempts, max_attempts, expires_at,
-            unparseable_streak""";
+            unparseable_streak, """ + RevisionRole.column("jobs");
 
     private static final String AT_PROVIDER = JobStatus.sqlList(JobStatus.AT_PROVIDER);
 
@@ -99,6 +99,17 @@ public final class JobRows {
                 (rs, i) -> new OpenJob(rs.getObject("job_id", UUID.class), status(rs)), (Object) revisions.toArray(String[]::new));
     }
 
+    /**
+     * The role of the open jobs whose last attempt ran on one of {@code revisions}, as their canary's promotion (stable),
+     * restart or stop (candidate) makes it: what the evidence of their attempts means is read from the row.
+     *
+     * @return the jobs changed
+     */
+    public int assignRole(List<String> revisions, RevisionRole role) {
+        return jdbc.update("UPDATE jobs SET revision_role = ? WHERE finalized_at IS NULL AND adapter_revision = ANY (?)",
+                role.wire(), (Object) revisions.toArray(String[]::new));
+    }
+
     /** The provider task of {@code jobId} if it is cancelled and has one. */
     public Optional<CancelledTask> cancelledTask(UUID jobId) {
         return jdbc.query("""
@@ -119,7 +130,8 @@ public final class JobRows {
         return new LeasedJob(rs.getObject("job_id", UUID.class), rs.getObject("lease_token", UUID.class),
                 rs.getString("lease_owner"), status(rs), rs.getString("provider"), rs.getString("adapter_revision"),
                 rs.getString("tenant_id"), rs.getInt("attempts"), rs.getInt("max_attempts"),
-                rs.getTimestamp("expires_at").toInstant(), rs.getInt("unparseable_streak"));
+                rs.getTimestamp("expires_at").toInstant(), rs.getInt("unparseable_streak"),
+                RevisionRole.fromWire(rs.getString("revision_role")));
     }
 
     private static JobStatus status(ResultSet rs) throws SQLException {

@@ -228,26 +228,31 @@ public final class JobTransitions {
     public record Change(String leaseOwner, Duration leaseFor, Instant at, int unparseable, String providerTask,
                          String providerRequestId, String adapter, String revision, String category, String message,
                          String resultJson, int refundPercent, String cause, int extraAttempts, Instant expiresAt,
-                         UUID leaseToken, String providerState) {
+                         UUID leaseToken, String providerState, RevisionRole role) {
         public static Change none() {
-            return new Change(null, null, null, 0, null, null, null, null, null, null, null, 0, null, 0, null, null, null);
+            return new Change(null, null, null, 0, null, null, null, null, null, null, null, 0, null, 0, null, null, null, null);
         }
 
         public static Change lease(String owner, Duration leaseFor) {
-            return new Change(owner, leaseFor, null, 0, null, null, null, null, null, null, null, 0, null, 0, null, null, null);
+            return new Change(owner, leaseFor, null, 0, null, null, null, null, null, null, null, 0, null, 0, null, null, null, null);
         }
 
-        /** START: leased under {@code token} (its provider slot already claimed under it) for an attempt on {@code revision}. */
-        public static Change start(String owner, Duration leaseFor, UUID token, String adapter, String revision) {
-            return new Change(owner, leaseFor, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null, token, null);
+        /**
+         * START: leased under {@code token} (its provider slot already claimed under it) for an attempt on {@code revision},
+         * in its {@code role}.
+         */
+        public static Change start(String owner, Duration leaseFor, UUID token, String adapter, String revision, RevisionRole role) {
+            return new Change(owner, leaseFor, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null, token, null,
+                    role);
         }
 
-        public static Change attempt(String worker, String adapter, String revision) {
-            return new Change(worker, null, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null, null, null);
+        public static Change attempt(String worker, String adapter, String revision, RevisionRole role) {
+            return new Change(worker, null, null, 0, null, null, adapter, revision, null, null, null, 0, null, 0, null, null, null,
+                    role);
         }
 
         public static Change retryAt(Instant at, int unparseable, String lastCategory) {
-            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0, null, 0, null, null, null);
+            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0, null, 0, null, null, null, null);
         }
 
         public static Change checkFrom(Instant firstCheck, String providerTask, String providerRequestId, String category) {
@@ -258,7 +263,7 @@ public final class JobTransitions {
         public static Change checkFrom(Instant firstCheck, String providerTask, String providerRequestId, String category,
                                        String providerState) {
             return new Change(null, null, firstCheck, 0, providerTask, providerRequestId, null, null, category, null, null, 0, null, 0, null,
-                    null, providerState);
+                    null, providerState, null);
         }
 
         public static Change ending(String category, String message, String resultJson, int refundPercent) {
@@ -267,12 +272,12 @@ public final class JobTransitions {
 
         /** An operator's redrive: dispatched at {@code at}, {@code extraAttempts} more, lifetime to at least {@code expiresAt}. */
         public static Change redrive(Instant at, int extraAttempts, Instant expiresAt) {
-            return new Change(null, null, at, 0, null, null, null, null, null, null, null, 0, null, extraAttempts, expiresAt, null, null);
+            return new Change(null, null, at, 0, null, null, null, null, null, null, null, 0, null, extraAttempts, expiresAt, null, null, null);
         }
 
         /** @param cause FINALIZE: what used the job's caps up, when that says more than its category (a 429) */
         public static Change ending(String category, String message, String resultJson, int refundPercent, String cause) {
-            return new Change(null, null, null, 0, null, null, null, null, category, message, resultJson, refundPercent, cause, 0, null, null, null);
+            return new Change(null, null, null, 0, null, null, null, null, category, message, resultJson, refundPercent, cause, 0, null, null, null, null);
         }
     }
 
@@ -420,7 +425,8 @@ public final class JobTransitions {
                 .addValue("attempt", guard.attempt());
         TransitionSql.setParameters(event, change, p, now);
         if (event.has(Effect.OPEN_ATTEMPT)) {
-            p.addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter()).addValue("revision", change.revision());
+            p.addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter()).addValue("revision", change.revision())
+                    .addValue("role", change.role().wire());
         }
         TransitionSql.Statement update = sql.update(event, guard, returning);
         Optional<Moved> moved = transactions.execute(tx -> {
@@ -535,7 +541,8 @@ public final class JobTransitions {
                 .addValue("provider", provider)
                 .addValue("limit", limit)
                 .addValue("firstSlot", ProviderSlots.startingSlot(limit))
-                .addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter()).addValue("revision", change.revision());
+                .addValue("worker", change.leaseOwner()).addValue("adapter", change.adapter()).addValue("revision", change.revision())
+                .addValue("role", change.role().wire());
         TransitionSql.setParameters(event, change, p, now);
         TransitionSql.Statement statement = sql.startOnFreeSlot(guard, returning);
         // One statement, its own transaction (no round trip for a commit): it writes all of its parts or none.

@@ -140,8 +140,8 @@ final class TransitionSql {
     }
 
     /** The attempt a transition opens, from its moved row {@code m}. */
-    private static final String OPEN_ATTEMPT_SQL = "INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, started_at)"
-            + " SELECT :job, m.tenant_id, m.attempts, m.lease_token, :worker, :adapter, :revision, :now FROM moved m"
+    private static final String OPEN_ATTEMPT_SQL = "INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, revision_role, started_at)"
+            + " SELECT :job, m.tenant_id, m.attempts, m.lease_token, :worker, :adapter, :revision, :role, :now FROM moved m"
             + " RETURNING attempt";
 
     /** A transition's first statement: the job row's move (and what comes with it in the same statement). */
@@ -395,7 +395,7 @@ final class TransitionSql {
                     + " provider_state = coalesce(:providerState, j.provider_state)");
         }
         if (event.has(JobTransitions.Effect.OPEN_ATTEMPT)) {
-            set.append(", attempts = j.attempts + 1, adapter_revision = :revision");
+            set.append(", attempts = j.attempts + 1, adapter_revision = :revision, revision_role = :role");
         }
         if (event.has(JobTransitions.Effect.REOPEN)) {
             set.append(", finalized_at = NULL, error_category = NULL, error_message = NULL, result = NULL,"

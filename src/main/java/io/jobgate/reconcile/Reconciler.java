@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 
+import io.jobgate.job.CandidateAttempts;
 import io.jobgate.job.JobConditions;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.job.JobRows;
@@ -74,6 +75,8 @@ public final class Reconciler {
     private final int batch;
     /** Jobs whose attempt ran on a canary candidate are asked about through its route, and their outputs held. */
     private final Canaries canaries;
+    /** A candidate's evidence on its attempt, and its job's move to the stable revision. */
+    private final CandidateAttempts candidateAttempts;
     /** Names this poller on its claims (host and a per-start suffix). */
     private final String owner = io.jobgate.infra.InstanceLiveness.ownerName("reconciler-");
     /** Beyond the lookup's deadline: the answer's own write. */
@@ -83,8 +86,9 @@ public final class Reconciler {
 
     public Reconciler(JdbcTemplate jdbc, JobTransitions transitions, JobFinalizer finalizer, ProviderCatalog providers,
                       PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, io.jobgate.job.ProviderGates gates,
-                      ReconcileSettings settings, Backoff retryBackoff, Canaries canaries) {
+                      ReconcileSettings settings, Backoff retryBackoff, Canaries canaries, CandidateAttempts candidateAttempts) {
         this.jdbc = jdbc;
+        this.candidateAttempts = candidateAttempts;
         this.canaries = canaries;
         this.schedules = new JobSchedules(jdbc);
         this.rows = new JobRows(jdbc);
@@ -289,7 +293,7 @@ public final class Reconciler {
 
     private Applied succeed(WaitingJob job, AdapterResult evidence) {
         Provider provider = providers.find(job.provider()).orElseThrow();
-        boolean hold = !canaries.approved(job.adapterRevision());
+        boolean hold = candidate(job);
         OutputSubject subject = OutputSubject.of(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
                 job.presetVersion(), job.kind(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider,
                 job.adapterRevision() != null ? job.adapterRevision() : provider.revision(job.kind()));
@@ -337,7 +341,15 @@ public final class Reconciler {
         } else if (rateLimit != null) {
             gates.close(provider.name(), rateLimit.until(), "HTTP 429 for job " + job.jobId());
         }
+        Evidence.Failure failure = evidence instanceof Evidence.Failure f ? f : null;
+        String category = failure == null ? null : failure.category().wire();
+        String message = failure == null ? what : failure.message();
+        String outcome = heldRecord != null ? "candidate_output" : "retry_wait";
         if (fate instanceof Fate.Fail fail) {
+            if (candidate) {
+                // The candidate's evidence is its gates' and its evaluation's, whatever becomes of the job.
+                candidateAttempts.record(job.jobId(), job.attempts(), outcome, heldRecord, category, message);
+            }
             boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job),
                     JobFinalizer.Outcome.failed(fail.category().wire(), fail.message()).causedBy(fail.cause()));
             return new Applied(won, won ? "failed: " + fail.category().wire() + ": " + what : "already moved on");
@@ -346,11 +358,7 @@ public final class Reconciler {
         boolean moved;
         if (candidate) {
             // Only while the job is still on the candidate's attempt: evidence read before it moved on changes nothing.
-            Evidence.Failure failure = evidence instanceof Evidence.Failure f ? f : null;
-            moved = heldRecord != null
-                    ? canaries.requeueHeld(job.jobId(), job.attempts(), job.status(), heldRecord, retry.at(), retry.unparseableStreak())
-                    : canaries.requeueFailed(job.jobId(), job.attempts(), job.status(),
-                    failure == null ? null : failure.category().wire(), failure == null ? what : failure.message(),
+            moved = candidateAttempts.requeue(job.jobId(), job.attempts(), job.status(), outcome, heldRecord, category, message,
                     retry.at(), retry.unparseableStreak());
         } else {
             moved = transitions.apply(job.jobId(), JobTransitions.Event.RESUBMIT,
@@ -364,7 +372,7 @@ public final class Reconciler {
 
     /** Is the job waiting on a canary candidate's task (its outputs held, its failures its own)? */
     private boolean candidate(WaitingJob job) {
-        return canaries.isCandidate(job.adapterRevision());
+        return job.role() == RevisionRole.CANDIDATE;
     }
 
     /** Marks the source of evidence asked for because a webhook said "fetch". */

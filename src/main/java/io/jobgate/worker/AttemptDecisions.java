@@ -8,6 +8,7 @@ import io.jobgate.fate.Fate;
 import io.jobgate.fate.Outcomes;
 import io.jobgate.fate.Standing;
 import io.jobgate.fate.Waits;
+import io.jobgate.job.CandidateAttempts;
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.job.JobFinalizer;
 import io.jobgate.job.JobStatus;
@@ -59,22 +60,26 @@ public final class AttemptDecisions {
     private final JobFinalizer finalizer;
     private final ProviderGates gates;
     private final Canaries canaries;
+    private final CandidateAttempts candidateAttempts;
     private final Clock clock;
     private final Backoff backoff;
     private final Duration firstCheck;
 
     /**
      * @param gates      closed for a provider's whole fleet by a 429 of a stable revision
-     * @param canaries   a candidate's held output and its own gate
+     * @param canaries   a candidate's own gate, closed by its 429
+     * @param candidateAttempts a candidate's held output, kept on its attempt
      * @param backoff    the delay before a retry (capped exponential, full jitter)
      * @param firstCheck when a task the provider accepted (or an unknown submission) is first looked up
      */
-    public AttemptDecisions(JobLeases leases, JobFinalizer finalizer, ProviderGates gates, Canaries canaries, Clock clock,
+    public AttemptDecisions(JobLeases leases, JobFinalizer finalizer, ProviderGates gates, Canaries canaries,
+                            CandidateAttempts candidateAttempts, Clock clock,
                             Backoff backoff, Duration firstCheck) {
         this.leases = leases;
         this.finalizer = finalizer;
         this.gates = gates;
         this.canaries = canaries;
+        this.candidateAttempts = candidateAttempts;
         this.clock = clock;
         this.backoff = backoff;
         this.firstCheck = firstCheck;
@@ -97,7 +102,7 @@ public final class AttemptDecisions {
             // The job's output comes from an approved revision: a new attempt now, on the stable one.
             decided = apply(called.started(), decide(called.started(), new Evidence.HeldOutput()), "candidate_output", null);
             leases.closeAttempt(lease.jobId(), attempt, lease.token(), decided.outcome, result, durationMs, decided.at, null);
-            canaries.heldOutput(lease.jobId(), attempt, held);
+            candidateAttempts.recordHeld(lease.jobId(), attempt, held);
             return decided;
         } else if (result.succeeded() && !lost) {
             // The attempt is closed as succeeded by the finalize's own statement of writes, before its

@@ -195,7 +195,7 @@ public final class JobLeases {
             UUID token = UUID.randomUUID();
             Canaries.Choice route = Canaries.Choice.stable(provider, peeked.kind());
             JobTransitions.SlotStart tried = transitions.startOnFreeSlot(jobId, Guard.dispatchEvent(eventId, peeked.attempts()),
-                    Change.start(worker, leaseFor, token, provider.name(), route.revision()), LEASE_RETURNING,
+                    Change.start(worker, leaseFor, token, provider.name(), route.revision(), RevisionRole.STABLE), LEASE_RETURNING,
                     provider.name(), provider.maxConcurrency());
             if (tried.started().isPresent()) {
                 Map<String, Object> row = tried.started().get().row();
@@ -222,7 +222,7 @@ public final class JobLeases {
                     Canaries.Choice route = canaries.choose(provider, jobId, peeked.kind(), peeked.attempts(), peeked.maxAttempts(), true);
                     Optional<JobTransitions.Moved> started = transitions.apply(jobId, Event.START,
                             Guard.dispatchEvent(eventId, peeked.attempts()), Change.start(worker, leaseFor, token, provider.name(),
-                                    route == null ? provider.revision(peeked.kind()) : route.revision()), LEASE_RETURNING);
+                                    route == null ? provider.revision(peeked.kind()) : route.revision(), role(route)), LEASE_RETURNING);
                     if (started.isEmpty()) {
                         tx.setRollbackOnly(); // the slot claimed for it goes back
                         return new NotLeased(whyNoLease(jobId, eventId));
@@ -282,13 +282,19 @@ public final class JobLeases {
             // row is locked (LEASE): the choice does not wait for a candidate's count.
             Canaries.Choice route = canaries.choose(provider, jobId, lease.kind(), lease.attempts(), lease.maxAttempts());
             int attempt = transitions.apply(jobId, Event.SUBMIT, Guard.lease(lease.token()),
-                            Change.attempt(worker, provider.name(), route == null ? provider.revision(lease.kind()) : route.revision()))
+                            Change.attempt(worker, provider.name(), route == null ? provider.revision(lease.kind()) : route.revision(),
+                                    role(route)))
                     .map(m -> ((Number) m.row().get("opened_attempt")).intValue())
                     .orElseThrow(() -> new IllegalStateException("lease of job " + jobId + " lost within its own transaction"));
             return new Submitting(lease, attempt, route);
         });
     }
 
+
+    /** The role of the revision chosen for an attempt: a candidate's whose outputs are not approved, else stable. */
+    private static RevisionRole role(Canaries.Choice route) {
+        return route != null && !route.approved() ? RevisionRole.CANDIDATE : RevisionRole.STABLE;
+    }
 
     /** Where a leased (or peeked) job stands against its caps: the attempts before the one it would start. */
     private static Standing standing(Lease lease) {

@@ -52,13 +52,8 @@ public final class Sweeper {
     private final java.time.Duration quarantineMaxAge;
     private final java.time.Duration horizon;
 
-    /** A lease that ran out on a canary candidate's call gives its job a new attempt (on the stable revision). */
-    private final io.jobgate.canary.Canaries canaries;
-
     public Sweeper(JdbcTemplate jdbc, JobLeases leases, JobFinalizer finalizer, ProviderCatalog providers, Clock clock,
-                   SweeperSettings settings, software.amazon.awssdk.services.s3.S3Client s3, String bucket,
-                   io.jobgate.canary.Canaries canaries) {
-        this.canaries = canaries;
+                   SweeperSettings settings, software.amazon.awssdk.services.s3.S3Client s3, String bucket) {
         this.s3 = s3;
         this.bucket = bucket;
         this.quarantineMaxAge = settings.quarantineMaxAge();
@@ -159,7 +154,7 @@ public final class Sweeper {
             // A canary candidate's call is not looked up either: its task could only ever give a held output,
             // never the job's, so its job goes on to the stable revision (docs/canary.md).
             boolean resubmitSafe = providers.find(row.provider()).map(Provider::idempotentSubmit).orElse(false)
-                    || canaries.isCandidate(row.adapterRevision());
+                    || row.role() == RevisionRole.CANDIDATE;
             jdbc.update("""
                     UPDATE attempts SET ended_at = ?, outcome = ?, error_category = ?, error_message = ?
                      WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",

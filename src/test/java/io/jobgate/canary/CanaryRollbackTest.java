@@ -44,6 +44,7 @@ class CanaryRollbackTest {
     HikariDataSource pool;
     JdbcTemplate jdbc;
     Canaries canaries;
+    io.jobgate.job.CandidateAttempts candidateAttempts;
 
     @BeforeAll
     void migrate() throws Exception {
@@ -58,6 +59,7 @@ class CanaryRollbackTest {
         Files.copy(Path.of("src/test/resources/providers/fakeimg.properties"), dir.resolve("fakeimg.properties"));
         ProviderCatalog providers = ProviderCatalog.load(List.of(dir), new Settings(new DefaultCamelContext()));
         canaries = new Canaries(jdbc, transactions, transitions, providers, name -> null);
+        candidateAttempts = new io.jobgate.job.CandidateAttempts(jdbc, transactions, transitions);
         jdbc.update("""
                 INSERT INTO canaries (revision, provider, revisions, status, judged_from, changed_by, changed_at, created_at)
                 VALUES ('fakeimg-1-candidate@000000000c', 'fakeimg', ?, 'running', now(), 'drop-in', now(), now())""",
@@ -140,18 +142,47 @@ class CanaryRollbackTest {
     void aCandidatesSuccessReadAfterItsJobMovedOnChangesNothing() {
         UUID moved = job("provider_pending", "fakeimg-1@0000000002", null);
         jdbc.update("UPDATE jobs SET attempts = 2 WHERE job_id = ?", moved); // its attempt 2 waits on the stable task now
-        assertThat(canaries.requeueHeld(moved, 1, io.jobgate.job.JobStatus.PROVIDER_PENDING, "{\"output_key\": \"q\"}",
-                java.time.Instant.now(), 0))
+        assertThat(candidateAttempts.requeue(moved, 1, io.jobgate.job.JobStatus.PROVIDER_PENDING, "candidate_output",
+                "{\"output_key\": \"q\"}", null, null, NOW, 0))
                 .as("stale evidence of attempt 1").isFalse();
         assertThat(row(moved).get("status")).isEqualTo("provider_pending");
         assertThat(jdbc.queryForObject("SELECT held_output IS NULL FROM attempts WHERE job_id = ? AND attempt = 1", Boolean.class, moved))
                 .isTrue();
 
         UUID current = job("provider_pending", CANDIDATE, null);
-        assertThat(canaries.requeueHeld(current, 1, io.jobgate.job.JobStatus.PROVIDER_PENDING, "{\"output_key\": \"q\"}",
-                java.time.Instant.now(), 0)).isTrue();
+        assertThat(candidateAttempts.requeue(current, 1, io.jobgate.job.JobStatus.PROVIDER_PENDING, "candidate_output",
+                "{\"output_key\": \"q\"}", null, null, NOW, 0)).isTrue();
         assertThat(row(current).get("status")).isEqualTo("retry_wait");
         assertThat(jdbc.queryForObject("SELECT outcome FROM attempts WHERE job_id = ? AND attempt = 1", String.class, current))
                 .isEqualTo("candidate_output");
+    }
+
+    /**
+     * The role of an open job's attempt is read from its row (what its evidence means: held or the job's), and a
+     * promotion or a restart of its canary rewrites it there, for open jobs only; a row written before the column
+     * existed reads as its revision's role now.
+     */
+    @Test
+    void aPromotionOrARestartChangesTheRoleOnTheRowsOfItsOpenJobs() {
+        String revision = "fakeimg-1-candidate@00000000d1";
+        jdbc.update("""
+                INSERT INTO canaries (revision, provider, revisions, status, judged_from, changed_by, changed_at, created_at)
+                VALUES ('fakeimg-1-candidate@000000000d', 'fakeimg', ?, 'running', now(), 'drop-in', now(), now() + interval '1 hour')""",
+                (Object) new String[] {revision});
+        UUID waiting = job("provider_pending", revision, null);
+        UUID done = job("succeeded", revision, null);
+        io.jobgate.job.JobRows rows = new io.jobgate.job.JobRows(jdbc);
+        assertThat(rows.waiting(waiting).orElseThrow().role()).as("no role written yet: its revision's")
+                .isEqualTo(io.jobgate.job.RevisionRole.CANDIDATE);
+
+        canaries.promote("fakeimg", "alice", "looks right");
+        assertThat(rows.waiting(waiting).orElseThrow().role()).isEqualTo(io.jobgate.job.RevisionRole.STABLE);
+        assertThat(jdbc.queryForObject("SELECT revision_role FROM jobs WHERE job_id = ?", String.class, waiting)).isEqualTo("stable");
+        assertThat(jdbc.queryForObject("SELECT revision_role FROM jobs WHERE job_id = ?", String.class, done)).as("final: untouched")
+                .isNull();
+
+        canaries.restart("fakeimg", "alice", "once more");
+        assertThat(rows.waiting(waiting).orElseThrow().role()).isEqualTo(io.jobgate.job.RevisionRole.CANDIDATE);
+        assertThat(jdbc.queryForObject("SELECT revision_role FROM jobs WHERE job_id = ?", String.class, waiting)).isEqualTo("candidate");
     }
 }

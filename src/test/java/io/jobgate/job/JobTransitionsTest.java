@@ -161,9 +161,9 @@ class JobTransitionsTest {
 
     static Change change(Event event) {
         return switch (event) {
-            case START -> Change.start("walker-2", Duration.ofSeconds(30), UUID.randomUUID(), "fakeimg", "fake-r1");
+            case START -> Change.start("walker-2", Duration.ofSeconds(30), UUID.randomUUID(), "fakeimg", "fake-r1", RevisionRole.STABLE);
             case LEASE -> Change.lease("walker-2", Duration.ofSeconds(30));
-            case SUBMIT -> Change.attempt("walker", "fakeimg", "fake-r1");
+            case SUBMIT -> Change.attempt("walker", "fakeimg", "fake-r1", RevisionRole.STABLE);
             case RETRY, RESUBMIT -> Change.retryAt(NOW.plusSeconds(60), 0, "transient");
             case UNKNOWN -> Change.checkFrom(NOW.plusSeconds(2), null, "req-1", "ambiguous");
             case ACCEPTED, TASK_FOUND -> Change.checkFrom(NOW.plusSeconds(2), "task-" + UUID.randomUUID(), null, null);

@@ -97,7 +97,8 @@ class ReconcilerRouteTest {
 
     private static WaitingJob job() {
         return new WaitingJob(UUID.randomUUID(), JobStatus.PROVIDER_PENDING, "fakeasync", "task", null, 1, 3,
-                Instant.now().plusSeconds(3600), 1, "preset", 1, "image", "acme", "square", "{}", null, null, null, null, 0);
+                Instant.now().plusSeconds(3600), 1, "preset", 1, "image", "acme", "square", "{}", null, null, null, null, 0,
+                io.jobgate.job.RevisionRole.STABLE);
     }
 
     /** The reconciler's route steps, recording what each was given. */
