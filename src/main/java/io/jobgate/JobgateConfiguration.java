@@ -100,6 +100,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         // A shipped demo secret never answers beyond this machine: checked before anything listens.
         List<String> reachable = io.jobgate.tenant.DemoCredentials.reachable(tenants,
                 roles.runs(Roles.Role.API) ? settings.optional("jobgate.admin.api-key-sha256").orElse(null) : null,
+                roles.runs(Roles.Role.API) && settings.bool("jobgate.simulator.enabled")
+                        ? settings.optional("jobgate.simulator.webhook-secret").orElse(null) : null,
                 roles.runs(Roles.Role.API) ? settings.optional("camel.server.host").orElse("") : "127.0.0.1",
                 settings.optional("jobgate.broker.url").isPresent() ? null
                         : settings.required("jobgate.broker.embedded-host"));
@@ -440,7 +442,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("usageApi", new io.jobgate.api.UsageApi(new io.jobgate.usage.UsageReport(jdbc), clock));
         registry.bind("usageRollups", new io.jobgate.usage.UsageRollups(jdbc, settings.intValue("jobgate.usage.rollup-batch", 1, 100_000)));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
-                settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400)));
+                settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400), settings.bool("jobgate.demo")));
         registry.bind("canaryAdmin", new io.jobgate.api.CanaryAdmin(canaries, evaluations, clock));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs,
                 new io.jobgate.job.Redrives(jdbc, transactions, transitions)).withEvaluations(evaluations));

@@ -62,7 +62,7 @@ class PackagedJarIT {
         // One line for the operator, no Java stack (that is at debug level).
         assertThat(Files.readString(log)).contains("jobgate: refusing to start: a shipped demo credential would answer beyond this machine")
                 .contains("tenant acme has the demo API key 'dev-acme-key'").contains("'dev-admin-key'")
-                .contains("jobgate.demo = true")
+                .contains("the provider simulator runs with the shipped webhook secret").contains("jobgate.demo = true")
                 .doesNotContain("Exception").doesNotContain("\tat ");
         assertThat(dataDir.resolve("postgres/pgdata/PG_VERSION")).as("nothing started").doesNotExist();
     }

@@ -28,6 +28,11 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * delivery whose {@code webhook-id} was already processed is acknowledged with 2xx and touches
  * nothing: a provider resends when it did not see our 2xx, and a 4xx would count as a failed
  * delivery (Standard Webhooks senders then retry or disable the endpoint).
+ *
+ * <p>A provider whose secret is the bundled simulator's shipped one (config/application.properties prints it,
+ * so anyone can sign with it) is heard from this machine only: from any other address its webhooks get
+ * 401 whatever they carry, unless {@code jobgate.demo = true} says a reachable demo is what is wanted
+ * (docs/operating.md, "Demo credentials").
  */
 public final class WebhooksApi {
 
@@ -40,9 +45,10 @@ public final class WebhooksApi {
     private final Clock clock;
     private final Duration tolerance;
     private final FalWebhookSignature falSignatures;
+    private final boolean demo;
 
     public WebhooksApi(ProviderCatalog providers, AdapterCaller adapters, Reconciler reconciler, JdbcTemplate jdbc, Clock clock,
-                       Duration tolerance) {
+                       Duration tolerance, boolean demo) {
         this.providers = providers;
         this.adapters = adapters;
         this.reconciler = reconciler;
@@ -50,6 +56,32 @@ public final class WebhooksApi {
         this.clock = clock;
         this.tolerance = tolerance;
         this.falSignatures = new FalWebhookSignature(clock);
+        this.demo = demo;
+    }
+
+    /**
+     * Is a webhook verified with {@code secret} refused from where it came? Only the shipped simulator secret
+     * is, only beyond loopback, and not when the operator runs a reachable demo on purpose.
+     */
+    static boolean shippedSecretRefused(String secret, boolean fromLoopback, boolean demo) {
+        return !fromLoopback && !demo && io.jobgate.tenant.DemoCredentials.shippedWebhookSecret(secret);
+    }
+
+    /**
+     * Did the request come from this machine? The caller's address as Vert.x saw it; without one (not over
+     * HTTP) it did not, so the shipped secret stays refused.
+     */
+    static boolean fromLoopback(Exchange exchange) {
+        Object remote = exchange.getIn().getHeader(
+                org.apache.camel.component.platform.http.vertx.VertxPlatformHttpConstants.REMOTE_ADDRESS);
+        if (!(remote instanceof io.vertx.core.net.SocketAddress address) || address.hostAddress() == null) {
+            return false;
+        }
+        try {
+            return java.net.InetAddress.getByName(address.hostAddress()).isLoopbackAddress();
+        } catch (java.net.UnknownHostException e) {
+            return false;
+        }
     }
 
     /**
@@ -89,6 +121,12 @@ public final class WebhooksApi {
         if (secret == null || secret.isBlank()) {
             throw ApiProblem.of(404, "unknown_webhook", "Provider '" + name + "' has no webhook "
                     + (fal ? "JWKS URL" : "secret") + " configured.");
+        }
+        if (!fal && shippedSecretRefused(secret, fromLoopback(exchange), demo)) {
+            // Checked before the signature: a valid one proves nothing when the key is public.
+            throw ApiProblem.of(401, "invalid_signature", "Provider '" + name + "' verifies webhooks with the shipped "
+                    + "simulator secret, taken from this machine only: set a secret of your own "
+                    + "(jobgate.simulator.webhook-secret for the bundled simulator; docs/operating.md, \"Demo credentials\").");
         }
         byte[] body = Optional.ofNullable(exchange.getIn().getBody(byte[].class)).orElse(new byte[0]);
         if (body.length > MAX_BODY_BYTES) {

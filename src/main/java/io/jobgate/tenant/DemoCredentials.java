@@ -9,10 +9,12 @@ import java.util.Map;
 import io.jobgate.common.Digests;
 
 /**
- * The credentials shipped for the demo (config/tenants.yaml, the admin key's default digest) are known
- * to anyone who read the README. They may answer on loopback, where only this machine reaches them; a
- * gateway that would accept one of them on a reachable address refuses to start, naming each and how to
- * replace it, unless {@code jobgate.demo = true} says a reachable demo is what is wanted.
+ * The credentials shipped for the demo (config/tenants.yaml, the admin key's default digest, the bundled
+ * simulator's webhook secret) are known to anyone who read the README or the settings file. They may answer
+ * on loopback, where only this machine reaches them; a gateway that would accept one of them on a reachable
+ * address refuses to start, naming each and how to replace it, unless {@code jobgate.demo = true} says a
+ * reachable demo is what is wanted. The simulator's secret is refused once more per request
+ * ({@link #shippedWebhookSecret}): with the simulator off the provider {@code simulator} still verifies with it.
  */
 public final class DemoCredentials {
 
@@ -24,7 +26,19 @@ public final class DemoCredentials {
             Digests.sha256Hex("dev-acme-jms"), "dev-acme-jms",
             Digests.sha256Hex("dev-globex-jms"), "dev-globex-jms");
 
+    /**
+     * The digest of the bundled simulator's development webhook secret ({@code jobgate.simulator.webhook-secret}
+     * as config/application.properties ships it): a digest, so that the value itself stays in one place;
+     * DemoCredentialsTest fails when the settings file ships another.
+     */
+    static final String SIMULATOR_WEBHOOK_SECRET_SHA256 = "df008f0bea58d14ad3fa35717c5c66c9af8998994c5b92c27ac9ff6a9efff10d";
+
     private DemoCredentials() {
+    }
+
+    /** Is this the shipped simulator webhook secret, which anyone can sign with? */
+    public static boolean shippedWebhookSecret(String secret) {
+        return secret != null && Digests.sha256Hex(secret.trim()).equals(SIMULATOR_WEBHOOK_SECRET_SHA256);
     }
 
     /** Is this digest one of the shipped demo secrets? */
@@ -40,8 +54,11 @@ public final class DemoCredentials {
      * @param brokerHost   where the embedded broker listens for JMS producers, null when the broker is external
      *                     (its own users and passwords are its own)
      * @param adminSha256  the operator key's digest ({@code jobgate.admin.api-key-sha256}), null if none
+     * @param simulatorWebhookSecret the bundled simulator's webhook secret ({@code jobgate.simulator.webhook-secret}),
+     *                     null when the simulator does not run with this gateway
      */
-    public static List<String> reachable(TenantDirectory tenants, String adminSha256, String httpHost, String brokerHost) {
+    public static List<String> reachable(TenantDirectory tenants, String adminSha256, String simulatorWebhookSecret,
+                                         String httpHost, String brokerHost) {
         List<String> found = new ArrayList<>();
         if (!loopback(httpHost)) {
             for (Tenant tenant : tenants.all()) {
@@ -53,6 +70,11 @@ public final class DemoCredentials {
             if (shipped(adminSha256)) {
                 found.add("the operator key is the demo key 'dev-admin-key' (jobgate.admin.api-key-sha256, "
                         + "JOBGATE_ADMIN_API_KEY_SHA256) and the API listens on " + httpHost);
+            }
+            if (shippedWebhookSecret(simulatorWebhookSecret)) {
+                // Anyone can sign a simulator webhook with it: the outcome of any simulator job, forged.
+                found.add("the provider simulator runs with the shipped webhook secret (jobgate.simulator.webhook-secret, "
+                        + "JOBGATE_SIMULATOR_WEBHOOK_SECRET; or jobgate.simulator.enabled = false) and the API listens on " + httpHost);
             }
         }
         if (brokerHost != null && !loopback(brokerHost)) {

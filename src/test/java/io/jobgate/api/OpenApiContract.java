@@ -30,14 +30,21 @@ import static org.assertj.core.api.Assertions.assertThat;
  * nothing of others gets {@code unevaluatedProperties: false} here (never in the served document, which
  * stays open to members added later), so a member the gateway answers and the document does not
  * describe fails too.
+ *
+ * <p>What the document allows a client to send is asked of the document as served (open where it says
+ * nothing of other members): {@link #allowsParameter} and {@link #allowsRequest} give its verdict on a value,
+ * which the test then holds the server's answer to.
  */
 final class OpenApiContract {
 
     private static final String BASE = "https://jobgate.invalid/openapi.json";
+    /** The served document as it is, for verdicts on what a client may send. */
+    private static final String SERVED = "https://jobgate.invalid/served/openapi.json";
     private static final Pattern PARAM = Pattern.compile("\\{[^}]*}");
 
     final JsonNode document;
     private final SchemaRegistry registry;
+    private final SchemaRegistry served;
     /** "operationId status" of every answer checked. */
     final Set<String> checked = new TreeSet<>();
 
@@ -48,6 +55,51 @@ final class OpenApiContract {
         this.registry = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12, b -> b
                 .schemas(Map.of(BASE, strict.toString()))
                 .schemaRegistryConfig(SchemaRegistryConfig.builder().formatAssertionsEnabled(true).build()));
+        this.served = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12, b -> b
+                .schemas(Map.of(SERVED, served.toString()))
+                .schemaRegistryConfig(SchemaRegistryConfig.builder().formatAssertionsEnabled(true).build()));
+    }
+
+    /** The path of {@code template} as the document spells it ({@code /v1/jobs/{jobId}}). */
+    private String documentPath(String template) {
+        for (Iterator<String> it = document.path("paths").fieldNames(); it.hasNext(); ) {
+            String path = it.next();
+            if (PARAM.matcher(path).replaceAll("{}").equals(PARAM.matcher(template).replaceAll("{}"))) {
+                return path;
+            }
+        }
+        throw new AssertionError("the document has no path " + template);
+    }
+
+    /** A JSON pointer as a URI fragment: ~ and / escaped (RFC 6901), then what a fragment may not hold. */
+    private static String pointer(String... tokens) {
+        StringBuilder p = new StringBuilder("#");
+        for (String token : tokens) {
+            p.append('/').append(java.net.URLEncoder.encode(token.replace("~", "~0").replace("/", "~1"),
+                    java.nio.charset.StandardCharsets.UTF_8).replace("+", "%20").replace("%7E", "~"));
+        }
+        return p.toString();
+    }
+
+    /** Does the document let a client send {@code value} as the parameter {@code name} of the call? */
+    boolean allowsParameter(String method, String template, String in, String name, JsonNode value) {
+        JsonNode parameters = operation(method, template).path("parameters");
+        for (int i = 0; i < parameters.size(); i++) {
+            JsonNode p = parameters.get(i);
+            if (p.path("in").asText().equals(in) && p.path("name").asText().equalsIgnoreCase(name)) {
+                return served.getSchema(SchemaLocation.of(SERVED + pointer("paths", documentPath(template), method.toLowerCase(),
+                        "parameters", Integer.toString(i), "schema"))).validate(value).isEmpty();
+            }
+        }
+        throw new AssertionError("the document declares no " + in + " parameter " + name + " of " + method + " " + template);
+    }
+
+    /** Does the document let a client send {@code body} as the call's JSON request body? */
+    boolean allowsRequest(String method, String template, JsonNode body) {
+        JsonNode schema = operation(method, template).path("requestBody").path("content").path("application/json").path("schema");
+        assertThat(schema.path("$ref").asText()).as("%s %s declares a JSON request body", method, template)
+                .startsWith("#/components/schemas/");
+        return served.getSchema(SchemaLocation.of(SERVED + schema.path("$ref").asText())).validate(body).isEmpty();
     }
 
     private static void close(JsonNode node) {
