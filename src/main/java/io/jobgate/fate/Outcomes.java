@@ -1,7 +1,6 @@
 package io.jobgate.fate;
 
 import io.jobgate.adapter.RateLimitWait;
-import io.jobgate.job.AttemptCaps;
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.job.RevisionRole;
 import java.time.Instant;
@@ -117,20 +116,27 @@ public final class Outcomes {
 
     /**
      * The caps-and-lifetime rule, the one place it is written: {@code ifRoom} when another attempt may start at
-     * {@code at}, else the job fails as {@code exhausted} or {@code expired}. A retry's 429 pause is applied
+     * {@code at}, else the job fails as {@code exhausted} (no attempt beyond {@code max_attempts}) or {@code expired}
+     * (none starting at or after {@code expires_at}). A retry's 429 pause is applied
      * all the same (other jobs wait it out), and a stable revision's 429 is named as the failure's cause.
      *
      * @param last what happened last, for the failure's message
      */
     static Fate withinCaps(Standing standing, Instant at, String last, Fate ifRoom) {
-        Optional<AttemptCaps.Ending> capped = AttemptCaps.nextAttempt(standing.attemptsUsed(), standing.maxAttempts(),
-                standing.expiresAt(), at, last);
-        if (capped.isEmpty()) {
+        ErrorCategory category;
+        String message;
+        if (standing.attemptsUsed() >= standing.maxAttempts()) {
+            category = ErrorCategory.EXHAUSTED;
+            message = standing.attemptsUsed() + " of " + standing.maxAttempts() + " attempts used; last: " + last;
+        } else if (!at.isBefore(standing.expiresAt())) {
+            category = ErrorCategory.EXPIRED;
+            message = "next attempt at " + at + " would pass the job's lifetime (" + standing.expiresAt() + "); last: " + last;
+        } else {
             return ifRoom;
         }
         Fate.RateLimit rateLimit = ifRoom instanceof Fate.Retry retry ? retry.rateLimit() : null;
         String cause = rateLimit != null && !rateLimit.candidateGate() ? ErrorCategory.RATE_LIMITED.wire() : null;
-        return new Fate.Fail(capped.get().category(), capped.get().message(), cause, rateLimit);
+        return new Fate.Fail(category, message, cause, rateLimit);
     }
 
     /** May a job that stands so start an attempt now (nothing else against it)? */
