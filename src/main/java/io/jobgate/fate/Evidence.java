@@ -23,8 +23,36 @@ public sealed interface Evidence {
     record NotAtProvider(String why) implements Evidence {
     }
 
-    /** A canary candidate's output was checked and kept in quarantine: never the job's. */
-    record HeldOutput() implements Evidence {
+    /**
+     * A canary candidate's output was checked and kept in quarantine: never the job's.
+     *
+     * @param record its quarantine record, kept on its attempt (null where the caller records it itself)
+     */
+    record HeldOutput(String record) implements Evidence {
+    }
+
+    /** The attempt's output was checked and promoted: the job's result ({@code record}). */
+    record Output(String record) implements Evidence {
+    }
+
+    /**
+     * The provider has the task and is still working on it.
+     *
+     * @param wasUnknown the job was {@code submission_unknown}: its task is found
+     */
+    record TaskRunning(String task, String state, boolean wasUnknown) implements Evidence {
+    }
+
+    /**
+     * Nothing to decide on yet (no answer, a retryable refusal of the output, an answer that moves nothing, a
+     * provider that may not be asked now).
+     *
+     * @param until when to ask again, null: the job's next check
+     */
+    record NoAnswer(String why, Instant until) implements Evidence {
+        public NoAnswer(String why) {
+            this(why, null);
+        }
     }
 
     /**

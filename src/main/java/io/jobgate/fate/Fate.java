@@ -32,6 +32,18 @@ public sealed interface Fate {
     record Park() implements Fate {
     }
 
+    /** The job succeeds with its checked, promoted output. */
+    record Succeed(String record) implements Fate {
+    }
+
+    /** The job waits on its provider's task, asked about again at {@code at}. */
+    record CheckAgain(Instant at, String why) implements Fate {
+    }
+
+    /** A {@code submission_unknown} job's task was found: it waits on it, first asked about at {@code firstCheck}. */
+    record TaskFound(Instant firstCheck, String task, String state) implements Fate {
+    }
+
     /** Nothing stands against the attempt: it starts. */
     record Start() implements Fate {
     }

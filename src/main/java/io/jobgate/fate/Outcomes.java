@@ -45,6 +45,16 @@ public final class Outcomes {
             Instant at = now.plus(waits.backoff());
             return withinCaps(standing, at, absent.why(), new Fate.Retry(at, 0, ErrorCategory.AMBIGUOUS, null));
         }
+        if (evidence instanceof Evidence.Output output) {
+            return new Fate.Succeed(output.record());
+        }
+        if (evidence instanceof Evidence.TaskRunning running) {
+            return running.wasUnknown() ? new Fate.TaskFound(now.plus(waits.firstCheck()), running.task(), running.state())
+                    : new Fate.CheckAgain(now.plus(waits.nextCheck()), "provider still working");
+        }
+        if (evidence instanceof Evidence.NoAnswer none) {
+            return new Fate.CheckAgain(none.until() != null ? none.until() : now.plus(waits.nextCheck()), none.why());
+        }
         if (evidence instanceof Evidence.HeldOutput) {
             return withinCaps(standing, now, "a canary candidate's output is not the job's",
                     new Fate.Retry(now, standing.unparseableStreak(), null, null));

@@ -8,6 +8,13 @@ import java.time.Duration;
  *
  * @param backoff          the delay before a retry: this attempt's capped exponential backoff, jitter drawn
  * @param rateLimitBackoff the provider's pause after a 429 whose {@code Retry-After} cannot be read
+ * @param nextCheck        until a job waiting on its provider's task is asked about again
+ * @param firstCheck       until a task just found is first asked about
  */
-public record Waits(Duration backoff, Duration rateLimitBackoff) {
+public record Waits(Duration backoff, Duration rateLimitBackoff, Duration nextCheck, Duration firstCheck) {
+
+    /** The waits of a decision that is not about a task at the provider. */
+    public Waits(Duration backoff, Duration rateLimitBackoff) {
+        this(backoff, rateLimitBackoff, Duration.ZERO, Duration.ZERO);
+    }
 }

@@ -34,6 +34,7 @@ import io.jobgate.fate.Fate;
 import io.jobgate.fate.Outcomes;
 import io.jobgate.fate.Standing;
 import io.jobgate.fate.Waits;
+import io.jobgate.fate.WaitingJobFates;
 import io.jobgate.job.RevisionRole;
 import io.jobgate.adapter.Backoff;
 import io.jobgate.job.ErrorCategory;
@@ -62,8 +63,6 @@ public final class Reconciler {
     private final JobSchedules schedules;
     private final JobRows rows;
     private final JobConditions conditions;
-    private final JobTransitions transitions;
-    private final JobFinalizer finalizer;
     private final ProviderCatalog providers;
     private final PresetCatalog presets;
     private final AdapterCaller adapters;
@@ -75,8 +74,8 @@ public final class Reconciler {
     private final int batch;
     /** Jobs whose attempt ran on a canary candidate are asked about through its route, and their outputs held. */
     private final Canaries canaries;
-    /** A candidate's evidence on its attempt, and its job's move to the stable revision. */
-    private final CandidateAttempts candidateAttempts;
+    /** Writes the rulebook's decisions about waiting jobs. */
+    private final WaitingJobFates fates;
     /** Names this poller on its claims (host and a per-start suffix). */
     private final String owner = io.jobgate.infra.InstanceLiveness.ownerName("reconciler-");
     /** Beyond the lookup's deadline: the answer's own write. */
@@ -88,13 +87,12 @@ public final class Reconciler {
                       PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, io.jobgate.job.ProviderGates gates,
                       ReconcileSettings settings, Backoff retryBackoff, Canaries canaries, CandidateAttempts candidateAttempts) {
         this.jdbc = jdbc;
-        this.candidateAttempts = candidateAttempts;
+        this.fates = new WaitingJobFates(transitions, finalizer, new JobSchedules(jdbc), candidateAttempts, gates,
+                canaries::closeCandidate);
         this.canaries = canaries;
         this.schedules = new JobSchedules(jdbc);
         this.rows = new JobRows(jdbc);
         this.conditions = new JobConditions(jdbc);
-        this.transitions = transitions;
-        this.finalizer = finalizer;
         this.providers = providers;
         this.presets = presets;
         this.adapters = adapters;
@@ -173,7 +171,7 @@ public final class Reconciler {
             return Lookup.noLookup(job, provider);
         }
         Optional<Instant> closed = gates.closedUntil(provider.name());
-        if (closed.isEmpty() && candidate(job)) {
+        if (closed.isEmpty() && (job.role() == RevisionRole.CANDIDATE)) {
             closed = canaries.candidateClosedUntil(job.adapterRevision()); // the candidate's own 429
         }
         if (closed.isPresent()) {
@@ -186,7 +184,7 @@ public final class Reconciler {
         // by that name when the submit's reply was lost.
         properties.put(AdapterContract.ATTEMPT, job.attempts());
         // A canary candidate's attempt is asked about through its own route, by its own key (docs/canary.md).
-        boolean candidate = candidate(job);
+        boolean candidate = (job.role() == RevisionRole.CANDIDATE);
         properties.put(AdapterContract.IDEMPOTENCY_KEY, candidate
                 ? Canaries.candidateKey(AdapterContract.idempotencyKey(job.jobId()), job.attempts())
                 : AdapterContract.idempotencyKey(job.jobId()));
@@ -218,12 +216,12 @@ public final class Reconciler {
         WaitingJob job = lookup.job();
         Provider provider = lookup.provider();
         return switch (lookup.reply()) {
-            case NO_SETTINGS -> schedule(job, "no settings for provider " + job.provider());
-            case NO_LOOKUP -> job.status() == JobStatus.SUBMISSION_UNKNOWN && provider.idempotentSubmit()
-                    ? decided(job, new Evidence.NotAtProvider("provider deduplicates by our idempotency key: a resubmit is safe"))
-                    : schedule(job, "adapter " + provider.name() + " has no lookup; waiting for a webhook or the lifetime");
-            case GATE_CLOSED -> scheduleAt(job, lookup.gateOpenAt(),
-                    "provider " + provider.name() + " gate closed until " + lookup.gateOpenAt());
+            case NO_SETTINGS -> decided(job, new Evidence.NoAnswer("no settings for provider " + job.provider()));
+            case NO_LOOKUP -> decided(job, job.status() == JobStatus.SUBMISSION_UNKNOWN && provider.idempotentSubmit()
+                    ? new Evidence.NotAtProvider("provider deduplicates by our idempotency key: a resubmit is safe")
+                    : new Evidence.NoAnswer("adapter " + provider.name() + " has no lookup; waiting for a webhook or the lifetime"));
+            case GATE_CLOSED -> decided(job, new Evidence.NoAnswer("provider " + provider.name() + " gate closed until "
+                    + lookup.gateOpenAt(), lookup.gateOpenAt()));
             case ANSWERED -> lookup.answer().category() == ErrorCategory.RATE_LIMITED && !lookup.answer().declared()
                     ? rateLimited(job, provider, lookup.answer())
                     : apply(job, lookup.answer(), source);
@@ -239,15 +237,15 @@ public final class Reconciler {
         Instant now = clock.instant();
         io.jobgate.adapter.RateLimitWait wait = io.jobgate.adapter.RateLimitWait.after(answer.retryAfter(), now,
                 checkBackoff.ceiling(Math.max(1, job.checks())), provider.rateLimitBackoff());
-        if (candidate(job)) {
+        if (job.role() == RevisionRole.CANDIDATE) {
             // A canary candidate's 429 closes the candidate only: the stable revision's jobs go on.
             canaries.closeCandidate(job.adapterRevision(), wait.until(), "HTTP 429 to a lookup of job " + job.jobId());
-            return scheduleAt(job, wait.until(), "canary candidate rate limited: asked again at " + wait.until());
+            return decided(job, new Evidence.NoAnswer("canary candidate rate limited: asked again at " + wait.until(), wait.until()));
         }
         gates.close(provider.name(), wait.until(), "HTTP 429 to a lookup of job " + job.jobId());
         LOG.info("reconcile job={} provider {} answered a lookup with 429 (Retry-After {}): gate closed until {}", job.jobId(),
                 provider.name(), answer.retryAfter(), wait.until());
-        return scheduleAt(job, wait.until(), "rate limited: asked again at " + wait.until());
+        return decided(job, new Evidence.NoAnswer("rate limited: asked again at " + wait.until(), wait.until()));
     }
 
     /** Applies evidence about the job's provider task; only an answer the adapter declared moves the job. */
@@ -261,159 +259,76 @@ public final class Reconciler {
             jdbc.update("UPDATE attempts SET billed_units = ?, billed_unit = ? WHERE job_id = ? AND attempt = ?",
                     evidence.billedAmount(), evidence.billedUnit(), job.jobId(), Math.max(1, job.attempts()));
         }
-        if (evidence.fetch()) {
+        if (evidence.fetch() && !source.endsWith(FETCHED)) {
             // The task is done but its news came without the result: asked for it now, not at the poller's next
             // round. A lookup answering "fetch" itself (it should not) is not asked again.
-            if (source.endsWith(FETCHED)) {
-                return schedule(job, "the lookup answered 'fetch' too");
-            }
             LOG.info("reconcile job={} source={} evidence=fetch: the result is asked for now ({})", job.jobId(), source,
                     evidence.message());
             return check(job, source + FETCHED);
         }
-        Applied applied;
-        if (evidence.succeeded()) {
-            applied = succeed(job, evidence);
+        Evidence seen;
+        if (evidence.fetch()) {
+            seen = new Evidence.NoAnswer("the lookup answered 'fetch' too");
+        } else if (evidence.succeeded()) {
+            seen = stored(job, evidence);
         } else if (evidence.pending()) {
-            applied = stillPending(job, evidence);
+            seen = new Evidence.TaskRunning(evidence.providerTask(), evidence.providerState(),
+                    job.status() == JobStatus.SUBMISSION_UNKNOWN);
         } else if (evidence.absent()) {
-            applied = decided(job, new Evidence.NotAtProvider("provider has no such request"));
+            seen = new Evidence.NotAtProvider("provider has no such request");
         } else if (evidence.declared() && evidence.category() != null
                 && evidence.category().handling() != ErrorCategory.Handling.UNKNOWN) {
             // The provider's own word on its task: decided as the worker decides the same answer to a submit.
-            applied = decided(job, new Evidence.Failure(evidence.category(), evidence.message(), evidence.retryAfter()));
+            seen = new Evidence.Failure(evidence.category(), evidence.message(), evidence.retryAfter());
         } else {
-            applied = schedule(job, "no answer yet: " + (evidence.category() == null ? "?" : evidence.category().wire()));
+            seen = new Evidence.NoAnswer("no answer yet: " + (evidence.category() == null ? "?" : evidence.category().wire()));
         }
+        Applied applied = seen == null ? new Applied(false, "already moved on") : decided(job, seen);
         LOG.info("reconcile job={} source={} status={} evidence={} changed={} detail={}", job.jobId(), source, job.status().wire(),
                 evidence.outcome() != null ? evidence.outcome() : evidence.category() == null ? null : evidence.category().wire(),
                 applied.changed(), applied.detail());
         return applied;
     }
 
-    private Applied succeed(WaitingJob job, AdapterResult evidence) {
+    /**
+     * A success's output, quarantined and checked (held, for a canary candidate's attempt): what it came to as
+     * evidence, or null when the job had moved on meanwhile.
+     */
+    private Evidence stored(WaitingJob job, AdapterResult evidence) {
         Provider provider = providers.find(job.provider()).orElseThrow();
-        boolean hold = candidate(job);
         OutputSubject subject = OutputSubject.of(job.jobId(), job.tenantId(), Math.max(1, job.attempts()), job.presetId(),
                 job.presetVersion(), job.kind(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), provider,
                 job.adapterRevision() != null ? job.adapterRevision() : provider.revision(job.kind()));
-        StoreResult stored = outputs.store(subject, evidence, provider.callDeadline(), () -> stillWaiting(job), hold);
+        StoreResult stored = outputs.store(subject, evidence, provider.callDeadline(),
+                () -> conditions.atProviderOn(job.jobId(), job.attempts()), job.role() == RevisionRole.CANDIDATE);
         if (stored instanceof StoreResult.Held held) {
-            return decided(job, new Evidence.HeldOutput(), held.record());
+            return new Evidence.HeldOutput(held.record());
         }
         if (stored instanceof StoreResult.Superseded) {
-            return new Applied(false, "already moved on");
+            return null;
         }
         if (stored instanceof StoreResult.Refused refused) {
-            if (refused.category().handling() == ErrorCategory.Handling.FAIL) {
-                // A candidate's refused output is its own failure, a stable one's fails the job.
-                return decided(job, new Evidence.Failure(refused.category(), refused.message(), null));
-            }
-            return schedule(job, "output not retrievable yet: " + refused.message());
+            // A candidate's refused output is its own failure, a stable one's fails the job.
+            return refused.category().handling() == ErrorCategory.Handling.FAIL
+                    ? new Evidence.Failure(refused.category(), refused.message(), null)
+                    : new Evidence.NoAnswer("output not retrievable yet: " + refused.message());
         }
-        String record = ((StoreResult.Promoted) stored).record();
-        boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job), JobFinalizer.Outcome.succeeded(record));
-        return new Applied(won, won ? "succeeded" : "already moved on");
+        return new Evidence.Output(((StoreResult.Promoted) stored).record());
     }
 
+    /** The rulebook's decision on evidence about the job's current attempt, and its writing. */
     private Applied decided(WaitingJob job, Evidence evidence) {
-        return decided(job, evidence, null);
-    }
-
-    /**
-     * The rulebook's decision on evidence about the job's current attempt, applied only while the job is still on
-     * it: a 429's gate closed (the provider's; a candidate's own), then the job failed, or due again (on the stable
-     * revision after a candidate's attempt: its held output or its failure recorded on that attempt for its gates).
-     *
-     * @param heldRecord a candidate's checked output kept in quarantine, else null
-     */
-    private Applied decided(WaitingJob job, Evidence evidence, String heldRecord) {
-        Provider provider = providers.find(job.provider()).orElseThrow();
-        boolean candidate = candidate(job);
-        Fate fate = Outcomes.decide(evidence, candidate ? RevisionRole.CANDIDATE : RevisionRole.STABLE,
+        Duration rateLimitBackoff = providers.find(job.provider()).map(Provider::rateLimitBackoff).orElse(Duration.ZERO);
+        Fate fate = Outcomes.decide(evidence, job.role(),
                 new Standing(job.attempts(), job.maxAttempts(), job.expiresAt(), job.unparseableStreak()),
-                new Waits(retryBackoff.delay(Math.max(1, job.attempts())), provider.rateLimitBackoff()), clock.instant());
-        String what = evidence instanceof Evidence.Failure f ? f.category().wire() + " (" + f.message() + ")"
-                : evidence instanceof Evidence.NotAtProvider absent ? absent.why() : "candidate output held in quarantine";
-        Fate.RateLimit rateLimit = fate instanceof Fate.Retry r ? r.rateLimit() : fate instanceof Fate.Fail f ? f.rateLimit() : null;
-        if (rateLimit != null && rateLimit.candidateGate()) {
-            canaries.closeCandidate(job.adapterRevision(), rateLimit.until(), "HTTP 429 for job " + job.jobId());
-        } else if (rateLimit != null) {
-            gates.close(provider.name(), rateLimit.until(), "HTTP 429 for job " + job.jobId());
-        }
-        Evidence.Failure failure = evidence instanceof Evidence.Failure f ? f : null;
-        String category = failure == null ? null : failure.category().wire();
-        String message = failure == null ? what : failure.message();
-        String outcome = heldRecord != null ? "candidate_output" : "retry_wait";
-        if (fate instanceof Fate.Fail fail) {
-            if (candidate) {
-                // The candidate's evidence is its gates' and its evaluation's, whatever becomes of the job.
-                candidateAttempts.record(job.jobId(), job.attempts(), outcome, heldRecord, category, message);
-            }
-            boolean won = finalizer.finalizeJobIf(job.jobId(), onItsAttempt(job),
-                    JobFinalizer.Outcome.failed(fail.category().wire(), fail.message()).causedBy(fail.cause()));
-            return new Applied(won, won ? "failed: " + fail.category().wire() + ": " + what : "already moved on");
-        }
-        Fate.Retry retry = (Fate.Retry) fate; // evidence about a task: never parked, never a start
-        boolean moved;
-        if (candidate) {
-            // Only while the job is still on the candidate's attempt: evidence read before it moved on changes nothing.
-            moved = candidateAttempts.requeue(job.jobId(), job.attempts(), job.status(), outcome, heldRecord, category, message,
-                    retry.at(), retry.unparseableStreak());
-        } else {
-            moved = transitions.apply(job.jobId(), JobTransitions.Event.RESUBMIT,
-                    JobTransitions.Guard.onAttempt(job.attempts(), Set.of(job.status())),
-                    JobTransitions.Change.retryAt(retry.at(), retry.unparseableStreak(),
-                            retry.last() == null ? null : retry.last().wire())).isPresent();
-        }
-        return new Applied(moved, moved ? "retry_wait at " + retry.at() + (candidate ? " for the stable revision" : "") + ": " + what
-                : "already moved on");
-    }
-
-    /** Is the job waiting on a canary candidate's task (its outputs held, its failures its own)? */
-    private boolean candidate(WaitingJob job) {
-        return job.role() == RevisionRole.CANDIDATE;
+                new Waits(retryBackoff.delay(Math.max(1, job.attempts())), rateLimitBackoff,
+                        checkBackoff.ceiling(Math.max(1, job.checks())), firstCheck()), clock.instant());
+        WaitingJobFates.Applied applied = fates.apply(job, evidence, fate);
+        return new Applied(applied.changed(), applied.detail());
     }
 
     /** Marks the source of evidence asked for because a webhook said "fetch". */
     static final String FETCHED = "-fetch";
-
-
-    private boolean stillWaiting(WaitingJob job) {
-        return conditions.atProviderOn(job.jobId(), job.attempts());
-    }
-
-    /**
-     * Evidence is about the task of the attempt the job was on when it was read (claimed, or found by
-     * a webhook's task): once the job moved on to another attempt, it changes nothing but that
-     * attempt's billing. A failure of the old task must not fail, nor a "not found" resubmit, a job
-     * whose next attempt is at the provider.
-     */
-    private static JobTransitions.Guard onItsAttempt(WaitingJob job) {
-        return JobTransitions.Guard.onAttempt(job.attempts(), WAITING);
-    }
-
-    private Applied stillPending(WaitingJob job, AdapterResult evidence) {
-        if (job.status() == JobStatus.SUBMISSION_UNKNOWN) {
-            boolean moved = transitions.apply(job.jobId(), JobTransitions.Event.TASK_FOUND, onItsAttempt(job),
-                    JobTransitions.Change.checkFrom(nextCheck(0), evidence.providerTask(), null, null, evidence.providerState())).isPresent();
-            return new Applied(moved, "provider has the task: provider_pending");
-        }
-        return schedule(job, "provider still working");
-    }
-
-    private Applied schedule(WaitingJob job, String why) {
-        return scheduleAt(job, nextCheck(job.checks()), why);
-    }
-
-    private Applied scheduleAt(WaitingJob job, Instant at, String why) {
-        schedules.checkAt(job, at);
-        return new Applied(false, why);
-    }
-
-    private Instant nextCheck(int checks) {
-        return clock.instant().plus(checkBackoff.ceiling(Math.max(1, checks)));
-    }
 
     private String expectedMediaType(WaitingJob job) {
         try {

@@ -100,7 +100,7 @@ public final class AttemptDecisions {
         Decision decided;
         if (result.succeeded() && held != null) {
             // The job's output comes from an approved revision: a new attempt now, on the stable one.
-            decided = apply(called.started(), decide(called.started(), new Evidence.HeldOutput()), "candidate_output", null);
+            decided = apply(called.started(), decide(called.started(), new Evidence.HeldOutput(held)), "candidate_output", null);
             leases.closeAttempt(lease.jobId(), attempt, lease.token(), decided.outcome, result, durationMs, decided.at, null);
             candidateAttempts.recordHeld(lease.jobId(), attempt, held);
             return decided;

@@ -36,7 +36,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 class OutcomesTest {
 
     static final Instant NOW = Instant.parse("2026-01-01T00:00:00Z");
-    static final Waits WAITS = new Waits(Duration.ofSeconds(10), Duration.ofSeconds(60));
+    /** Backoff 10 s, a rate-limit backoff of 60 s, the next check in 30 s, a found task's first check in 5 s. */
+    static final Waits WAITS = new Waits(Duration.ofSeconds(10), Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofSeconds(5));
 
     /** Attempt 1 of 3, an hour of lifetime left, no unparseable reply yet. */
     static final Standing ROOM = new Standing(1, 3, NOW.plusSeconds(3600), 0);
@@ -126,8 +127,8 @@ class OutcomesTest {
 
         // A canary candidate's evidence: never the job's.
         rows.add(row("a candidate's held output: due now on the stable revision, the streak left as it was",
-                new Evidence.HeldOutput(), CANDIDATE, ONE_UNPARSEABLE, retry(0, 1, null)));
-        rows.add(row("a candidate's held output at the lifetime's end: expired", new Evidence.HeldOutput(), CANDIDATE, OVER,
+                new Evidence.HeldOutput("{}"), CANDIDATE, ONE_UNPARSEABLE, retry(0, 1, null)));
+        rows.add(row("a candidate's held output at the lifetime's end: expired", new Evidence.HeldOutput("{}"), CANDIDATE, OVER,
                 fail(EXPIRED, pastLifetime(0, OVER.expiresAt(), "a canary candidate's output is not the job's"))));
         for (ErrorCategory any : List.of(ErrorCategory.DECLINED, ErrorCategory.TERMINAL_REQUEST, ErrorCategory.INVALID_OUTPUT,
                 TRANSIENT, UNPARSEABLE_RESPONSE, AMBIGUOUS)) {
@@ -151,6 +152,18 @@ class OutcomesTest {
                 STABLE, LATE, fail(EXPIRED, pastLifetime(10, LATE.expiresAt(), "provider has no such request"))));
         rows.add(row("a candidate's task absent: due now on the stable revision",
                 new Evidence.NotAtProvider("provider has no such request"), CANDIDATE, ONE_UNPARSEABLE, retry(0, 1, null)));
+
+        // What the provider says about its task (the poller's lookup, a webhook, an operator's repair).
+        rows.add(row("a checked, promoted output: the job succeeds with it", new Evidence.Output("{\"output_key\": \"o\"}"), STABLE,
+                USED, new Fate.Succeed("{\"output_key\": \"o\"}")));
+        rows.add(row("a task still running: asked again at the next check", new Evidence.TaskRunning("p-1", null, false), STABLE,
+                ROOM, new Fate.CheckAgain(NOW.plusSeconds(30), "provider still working")));
+        rows.add(row("an unknown submission's task found: waited on, first asked soon", new Evidence.TaskRunning("p-1", "s", true),
+                STABLE, ROOM, new Fate.TaskFound(NOW.plusSeconds(5), "p-1", "s")));
+        rows.add(row("no answer yet: asked again at the next check", new Evidence.NoAnswer("no answer yet: ambiguous"), CANDIDATE,
+                USED, new Fate.CheckAgain(NOW.plusSeconds(30), "no answer yet: ambiguous")));
+        rows.add(row("a provider that may not be asked now: asked when it may", new Evidence.NoAnswer("gate closed",
+                NOW.plusSeconds(45)), STABLE, ROOM, new Fate.CheckAgain(NOW.plusSeconds(45), "gate closed")));
 
         // A lease nobody will finish.
         rows.add(row("lease ended before sending: a new attempt now", new Evidence.LeaseEnded(false, false, "expired"), STABLE,
