@@ -80,6 +80,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         Roles roles = Roles.from(settings);
         roles.placeholders().forEach(context.getPropertiesComponent()::addOverrideProperty);
         roles.notes().forEach(note -> LOG.warn("{} (an old per-role switch; use {})", note, Roles.SETTING));
+        // Which routes start here (a route's group is its role; a provider's enabled switch): bound before
+        // the route files are read, and asked again for each file reloaded later.
+        context.getRegistry().bind("routeStartRules", new io.jobgate.infra.RouteStartRules(roles,
+                settings.bool("jobgate.evaluation.enabled"), settings::optional));
         Registry registry = context.getRegistry();
         io.jobgate.adapter.HttpMethodConverter.register(context);
         // The one clock of every decision (due times, leases, lifetimes, checks), passed into SQL:
@@ -343,8 +347,6 @@ public class JobgateConfiguration implements CamelConfiguration {
         evaluations.onScored((provider, revision, held, score) -> meters.evaluated(provider, revision, score.correct(), score.total(),
                 score.totalsCorrect()));
         registry.bind("evaluations", evaluations);
-        context.getPropertiesComponent().addOverrideProperty("jobgate.evaluation.run",
-                Boolean.toString(roles.runs(Roles.Role.WORKER) && settings.bool("jobgate.evaluation.enabled")));
         canaryNotes.set(canaries::healthNotes);
         // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.
         LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");

@@ -123,7 +123,9 @@ class EnvironmentOnlySettingsTest {
                 removed.computeIfAbsent(name, k -> new TreeSet<>()).add(key);
                 String value = validShippedValue(key, name);
                 expect("provider " + name + " " + key, "jobgate.provider." + name + "." + key, value);
-                if (AdapterSource.of(name, Files.readString(Path.of("routes/providers/" + name + ".camel.yaml"))).settingKeys().contains(key)) {
+                // enabled is read through the same properties as the route's placeholders (RouteStartRules), not by the file.
+                if (key.equals("enabled")
+                        || AdapterSource.of(name, Files.readString(Path.of("routes/providers/" + name + ".camel.yaml"))).settingKeys().contains(key)) {
                     expect("placeholder " + name + " " + key, "jobgate.provider." + name + "." + key, value);
                 }
             }
@@ -307,6 +309,7 @@ class EnvironmentOnlySettingsTest {
         }
         return switch (key) {
             case "kinds" -> "image,transcription,video";
+            case "enabled" -> "true";
             case "revision" -> "envonly-7";
             case "max-concurrency" -> "7";
             case "call-deadline-ms" -> "4321";

@@ -15,8 +15,9 @@ import java.util.stream.Collectors;
 /**
  * What this instance runs ({@code jobgate.roles}): one binary, roles chosen by settings, so an
  * instance may be the API and relay while others are only workers on the same database and broker.
- * The routes start by the derived placeholders {@code jobgate.runs.<role>} (true/false), which are
- * not settings: they are computed here and put in as override properties.
+ * A route belongs to a role by its {@code group} ({@link RouteStartRules}); the derived placeholders
+ * {@code jobgate.runs.<role>} (true/false) say the same to code and settings that ask. They are not
+ * settings: they are computed here and put in as override properties.
  *
  * <p>The per-role switches of earlier versions ({@code jobgate.relay.enabled},
  * {@code jobgate.worker.enabled}, {@code jobgate.sweeper.enabled}, {@code jobgate.reconcile.enabled})
@@ -50,7 +51,7 @@ public final class Roles {
             return name().toLowerCase(Locale.ROOT);
         }
 
-        /** The placeholder the role's routes start by. */
+        /** The derived placeholder that says whether this instance runs the role. */
         public String placeholder() {
             return "jobgate.runs." + wire();
         }
@@ -117,7 +118,7 @@ public final class Roles {
         return notes;
     }
 
-    /** The derived placeholders, {@code jobgate.runs.<role>} = true/false, for the routes' autoStartup. */
+    /** The derived placeholders, {@code jobgate.runs.<role>} = true/false. */
     public Map<String, String> placeholders() {
         Map<String, String> values = new LinkedHashMap<>();
         for (Role role : Role.values()) {

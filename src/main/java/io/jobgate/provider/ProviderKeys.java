@@ -31,9 +31,12 @@ public final class ProviderKeys {
     /** The preset kinds a provider may serve (its {@code revision.<kind>} labels). */
     public static final List<String> KINDS = List.of("image", "transcription", VideoOrder.KIND, io.jobgate.preset.Preset.SUMMARY);
 
-    /** Entries the gateway reads from every provider file, and the two every HTTP adapter has. */
+    /**
+     * Entries the gateway reads from every provider file, and the two every HTTP adapter has. {@code enabled}
+     * is read for every adapter route as its file is read (infra's RouteStartRules), not by the route itself.
+     */
     public static final List<String> FIXED = List.of(
-            "kinds", "revision", "max-concurrency", "call-deadline-ms", "idempotent-submit", "rate-limit-backoff-seconds",
+            "kinds", "enabled", "revision", "max-concurrency", "call-deadline-ms", "idempotent-submit", "rate-limit-backoff-seconds",
             "operations", "readiness-url", "readiness-authorization", "error-code-fields",
             "webhook-secret", "webhook-scheme", "webhook-jwks-url",
             "duration-tolerance-ms", "max-video-output-bytes", ProviderCatalog.MAX_INPUT_BYTES,
