@@ -110,6 +110,41 @@ public final class JobRows {
                 role.wire(), (Object) revisions.toArray(String[]::new));
     }
 
+    /**
+     * Closes the open attempt of a lease nobody will finish (its worker's stop, death or expiry), unless already closed.
+     *
+     * @param outcome {@code lease_expired}, {@code handed_back}, {@code owner_gone}
+     */
+    public void closeEndedLease(UUID jobId, UUID leaseToken, Instant at, String outcome, String message) {
+        jdbc.update("""
+                UPDATE attempts SET ended_at = ?, outcome = ?, error_category = ?, error_message = ?
+                 WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",
+                Timestamp.from(at), outcome, ErrorCategory.AMBIGUOUS.wire(), message, jobId, leaseToken);
+    }
+
+    /** Closes the open attempt of an ended lease as succeeded: its output was promoted before its record. */
+    public void closeSucceededLease(UUID jobId, UUID leaseToken, Instant at, String message) {
+        jdbc.update("""
+                UPDATE attempts SET ended_at = ?, outcome = 'succeeded', error_message = ?
+                 WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""", Timestamp.from(at), message, jobId, leaseToken);
+    }
+
+    /**
+     * What a provider billed for the task of {@code attempt}, reported with its end: the attempt's, even when the job
+     * has moved on to another since.
+     */
+    public void recordBilling(UUID jobId, int attempt, java.math.BigDecimal amount, String unit) {
+        jdbc.update("UPDATE attempts SET billed_units = ?, billed_unit = ? WHERE job_id = ? AND attempt = ?", amount, unit, jobId,
+                attempt);
+    }
+
+    /** The stored request of a job (preset, aspect class, inputs, source digest), as its output's manifest names it. */
+    public java.util.Map<String, Object> storedRequest(UUID jobId) {
+        return jdbc.queryForMap("""
+                SELECT preset_id, preset_version, aspect_class, inputs::text AS inputs, source_sha256
+                  FROM jobs WHERE job_id = ?""", jobId);
+    }
+
     /** The provider task of {@code jobId} if it is cancelled and has one. */
     public Optional<CancelledTask> cancelledTask(UUID jobId) {
         return jdbc.query("""

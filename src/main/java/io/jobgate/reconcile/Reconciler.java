@@ -256,8 +256,7 @@ public final class Reconciler {
         if (evidence.billedAmount() != null) {
             // Billing reported with the task's end belongs to the attempt that submitted it, even
             // when the job has moved on to another since.
-            jdbc.update("UPDATE attempts SET billed_units = ?, billed_unit = ? WHERE job_id = ? AND attempt = ?",
-                    evidence.billedAmount(), evidence.billedUnit(), job.jobId(), Math.max(1, job.attempts()));
+            rows.recordBilling(job.jobId(), Math.max(1, job.attempts()), evidence.billedAmount(), evidence.billedUnit());
         }
         if (evidence.fetch() && !source.endsWith(FETCHED)) {
             // The task is done but its news came without the result: asked for it now, not at the poller's next

@@ -155,11 +155,7 @@ public final class Sweeper {
             // never the job's, so its job goes on to the stable revision (docs/canary.md).
             boolean resubmitSafe = providers.find(row.provider()).map(Provider::idempotentSubmit).orElse(false)
                     || row.role() == RevisionRole.CANDIDATE;
-            jdbc.update("""
-                    UPDATE attempts SET ended_at = ?, outcome = ?, error_category = ?, error_message = ?
-                     WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",
-                    java.sql.Timestamp.from(clock.instant()), outcome, ErrorCategory.AMBIGUOUS.wire(),
-                    "lease of " + row.leaseOwner() + " " + why, jobId, token);
+            rows.closeEndedLease(jobId, token, clock.instant(), outcome, "lease of " + row.leaseOwner() + " " + why);
             Fate fate = Outcomes.decide(new Evidence.LeaseEnded(sent, resubmitSafe, why), RevisionRole.STABLE,
                     new Standing(row.attempts(), row.maxAttempts(), row.expiresAt(), row.unparseableStreak()),
                     new Waits(Duration.ZERO, Duration.ZERO), clock.instant());
@@ -199,11 +195,7 @@ public final class Sweeper {
         try {
             won = leases.inOneTransaction(() -> {
                 // The attempt first: the finalize closes any attempt still open as ended with its job.
-                jdbc.update("""
-                        UPDATE attempts SET ended_at = ?, outcome = 'succeeded', error_message = ?
-                         WHERE job_id = ? AND lease_token = ? AND ended_at IS NULL""",
-                        java.sql.Timestamp.from(clock.instant()), "its output was promoted; the lease " + why + " before the record",
-                        jobId, token);
+                rows.closeSucceededLease(jobId, token, clock.instant(), "its output was promoted; the lease " + why + " before the record");
                 if (!finalizer.finalizeJob(jobId, token, JobFinalizer.Outcome.succeeded(found.result()))) {
                     throw new LeaseMovedOn(); // rolls the attempt's close back with it
                 }
@@ -327,9 +319,7 @@ public final class Sweeper {
                 continue; // another attempt's, or no record (a half-written object of an older release)
             }
             io.jobgate.output.PromotedOutput o = found.get();
-            Map<String, Object> job = jdbc.queryForMap("""
-                    SELECT preset_id, preset_version, aspect_class, inputs::text AS inputs, source_sha256
-                      FROM jobs WHERE job_id = ?""", row.jobId());
+            Map<String, Object> job = rows.storedRequest(row.jobId());
             io.jobgate.output.OutputSubject subject = new io.jobgate.output.OutputSubject(row.jobId(), row.tenantId(), o.attempt(),
                     (String) job.get("preset_id"), ((Number) job.get("preset_version")).intValue(), (String) job.get("aspect_class"),
                     (String) job.get("inputs"), (String) job.get("source_sha256"), o.adapter(), o.revision(), null, null);

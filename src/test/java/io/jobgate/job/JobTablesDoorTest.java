@@ -1,0 +1,64 @@
+package io.jobgate.job;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+import static java.util.Map.entry;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * One door to a job's tables: SQL that names {@code jobs} or {@code attempts} lives in {@code job/}. What else names
+ * them is listed here with the reason it may; new SQL elsewhere fails this test, and so does an entry whose file no
+ * longer needs it (the list shrinks as statements move into {@code job/}).
+ */
+class JobTablesDoorTest {
+
+    static final Pattern NAMES_A_JOB_TABLE = Pattern.compile("\\b(FROM|UPDATE|INTO|JOIN)\\s+(jobs|attempts)\\b");
+
+    static final Map<String, String> ALLOWED = Map.ofEntries(
+            entry("src/main/java/io/jobgate/admission/AdmissionWriter.java",
+                    "the admission insert: a job is born in the same group-committed statement as its idempotency key and ledger lines"),
+            entry("src/main/resources/sql/relay-claim-dispatch.sql",
+                    "the relay's fair round: one statement reads the due events with their jobs' tenants and marks them dispatched"),
+            entry("src/main/java/io/jobgate/worker/JobLeases.java",
+                    "the lease's own columns and the attempt's close under its token (to move into job/ with the lease)"),
+            entry("src/main/java/io/jobgate/worker/Sweeper.java",
+                    "an ended instance's row is forgotten only when no job names it (gateway_instances, not a job's row)"),
+            entry("src/main/java/io/jobgate/worker/Retention.java",
+                    "published outbox events are removed once their job is final (reads finalized_at)"),
+            entry("src/main/java/io/jobgate/upload/UploadRetention.java",
+                    "an expired upload is removed only when no job uses it (reads jobs.upload_id)"),
+            entry("src/main/java/io/jobgate/usage/UsageReport.java", "the usage read model: ledger lines by their jobs' kind and provider"),
+            entry("src/main/java/io/jobgate/usage/UsageRollups.java", "the usage read model's rollup of ledger lines by job"),
+            entry("src/main/java/io/jobgate/evaluation/Evaluations.java", "reads the outputs of attempts to score them (read only)"),
+            entry("src/main/java/io/jobgate/summary/SummaryOrders.java", "a summary is ordered once its transcript's job ended (read only)"),
+            entry("src/main/java/io/jobgate/canary/CanaryGates.java", "the gates judge a candidate's attempts (read only)"),
+            entry("src/main/java/io/jobgate/canary/Canaries.java", "the candidate's sample and view count its attempts (read only)"));
+
+    @Test
+    void sqlNamingAJobTableLivesInJobOrIsListedWithItsReason() throws IOException {
+        Set<String> naming = new TreeSet<>();
+        for (String root : new String[] {"src/main/java/io/jobgate", "src/main/resources/sql"}) {
+            try (Stream<Path> files = Files.walk(Path.of(root))) {
+                for (Path f : files.filter(Files::isRegularFile).toList()) {
+                    String path = f.toString().replace('\\', '/');
+                    if (path.startsWith("src/main/java/io/jobgate/job/")) {
+                        continue;
+                    }
+                    if (NAMES_A_JOB_TABLE.matcher(Files.readString(f)).find()) {
+                        naming.add(path);
+                    }
+                }
+            }
+        }
+        assertThat(naming).as("files outside job/ whose SQL names jobs or attempts").isEqualTo(new TreeSet<>(ALLOWED.keySet()));
+        assertThat(ALLOWED.values()).allSatisfy(reason -> assertThat(reason).isNotBlank());
+    }
+}
