@@ -18,6 +18,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
 import io.jobgate.common.ApiProblem;
+import io.jobgate.fate.Placement;
+import io.jobgate.fate.PlacementFacts;
+import io.jobgate.fate.Placements;
 import io.jobgate.job.JobConditions;
 import io.jobgate.job.JobRows;
 import io.jobgate.job.JobSchedules;
@@ -220,35 +223,27 @@ public final class Canaries {
 
     private Choice chooseFor(Provider provider, UUID jobId, String kind, int attemptsSoFar, int maxAttempts, boolean mayWait) {
         Optional<Candidate> loaded = candidate(provider);
-        if (loaded.isEmpty()) {
-            return Choice.stable(provider, kind);
-        }
-        Candidate candidate = loaded.get();
-        List<Map<String, Object>> rows = jdbc.queryForList(
+        List<Map<String, Object>> rows = loaded.isEmpty() ? List.of() : jdbc.queryForList(
                 "SELECT status, closed_until, sampled_at, judged_from, array_to_string(revisions, ' ') AS revisions FROM canaries WHERE revision = ?",
-                candidate.id());
-        String revision = candidate.revision(provider, kind);
-        String status = rows.isEmpty() ? null : (String) rows.get(0).get("status");
-        if ("promoted".equals(status)) {
-            return new Choice(revision, candidate.uri(), true, true);
-        }
-        if (!"running".equals(status) || attemptsSoFar + 1 >= maxAttempts
-                || bucket(jobId, attemptsSoFar + 1) >= Math.round(share(provider) * (BUCKETS / 100.0))) {
-            return Choice.stable(provider, kind);
-        }
-        if (jobRows.adapterRevision(jobId).filter(revision::equals).isPresent()) {
-            return Choice.stable(provider, kind); // a retry of a job whose last attempt ran on the candidate
-        }
-        Map<String, Object> row = rows.get(0);
+                loaded.get().id());
+        Map<String, Object> row = rows.isEmpty() ? null : rows.get(0);
+        String status = row == null ? null : (String) row.get("status");
+        PlacementFacts.Canary canary = status == null ? PlacementFacts.Canary.NONE
+                : PlacementFacts.Canary.valueOf(status.toUpperCase(java.util.Locale.ROOT));
+        String revision = loaded.map(c -> c.revision(provider, kind)).orElse(null);
         Instant now = clock.instant();
-        if (row.get("closed_until") instanceof Timestamp closed && closed.toInstant().isAfter(now)) {
-            return Choice.stable(provider, kind); // the candidate's own 429: only it waits
+        boolean inShare = canary == PlacementFacts.Canary.RUNNING
+                && bucket(jobId, attemptsSoFar + 1) < Math.round(share(provider) * (BUCKETS / 100.0));
+        Placement placed = Placements.place(new PlacementFacts(canary, attemptsSoFar, maxAttempts, inShare,
+                row != null && row.get("closed_until") instanceof Timestamp closed ? closed.toInstant() : null,
+                () -> jobRows.adapterRevision(jobId).filter(revision::equals).isPresent(),
+                () -> row.get("sampled_at") == null && sampleFull(provider, loaded.get(), revisions(row),
+                        ((Timestamp) row.get("judged_from")).toInstant(), now, mayWait),
+                now));
+        if (placed instanceof Placement.OnCandidate on) {
+            return new Choice(revision, loaded.get().uri(), true, on.role() == io.jobgate.job.RevisionRole.STABLE);
         }
-        if (row.get("sampled_at") == null
-                && sampleFull(provider, candidate, revisions(row), ((Timestamp) row.get("judged_from")).toInstant(), now, mayWait)) {
-            return Choice.stable(provider, kind);
-        }
-        return new Choice(revision, candidate.uri(), true, false);
+        return Choice.stable(provider, kind);
     }
 
     /**
