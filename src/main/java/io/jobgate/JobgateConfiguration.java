@@ -286,11 +286,13 @@ public class JobgateConfiguration implements CamelConfiguration {
         WorkerSettings workerSettings = WorkerSettings.from(settings);
         Backoff backoff = workerSettings.backoff();
         // Canary candidates beside stable adapters (docs/canary.md): a share of attempts, gates, stop, rollback.
-        io.jobgate.canary.Canaries canaries = new io.jobgate.canary.Canaries(jdbc, transactions, transitions, providers,
-                adapterRoutes::candidateSource);
-        canaries.onStop((provider, revision, gate, reason, requeued) -> meters.canaryStopped(provider, gate));
+        io.jobgate.canary.Canaries canaries = new io.jobgate.canary.Canaries(jdbc, providers, adapterRoutes::candidateSource, clock);
+        io.jobgate.canary.CanaryLifecycle canaryLifecycle = new io.jobgate.canary.CanaryLifecycle(jdbc, transactions, transitions,
+                providers, canaries);
+        io.jobgate.canary.CanaryViews canaryViews = new io.jobgate.canary.CanaryViews(jdbc, providers, canaries, clock);
+        canaryLifecycle.onStop((provider, revision, gate, reason, requeued) -> meters.canaryStopped(provider, gate));
         org.apache.camel.ProducerTemplate canaryEvents = context.createProducerTemplate();
-        canaries.publishWith(event -> canaryEvents.sendBodyAndHeader("jms:topic:" + OutboxRelay.EVENTS_TOPIC,
+        canaryLifecycle.publishWith(event -> canaryEvents.sendBodyAndHeader("jms:topic:" + OutboxRelay.EVENTS_TOPIC,
                 io.jobgate.common.Json.write(event), "JobgateEvent", "canary"));
         JobLeases leases = new JobLeases(jdbc, transactions, transitions, finalizer, canaries);
         // Answered calls' slots go back early in batches, one statement (and one wake of the relay) each (step end-call).
@@ -338,6 +340,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                         reconciler.firstCheck()),
                 meters, providerCancel));
         registry.bind("canaries", canaries);
+        registry.bind("canaryLifecycle", canaryLifecycle);
         // Evaluation (docs/evaluation.md): outputs read back by the evaluator route and scored.
         registry.bind("tesseractOcr", new io.jobgate.evaluation.TesseractOcr(settings.required("jobgate.evaluation.tesseract-command"),
                 java.time.Duration.ofMillis(settings.intValue("jobgate.evaluation.deadline-ms", 1000, 3_600_000))));
@@ -347,7 +350,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         evaluations.onScored((provider, revision, held, score) -> meters.evaluated(provider, revision, score.correct(), score.total(),
                 score.totalsCorrect()));
         registry.bind("evaluations", evaluations);
-        canaryNotes.set(canaries::healthNotes);
+        canaryNotes.set(canaryViews::healthNotes);
         // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.
         LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");
         // Where calls wait on their provider (routes/worker.camel.yaml, hand-off-call): no JMS transaction,
@@ -445,7 +448,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         registry.bind("usageRollups", new io.jobgate.usage.UsageRollups(jdbc, settings.intValue("jobgate.usage.rollup-batch", 1, 100_000)));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400), settings.bool("jobgate.demo")));
-        registry.bind("canaryAdmin", new io.jobgate.api.CanaryAdmin(canaries, evaluations, clock));
+        registry.bind("canaryAdmin", new io.jobgate.api.CanaryAdmin(canaryLifecycle, canaryViews, evaluations, clock));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs,
                 new io.jobgate.job.Redrives(jdbc, transactions, transitions)).withEvaluations(evaluations));
         registry.bind("presetsAdmin", new io.jobgate.api.PresetsAdmin(presetDefaults));

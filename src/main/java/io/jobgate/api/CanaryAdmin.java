@@ -4,7 +4,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.jobgate.canary.Canaries;
+import io.jobgate.canary.CanaryLifecycle;
+import io.jobgate.canary.CanaryViews;
 import io.jobgate.common.ApiProblem;
 import io.jobgate.common.Json;
 import org.apache.camel.Exchange;
@@ -17,12 +18,15 @@ import org.apache.camel.Exchange;
  */
 public final class CanaryAdmin {
 
-    private final Canaries canaries;
+    private final CanaryLifecycle canaries;
+    private final CanaryViews views;
     private final io.jobgate.evaluation.Evaluations evaluations;
     private final java.time.Clock clock;
 
-    public CanaryAdmin(Canaries canaries, io.jobgate.evaluation.Evaluations evaluations, java.time.Clock clock) {
+    public CanaryAdmin(CanaryLifecycle canaries, CanaryViews views, io.jobgate.evaluation.Evaluations evaluations,
+                       java.time.Clock clock) {
         this.canaries = canaries;
+        this.views = views;
         this.evaluations = evaluations;
         this.clock = clock;
     }
@@ -50,23 +54,23 @@ public final class CanaryAdmin {
 
     public void list(Exchange exchange) {
         Map<String, Object> reply = new LinkedHashMap<>();
-        reply.put("canaries", canaries.list());
+        reply.put("canaries", views.list());
         HttpReply.json(exchange, 200, reply, Map.of());
     }
 
     public void stop(Exchange exchange) {
         Ask ask = ask(exchange, "stops");
-        HttpReply.json(exchange, 200, canaries.stopByOperator(ask.provider(), ask.operator(), ask.reason()), Map.of());
+        HttpReply.json(exchange, 200, views.view(canaries.stopByOperator(ask.provider(), ask.operator(), ask.reason())), Map.of());
     }
 
     public void promote(Exchange exchange) {
         Ask ask = ask(exchange, "promotes");
-        HttpReply.json(exchange, 200, canaries.promote(ask.provider(), ask.operator(), ask.reason()), Map.of());
+        HttpReply.json(exchange, 200, views.view(canaries.promote(ask.provider(), ask.operator(), ask.reason())), Map.of());
     }
 
     public void restart(Exchange exchange) {
         Ask ask = ask(exchange, "restarts");
-        HttpReply.json(exchange, 200, canaries.restart(ask.provider(), ask.operator(), ask.reason()), Map.of());
+        HttpReply.json(exchange, 200, views.view(canaries.restart(ask.provider(), ask.operator(), ask.reason())), Map.of());
     }
 
     private record Ask(String provider, String operator, String reason) {

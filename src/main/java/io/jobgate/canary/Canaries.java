@@ -1,32 +1,21 @@
 package io.jobgate.canary;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
-import io.jobgate.common.ApiProblem;
 import io.jobgate.fate.Placement;
 import io.jobgate.fate.PlacementFacts;
 import io.jobgate.fate.Placements;
-import io.jobgate.job.JobConditions;
 import io.jobgate.job.JobRows;
-import io.jobgate.job.JobSchedules;
-import io.jobgate.job.JobStatus;
 import io.jobgate.job.RevisionRole;
-import io.jobgate.job.JobTransitions;
 import io.jobgate.provider.AdapterSource;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
@@ -34,13 +23,13 @@ import io.jobgate.provider.RevisionIdentity;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * Canary adapter revisions (docs/canary.md): a candidate route file beside a provider's stable one
- * ({@code direct:provider-<name>-candidate}) gets a share of new attempts ({@code canary.share}, percent),
- * is judged by its gates ({@link CanaryGates}) every period, stops by itself when it crosses one, and its
- * jobs are rolled back onto the stable revision under their ids.
+ * Canary adapter revisions (docs/canary.md), where attempts go: a candidate route file beside a provider's stable
+ * one ({@code direct:provider-<name>-candidate}) gets a share of new attempts ({@code canary.share}, percent),
+ * placed by {@link io.jobgate.fate.Placements} over the facts gathered here; its own gate (its 429s); the route
+ * and key of its attempts. Its gates' verdicts, stop, promotion and restart are {@link CanaryLifecycle}'s; what an
+ * operator sees, {@link CanaryViews}'.
  *
  * <p>Which attempt goes to the candidate is decided from the attempt alone — a hash of (job id, attempt
  * number) against the share — so every instance decides the same without a shared counter or lock.
@@ -55,8 +44,6 @@ public final class Canaries {
     public static final String CANDIDATE_SUFFIX = "-candidate";
     /** Who the automatic stop names. */
     public static final String GATES = "canary-gates";
-    /** Hash buckets of the share: 1/10000 (a share is given to 0.01 %). */
-    static final int BUCKETS = 10_000;
 
     /** Where an attempt goes: its revision, the route to call, and whether its output may be promoted. */
     public record Choice(String revision, String adapterUri, boolean candidate, boolean approved) {
@@ -84,31 +71,12 @@ public final class Canaries {
         }
     }
 
-    /** Told of every stop (metrics and alerts). */
-    @FunctionalInterface
-    public interface StopListener {
-        void stopped(String provider, String revision, String gate, String reason, int requeued);
-    }
-
-    /** Publishes one canary action to the status topic (the gateway's JMS topic; tests: a list). */
-    @FunctionalInterface
-    public interface Publisher {
-        void publish(Map<String, Object> event) throws Exception;
-    }
-
     private final JdbcTemplate jdbc;
     /** The jobs table's queries this uses (built on {@code jdbc}). */
     private final JobRows jobRows;
-    private final JobSchedules schedules;
-    private final JobConditions conditions;
-    private final TransactionTemplate transactions;
-    private final JobTransitions transitions;
     private final ProviderCatalog providers;
     private final Function<String, AdapterSource> candidateSources;
-    private final CanaryGates gates;
     private final Clock clock;
-    private volatile StopListener stopListener = (p, r, g, why, n) -> { };
-    private volatile Publisher publisher = event -> { };
     /** Revisions known not to be candidates (never in {@code canaries}): approved for good. */
     private final Map<String, Boolean> plainRevisions = new ConcurrentHashMap<>();
 
@@ -116,26 +84,17 @@ public final class Canaries {
      * @param candidateSources a provider's candidate route file as loaded and started now, or null when
      *                         no candidate route runs ({@code AdapterRoutes.candidateSource})
      */
-    public Canaries(JdbcTemplate jdbc, TransactionTemplate transactions, JobTransitions transitions, ProviderCatalog providers,
-                    Function<String, AdapterSource> candidateSources) {
+    public Canaries(JdbcTemplate jdbc, ProviderCatalog providers, Function<String, AdapterSource> candidateSources, Clock clock) {
         this.jdbc = jdbc;
         this.jobRows = new JobRows(jdbc);
-        this.schedules = new JobSchedules(jdbc);
-        this.conditions = new JobConditions(jdbc);
-        this.transactions = transactions;
-        this.transitions = transitions;
         this.providers = providers;
         this.candidateSources = candidateSources;
-        this.clock = transitions.clock();
-        this.gates = new CanaryGates(jdbc, clock);
+        this.clock = clock;
     }
 
-    public void onStop(StopListener listener) {
-        this.stopListener = listener;
-    }
-
-    public void publishWith(Publisher publisher) {
-        this.publisher = publisher;
+    /** A canary row's per-kind revisions ({@code array_to_string(revisions, ' ') AS revisions}). */
+    static List<String> revisions(Map<String, Object> row) {
+        return Arrays.asList(((String) row.get("revisions")).split(" "));
     }
 
     // --- Routing ---------------------------------------------------------------------------------
@@ -160,24 +119,6 @@ public final class Canaries {
     static String label(Provider provider, String kind) {
         String own = provider.settings().get("canary.label");
         return own == null || own.isBlank() ? provider.label(kind) + CANDIDATE_SUFFIX : own.trim();
-    }
-
-    /** {@code canary.share}: percent of new attempts for the candidate, 0 to 100 (decimals allowed). */
-    public static double share(Provider provider) {
-        String value = provider.settings().get("canary.share");
-        if (value == null || value.isBlank()) {
-            return 0;
-        }
-        try {
-            double share = Double.parseDouble(value.trim());
-            if (!(share >= 0 && share <= 100)) {
-                throw new NumberFormatException();
-            }
-            return share;
-        } catch (NumberFormatException e) {
-            throw new IllegalStateException("jobgate.provider." + provider.name() + ".canary.share must be a percent from 0 to 100, was "
-                    + value);
-        }
     }
 
     /**
@@ -233,7 +174,7 @@ public final class Canaries {
         String revision = loaded.map(c -> c.revision(provider, kind)).orElse(null);
         Instant now = clock.instant();
         boolean inShare = canary == PlacementFacts.Canary.RUNNING
-                && bucket(jobId, attemptsSoFar + 1) < Math.round(share(provider) * (BUCKETS / 100.0));
+                && CanaryShare.inShare(provider, jobId, attemptsSoFar + 1);
         Placement placed = Placements.place(new PlacementFacts(canary, attemptsSoFar, maxAttempts, inShare,
                 row != null && row.get("closed_until") instanceof Timestamp closed ? closed.toInstant() : null,
                 () -> jobRows.adapterRevision(jobId).filter(revision::equals).isPresent(),
@@ -299,25 +240,6 @@ public final class Canaries {
     }
 
     /**
-     * Is {@code revision} a candidate's whose outputs are not approved (running or stopped, not promoted)?
-     * Its attempts' failures are the candidate's, never their job's.
-     */
-    public boolean isCandidate(String revision) {
-        return !approved(revision);
-    }
-
-    /** The attempt's bucket, 0 to 9999: the same on every instance. */
-    static int bucket(UUID jobId, int attempt) {
-        try {
-            byte[] d = MessageDigest.getInstance("SHA-256").digest((jobId + ":" + attempt).getBytes(StandardCharsets.US_ASCII));
-            long n = ((d[0] & 0xffL) << 24) | ((d[1] & 0xffL) << 16) | ((d[2] & 0xffL) << 8) | (d[3] & 0xffL);
-            return (int) (n % BUCKETS);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    /**
      * May an output made by {@code revision} be promoted? Not while it is a candidate's that was not
      * promoted (its outputs stay in quarantine); every other revision is approved.
      */
@@ -351,278 +273,4 @@ public final class Canaries {
     }
 
 
-    // --- Gates (the canary-gates timer route) ----------------------------------------------------------
-
-    /**
-     * Route step: every loaded candidate gets its row (a new one runs), every running canary is judged,
-     * one that crossed a gate is stopped and rolled back; then unpublished actions go to the status topic.
-     */
-    public void judge() {
-        for (Provider provider : providers.all()) {
-            candidate(provider).ifPresent(c -> discover(provider, c));
-        }
-        for (Map<String, Object> row : jdbc.queryForList("SELECT revision, provider, array_to_string(revisions, ' ') AS revisions, judged_from, sampled_at FROM canaries WHERE status = 'running'")) {
-            Provider provider = providers.find((String) row.get("provider")).orElse(null);
-            if (provider == null) {
-                continue;
-            }
-            String revision = (String) row.get("revision");
-            CanaryGates.Verdict verdict = gates.judge(provider, revision, revisions(row), GateThresholds.of(provider),
-                    ((Timestamp) row.get("judged_from")).toInstant());
-            if (verdict.tripped() != null) {
-                stop(revision, verdict.tripped().split(" ")[0], verdict.tripped(), GATES);
-            } else if (verdict.judged() && row.get("sampled_at") == null) {
-                // A full sample passed: from now on the share alone decides (no count at each start).
-                jdbc.update("UPDATE canaries SET sampled_at = ? WHERE revision = ? AND status = 'running' AND sampled_at IS NULL",
-                        Timestamp.from(clock.instant()), revision);
-            }
-        }
-        publish();
-    }
-
-    private static List<String> revisions(Map<String, Object> row) {
-        return Arrays.asList(((String) row.get("revisions")).split(" "));
-    }
-
-    private void discover(Provider provider, Candidate candidate) {
-        Timestamp now = Timestamp.from(clock.instant());
-        int added = jdbc.update("""
-                INSERT INTO canaries (revision, provider, revisions, status, judged_from, changed_by, changed_at, created_at)
-                VALUES (?, ?, ?, 'running', ?, 'drop-in', ?, ?) ON CONFLICT DO NOTHING""",
-                candidate.id(), provider.name(), candidate.revisions(provider).toArray(String[]::new), now, now, now);
-        if (added == 1) {
-            action(candidate.id(), provider.name(), "started", null, "candidate route loaded; share " + share(provider) + " %",
-                    "drop-in", 0);
-            LOG.info("canary started provider={} revision={} share={} %", provider.name(), candidate.id(), share(provider));
-        }
-    }
-
-    /**
-     * Stops a running (or promoted) canary: no new attempt goes to it, and its jobs that are not final
-     * and whose last attempt ran on it are re-queued under the stable revision (same id, a new attempt,
-     * through the outbox): a job waiting on the provider takes {@code resubmit}, a job waiting for its
-     * retry is due now. Failed attempts stay; the ledger is not touched.
-     *
-     * @return the rows re-queued, or empty when the canary was not running (nothing changed)
-     */
-    public Optional<Integer> stop(String revision, String gate, String reason, String operator) {
-        Timestamp now = Timestamp.from(clock.instant());
-        // The status and the role of its open jobs in one transaction: a stopped canary's outputs stay held.
-        List<Map<String, Object>> stopped = transactions.execute(tx -> {
-            List<Map<String, Object>> rows = jdbc.queryForList("""
-                    UPDATE canaries SET status = 'stopped', gate = ?, reason = ?, changed_by = ?, changed_at = ?
-                     WHERE revision = ? AND status IN ('running', 'promoted') RETURNING provider, array_to_string(revisions, ' ') AS revisions""",
-                    gate, reason, operator, now, revision);
-            rows.forEach(r -> jobRows.assignRole(revisions(r), RevisionRole.CANDIDATE));
-            return rows;
-        });
-        if (stopped.isEmpty()) {
-            return Optional.empty();
-        }
-        String provider = (String) stopped.get(0).get("provider");
-        int requeued = rollBack(revisions(stopped.get(0)));
-        action(revision, provider, "stopped", gate, reason, operator, requeued);
-        LOG.warn("canary stopped provider={} revision={} gate={} by={} requeued={} reason={}", provider, revision, gate, operator,
-                requeued, reason);
-        stopListener.stopped(provider, revision, gate, reason, requeued);
-        return Optional.of(requeued);
-    }
-
-    private int rollBack(List<String> revisions) {
-        Instant now = clock.instant();
-        int requeued = 0;
-        for (JobRows.OpenJob job : jobRows.openOnRevisions(revisions)) {
-            UUID jobId = job.jobId();
-            JobStatus status = job.status();
-            if (status == JobStatus.PROVIDER_PENDING || status == JobStatus.SUBMISSION_UNKNOWN) {
-                if (transitions.apply(jobId, JobTransitions.Event.RESUBMIT, JobTransitions.Guard.from(java.util.Set.of(status)),
-                        JobTransitions.Change.retryAt(now, 0, null)).isPresent()) {
-                    requeued++;
-                }
-            } else if (status == JobStatus.RETRY_WAIT) {
-                // Its next attempt (on the stable revision: its last ran on the candidate) is due now.
-                requeued += transactions.execute(tx -> {
-                    int moved = jdbc.update("""
-                            UPDATE outbox SET available_at = ? WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL
-                               AND available_at > ?""", Timestamp.from(now), jobId, Timestamp.from(now));
-                    schedules.retryShownDue(jobId, now);
-                    return moved > 0 ? 1 : 0;
-                });
-            }
-            // running, submitting: the call in flight ends as any attempt does; its retry goes to the stable revision.
-        }
-        return requeued;
-    }
-
-    /** The provider's newest canary (the one the admin calls act on). */
-    private Map<String, Object> newest(String provider) {
-        return jdbc.queryForList("SELECT revision, status FROM canaries WHERE provider = ? ORDER BY created_at DESC LIMIT 1", provider)
-                .stream().findFirst().orElseThrow(() -> ApiProblem.of(404, "canary_not_found",
-                        "Provider '" + provider + "' has no canary: drop a candidate route (direct:provider-" + provider
-                                + CANDIDATE_SUFFIX + ") in first."));
-    }
-
-    /** Operator: stops the provider's canary (as the gates would). */
-    public Map<String, Object> stopByOperator(String provider, String operator, String reason) {
-        Map<String, Object> row = newest(provider);
-        String revision = (String) row.get("revision");
-        if (stop(revision, "operator", reason == null ? "stopped by " + operator : reason, operator).isEmpty()) {
-            throw conflict(provider, revision, (String) row.get("status"), "stop");
-        }
-        return view(revision);
-    }
-
-    /**
-     * Operator: the candidate becomes the approved revision: every new attempt of the provider runs on it and
-     * its outputs are promoted (the operator then copies the candidate file over the stable one).
-     */
-    public Map<String, Object> promote(String provider, String operator, String reason) {
-        return change(provider, operator, reason, "promoted", "status IN ('running', 'stopped')", false);
-    }
-
-    /** Operator: a stopped or promoted canary runs again at its share; its gates judge only attempts from now on. */
-    public Map<String, Object> restart(String provider, String operator, String reason) {
-        return change(provider, operator, reason, "running", "status IN ('stopped', 'promoted')", true);
-    }
-
-    private Map<String, Object> change(String provider, String operator, String reason, String to, String from, boolean fresh) {
-        Map<String, Object> row = newest(provider);
-        String revision = (String) row.get("revision");
-        Timestamp now = Timestamp.from(clock.instant());
-        // The status and what its open jobs' evidence means from now on, in one transaction: a promoted revision's
-        // outputs are the job's, a restarted candidate's are held again.
-        List<Map<String, Object>> changed = transactions.execute(tx -> {
-            List<Map<String, Object>> rows = jdbc.queryForList("UPDATE canaries SET status = ?, gate = NULL, reason = ?,"
-                    + " changed_by = ?, changed_at = ?" + (fresh ? ", judged_from = ?, sampled_at = NULL" : "")
-                    + " WHERE revision = ? AND " + from + " RETURNING array_to_string(revisions, ' ') AS revisions",
-                    fresh ? new Object[] {to, reason, operator, now, now, revision} : new Object[] {to, reason, operator, now, revision});
-            rows.forEach(r -> jobRows.assignRole(revisions(r), to.equals("promoted") ? RevisionRole.STABLE : RevisionRole.CANDIDATE));
-            return rows;
-        });
-        if (changed.isEmpty()) {
-            throw conflict(provider, revision, (String) row.get("status"), to.equals("running") ? "restart" : "promote");
-        }
-        String action = to.equals("running") ? "restarted" : "promoted";
-        action(revision, provider, action, null, reason, operator, 0);
-        LOG.info("canary {} provider={} revision={} by={}", action, provider, revision, operator);
-        publish();
-        return view(revision);
-    }
-
-    private static ApiProblem conflict(String provider, String revision, String status, String what) {
-        return ApiProblem.of(409, "canary_conflict", "The canary " + revision + " of provider '" + provider + "' is " + status
-                + ": it cannot " + what + ".").with("canary_status", status);
-    }
-
-    private void action(String revision, String provider, String action, String gate, String reason, String operator, int requeued) {
-        jdbc.update("""
-                INSERT INTO canary_actions (revision, provider, action, gate, reason, operator, at, requeued)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)""", revision, provider, action, gate, reason, operator,
-                Timestamp.from(clock.instant()), requeued);
-    }
-
-    /** Unpublished actions to the status topic, oldest first; a failed publish is tried again next round. */
-    private void publish() {
-        for (Map<String, Object> a : jdbc.queryForList("""
-                SELECT action_id, revision, provider, action, gate, reason, operator, at, requeued FROM canary_actions
-                 WHERE published_at IS NULL ORDER BY action_id LIMIT 100""")) {
-            Map<String, Object> event = new LinkedHashMap<>();
-            event.put("event", "canary");
-            event.put("provider", a.get("provider"));
-            event.put("revision", a.get("revision"));
-            event.put("action", a.get("action"));
-            event.put("gate", a.get("gate"));
-            event.put("reason", a.get("reason"));
-            event.put("operator", a.get("operator"));
-            event.put("at", ((Timestamp) a.get("at")).toInstant().toString());
-            event.put("requeued", a.get("requeued"));
-            try {
-                publisher.publish(event);
-            } catch (Exception e) {
-                LOG.warn("canary event {} not published yet: {}", a.get("action_id"), e.toString());
-                return;
-            }
-            jdbc.update("UPDATE canary_actions SET published_at = ? WHERE action_id = ?", Timestamp.from(clock.instant()),
-                    a.get("action_id"));
-        }
-    }
-
-    // --- Views -------------------------------------------------------------------------------------------
-
-    /** Every canary, newest first, with its share, whether its route is loaded, its gates now, and its actions. */
-    public List<Map<String, Object>> list() {
-        List<Map<String, Object>> all = new ArrayList<>();
-        for (String revision : jdbc.queryForList("SELECT revision FROM canaries ORDER BY created_at DESC", String.class)) {
-            all.add(view(revision));
-        }
-        return all;
-    }
-
-    public Map<String, Object> view(String revision) {
-        Map<String, Object> row = jdbc.queryForMap("""
-                SELECT provider, array_to_string(revisions, ' ') AS revisions, status, gate, reason, changed_by, changed_at, judged_from,
-                       closed_until, closed_reason, sampled_at
-                  FROM canaries WHERE revision = ?""", revision);
-        Map<String, Object> view = new LinkedHashMap<>();
-        String providerName = (String) row.get("provider");
-        view.put("provider", providerName);
-        view.put("revision", revision);
-        view.put("revisions", revisions(row));
-        view.put("status", row.get("status"));
-        view.put("gate", row.get("gate"));
-        view.put("reason", row.get("reason"));
-        view.put("changed_by", row.get("changed_by"));
-        view.put("changed_at", ((Timestamp) row.get("changed_at")).toInstant().toString());
-        // Its own gate: closed by a 429 it got (the provider's gate is not), until then its share goes to stable.
-        boolean closed = row.get("closed_until") instanceof Timestamp t && t.toInstant().isAfter(clock.instant());
-        view.put("closed_until", closed ? ((Timestamp) row.get("closed_until")).toInstant().toString() : null);
-        view.put("closed_reason", closed ? row.get("closed_reason") : null);
-        // When its gates first judged a full sample; before that it takes at most min-sample attempts.
-        view.put("sampled_at", row.get("sampled_at") == null ? null : ((Timestamp) row.get("sampled_at")).toInstant().toString());
-        Optional<Provider> provider = providers.find(providerName);
-        provider.ifPresent(p -> {
-            view.put("share_percent", share(p));
-            view.put("route_loaded", candidate(p).map(c -> c.id().equals(revision)).orElse(false));
-            CanaryGates.Verdict v = gates.judge(p, revision, revisions(row), GateThresholds.of(p),
-                    ((Timestamp) row.get("judged_from")).toInstant());
-            Map<String, Object> window = new LinkedHashMap<>();
-            window.put("sample", v.sample());
-            window.put("judged", v.judged());
-            window.put("error_rate", v.errorRate());
-            window.put("invalid_output_rate", v.invalidOutputRate());
-            window.put("p95_ms", v.p95Millis());
-            window.put("would_trip", v.tripped());
-            view.put("gates", window);
-        });
-        view.put("attempts", jdbc.queryForMap("""
-                SELECT count(*) AS total, count(*) FILTER (WHERE outcome = 'candidate_output') AS held_outputs,
-                       count(*) FILTER (WHERE error_category IS NOT NULL) AS errors
-                  FROM attempts WHERE adapter_revision = ANY (?)""", (Object) revisions(row).toArray(String[]::new)));
-        List<Map<String, Object>> actions = new ArrayList<>();
-        for (Map<String, Object> a : jdbc.queryForList("""
-                SELECT action, gate, reason, operator, at, requeued FROM canary_actions WHERE revision = ? ORDER BY action_id""", revision)) {
-            Map<String, Object> copy = new LinkedHashMap<>(a);
-            copy.put("at", ((Timestamp) a.get("at")).toInstant().toString());
-            actions.add(copy);
-        }
-        view.put("actions", actions);
-        return view;
-    }
-
-    /** Per provider, what health adds: its newest canary's state. */
-    public Map<String, String> healthNotes() {
-        Map<String, String> notes = new TreeMap<>();
-        for (Map<String, Object> row : jdbc.queryForList("""
-                SELECT DISTINCT ON (provider) provider, revision, status, reason FROM canaries ORDER BY provider, created_at DESC""")) {
-            String provider = (String) row.get("provider");
-            String status = (String) row.get("status");
-            String share = providers.find(provider).map(p -> " at " + share(p) + " %").orElse("");
-            notes.put(provider, switch (status) {
-                case "stopped" -> "canary " + row.get("revision") + " stopped: " + row.get("reason");
-                case "promoted" -> "canary " + row.get("revision") + " promoted (every attempt)";
-                default -> "canary " + row.get("revision") + " running" + share;
-            });
-        }
-        return notes;
-    }
 }

@@ -44,6 +44,7 @@ class CanaryRollbackTest {
     HikariDataSource pool;
     JdbcTemplate jdbc;
     Canaries canaries;
+    CanaryLifecycle lifecycle;
     io.jobgate.job.CandidateAttempts candidateAttempts;
 
     @BeforeAll
@@ -58,7 +59,8 @@ class CanaryRollbackTest {
         Path dir = Files.createTempDirectory("jobgate-rollback");
         Files.copy(Path.of("src/test/resources/providers/fakeimg.properties"), dir.resolve("fakeimg.properties"));
         ProviderCatalog providers = ProviderCatalog.load(List.of(dir), new Settings(new DefaultCamelContext()));
-        canaries = new Canaries(jdbc, transactions, transitions, providers, name -> null);
+        canaries = new Canaries(jdbc, providers, name -> null, clock);
+        lifecycle = new CanaryLifecycle(jdbc, transactions, transitions, providers, canaries);
         candidateAttempts = new io.jobgate.job.CandidateAttempts(jdbc, transactions, transitions);
         jdbc.update("""
                 INSERT INTO canaries (revision, provider, revisions, status, judged_from, changed_by, changed_at, created_at)
@@ -113,7 +115,7 @@ class CanaryRollbackTest {
         UUID stableRetry = job("retry_wait", "fakeimg-1@0000000002", NOW.plusSeconds(300));
         UUID finished = job("succeeded", CANDIDATE, null);
 
-        assertThat(canaries.stop("fakeimg-1-candidate@000000000c", "operator", "bad build", "alice")).contains(2);
+        assertThat(lifecycle.stop("fakeimg-1-candidate@000000000c", "operator", "bad build", "alice")).contains(2);
 
         Map<String, Object> resubmitted = row(waitingOnTask);
         assertThat(resubmitted.get("status")).isEqualTo("retry_wait");
@@ -133,7 +135,7 @@ class CanaryRollbackTest {
         Map<String, Object> action = jdbc.queryForMap("SELECT action, gate, operator, requeued FROM canary_actions");
         assertThat(action).containsEntry("action", "stopped").containsEntry("gate", "operator").containsEntry("operator", "alice")
                 .containsEntry("requeued", 2);
-        assertThat(canaries.stop("fakeimg-1-candidate@000000000c", "operator", "again", "bob")).as("stopped once").isEmpty();
+        assertThat(lifecycle.stop("fakeimg-1-candidate@000000000c", "operator", "again", "bob")).as("stopped once").isEmpty();
         assertThat(canaries.approved(CANDIDATE)).as("a stopped candidate's outputs stay held").isFalse();
         assertThat(canaries.approved("fakeimg-1@0000000002")).isTrue();
     }
@@ -175,13 +177,13 @@ class CanaryRollbackTest {
         assertThat(rows.waiting(waiting).orElseThrow().role()).as("no role written yet: its revision's")
                 .isEqualTo(io.jobgate.job.RevisionRole.CANDIDATE);
 
-        canaries.promote("fakeimg", "alice", "looks right");
+        lifecycle.promote("fakeimg", "alice", "looks right");
         assertThat(rows.waiting(waiting).orElseThrow().role()).isEqualTo(io.jobgate.job.RevisionRole.STABLE);
         assertThat(jdbc.queryForObject("SELECT revision_role FROM jobs WHERE job_id = ?", String.class, waiting)).isEqualTo("stable");
         assertThat(jdbc.queryForObject("SELECT revision_role FROM jobs WHERE job_id = ?", String.class, done)).as("final: untouched")
                 .isNull();
 
-        canaries.restart("fakeimg", "alice", "once more");
+        lifecycle.restart("fakeimg", "alice", "once more");
         assertThat(rows.waiting(waiting).orElseThrow().role()).isEqualTo(io.jobgate.job.RevisionRole.CANDIDATE);
         assertThat(jdbc.queryForObject("SELECT revision_role FROM jobs WHERE job_id = ?", String.class, waiting)).isEqualTo("candidate");
     }

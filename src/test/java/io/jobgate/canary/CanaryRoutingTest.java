@@ -16,15 +16,15 @@ class CanaryRoutingTest {
     @Test
     void theSameAttemptFallsInTheSameBucketAndBucketsSpreadEvenly() {
         UUID job = UUID.fromString("01a231ee-58f2-7e58-ac44-742551b3fbc8");
-        assertThat(Canaries.bucket(job, 1)).isEqualTo(Canaries.bucket(job, 1)).isBetween(0, Canaries.BUCKETS - 1);
+        assertThat(CanaryShare.bucket(job, 1)).isEqualTo(CanaryShare.bucket(job, 1)).isBetween(0, CanaryShare.BUCKETS - 1);
         int n = 200_000;
         int[] within = new int[3];
         double[] shares = {1, 5, 50};
         java.util.Random random = new java.util.Random(14);
         for (int i = 0; i < n; i++) {
-            int bucket = Canaries.bucket(new UUID(random.nextLong(), random.nextLong()), 1 + random.nextInt(4));
+            int bucket = CanaryShare.bucket(new UUID(random.nextLong(), random.nextLong()), 1 + random.nextInt(4));
             for (int s = 0; s < shares.length; s++) {
-                if (bucket < Math.round(shares[s] * (Canaries.BUCKETS / 100.0))) {
+                if (bucket < Math.round(shares[s] * (CanaryShare.BUCKETS / 100.0))) {
                     within[s]++;
                 }
             }
@@ -40,7 +40,7 @@ class CanaryRoutingTest {
         long differ = 0;
         for (int i = 0; i < 1000; i++) {
             UUID job = UUID.randomUUID();
-            if ((Canaries.bucket(job, 1) < 5000) != (Canaries.bucket(job, 2) < 5000)) {
+            if ((CanaryShare.bucket(job, 1) < 5000) != (CanaryShare.bucket(job, 2) < 5000)) {
                 differ++;
             }
         }

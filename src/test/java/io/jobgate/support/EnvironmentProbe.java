@@ -101,7 +101,7 @@ public final class EnvironmentProbe {
             case "operations" -> Boolean.toString(p.supports("lookup"));
             case "error.429.insufficient_quota" -> p.errors().classify(p.name(), 429, "{\"error\": {\"code\": \"insufficient_quota\"}}")
                     .map(v -> v.category().wire()).orElse(null);
-            case "canary.share" -> Double.toString(Canaries.share(p));
+            case "canary.share" -> Double.toString(io.jobgate.canary.CanaryShare.share(p));
             case "canary.min-sample" -> Integer.toString(GateThresholds.of(p).minSample());
             case "canary.window-seconds" -> Long.toString(GateThresholds.of(p).window().toSeconds());
             case "canary.max-p95-ms" -> Long.toString(GateThresholds.of(p).maxP95Millis());

@@ -1,0 +1,273 @@
+package io.jobgate.canary;
+
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+
+import io.jobgate.common.ApiProblem;
+import io.jobgate.job.JobRows;
+import io.jobgate.job.JobSchedules;
+import io.jobgate.job.JobStatus;
+import io.jobgate.job.JobTransitions;
+import io.jobgate.job.RevisionRole;
+import io.jobgate.provider.Provider;
+import io.jobgate.provider.ProviderCatalog;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * A canary's life (docs/canary.md): a loaded candidate gets its row, its gates ({@link CanaryGates}) judge it every
+ * period and stop it when it crosses one, an operator stops, promotes or restarts it; a stop rolls its open jobs back
+ * onto the stable revision under their ids, and every change rewrites the role of its open jobs' attempts. Each
+ * action is recorded and published to the status topic.
+ */
+public final class CanaryLifecycle {
+
+    private static final Logger LOG = LoggerFactory.getLogger(CanaryLifecycle.class);
+
+    /** Who the automatic stop names. */
+    public static final String GATES = "canary-gates";
+
+    /** Told of every stop (metrics and alerts). */
+    @FunctionalInterface
+    public interface StopListener {
+        void stopped(String provider, String revision, String gate, String reason, int requeued);
+    }
+
+    /** Publishes one canary action to the status topic (the gateway's JMS topic; tests: a list). */
+    @FunctionalInterface
+    public interface Publisher {
+        void publish(Map<String, Object> event) throws Exception;
+    }
+
+    private final JdbcTemplate jdbc;
+    private final JobRows jobRows;
+    private final JobSchedules schedules;
+    private final TransactionTemplate transactions;
+    private final JobTransitions transitions;
+    private final ProviderCatalog providers;
+    private final Canaries canaries;
+    private final CanaryGates gates;
+    private final Clock clock;
+    private volatile StopListener stopListener = (p, r, g, why, n) -> { };
+    private volatile Publisher publisher = event -> { };
+
+    public CanaryLifecycle(JdbcTemplate jdbc, TransactionTemplate transactions, JobTransitions transitions, ProviderCatalog providers,
+                           Canaries canaries) {
+        this.jdbc = jdbc;
+        this.jobRows = new JobRows(jdbc);
+        this.schedules = new JobSchedules(jdbc);
+        this.transactions = transactions;
+        this.transitions = transitions;
+        this.providers = providers;
+        this.canaries = canaries;
+        this.clock = transitions.clock();
+        this.gates = new CanaryGates(jdbc, clock);
+    }
+
+    public void onStop(StopListener listener) {
+        this.stopListener = listener;
+    }
+
+    public void publishWith(Publisher publisher) {
+        this.publisher = publisher;
+    }
+
+    /**
+     * Route step: every loaded candidate gets its row (a new one runs), every running canary is judged,
+     * one that crossed a gate is stopped and rolled back; then unpublished actions go to the status topic.
+     */
+    public void judge() {
+        for (Provider provider : providers.all()) {
+            canaries.candidate(provider).ifPresent(c -> discover(provider, c));
+        }
+        for (Map<String, Object> row : jdbc.queryForList("SELECT revision, provider, array_to_string(revisions, ' ') AS revisions, judged_from, sampled_at FROM canaries WHERE status = 'running'")) {
+            Provider provider = providers.find((String) row.get("provider")).orElse(null);
+            if (provider == null) {
+                continue;
+            }
+            String revision = (String) row.get("revision");
+            CanaryGates.Verdict verdict = gates.judge(provider, revision, Canaries.revisions(row), GateThresholds.of(provider),
+                    ((Timestamp) row.get("judged_from")).toInstant());
+            if (verdict.tripped() != null) {
+                stop(revision, verdict.tripped().split(" ")[0], verdict.tripped(), GATES);
+            } else if (verdict.judged() && row.get("sampled_at") == null) {
+                // A full sample passed: from now on the share alone decides (no count at each start).
+                jdbc.update("UPDATE canaries SET sampled_at = ? WHERE revision = ? AND status = 'running' AND sampled_at IS NULL",
+                        Timestamp.from(clock.instant()), revision);
+            }
+        }
+        publish();
+    }
+
+    private void discover(Provider provider, Canaries.Candidate candidate) {
+        Timestamp now = Timestamp.from(clock.instant());
+        int added = jdbc.update("""
+                INSERT INTO canaries (revision, provider, revisions, status, judged_from, changed_by, changed_at, created_at)
+                VALUES (?, ?, ?, 'running', ?, 'drop-in', ?, ?) ON CONFLICT DO NOTHING""",
+                candidate.id(), provider.name(), candidate.revisions(provider).toArray(String[]::new), now, now, now);
+        if (added == 1) {
+            action(candidate.id(), provider.name(), "started", null, "candidate route loaded; share " + CanaryShare.share(provider) + " %",
+                    "drop-in", 0);
+            LOG.info("canary started provider={} revision={} share={} %", provider.name(), candidate.id(), CanaryShare.share(provider));
+        }
+    }
+
+    /**
+     * Stops a running (or promoted) canary: no new attempt goes to it, and its jobs that are not final
+     * and whose last attempt ran on it are re-queued under the stable revision (same id, a new attempt,
+     * through the outbox): a job waiting on the provider takes {@code resubmit}, a job waiting for its
+     * retry is due now. Failed attempts stay; the ledger is not touched.
+     *
+     * @return the rows re-queued, or empty when the canary was not running (nothing changed)
+     */
+    public Optional<Integer> stop(String revision, String gate, String reason, String operator) {
+        Timestamp now = Timestamp.from(clock.instant());
+        // The status and the role of its open jobs in one transaction: a stopped canary's outputs stay held.
+        List<Map<String, Object>> stopped = transactions.execute(tx -> {
+            List<Map<String, Object>> rows = jdbc.queryForList("""
+                    UPDATE canaries SET status = 'stopped', gate = ?, reason = ?, changed_by = ?, changed_at = ?
+                     WHERE revision = ? AND status IN ('running', 'promoted') RETURNING provider, array_to_string(revisions, ' ') AS revisions""",
+                    gate, reason, operator, now, revision);
+            rows.forEach(r -> jobRows.assignRole(Canaries.revisions(r), RevisionRole.CANDIDATE));
+            return rows;
+        });
+        if (stopped.isEmpty()) {
+            return Optional.empty();
+        }
+        String provider = (String) stopped.get(0).get("provider");
+        int requeued = rollBack(Canaries.revisions(stopped.get(0)));
+        action(revision, provider, "stopped", gate, reason, operator, requeued);
+        LOG.warn("canary stopped provider={} revision={} gate={} by={} requeued={} reason={}", provider, revision, gate, operator,
+                requeued, reason);
+        stopListener.stopped(provider, revision, gate, reason, requeued);
+        return Optional.of(requeued);
+    }
+
+    private int rollBack(List<String> revisions) {
+        Instant now = clock.instant();
+        int requeued = 0;
+        for (JobRows.OpenJob job : jobRows.openOnRevisions(revisions)) {
+            UUID jobId = job.jobId();
+            JobStatus status = job.status();
+            if (status == JobStatus.PROVIDER_PENDING || status == JobStatus.SUBMISSION_UNKNOWN) {
+                if (transitions.apply(jobId, JobTransitions.Event.RESUBMIT, JobTransitions.Guard.from(java.util.Set.of(status)),
+                        JobTransitions.Change.retryAt(now, 0, null)).isPresent()) {
+                    requeued++;
+                }
+            } else if (status == JobStatus.RETRY_WAIT) {
+                // Its next attempt (on the stable revision: its last ran on the candidate) is due now.
+                requeued += transactions.execute(tx -> {
+                    int moved = jdbc.update("""
+                            UPDATE outbox SET available_at = ? WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL
+                               AND available_at > ?""", Timestamp.from(now), jobId, Timestamp.from(now));
+                    schedules.retryShownDue(jobId, now);
+                    return moved > 0 ? 1 : 0;
+                });
+            }
+            // running, submitting: the call in flight ends as any attempt does; its retry goes to the stable revision.
+        }
+        return requeued;
+    }
+
+    /** The provider's newest canary (the one the admin calls act on). */
+    private Map<String, Object> newest(String provider) {
+        return jdbc.queryForList("SELECT revision, status FROM canaries WHERE provider = ? ORDER BY created_at DESC LIMIT 1", provider)
+                .stream().findFirst().orElseThrow(() -> ApiProblem.of(404, "canary_not_found",
+                        "Provider '" + provider + "' has no canary: drop a candidate route (direct:provider-" + provider
+                                + Canaries.CANDIDATE_SUFFIX + ") in first."));
+    }
+
+    /** Operator: stops the provider's canary (as the gates would). @return its revision */
+    public String stopByOperator(String provider, String operator, String reason) {
+        Map<String, Object> row = newest(provider);
+        String revision = (String) row.get("revision");
+        if (stop(revision, "operator", reason == null ? "stopped by " + operator : reason, operator).isEmpty()) {
+            throw conflict(provider, revision, (String) row.get("status"), "stop");
+        }
+        return revision;
+    }
+
+    /**
+     * Operator: the candidate becomes the approved revision: every new attempt of the provider runs on it and
+     * its outputs are promoted (the operator then copies the candidate file over the stable one).
+     */
+    public String promote(String provider, String operator, String reason) {
+        return change(provider, operator, reason, "promoted", "status IN ('running', 'stopped')", false);
+    }
+
+    /** Operator: a stopped or promoted canary runs again at its share; its gates judge only attempts from now on. */
+    public String restart(String provider, String operator, String reason) {
+        return change(provider, operator, reason, "running", "status IN ('stopped', 'promoted')", true);
+    }
+
+    private String change(String provider, String operator, String reason, String to, String from, boolean fresh) {
+        Map<String, Object> row = newest(provider);
+        String revision = (String) row.get("revision");
+        Timestamp now = Timestamp.from(clock.instant());
+        // The status and what its open jobs' evidence means from now on, in one transaction: a promoted revision's
+        // outputs are the job's, a restarted candidate's are held again.
+        List<Map<String, Object>> changed = transactions.execute(tx -> {
+            List<Map<String, Object>> rows = jdbc.queryForList("UPDATE canaries SET status = ?, gate = NULL, reason = ?,"
+                    + " changed_by = ?, changed_at = ?" + (fresh ? ", judged_from = ?, sampled_at = NULL" : "")
+                    + " WHERE revision = ? AND " + from + " RETURNING array_to_string(revisions, ' ') AS revisions",
+                    fresh ? new Object[] {to, reason, operator, now, now, revision} : new Object[] {to, reason, operator, now, revision});
+            rows.forEach(r -> jobRows.assignRole(Canaries.revisions(r), to.equals("promoted") ? RevisionRole.STABLE : RevisionRole.CANDIDATE));
+            return rows;
+        });
+        if (changed.isEmpty()) {
+            throw conflict(provider, revision, (String) row.get("status"), to.equals("running") ? "restart" : "promote");
+        }
+        String action = to.equals("running") ? "restarted" : "promoted";
+        action(revision, provider, action, null, reason, operator, 0);
+        LOG.info("canary {} provider={} revision={} by={}", action, provider, revision, operator);
+        publish();
+        return revision;
+    }
+
+    private static ApiProblem conflict(String provider, String revision, String status, String what) {
+        return ApiProblem.of(409, "canary_conflict", "The canary " + revision + " of provider '" + provider + "' is " + status
+                + ": it cannot " + what + ".").with("canary_status", status);
+    }
+
+    private void action(String revision, String provider, String action, String gate, String reason, String operator, int requeued) {
+        jdbc.update("""
+                INSERT INTO canary_actions (revision, provider, action, gate, reason, operator, at, requeued)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)""", revision, provider, action, gate, reason, operator,
+                Timestamp.from(clock.instant()), requeued);
+    }
+
+    /** Unpublished actions to the status topic, oldest first; a failed publish is tried again next round. */
+    private void publish() {
+        for (Map<String, Object> a : jdbc.queryForList("""
+                SELECT action_id, revision, provider, action, gate, reason, operator, at, requeued FROM canary_actions
+                 WHERE published_at IS NULL ORDER BY action_id LIMIT 100""")) {
+            Map<String, Object> event = new LinkedHashMap<>();
+            event.put("event", "canary");
+            event.put("provider", a.get("provider"));
+            event.put("revision", a.get("revision"));
+            event.put("action", a.get("action"));
+            event.put("gate", a.get("gate"));
+            event.put("reason", a.get("reason"));
+            event.put("operator", a.get("operator"));
+            event.put("at", ((Timestamp) a.get("at")).toInstant().toString());
+            event.put("requeued", a.get("requeued"));
+            try {
+                publisher.publish(event);
+            } catch (Exception e) {
+                LOG.warn("canary event {} not published yet: {}", a.get("action_id"), e.toString());
+                return;
+            }
+            jdbc.update("UPDATE canary_actions SET published_at = ? WHERE action_id = ?", Timestamp.from(clock.instant()),
+                    a.get("action_id"));
+        }
+    }
+
+}
