@@ -68,11 +68,11 @@ class DrainProbesTest extends GatewayTestBase {
                     + "max_queued_bytes) VALUES ('bench-1-drain-00', 'drain', 'probe-test', 10, 10, 0) ON CONFLICT DO NOTHING");
             UUID open = UUID.randomUUID();
             UUID failed = UUID.randomUUID();
-            s.execute("INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version, kind, "
-                    + "provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at, finalized_at, error_category) "
-                    + "VALUES ('" + open + "', 'bench-1-drain-00', 'probe-open', 'x', 'queued', 'p', 1, 'image', 'fakeimg', '{}', 0, 1, 60, "
-                    + "now() + interval '1 minute', NULL, NULL), ('" + failed + "', 'bench-1-drain-00', 'probe-failed', 'x', 'failed', "
-                    + "'p', 1, 'image', 'fakeimg', '{}', 0, 1, 60, now() + interval '1 minute', now(), 'transient')");
+            io.jobgate.support.JobFactory jobs = io.jobgate.support.JobFactory.onConnection(c);
+            java.time.Instant inAMinute = java.time.Instant.now().plusSeconds(60);
+            jobs.job("bench-1-drain-00").id(open).key("probe-open").preset("p", 1).maxAttempts(1).lifetime(60, inAMinute).insert();
+            jobs.job("bench-1-drain-00").id(failed).key("probe-failed").status("failed").preset("p", 1).maxAttempts(1)
+                    .lifetime(60, inAMinute).finalizedAt(java.time.Instant.now()).errorCategory("transient").insert();
             some.add(open);
             some.add(failed);
             given = some.toArray(UUID[]::new);

@@ -15,6 +15,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.jobgate.infra.Settings;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.support.JobFactory;
 import io.jobgate.support.TestDatabase;
 import io.jobgate.support.TestTenants;
 import org.apache.camel.impl.DefaultCamelContext;
@@ -63,18 +64,11 @@ class CanaryGatesTest {
     /** {@code n} finished attempts of {@code revision}, each its own job, started {@code ago} before now. */
     void attempts(String revision, int n, String outcome, String category, long durationMs, Duration ago) {
         for (int i = 0; i < n; i++) {
-            UUID job = UUID.randomUUID();
-            jdbc.update("""
-                    INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version, kind,
-                                      provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at, attempts)
-                    VALUES (?, ?, ?, 'x', 'queued', 'invoice-clean', 2, 'image', 'fakeimg', '{}', 0, 4, 1800, now(), 1)""",
-                    job, TENANT, "gates-" + job);
+            JobFactory jobs = JobFactory.on(jdbc);
+            UUID job = jobs.job(TENANT).preset("invoice-clean", 2).attempts(1).insert();
             Instant started = NOW.minus(ago);
-            jdbc.update("""
-                    INSERT INTO attempts (job_id, attempt, lease_token, worker, adapter, adapter_revision, started_at, ended_at,
-                                          duration_ms, outcome, error_category)
-                    VALUES (?, 1, ?, 'w', 'fakeimg', ?, ?, ?, ?, ?, ?)""", job, UUID.randomUUID(), revision,
-                    Timestamp.from(started), Timestamp.from(started.plusMillis(durationMs)), durationMs, outcome, category);
+            jobs.attempt(job, 1).revision(revision).ran(started, started.plusMillis(durationMs)).durationMs(durationMs)
+                    .outcome(outcome).errorCategory(category).insert();
         }
     }
 

@@ -16,6 +16,7 @@ import io.jobgate.infra.RetryingTransactions;
 import io.jobgate.infra.Settings;
 import io.jobgate.job.JobTransitions;
 import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.support.JobFactory;
 import io.jobgate.support.TestDatabase;
 import io.jobgate.support.TestTenants;
 import org.apache.camel.impl.DefaultCamelContext;
@@ -74,25 +75,15 @@ class CanaryRollbackTest {
     }
 
     UUID job(String status, String revision, Instant nextAttempt) {
-        UUID job = UUID.randomUUID();
-        boolean terminal = status.equals("succeeded");
-        jdbc.update("""
-                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version, kind,
-                                  provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at, attempts,
-                                  adapter_revision, dispatched_at, next_attempt_at, finalized_at)
-                VALUES (?, ?, ?, 'x', ?, 'invoice-clean', 2, 'image', 'fakeimg', '{}', 0, 4, 1800, ?, 1, ?, ?, ?, ?)""",
-                job, TENANT, "rollback-" + job, status, Timestamp.from(NOW.plusSeconds(1800)), revision,
-                status.equals("provider_pending") ? Timestamp.from(NOW) : null,
-                nextAttempt == null ? null : Timestamp.from(nextAttempt), terminal ? Timestamp.from(NOW) : null);
-        jdbc.update("""
-                INSERT INTO attempts (job_id, attempt, lease_token, worker, adapter, adapter_revision, started_at, ended_at, outcome,
-                                      error_category)
-                VALUES (?, 1, ?, 'w', 'fakeimg', ?, ?, ?, ?, ?)""", job, UUID.randomUUID(), revision, Timestamp.from(NOW.minusSeconds(5)),
-                Timestamp.from(NOW.minusSeconds(4)), status.equals("retry_wait") ? "retry_wait" : "pending",
-                status.equals("retry_wait") ? "transient" : null);
+        JobFactory jobs = JobFactory.on(jdbc);
+        UUID job = jobs.job(TENANT).status(status).preset("invoice-clean", 2).lifetime(1800, NOW.plusSeconds(1800)).attempts(1)
+                .revision(revision).dispatchedAt(status.equals("provider_pending") ? NOW : null).nextAttemptAt(nextAttempt)
+                .finalizedAt(status.equals("succeeded") ? NOW : null).insert();
+        jobs.attempt(job, 1).revision(revision).ran(NOW.minusSeconds(5), NOW.minusSeconds(4))
+                .outcome(status.equals("retry_wait") ? "retry_wait" : "pending").errorCategory(status.equals("retry_wait") ? "transient" : null)
+                .insert();
         if (nextAttempt != null) {
-            jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, available_at, created_at) VALUES (?, ?, 'dispatch', ?, ?)",
-                    job, TENANT, Timestamp.from(nextAttempt), Timestamp.from(NOW));
+            jobs.dispatch(job, TENANT, nextAttempt);
         }
         return job;
     }

@@ -62,4 +62,20 @@ class JobTablesDoorTest {
         assertThat(naming).as("files outside job/ whose SQL names jobs or attempts").isEqualTo(new TreeSet<>(ALLOWED.keySet()));
         assertThat(ALLOWED.values()).allSatisfy(reason -> assertThat(reason).isNotBlank());
     }
+
+    /** Tests make a job, its attempts and its ledger lines through the job factory, not by hand. */
+    @Test
+    void testsMakeJobsThroughTheFactory() throws IOException {
+        Pattern writesARow = Pattern.compile("INSERT INTO (jobs|attempts)\\b");
+        Set<String> byHand = new TreeSet<>();
+        try (Stream<Path> files = Files.walk(Path.of("src/test/java"))) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+                if (!f.endsWith("JobFactory.java") && !f.endsWith("JobTablesDoorTest.java")
+                        && writesARow.matcher(Files.readString(f)).find()) {
+                    byHand.add(f.toString());
+                }
+            }
+        }
+        assertThat(byHand).as("tests inserting jobs or attempts by hand (use support/JobFactory)").isEmpty();
+    }
 }

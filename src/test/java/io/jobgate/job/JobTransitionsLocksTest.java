@@ -134,13 +134,8 @@ class JobTransitionsLocksTest {
     /** A job of the tenant in {@code status}, dispatched (its slot taken) and counted as admission and the relay count it. */
     private UUID jobHoldingASlot(JobStatus status, UUID token) {
         UUID id = UUID.randomUUID();
-        jdbc.update("""
-                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
-                                  kind, aspect_class, provider, inputs, source_bytes, cost_micros, max_attempts, max_lifetime_seconds,
-                                  expires_at, attempts, lease_token, lease_owner, lease_expires_at, dispatched_at)
-                VALUES (?, ?, ?, 'x', 'queued', 'invoice-clean', 1, 'image', 'square', 'fakeimg', '{}', ?, 1000, 4, 1800,
-                        now() + interval '1 hour', 1, NULL, NULL, NULL, ?)""",
-                id, TENANT, "release-" + id, SOURCE_BYTES, Timestamp.from(NOW));
+        io.jobgate.support.JobFactory.on(jdbc).job(TENANT).id(id).key("release-" + id).sourceBytes(SOURCE_BYTES).costMicros(1000)
+                .attempts(1).dispatchedAt(NOW).insert();
         // Into the state by the table's own edges (the database refuses any other pair).
         jdbc.update("UPDATE jobs SET status = 'running', lease_token = ?, lease_owner = 'walker', lease_expires_at = ? WHERE job_id = ?",
                 token, Timestamp.from(NOW.plus(Duration.ofMinutes(1))), id);

@@ -21,6 +21,7 @@ import io.jobgate.job.JobTransitions.Change;
 import io.jobgate.job.JobTransitions.Effect;
 import io.jobgate.job.JobTransitions.Event;
 import io.jobgate.job.JobTransitions.Guard;
+import io.jobgate.support.JobFactory;
 import io.jobgate.support.TestDatabase;
 import io.jobgate.support.TestTenants;
 import org.junit.jupiter.api.AfterAll;
@@ -85,22 +86,10 @@ class JobTransitionsTest {
             try (var st = c.createStatement()) {
                 st.execute("SET session_replication_role = replica"); // set the stage past the triggers
             }
-            try (var ps = c.prepareStatement("""
-                    INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
-                                      kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds,
-                                      expires_at, attempts, lease_token, lease_owner, lease_expires_at, dispatched_at, finalized_at)
-                    VALUES (?, ?, ?, 'x', ?, 'invoice-clean', 1, 'image', 'square', 'fakeimg', '{}', 1000, 4, 1800,
-                            now() + interval '1 hour', 1, ?, ?, ?, ?, ?)""")) {
-                ps.setObject(1, id);
-                ps.setString(2, TENANT);
-                ps.setString(3, "walk-" + id);
-                ps.setString(4, status.wire());
-                ps.setObject(5, token);
-                ps.setString(6, leased ? "walker" : null);
-                ps.setTimestamp(7, leased ? Timestamp.from(NOW.plusSeconds(60)) : null);
-                ps.setTimestamp(8, slot ? Timestamp.from(NOW) : null);
-                ps.setTimestamp(9, status.terminal() ? Timestamp.from(NOW) : null);
-                ps.executeUpdate();
+            try {
+                JobFactory.onConnection(c).job(TENANT).id(id).key("walk-" + id).status(status.wire()).costMicros(1000).attempts(1)
+                        .lease(token, leased ? "walker" : null, leased ? NOW.plusSeconds(60) : null)
+                        .dispatchedAt(slot ? NOW : null).finalizedAt(status.terminal() ? NOW : null).insert();
             } finally {
                 try (var st = c.createStatement()) {
                     st.execute("SET session_replication_role = DEFAULT");
@@ -108,10 +97,10 @@ class JobTransitionsTest {
             }
             return null;
         });
-        jdbc.update("INSERT INTO ledger (tenant_id, job_id, entry_type, amount_micros) VALUES (?, ?, 'debit', -1000)", TENANT, id);
-        jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, published_at) VALUES (?, ?, 'dispatch', now())", id, TENANT);
-        jdbc.update("INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES (?, ?, 'dispatch', now() + interval '1 hour')",
-                id, TENANT);
+        JobFactory jobs = JobFactory.on(jdbc);
+        jobs.ledger(id, TENANT, "debit", -1000);
+        jobs.publishedDispatch(id, TENANT);
+        jobs.dispatch(id, TENANT, Instant.now().plusSeconds(3600));
         long newest = jdbc.queryForObject("SELECT max(event_id) FROM outbox WHERE job_id = ?", Long.class, id);
         if (status == JobStatus.SUBMITTING) {
             // Its call holds a slot of the provider's limit (V19).
@@ -349,9 +338,9 @@ class JobTransitionsTest {
     void anEndingClosesTheWorkersAttemptInItsOwnWritesOnlyUnderItsLease() {
         Fixture job = jobIn(JobStatus.SUBMITTING);
         // An earlier attempt left open (its worker died) and the one the worker is recording now.
-        jdbc.update("INSERT INTO attempts (job_id, tenant_id, attempt, lease_token, worker, adapter, adapter_revision, started_at) "
-                + "VALUES (?, ?, 1, ?, 'walker-0', 'fakeimg', 'fake-r1', now()), (?, ?, 2, ?, 'walker', 'fakeimg', 'fake-r1', now())",
-                job.jobId(), TENANT, UUID.randomUUID(), job.jobId(), TENANT, job.leaseToken());
+        JobFactory jobs = JobFactory.on(jdbc);
+        jobs.attempt(job.jobId(), 1).lease(UUID.randomUUID(), "walker-0").revision("fake-r1").insert();
+        jobs.attempt(job.jobId(), 2).lease(job.leaseToken(), "walker").revision("fake-r1").insert();
         JobTransitions.AttemptClose close = new JobTransitions.AttemptClose(2, job.leaseToken(),
                 "ended_at = :closeEnded, outcome = :closeOutcome, http_status = :closeStatus",
                 Map.of("closeEnded", Timestamp.from(NOW.plusSeconds(5)), "closeOutcome", "succeeded", "closeStatus", 200));

@@ -31,13 +31,10 @@ class RelayNotificationsTest extends GatewayTestBase {
                 UPDATE tenant_accounts SET running_jobs = 0 WHERE tenant_id = 'globex';
                 UPDATE tenant_releases SET running_jobs = 0 WHERE tenant_id = 'globex';
                 UPDATE dispatch_window SET running = 0;
-                DELETE FROM provider_window;
-                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
-                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at)
-                VALUES ('%1$s', 'globex', 'elsewhere-%1$s', 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
-                        'simulator', '{}', 0, 4, 1800, now() + interval '1 hour');
-                INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES ('%1$s', 'globex', 'dispatch', now())
-                """.formatted(id));
+                DELETE FROM provider_window""");
+        io.jobgate.support.JobFactory jobs = io.jobgate.support.JobFactory.onTestDatabase();
+        jobs.job("globex").id(id).key("elsewhere-" + id).provider("simulator").insert();
+        jobs.dispatch(id, "globex", java.time.Instant.now());
         return id;
     }
 

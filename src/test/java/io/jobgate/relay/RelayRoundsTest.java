@@ -154,16 +154,8 @@ class RelayRoundsTest extends GatewayTestBase {
 
     /** The tenant bulk's due jobs of the simulator provider, older than anything a test posts. */
     private void backlog(int jobs) {
-        Db.execute("""
-                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
-                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at)
-                SELECT gen_random_uuid(), 'bulk', 'backlog-' || gen_random_uuid(), 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
-                       'simulator', '{}', 0, 4, 1800, now() + interval '1 hour'
-                  FROM generate_series(1, %d) g;
-                INSERT INTO outbox (job_id, tenant_id, event_type, available_at)
-                SELECT j.job_id, 'bulk', 'dispatch', now() - interval '1 minute' FROM jobs j
-                 WHERE j.tenant_id = 'bulk' AND j.idempotency_key LIKE 'backlog-%%'
-                   AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.job_id = j.job_id)""".formatted(jobs));
+        io.jobgate.support.JobFactory.onTestDatabase().job("bulk").provider("simulator")
+                .insertBacklog(jobs, "backlog-", java.time.Instant.now().minusSeconds(60));
     }
 
     /** The job ids of the messages on jobs.dispatch, in the order the broker would deliver them, of these jobs only. */

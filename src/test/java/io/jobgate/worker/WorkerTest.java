@@ -273,16 +273,13 @@ class WorkerTest extends GatewayTestBase {
     @Test
     void aClosingGateMovesTheProvidersWaitingDispatchesToItsReopening() {
         String tag = Jobs.tag();
-        Db.execute("""
-                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
-                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds, expires_at)
-                SELECT gen_random_uuid(), 'acme', '%1$s-' || p, 'x', 'retry_wait', 'invoice-clean', 1, 'image', 'square',
-                       p, '{}', 0, 4, 86400, now() + interval '1 day'
-                  FROM unnest(ARRAY['gated-%1$s', 'open-%1$s']) p;
-                UPDATE jobs SET next_attempt_at = now() + interval '1 hour' WHERE idempotency_key LIKE '%1$s-%%';
-                INSERT INTO outbox (job_id, tenant_id, event_type, available_at)
-                SELECT job_id, 'acme', 'dispatch', now() + interval '1 hour' FROM jobs WHERE idempotency_key LIKE '%1$s-%%'
-                """.formatted(tag));
+        io.jobgate.support.JobFactory jobs = io.jobgate.support.JobFactory.onTestDatabase();
+        Instant inAnHour = Instant.now().plus(Duration.ofHours(1));
+        for (String provider : List.of("gated-" + tag, "open-" + tag)) {
+            UUID id = jobs.job("acme").key(tag + "-" + provider).status("retry_wait").provider(provider)
+                    .lifetime(86400, Instant.now().plus(Duration.ofDays(1))).nextAttemptAt(inAnHour).insert();
+            jobs.dispatch(id, "acme", inAnHour);
+        }
         Instant reopening = clock.instant().plus(Duration.ofHours(2)).truncatedTo(ChronoUnit.MICROS);
 
         int moved = gates.close("gated-" + tag, reopening, "HTTP 429 in a test");
@@ -300,14 +297,10 @@ class WorkerTest extends GatewayTestBase {
 
     /** A job the relay dispatched, its dispatch event due in an hour (no worker gets it); @return the event's id. */
     long dispatchedJob(UUID id, String provider) {
-        Db.execute("""
-                INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
-                                  kind, aspect_class, provider, inputs, cost_micros, max_attempts, max_lifetime_seconds,
-                                  expires_at, dispatched_at)
-                VALUES ('%1$s', 'acme', 'dispatched-%1$s', 'x', 'queued', 'invoice-clean', 1, 'image', 'square',
-                        '%2$s', '{}', 0, 4, 3600, now() + interval '1 hour', now());
-                INSERT INTO outbox (job_id, tenant_id, event_type, available_at) VALUES ('%1$s', 'acme', 'dispatch',
-                        now() + interval '1 hour')""".formatted(id, provider));
+        io.jobgate.support.JobFactory jobs = io.jobgate.support.JobFactory.onTestDatabase();
+        jobs.job("acme").id(id).key("dispatched-" + id).provider(provider).lifetime(3600, Instant.now().plusSeconds(3600))
+                .dispatchedAt(Instant.now()).insert();
+        jobs.dispatch(id, "acme", Instant.now().plusSeconds(3600));
         return Db.count("SELECT max(event_id) FROM outbox WHERE job_id = ?", id);
     }
 
