@@ -288,7 +288,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         // Canary candidates beside stable adapters (docs/canary.md): a share of attempts, gates, stop, rollback.
         io.jobgate.canary.Canaries canaries = new io.jobgate.canary.Canaries(jdbc, providers, adapterRoutes::candidateSource, clock);
         io.jobgate.canary.CanaryLifecycle canaryLifecycle = new io.jobgate.canary.CanaryLifecycle(jdbc, transactions, transitions,
-                providers, canaries);
+                finalizer, providers, canaries);
         io.jobgate.canary.CanaryViews canaryViews = new io.jobgate.canary.CanaryViews(jdbc, providers, canaries, clock);
         canaryLifecycle.onStop((provider, revision, gate, reason, requeued) -> meters.canaryStopped(provider, gate));
         org.apache.camel.ProducerTemplate canaryEvents = context.createProducerTemplate();

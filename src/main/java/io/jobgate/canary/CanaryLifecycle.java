@@ -10,6 +10,12 @@ import java.util.Optional;
 import java.util.UUID;
 
 import io.jobgate.common.ApiProblem;
+import io.jobgate.fate.Evidence;
+import io.jobgate.fate.Fate;
+import io.jobgate.fate.Outcomes;
+import io.jobgate.fate.Standing;
+import io.jobgate.fate.Waits;
+import io.jobgate.job.JobFinalizer;
 import io.jobgate.job.JobRows;
 import io.jobgate.job.JobSchedules;
 import io.jobgate.job.JobStatus;
@@ -52,6 +58,7 @@ public final class CanaryLifecycle {
     private final JobSchedules schedules;
     private final TransactionTemplate transactions;
     private final JobTransitions transitions;
+    private final JobFinalizer finalizer;
     private final ProviderCatalog providers;
     private final Canaries canaries;
     private final CanaryGates gates;
@@ -59,8 +66,9 @@ public final class CanaryLifecycle {
     private volatile StopListener stopListener = (p, r, g, why, n) -> { };
     private volatile Publisher publisher = event -> { };
 
-    public CanaryLifecycle(JdbcTemplate jdbc, TransactionTemplate transactions, JobTransitions transitions, ProviderCatalog providers,
-                           Canaries canaries) {
+    public CanaryLifecycle(JdbcTemplate jdbc, TransactionTemplate transactions, JobTransitions transitions, JobFinalizer finalizer,
+                           ProviderCatalog providers, Canaries canaries) {
+        this.finalizer = finalizer;
         this.jdbc = jdbc;
         this.jobRows = new JobRows(jdbc);
         this.schedules = new JobSchedules(jdbc);
@@ -158,8 +166,17 @@ public final class CanaryLifecycle {
             UUID jobId = job.jobId();
             JobStatus status = job.status();
             if (status == JobStatus.PROVIDER_PENDING || status == JobStatus.SUBMISSION_UNKNOWN) {
-                if (transitions.apply(jobId, JobTransitions.Event.RESUBMIT, JobTransitions.Guard.from(java.util.Set.of(status)),
-                        JobTransitions.Change.retryAt(now, 0, null)).isPresent()) {
+                // Resubmitted now on the stable revision, within the job's caps (the rulebook's decision).
+                Fate fate = Outcomes.decide(new Evidence.RolledBack(String.join(" ", revisions)), RevisionRole.CANDIDATE,
+                        new Standing(job.attempts(), job.maxAttempts(), job.expiresAt(), job.unparseableStreak()),
+                        new Waits(java.time.Duration.ZERO, java.time.Duration.ZERO), now);
+                JobTransitions.Guard guard = JobTransitions.Guard.from(java.util.Set.of(status));
+                boolean moved = fate instanceof Fate.Retry retry
+                        ? transitions.apply(jobId, JobTransitions.Event.RESUBMIT, guard,
+                                JobTransitions.Change.retryAt(retry.at(), retry.unparseableStreak(), null)).isPresent()
+                        : finalizer.finalizeJobIf(jobId, guard, JobFinalizer.Outcome.failed(((Fate.Fail) fate).category().wire(),
+                                ((Fate.Fail) fate).message()));
+                if (moved) {
                     requeued++;
                 }
             } else if (status == JobStatus.RETRY_WAIT) {

@@ -64,6 +64,13 @@ public sealed interface Evidence {
     record LeaseEnded(boolean sent, boolean resubmitSafe, String why) implements Evidence {
     }
 
+    /**
+     * A canary was stopped while the job waited on its candidate's task: its next attempt, on the stable revision,
+     * is due now (the candidate's task could only ever give a held output).
+     */
+    record RolledBack(String why) implements Evidence {
+    }
+
     /** A start with nothing against it yet: may an attempt begin? */
     record Starting() implements Evidence {
     }

@@ -69,6 +69,10 @@ public final class Outcomes {
             // not failed blind. One never sent can bring nothing back: the job ends now, not on a retry that never comes.
             return next instanceof Fate.Fail && ended.sent() ? new Fate.Park() : next;
         }
+        if (evidence instanceof Evidence.RolledBack rolledBack) {
+            return withinCaps(standing, now, "canary rolled back: " + rolledBack.why(),
+                    new Fate.Retry(now, standing.unparseableStreak(), null, null));
+        }
         if (evidence instanceof Evidence.Starting) {
             return withinCaps(standing, now, "none left to start", new Fate.Start());
         }

@@ -28,7 +28,7 @@ public final class JobRows {
     }
 
     /** A job not final yet. */
-    public record OpenJob(UUID jobId, JobStatus status) {
+    public record OpenJob(UUID jobId, JobStatus status, int attempts, int maxAttempts, Instant expiresAt, int unparseableStreak) {
     }
 
     /** The provider task of a cancelled job: what a provider cancel asks to stop. */
@@ -95,8 +95,11 @@ public final class JobRows {
     /** The jobs not final whose adapter revision is one of {@code revisions}. */
     public List<OpenJob> openOnRevisions(List<String> revisions) {
         return jdbc.query("""
-                SELECT job_id, status FROM jobs WHERE finalized_at IS NULL AND adapter_revision = ANY (?)""",
-                (rs, i) -> new OpenJob(rs.getObject("job_id", UUID.class), status(rs)), (Object) revisions.toArray(String[]::new));
+                SELECT job_id, status, attempts, max_attempts, expires_at, unparseable_streak FROM jobs
+                 WHERE finalized_at IS NULL AND adapter_revision = ANY (?)""",
+                (rs, i) -> new OpenJob(rs.getObject("job_id", UUID.class), status(rs), rs.getInt("attempts"), rs.getInt("max_attempts"),
+                        rs.getTimestamp("expires_at").toInstant(), rs.getInt("unparseable_streak")),
+                (Object) revisions.toArray(String[]::new));
     }
 
     /**

@@ -61,7 +61,8 @@ class CanaryRollbackTest {
         Files.copy(Path.of("src/test/resources/providers/fakeimg.properties"), dir.resolve("fakeimg.properties"));
         ProviderCatalog providers = ProviderCatalog.load(List.of(dir), new Settings(new DefaultCamelContext()));
         canaries = new Canaries(jdbc, providers, name -> null, clock);
-        lifecycle = new CanaryLifecycle(jdbc, transactions, transitions, providers, canaries);
+        lifecycle = new CanaryLifecycle(jdbc, transactions, transitions, new io.jobgate.job.JobFinalizer(transitions), providers,
+                canaries);
         candidateAttempts = new io.jobgate.job.CandidateAttempts(jdbc, transactions, transitions);
         jdbc.update("""
                 INSERT INTO canaries (revision, provider, revisions, status, judged_from, changed_by, changed_at, created_at)

@@ -179,6 +179,14 @@ class OutcomesTest {
         rows.add(row("lease ended after sending, no attempt left: parked, its answer may still come",
                 new Evidence.LeaseEnded(true, true, "expired"), STABLE, USED, new Fate.Park()));
 
+        // A canary stopped while the job waited on its candidate's task.
+        rows.add(row("rolled back with room: resubmitted now on the stable revision, the streak kept",
+                new Evidence.RolledBack("c@1"), CANDIDATE, ONE_UNPARSEABLE, retry(0, 1, null)));
+        rows.add(row("rolled back with every attempt used: exhausted now, not a retry that never comes",
+                new Evidence.RolledBack("c@1"), CANDIDATE, USED, fail(EXHAUSTED, "3 of 3 attempts used; last: canary rolled back: c@1")));
+        rows.add(row("rolled back at the lifetime's end: expired", new Evidence.RolledBack("c@1"), CANDIDATE, OVER,
+                fail(EXPIRED, pastLifetime(0, OVER.expiresAt(), "canary rolled back: c@1"))));
+
         // A start.
         rows.add(row("a start with room", new Evidence.Starting(), STABLE, ROOM, new Fate.Start()));
         rows.add(row("a start with every attempt used", new Evidence.Starting(), STABLE, USED,
