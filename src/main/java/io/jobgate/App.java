@@ -100,7 +100,7 @@ public final class App {
         }
         switch (command) {
             case "run" -> refusable(() -> Gateway.gateway().run(rest));
-            case "broker" -> refusable(() -> io.jobgate.infra.BrokerNode.main(rest));
+            case "broker" -> refusable(() -> BrokerNode.main(rest));
             case "bench" -> {
                 // The bench is not in the gateway's jar (src/bench, docs/benchmarks.md).
                 System.err.println("the bench is its own jar: java -jar target/jobgate-bench.jar [options] (docs/benchmarks.md)");

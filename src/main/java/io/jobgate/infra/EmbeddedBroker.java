@@ -59,8 +59,11 @@ public final class EmbeddedBroker {
 
         public static final java.util.List<String> ROLES = java.util.List.of("primary", "backup");
 
+        /** The setting that makes a broker node one of a pair ({@code java -jar jobgate.jar broker}). */
+        public static final String SETTING = "jobgate.broker.ha";
+
         /** host:port, nothing else: the value goes into the broker's XML. */
-        static final java.util.regex.Pattern ADDRESS = java.util.regex.Pattern.compile("[A-Za-z0-9.\\-]+:[0-9]{1,5}|\\[[0-9A-Fa-f:.]+\\]:[0-9]{1,5}");
+        public static final java.util.regex.Pattern ADDRESS = java.util.regex.Pattern.compile("[A-Za-z0-9.\\-]+:[0-9]{1,5}|\\[[0-9A-Fa-f:.]+\\]:[0-9]{1,5}");
 
         public Replication {
             if (!ROLES.contains(role)) {
@@ -73,7 +76,7 @@ public final class EmbeddedBroker {
          * written beside the journal: the file the node reads (and the schema check caches, as for broker.xml).
          * The cluster password stays out of it ({@link #start} sets it).
          */
-        Path merged(Path brokerXml, Path dataDir) throws java.io.IOException {
+        public Path merged(Path brokerXml, Path dataDir) throws java.io.IOException {
             Path fragment = brokerXml.resolveSibling("ha").resolve(role + ".xml");
             String elements = java.nio.file.Files.readString(fragment).replace("@SELF@", self).replace("@PEER@", peer);
             String xml = java.nio.file.Files.readString(brokerXml);
@@ -125,7 +128,7 @@ public final class EmbeddedBroker {
      * but only when the file (or Artemis) changed since the last check in this data directory: the
      * check alone costs 0.15-0.25 s of CPU, and a broker that starts last holds the gateway's ready.
      */
-    static FileConfiguration read(Path brokerXml, Path dataDir) throws Exception {
+    public static FileConfiguration read(Path brokerXml, Path dataDir) throws Exception {
         FileConfiguration configuration = new FileConfiguration();
         String stamp = io.jobgate.common.Digests.sha256Hex(java.nio.file.Files.readAllBytes(brokerXml))
                 + " artemis " + org.apache.activemq.artemis.utils.VersionLoader.getVersion().getFullVersion();

@@ -1,4 +1,4 @@
-package io.jobgate.infra;
+package io.jobgate;
 
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -9,6 +9,10 @@ import java.util.logging.Level;
 import java.util.stream.Collectors;
 
 import io.jobgate.common.StartRefused;
+import io.jobgate.infra.BrokerLogins;
+import io.jobgate.infra.DataDirectoryLock;
+import io.jobgate.infra.EmbeddedBroker;
+import io.jobgate.infra.Settings;
 import io.jobgate.tenant.DemoCredentials;
 import io.jobgate.tenant.TenantDirectory;
 import org.apache.camel.impl.DefaultCamelContext;
@@ -34,10 +38,10 @@ public final class BrokerNode {
     private static final java.util.logging.Logger ARTEMIS_SERVER = java.util.logging.Logger.getLogger("org.apache.activemq.artemis.core.server");
 
     /** The settings a node reads beyond the gateway's broker settings (docs/settings.md). */
-    public static final String HA = "jobgate.broker.ha";
-    public static final String HA_PEER = "jobgate.broker.ha-peer";
-    public static final String HA_ADDRESS = "jobgate.broker.ha-address";
-    public static final String HA_CLUSTER_PASSWORD = "jobgate.broker.ha-cluster-password";
+    static final String HA = EmbeddedBroker.Replication.SETTING;
+    static final String HA_PEER = "jobgate.broker.ha-peer";
+    static final String HA_ADDRESS = "jobgate.broker.ha-address";
+    static final String HA_CLUSTER_PASSWORD = "jobgate.broker.ha-cluster-password";
 
     private BrokerNode() {
     }
@@ -60,7 +64,7 @@ public final class BrokerNode {
                     + "java -jar jobgate.jar broker --help)");
         }
         DefaultCamelContext context = new DefaultCamelContext();
-        context.getPropertiesComponent().setLocation(io.jobgate.Gateway.SETTINGS);
+        context.getPropertiesComponent().setLocation(Gateway.SETTINGS);
         Plan plan = plan(new Settings(context));
         ARTEMIS_SERVER.setLevel(Level.INFO);
         DataDirectoryLock lock = DataDirectoryLock.acquire(plan.dataDir());

@@ -1,12 +1,13 @@
-package io.jobgate.infra;
+package io.jobgate;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Properties;
 
-import io.jobgate.Gateway;
 import io.jobgate.common.StartRefused;
+import io.jobgate.infra.EmbeddedBroker;
+import io.jobgate.infra.Settings;
 import org.apache.activemq.artemis.core.config.ha.ReplicaPolicyConfiguration;
 import org.apache.activemq.artemis.core.config.ha.ReplicatedPolicyConfiguration;
 import org.apache.activemq.artemis.core.config.impl.FileConfiguration;
