@@ -30,6 +30,16 @@ public final class App {
                     usage: java -jar jobgate.jar [run]
                       Starts the gateway with config/application.properties; every setting can be given as an
                       environment variable (jobgate.db.url -> JOBGATE_DB_URL). Every setting: docs/settings.md."""),
+            new Command("broker", "run the embedded broker as a node of its own, alone or one of a replicated pair (no gateway parts)",
+                    """
+                    usage: java -jar jobgate.jar broker
+                      Starts artemis/broker.xml's broker alone on jobgate.broker.embedded-host/-port, for gateways that
+                      name it in jobgate.broker.url. Needs JOBGATE_BROKER_USER and JOBGATE_BROKER_PASSWORD (the gateway's
+                      login; no default) and tenants files without the demo producers. With JOBGATE_BROKER_HA=primary|backup
+                      it is one of a replicated pair: JOBGATE_BROKER_HA_PEER (the other node's host:port),
+                      JOBGATE_BROKER_HA_CLUSTER_PASSWORD (the same on both), JOBGATE_BROKER_HA_ADDRESS (this node's
+                      host:port as the peer and clients reach it; default embedded-host:embedded-port).
+                      docs/operating.md, "Artemis: a replicated pair"."""),
             new Command("demo", "drive a running gateway: a mixed batch of two tenants with faults, live progress, a summary",
                     """
                     usage: java -jar jobgate.jar demo [--url http://localhost:8080] [--jobs 10]
@@ -89,7 +99,8 @@ public final class App {
             }
         }
         switch (command) {
-            case "run" -> run(rest);
+            case "run" -> refusable(() -> Gateway.gateway().run(rest));
+            case "broker" -> refusable(() -> BrokerNode.main(rest));
             case "bench" -> {
                 // The bench is not in the gateway's jar (src/bench, docs/benchmarks.md).
                 System.err.println("the bench is its own jar: java -jar target/jobgate-bench.jar [options] (docs/benchmarks.md)");
@@ -112,13 +123,13 @@ public final class App {
     }
 
     /**
-     * Starts the gateway. A refusal ({@link io.jobgate.common.StartRefused}: demo credentials on a reachable
-     * address, a configured port in use) is the operator's to act on: one line on stderr, the stack at
-     * debug level (FINE), exit status 2.
+     * Starts the gateway or a broker node. A refusal ({@link io.jobgate.common.StartRefused}: demo credentials on a
+     * reachable address, a configured port in use, a broker node without a login of its own) is the operator's to
+     * act on: one line on stderr, the stack at debug level (FINE), exit status 2.
      */
-    private static void run(String[] args) throws Exception {
+    private static void refusable(Start start) throws Exception {
         try {
-            Gateway.gateway().run(args);
+            start.run();
         } catch (Exception e) {
             Optional<io.jobgate.common.StartRefused> refused = io.jobgate.common.StartRefused.in(e);
             if (refused.isEmpty()) {
@@ -128,6 +139,10 @@ public final class App {
             System.err.println("jobgate: " + refused.get().getMessage());
             System.exit(2);
         }
+    }
+
+    private interface Start {
+        void run() throws Exception;
     }
 
     static Optional<Command> find(String name) {

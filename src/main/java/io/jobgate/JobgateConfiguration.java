@@ -395,6 +395,7 @@ public class JobgateConfiguration implements CamelConfiguration {
             liveness.set(io.jobgate.infra.InstanceLiveness.start(dataSource));
             for (String owner : List.of(worker.name(), reconciler.owner(), outboxRelay.owner())) {
                 liveness.get().register(owner);
+                sweeper.runsHere(owner);
             }
         }, () -> {
             if (liveness.get() != null) {

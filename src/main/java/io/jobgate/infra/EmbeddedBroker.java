@@ -47,7 +47,60 @@ public final class EmbeddedBroker {
      */
     public static EmbeddedBroker start(Path brokerXml, Path dataDir, String tcpHost, int tcpPort, BrokerLogins logins)
             throws Exception {
-        FileConfiguration configuration = read(brokerXml, dataDir);
+        return start(brokerXml, dataDir, tcpHost, tcpPort, logins, null);
+    }
+
+    /**
+     * One node of a replicated pair ({@code artemis/ha/<role>.xml} beside broker.xml's folder): its
+     * role, the address its peer and clients reach it at, the peer's, and the cluster password the
+     * two authenticate each other with.
+     */
+    public record Replication(String role, String self, String peer, String clusterPassword) {
+
+        public static final java.util.List<String> ROLES = java.util.List.of("primary", "backup");
+
+        /** The setting that makes a broker node one of a pair ({@code java -jar jobgate.jar broker}). */
+        public static final String SETTING = "jobgate.broker.ha";
+
+        /** host:port, nothing else: the value goes into the broker's XML. */
+        public static final java.util.regex.Pattern ADDRESS = java.util.regex.Pattern.compile("[A-Za-z0-9.\\-]+:[0-9]{1,5}|\\[[0-9A-Fa-f:.]+\\]:[0-9]{1,5}");
+
+        public Replication {
+            if (!ROLES.contains(role)) {
+                throw new IllegalArgumentException("role " + role);
+            }
+        }
+
+        /**
+         * broker.xml with the role's elements put at the end of its {@code <core>}, the addresses filled in,
+         * written beside the journal: the file the node reads (and the schema check caches, as for broker.xml).
+         * The cluster password stays out of it ({@link #start} sets it).
+         */
+        public Path merged(Path brokerXml, Path dataDir) throws java.io.IOException {
+            Path fragment = brokerXml.resolveSibling("ha").resolve(role + ".xml");
+            String elements = java.nio.file.Files.readString(fragment).replace("@SELF@", self).replace("@PEER@", peer);
+            String xml = java.nio.file.Files.readString(brokerXml);
+            int end = xml.lastIndexOf("</core>");
+            if (end < 0) {
+                throw new IllegalStateException(brokerXml + " has no </core>");
+            }
+            String text = xml.substring(0, end) + "<!-- " + fragment.toAbsolutePath().normalize() + " (generated: "
+                    + "edit that file and broker.xml, not this one) -->\n" + elements + "\n" + xml.substring(end);
+            java.nio.file.Files.createDirectories(dataDir);
+            Path file = dataDir.resolve("broker-" + role + ".xml");
+            java.nio.file.Files.writeString(file, text);
+            return file;
+        }
+    }
+
+    /** @param replication the node's place in a replicated pair, or null for a broker of its own */
+    public static EmbeddedBroker start(Path brokerXml, Path dataDir, String tcpHost, int tcpPort, BrokerLogins logins,
+            Replication replication) throws Exception {
+        Path configFile = replication == null ? brokerXml : replication.merged(brokerXml, dataDir);
+        FileConfiguration configuration = read(configFile, dataDir);
+        if (replication != null) {
+            configuration.setClusterPassword(replication.clusterPassword());
+        }
         configuration.setBrokerInstance(dataDir.toFile());
         configuration.setBindingsDirectory(dataDir.resolve("bindings").toString());
         configuration.setJournalDirectory(dataDir.resolve("journal").toString());
@@ -65,7 +118,7 @@ public final class EmbeddedBroker {
         broker.setSecurityManager(logins);
         long started = System.nanoTime();
         broker.start();
-        LOG.info("Embedded Artemis from {} with data in {}, in-VM{} ({} ms)", brokerXml, dataDir,
+        LOG.info("Embedded Artemis from {} with data in {}, in-VM{} ({} ms)", configFile, dataDir,
                 network.isEmpty() ? " only" : " and " + String.join(", ", network), (System.nanoTime() - started) / 1_000_000);
         return new EmbeddedBroker(broker);
     }
@@ -75,7 +128,7 @@ public final class EmbeddedBroker {
      * but only when the file (or Artemis) changed since the last check in this data directory: the
      * check alone costs 0.15-0.25 s of CPU, and a broker that starts last holds the gateway's ready.
      */
-    static FileConfiguration read(Path brokerXml, Path dataDir) throws Exception {
+    public static FileConfiguration read(Path brokerXml, Path dataDir) throws Exception {
         FileConfiguration configuration = new FileConfiguration();
         String stamp = io.jobgate.common.Digests.sha256Hex(java.nio.file.Files.readAllBytes(brokerXml))
                 + " artemis " + org.apache.activemq.artemis.utils.VersionLoader.getVersion().getFullVersion();

@@ -55,6 +55,13 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
         // The gateway's broker user. For the embedded broker, whose only other users are the
         // producers, its password is made per start unless an operator sets one.
         boolean brokerEmbedded = settings.optional("jobgate.broker.url").isEmpty();
+        // A broker in the gateway's JVM dies with it: a pair's node is a process of its own.
+        if (settings.optional(EmbeddedBroker.Replication.SETTING).isPresent()) {
+            throw new io.jobgate.common.StartRefused("refusing to start: " + EmbeddedBroker.Replication.SETTING + " is set, but a node of a replicated "
+                    + "broker pair runs on its own (java -jar jobgate.jar broker) and the gateway names both nodes in "
+                    + "jobgate.broker.url; unset " + Settings.environmentName(EmbeddedBroker.Replication.SETTING) + " for the gateway "
+                    + "(docs/operating.md, \"Artemis: a replicated pair\")");
+        }
         String brokerUser = settings.optional("jobgate.broker.user").orElse(brokerEmbedded ? "jobgate" : null);
         String brokerPassword = settings.optional("jobgate.broker.password")
                 .orElse(brokerEmbedded ? UUID.randomUUID().toString() : null);

@@ -8,28 +8,40 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 /**
- * A PostgreSQL primary with one synchronous streaming replica, as a team runs it past one machine
- * (docs/operating.md, "Failover"): the standby is made by {@code pg_basebackup -R} and the primary
- * waits for it on every commit ({@code synchronous_standby_names = '*'}), so what a client saw
- * committed is on both. A test kills the primary with SIGKILL and promotes the standby
- * ({@code pg_ctl promote}); clients reach whichever is primary through a multi-host URL with
- * {@code targetServerType=primary}. Made from the binaries in {@code binDir}; as root, each command
- * runs as the user {@code postgres} (PostgreSQL refuses root), as CI's server does.
+ * A PostgreSQL primary with one synchronous streaming replica, made with the steps of docs/operating.md
+ * ("PostgreSQL: a synchronous streaming replica"), read from the page and run as written
+ * ({@link DocumentedSteps}): the replication settings, a replication role with a password of its own (the
+ * replica's {@code pg_hba.conf} line checks it), the gateway's user and database, the replica made by
+ * {@code pg_basebackup -R}, {@code synchronous_standby_names} set only once the replica streams, and at the
+ * failover {@code pg_ctl promote} with {@code synchronous_standby_names} cleared. What the page leaves to the
+ * reader is the test's: {@code initdb} (CI's: trust on loopback), listening on loopback, the socket folder,
+ * and a port per server ({@code PGPORT}; the page's two machines both use 5432). Clients reach whichever is
+ * primary through a multi-host URL with {@code targetServerType=primary}. Made from the binaries in
+ * {@code binDir}; as root, each command runs as the user {@code postgres} (PostgreSQL refuses root), as CI's
+ * server does.
  */
 public final class ReplicatedPostgres implements AutoCloseable {
+
+    /** The gateway's database and user, as the page makes them. */
+    public static final String DATABASE = "jobgate";
+    public static final String USER = "jobgate";
 
     private final Path bin;
     private final Path base;
     private final int primaryPort;
     private final int standbyPort;
     private final boolean asPostgres;
+    /** The variables the page has the reader set: the test's own values. */
+    private final Map<String, String> variables = new LinkedHashMap<>();
 
     private ReplicatedPostgres(Path bin, Path base, int primaryPort, int standbyPort) {
         this.bin = bin;
@@ -37,9 +49,14 @@ public final class ReplicatedPostgres implements AutoCloseable {
         this.primaryPort = primaryPort;
         this.standbyPort = standbyPort;
         this.asPostgres = "root".equals(System.getProperty("user.name"));
+        variables.put("REPLICATION_PASSWORD", secret());
+        variables.put("DB_PASSWORD", secret());
+        variables.put("PRIMARY", "127.0.0.1");
+        variables.put("PRIMARY_PORT", Integer.toString(primaryPort));
+        variables.put("REPLICA_ADDRESS", "127.0.0.1/32");
     }
 
-    /** Initialises and starts the primary, then clones, starts and waits for the synchronous standby. */
+    /** Makes and starts the primary, then the replica, and makes it synchronous once it streams: the page's steps 1-3. */
     public static ReplicatedPostgres start(Path binDir) throws Exception {
         // Its own directory under the system's temporary one: a test's own (mode 700, root's under CI) is closed to postgres.
         Path base = Files.createTempDirectory("jobgate-pg-failover");
@@ -52,29 +69,42 @@ public final class ReplicatedPostgres implements AutoCloseable {
         if (asPostgres) {
             run("chown", "postgres", base.toString());
         }
+        // The part the page leaves to the reader: initdb, where to listen. No port here: each server takes its
+        // own from PGPORT (the replica's copy of this file would otherwise carry the primary's).
         run(asUser(bin.resolve("initdb").toString(), "-D", primaryData().toString(), "-U", "postgres", "-A", "trust", "-E", "UTF8",
                 "--locale=C.UTF-8"));
-        // Replication connections from loopback (initdb's trust lines allow them) and a standby that must confirm every commit.
-        Files.writeString(primaryData().resolve("postgresql.auto.conf"), """
+        Files.writeString(primaryData().resolve("postgresql.conf"), """
                 listen_addresses = '127.0.0.1'
-                port = %d
                 unix_socket_directories = '%s'
                 max_connections = 200
-                wal_level = replica
-                max_wal_senders = 4
-                synchronous_standby_names = '*'
-                synchronous_commit = on
-                """.formatted(primaryPort, base), java.nio.file.StandardOpenOption.APPEND);
-        pgCtl(primaryData(), "start");
-        run(asUser(bin.resolve("pg_basebackup").toString(), "-h", "127.0.0.1", "-p", Integer.toString(primaryPort), "-U", "postgres",
-                "-D", standbyData().toString(), "-R", "-X", "stream", "--checkpoint=fast"));
-        // Its own port, and once promoted no standby to wait for: the primary's synchronous_standby_names came
-        // with the copy, and a promoted server that kept it would hold every commit for a standby it does not have.
-        Files.writeString(standbyData().resolve("postgresql.auto.conf"), "port = %d%nsynchronous_standby_names = ''%n".formatted(standbyPort),
-                java.nio.file.StandardOpenOption.APPEND);
-        pgCtl(standbyData(), "start");
-        await("the standby streaming synchronously").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
+                """.formatted(base), java.nio.file.StandardOpenOption.APPEND);
+        step("pg-primary", primaryData(), primaryPort);
+        step("pg-replica", standbyData(), standbyPort);
+        await("the replica streaming").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
+                .until(() -> "streaming".equals(scalar(primaryPort, "SELECT coalesce(max(state), '') FROM pg_stat_replication")));
+        step("pg-synchronous", primaryData(), primaryPort);
+        await("the replica synchronous").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100))
                 .until(() -> "sync".equals(scalar(primaryPort, "SELECT coalesce(max(sync_state), '') FROM pg_stat_replication")));
+    }
+
+    /** A documented step, run as written by bash on the server of {@code data}, the page's variables set. */
+    private void step(String name, Path data, int port) throws Exception {
+        List<String> command = new ArrayList<>(List.of("env", "PATH=" + bin + ":/usr/bin:/bin", "PGDATA=" + data, "PGPORT=" + port,
+                "PGHOST=127.0.0.1", "PGUSER=postgres"));
+        variables.forEach((k, v) -> command.add(k + "=" + v));
+        command.addAll(List.of("bash", "-euc", DocumentedSteps.block(name)));
+        run(asUser(command.toArray(String[]::new)));
+    }
+
+    private static String secret() {
+        byte[] bytes = new byte[24];
+        new java.security.SecureRandom().nextBytes(bytes);
+        return java.util.HexFormat.of().formatHex(bytes);
+    }
+
+    /** The gateway user's password, as the page has the reader make it. */
+    public String password() {
+        return variables.get("DB_PASSWORD");
     }
 
     /** Both servers, the primary first; {@code targetServerType=primary} finds the one that takes writes. */
@@ -99,10 +129,10 @@ public final class ReplicatedPostgres implements AutoCloseable {
         }
     }
 
-    /** Promotes the standby and waits until it takes writes; answers how long that took. */
+    /** Promotes the replica as the page says (step 5) and waits until it takes writes; answers how long that took. */
     public Duration promoteStandby() throws Exception {
         long begun = System.nanoTime();
-        pgCtl(standbyData(), "promote");
+        step("pg-promote", standbyData(), standbyPort);
         await("the standby promoted").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(50))
                 .until(() -> "f".equals(scalar(standbyPort, "SELECT pg_is_in_recovery()")));
         return Duration.ofNanos(System.nanoTime() - begun);
@@ -114,11 +144,6 @@ public final class ReplicatedPostgres implements AutoCloseable {
 
     private Path standbyData() {
         return base.resolve("standby");
-    }
-
-    private void pgCtl(Path data, String action) throws Exception {
-        run(asUser(bin.resolve("pg_ctl").toString(), "-D", data.toString(), "-l", data.resolveSibling(data.getFileName() + ".log").toString(),
-                "-w", "-t", "60", action));
     }
 
     private String[] asUser(String... command) {
