@@ -31,6 +31,12 @@ class BrokerNodeTest {
     private Settings settings(Map<String, String> values) {
         DefaultCamelContext context = new DefaultCamelContext();
         context.getPropertiesComponent().setLocation(Gateway.SETTINGS);
+        // The settings file and this test's values only: the gateway tests that ran before in this JVM leave their
+        // settings as system properties (jobgate.broker.user empty among them), which would override these.
+        org.apache.camel.component.properties.PropertiesComponent properties =
+                (org.apache.camel.component.properties.PropertiesComponent) context.getPropertiesComponent();
+        properties.setSystemPropertiesMode(org.apache.camel.component.properties.PropertiesComponent.SYSTEM_PROPERTIES_MODE_NEVER);
+        properties.setEnvironmentVariableMode(org.apache.camel.component.properties.PropertiesComponent.ENVIRONMENT_VARIABLES_MODE_NEVER);
         Properties overrides = new Properties();
         overrides.putAll(values);
         context.getPropertiesComponent().setOverrideProperties(overrides);
