@@ -169,7 +169,7 @@ public final class CanaryLifecycle {
                 // Resubmitted now on the stable revision, within the job's caps (the rulebook's decision).
                 Fate fate = Outcomes.decide(new Evidence.RolledBack(String.join(" ", revisions)), RevisionRole.CANDIDATE,
                         new Standing(job.attempts(), job.maxAttempts(), job.expiresAt(), job.unparseableStreak()),
-                        new Waits(java.time.Duration.ZERO, java.time.Duration.ZERO), now);
+                        Waits.NONE, now);
                 JobTransitions.Guard guard = JobTransitions.Guard.from(java.util.Set.of(status));
                 boolean moved = fate instanceof Fate.Retry retry
                         ? transitions.apply(jobId, JobTransitions.Event.RESUBMIT, guard,

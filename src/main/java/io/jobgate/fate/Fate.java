@@ -6,6 +6,11 @@ import java.time.Instant;
 /** What becomes of a job after a piece of {@link Evidence}: the one decision its caller applies. */
 public sealed interface Fate {
 
+    /** A 429's pause this decision applies (a {@link Retry}'s or a {@link Fail}'s), else null. */
+    default RateLimit rateLimit() {
+        return null;
+    }
+
     /**
      * The job fails now.
      *

@@ -148,14 +148,13 @@ public final class Outcomes {
         } else {
             return ifRoom;
         }
-        Fate.RateLimit rateLimit = ifRoom instanceof Fate.Retry retry ? retry.rateLimit() : null;
+        Fate.RateLimit rateLimit = ifRoom.rateLimit();
         String cause = rateLimit != null && !rateLimit.candidateGate() ? ErrorCategory.RATE_LIMITED.wire() : null;
         return new Fate.Fail(category, message, cause, rateLimit);
     }
 
     /** May a job that stands so start an attempt now (nothing else against it)? */
     public static boolean mayStart(Standing standing, Instant now) {
-        return decide(new Evidence.Starting(), RevisionRole.STABLE, standing, new Waits(java.time.Duration.ZERO,
-                java.time.Duration.ZERO), now) instanceof Fate.Start;
+        return decide(new Evidence.Starting(), RevisionRole.STABLE, standing, Waits.NONE, now) instanceof Fate.Start;
     }
 }

@@ -47,7 +47,7 @@ public final class WaitingJobFates {
 
     /** Applies {@code fate}, decided on {@code evidence} about {@code job}'s current attempt. */
     public Applied apply(WaitingJob job, Evidence evidence, Fate fate) {
-        Fate.RateLimit rateLimit = fate instanceof Fate.Retry r ? r.rateLimit() : fate instanceof Fate.Fail f ? f.rateLimit() : null;
+        Fate.RateLimit rateLimit = fate.rateLimit();
         if (rateLimit != null && rateLimit.candidateGate()) {
             candidateGate.close(job.adapterRevision(), rateLimit.until(), "HTTP 429 for job " + job.jobId());
         } else if (rateLimit != null) {

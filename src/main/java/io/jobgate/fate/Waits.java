@@ -13,6 +13,9 @@ import java.time.Duration;
  */
 public record Waits(Duration backoff, Duration rateLimitBackoff, Duration nextCheck, Duration firstCheck) {
 
+    /** No wait of its own: a decision whose times are all given by its evidence (a start, a lost lease, a rollback). */
+    public static final Waits NONE = new Waits(Duration.ZERO, Duration.ZERO);
+
     /** The waits of a decision that is not about a task at the provider. */
     public Waits(Duration backoff, Duration rateLimitBackoff) {
         this(backoff, rateLimitBackoff, Duration.ZERO, Duration.ZERO);

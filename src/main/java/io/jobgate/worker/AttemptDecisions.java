@@ -167,7 +167,7 @@ public final class AttemptDecisions {
      */
     private Decision apply(Worker.Started started, Fate fate, String retried, String requestId) {
         Lease lease = started.lease();
-        Fate.RateLimit rateLimit = fate instanceof Fate.Retry r ? r.rateLimit() : fate instanceof Fate.Fail f ? f.rateLimit() : null;
+        Fate.RateLimit rateLimit = fate.rateLimit();
         Boolean understood = rateLimit == null ? null : rateLimit.headerUnderstood();
         if (rateLimit != null) {
             closeGate(started, rateLimit);

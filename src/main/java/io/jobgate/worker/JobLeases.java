@@ -246,7 +246,7 @@ public final class JobLeases {
             if (verdict != null && !verdict.retry()) {
                 return end(lease, verdict.category(), verdict.message());
             }
-            if (Outcomes.decide(new Evidence.Starting(), RevisionRole.STABLE, standing(lease), NO_WAITS, now)
+            if (Outcomes.decide(new Evidence.Starting(), RevisionRole.STABLE, standing(lease), Waits.NONE, now)
                     instanceof Fate.Fail none) {
                 return end(lease, none.category(), none.message());
             }
@@ -269,7 +269,7 @@ public final class JobLeases {
             }
             if (wakeAt != null) {
                 Fate deferred = Outcomes.decide(new Evidence.Deferred(wakeAt, verdict == null ? null : verdict.category(), reason),
-                        RevisionRole.STABLE, standing(lease), NO_WAITS, now);
+                        RevisionRole.STABLE, standing(lease), Waits.NONE, now);
                 if (deferred instanceof Fate.Fail late) {
                     return end(lease, late.category(), late.message());
                 }
@@ -300,9 +300,6 @@ public final class JobLeases {
     private static Standing standing(Lease lease) {
         return new Standing(lease.attempts(), lease.maxAttempts(), lease.expiresAt(), lease.unparseableStreak());
     }
-
-    /** A start's decisions wait only the times it gives (a gate's reopening, its own delays). */
-    private static final Waits NO_WAITS = new Waits(Duration.ZERO, Duration.ZERO);
 
     private Ended end(Lease lease, ErrorCategory category, String message) {
         boolean ended = finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.failed(category.wire(), message));

@@ -8,7 +8,6 @@ import io.jobgate.fate.Standing;
 import io.jobgate.fate.Waits;
 import io.jobgate.job.RevisionRole;
 import java.time.Clock;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -172,7 +171,7 @@ public final class Sweeper {
             rows.closeEndedLease(jobId, token, clock.instant(), outcome, "lease of " + row.leaseOwner() + " " + why);
             Fate fate = Outcomes.decide(new Evidence.LeaseEnded(sent, resubmitSafe, why), RevisionRole.STABLE,
                     new Standing(row.attempts(), row.maxAttempts(), row.expiresAt(), row.unparseableStreak()),
-                    new Waits(Duration.ZERO, Duration.ZERO), clock.instant());
+                    Waits.NONE, clock.instant());
             boolean changed;
             String next;
             if (fate instanceof Fate.Retry retry) {
