@@ -44,7 +44,7 @@ import io.jobgate.api.WebhooksApi;
 import io.jobgate.reconcile.Reconciler;
 import io.jobgate.adapter.AdapterCaller;
 import io.jobgate.adapter.Backoff;
-import io.jobgate.worker.JobLeases;
+import io.jobgate.job.JobLeases;
 import io.jobgate.output.OutputStore;
 import io.jobgate.worker.Sweeper;
 import io.jobgate.worker.Worker;
@@ -294,12 +294,14 @@ public class JobgateConfiguration implements CamelConfiguration {
         org.apache.camel.ProducerTemplate canaryEvents = context.createProducerTemplate();
         canaryLifecycle.publishWith(event -> canaryEvents.sendBodyAndHeader("jms:topic:" + OutboxRelay.EVENTS_TOPIC,
                 io.jobgate.common.Json.write(event), "JobgateEvent", "canary"));
-        JobLeases leases = new JobLeases(jdbc, transactions, transitions, finalizer, canaries);
         // Answered calls' slots go back early in batches, one statement (and one wake of the relay) each (step end-call).
+        io.jobgate.job.ProviderGates gates = new io.jobgate.job.ProviderGates(jdbc, transactions, clock);
+        io.jobgate.job.CandidateAttempts candidateAttempts = new io.jobgate.job.CandidateAttempts(jdbc, transactions, transitions);
+        // The worker's one door to a job: every write of a start and of a decision on an answer.
+        JobLeases leases = new JobLeases(jdbc, transactions, transitions, finalizer, gates, candidateAttempts);
         io.jobgate.worker.CallEnds callEnds = new io.jobgate.worker.CallEnds(leases::endCalls, wakeup::wake);
         context.addService(ManagedResource.startedAndStoppedBy("call-ends", callEnds::start, callEnds::close), true, true);
         registry.bind("callEnds", callEnds);
-        io.jobgate.job.ProviderGates gates = new io.jobgate.job.ProviderGates(jdbc, transactions, clock);
         gates.onDispatchDue(relayTimer::wakeAt); // a no-op unless the relay (and so its timer) runs here
         registry.bind("providerGates", gates);
         registry.bind("providerReadiness", new io.jobgate.adapter.ProviderReadiness(providers, gates, clock,
@@ -329,14 +331,15 @@ public class JobgateConfiguration implements CamelConfiguration {
                 settings.intValue("jobgate.retention.batch", 1, 100_000), s3, bucket));
 
         // --- Reconciliation: evidence from the poller, webhooks and operators ------------------------
-        io.jobgate.job.CandidateAttempts candidateAttempts = new io.jobgate.job.CandidateAttempts(jdbc, transactions, transitions);
         Reconciler reconciler = new Reconciler(jdbc, transitions, finalizer, providers, presets, adapters, outputs,
                 gates, ReconcileSettings.from(settings), backoff, canaries, candidateAttempts);
         registry.bind("reconciler", reconciler);
-        Worker worker = new Worker(workerSettings, leases, presets, providers, s3, bucket, outputs, backoff);
+        io.jobgate.worker.AttemptStarts attemptStarts = new io.jobgate.worker.AttemptStarts(leases, canaries, clock);
+        registry.bind("attemptStarts", attemptStarts);
+        Worker worker = new Worker(workerSettings, leases, attemptStarts, presets, providers, s3, bucket, outputs, backoff);
         registry.bind("worker", worker);
         registry.bind("outcomeRecorder", new io.jobgate.worker.OutcomeRecorder(leases, outputs,
-                new io.jobgate.worker.AttemptDecisions(leases, finalizer, gates, canaries, candidateAttempts, clock, backoff,
+                new io.jobgate.worker.AttemptDecisions(leases, canaries, clock, backoff,
                         reconciler.firstCheck()),
                 meters, providerCancel));
         registry.bind("canaries", canaries);

@@ -122,7 +122,7 @@ public final class Canaries {
     }
 
     /**
-     * Where the next attempt of a job goes (called in the worker's start transaction, {@code JobLeases.start},
+     * Where the next attempt of a job goes (called in the worker's start transaction, {@code AttemptStarts.start},
      * right before the attempt row is opened). The candidate gets it when its route runs, its canary is running
      * (or promoted: then every attempt), the job's previous attempt did not run on it, the job has an attempt
      * left for the stable revision after this one, the attempt's hash bucket falls within the share, the

@@ -56,6 +56,16 @@ public sealed interface Evidence {
     }
 
     /**
+     * A lookup was answered {@code 429} that the adapter did not declare to be about the task: the provider asks to be
+     * left alone (its gate, or a candidate's own, closes as after a submit's 429), and the task is asked about again
+     * once the pause is over.
+     *
+     * @param retryAfter the provider's {@code Retry-After}, null when it sent none
+     */
+    record LookupRateLimited(String retryAfter) implements Evidence {
+    }
+
+    /**
      * A lease ended with nobody to finish its attempt (expired, handed back, its owner gone).
      *
      * @param sent         the request may have reached the provider

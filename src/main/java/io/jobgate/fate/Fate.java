@@ -41,8 +41,15 @@ public sealed interface Fate {
     record Succeed(String record) implements Fate {
     }
 
-    /** The job waits on its provider's task, asked about again at {@code at}. */
-    record CheckAgain(Instant at, String why) implements Fate {
+    /**
+     * The job waits on its provider's task, asked about again at {@code at}.
+     *
+     * @param rateLimit a lookup's 429 pause to close a gate with, else null
+     */
+    record CheckAgain(Instant at, String why, RateLimit rateLimit) implements Fate {
+        CheckAgain(Instant at, String why) {
+            this(at, why, null);
+        }
     }
 
     /** A {@code submission_unknown} job's task was found: it waits on it, first asked about at {@code firstCheck}. */

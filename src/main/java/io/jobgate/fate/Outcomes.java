@@ -55,6 +55,14 @@ public final class Outcomes {
         if (evidence instanceof Evidence.NoAnswer none) {
             return new Fate.CheckAgain(none.until() != null ? none.until() : now.plus(waits.nextCheck()), none.why());
         }
+        if (evidence instanceof Evidence.LookupRateLimited limited) {
+            // Without a readable Retry-After: the job's next check, or the provider's rate-limit pause for a header
+            // that cannot be read. A candidate's 429 closes the candidate only: the stable revision's jobs go on.
+            RateLimitWait wait = RateLimitWait.after(limited.retryAfter(), now, waits.nextCheck(), waits.rateLimitBackoff());
+            boolean candidate = role == RevisionRole.CANDIDATE;
+            return new Fate.CheckAgain(wait.until(), (candidate ? "canary candidate rate limited" : "rate limited")
+                    + ": asked again at " + wait.until(), new Fate.RateLimit(wait.until(), wait.headerUnderstood(), candidate));
+        }
         if (evidence instanceof Evidence.HeldOutput) {
             return withinCaps(standing, now, "a canary candidate's output is not the job's",
                     new Fate.Retry(now, standing.unparseableStreak(), null, null));

@@ -222,29 +222,20 @@ public final class Reconciler {
             case GATE_CLOSED -> decided(job, new Evidence.NoAnswer("provider " + provider.name() + " gate closed until "
                     + lookup.gateOpenAt(), lookup.gateOpenAt()));
             case ANSWERED -> lookup.answer().category() == ErrorCategory.RATE_LIMITED && !lookup.answer().declared()
-                    ? rateLimited(job, provider, lookup.answer())
+                    ? rateLimited(job, lookup.answer())
                     : apply(job, lookup.answer(), source);
         };
     }
 
     /**
-     * A 429 to a lookup closes the provider's gate like one to a submit (its {@code Retry-After},
-     * else the check back-off, else the provider's rate-limit back-off for an unreadable header),
-     * and the job is asked again at the reopening.
+     * A 429 to a lookup the adapter did not declare to be about the task: the rulebook closes the provider's gate (a
+     * candidate's own) like one to a submit, and the job is asked again at the reopening.
      */
-    private Applied rateLimited(WaitingJob job, Provider provider, AdapterResult answer) {
-        Instant now = clock.instant();
-        io.jobgate.adapter.RateLimitWait wait = io.jobgate.adapter.RateLimitWait.after(answer.retryAfter(), now,
-                checkBackoff.ceiling(Math.max(1, job.checks())), provider.rateLimitBackoff());
-        if (job.role() == RevisionRole.CANDIDATE) {
-            // A canary candidate's 429 closes the candidate only: the stable revision's jobs go on.
-            canaries.closeCandidate(job.adapterRevision(), wait.until(), "HTTP 429 to a lookup of job " + job.jobId());
-            return decided(job, new Evidence.NoAnswer("canary candidate rate limited: asked again at " + wait.until(), wait.until()));
-        }
-        gates.close(provider.name(), wait.until(), "HTTP 429 to a lookup of job " + job.jobId());
-        LOG.info("reconcile job={} provider {} answered a lookup with 429 (Retry-After {}): gate closed until {}", job.jobId(),
-                provider.name(), answer.retryAfter(), wait.until());
-        return decided(job, new Evidence.NoAnswer("rate limited: asked again at " + wait.until(), wait.until()));
+    private Applied rateLimited(WaitingJob job, AdapterResult answer) {
+        Applied applied = decided(job, new Evidence.LookupRateLimited(answer.retryAfter()));
+        LOG.info("reconcile job={} provider {} answered a lookup with 429 (Retry-After {}): {}", job.jobId(), job.provider(),
+                answer.retryAfter(), applied.detail());
+        return applied;
     }
 
     /** Applies evidence about the job's provider task; only an answer the adapter declared moves the job. */

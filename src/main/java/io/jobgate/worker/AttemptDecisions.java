@@ -8,17 +8,13 @@ import io.jobgate.fate.Fate;
 import io.jobgate.fate.Outcomes;
 import io.jobgate.fate.Standing;
 import io.jobgate.fate.Waits;
-import io.jobgate.job.CandidateAttempts;
 import io.jobgate.job.ErrorCategory;
-import io.jobgate.job.JobFinalizer;
-import io.jobgate.job.JobStatus;
-import io.jobgate.job.JobTransitions;
-import io.jobgate.job.ProviderGates;
+import io.jobgate.job.JobLeases;
+import io.jobgate.job.Lease;
 import io.jobgate.job.RevisionRole;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,9 +28,6 @@ import org.slf4j.LoggerFactory;
 public final class AttemptDecisions {
 
     private static final Logger LOG = LoggerFactory.getLogger(AttemptDecisions.class);
-
-    /** Where a job waits on an attempt whose lease ran out during its call (the sweeper's release). */
-    private static final Set<JobStatus> LATE_FINISH_FROM = Set.of(JobStatus.SUBMISSION_UNKNOWN, JobStatus.RETRY_WAIT);
 
     /**
      * What was decided: the attempt's outcome, the job's next state (for the attempt's log line), when
@@ -57,29 +50,20 @@ public final class AttemptDecisions {
     }
 
     private final JobLeases leases;
-    private final JobFinalizer finalizer;
-    private final ProviderGates gates;
     private final Canaries canaries;
-    private final CandidateAttempts candidateAttempts;
     private final Clock clock;
     private final Backoff backoff;
     private final Duration firstCheck;
 
     /**
-     * @param gates      closed for a provider's whole fleet by a 429 of a stable revision
+     * @param leases     the job's one door: every write of a decision, under the lease
      * @param canaries   a candidate's own gate, closed by its 429
-     * @param candidateAttempts a candidate's held output, kept on its attempt
      * @param backoff    the delay before a retry (capped exponential, full jitter)
      * @param firstCheck when a task the provider accepted (or an unknown submission) is first looked up
      */
-    public AttemptDecisions(JobLeases leases, JobFinalizer finalizer, ProviderGates gates, Canaries canaries,
-                            CandidateAttempts candidateAttempts, Clock clock,
-                            Backoff backoff, Duration firstCheck) {
+    public AttemptDecisions(JobLeases leases, Canaries canaries, Clock clock, Backoff backoff, Duration firstCheck) {
         this.leases = leases;
-        this.finalizer = finalizer;
-        this.gates = gates;
         this.canaries = canaries;
-        this.candidateAttempts = candidateAttempts;
         this.clock = clock;
         this.backoff = backoff;
         this.firstCheck = firstCheck;
@@ -101,22 +85,19 @@ public final class AttemptDecisions {
         if (result.succeeded() && held != null) {
             // The job's output comes from an approved revision: a new attempt now, on the stable one.
             decided = apply(called.started(), decide(called.started(), new Evidence.HeldOutput(held)), "candidate_output", null);
-            leases.closeAttempt(lease.jobId(), attempt, lease.token(), decided.outcome, result, durationMs, decided.at, null);
-            candidateAttempts.recordHeld(lease.jobId(), attempt, held);
+            leases.closeAttempt(lease, attempt, decided.outcome, seen(result, durationMs), decided.at, null);
+            leases.recordHeld(lease.jobId(), attempt, held);
             return decided;
         } else if (result.succeeded() && !lost) {
             // The attempt is closed as succeeded by the finalize's own statement of writes, before its
             // counter rows (still the transaction's last writes before its commit); a lease lost
             // meanwhile writes nothing there, and the attempt is closed as lost below.
-            if (finalizer.finalizeJob(lease.jobId(), lease.token(), JobFinalizer.Outcome.succeeded(promoted),
-                    leases.attemptClose(attempt, lease.token(), "succeeded", result, durationMs, null, null))) {
+            if (leases.succeed(lease, attempt, promoted, seen(result, durationMs))) {
                 return new Decision("succeeded", "succeeded", null);
             }
             // The lease ran out during the call: the answer is still the job's while it waits on this
             // attempt (no newer one started), through the one finalize, billed once.
-            if (finalizer.finalizeJobIf(lease.jobId(), JobTransitions.Guard.onAttempt(attempt, LATE_FINISH_FROM),
-                    JobFinalizer.Outcome.succeeded(promoted),
-                    leases.attemptClose(attempt, lease.token(), "late_succeeded", result, durationMs, null, null))) {
+            if (leases.succeedLate(lease, attempt, promoted, seen(result, durationMs))) {
                 return new Decision("late_succeeded", "succeeded", null, null, true);
             }
             decided = new Decision("lease_lost", "none", null);
@@ -131,8 +112,7 @@ public final class AttemptDecisions {
             Fate fate = decide(called.started(), new Evidence.Failure(result.category(), result.message(), result.retryAfter()));
             decided = apply(called.started(), fate, "retry_wait", result.providerRequestId());
         }
-        leases.closeAttempt(lease.jobId(), attempt, lease.token(), decided.outcome, result, durationMs, decided.at,
-                decided.retryAfterUnderstood);
+        leases.closeAttempt(lease, attempt, decided.outcome, seen(result, durationMs), decided.at, decided.retryAfterUnderstood);
         return decided;
     }
 
@@ -197,7 +177,7 @@ public final class AttemptDecisions {
         if (rateLimit.candidateGate()) {
             canaries.closeCandidate(started.revision(), rateLimit.until(), "HTTP 429 for job " + lease.jobId());
         } else {
-            gates.close(started.provider().name(), rateLimit.until(), "HTTP 429 for job " + lease.jobId());
+            leases.closeGate(started.provider().name(), rateLimit.until(), "HTTP 429 for job " + lease.jobId());
         }
         if (Boolean.FALSE.equals(rateLimit.headerUnderstood())) {
             LOG.warn("job {} attempt {}: provider {} sent a Retry-After that cannot be read; waiting its rate-limit backoff of {} s",
@@ -211,8 +191,13 @@ public final class AttemptDecisions {
 
     /** @param cause what used the caps up, when it was a 429 (the metrics' 429-caused failures) */
     private Decision ended(Lease lease, ErrorCategory category, String message, String cause) {
-        boolean mine = finalizer.finalizeJob(lease.jobId(), lease.token(),
-                JobFinalizer.Outcome.failed(category.wire(), message).causedBy(cause));
+        boolean mine = leases.fail(lease.jobId(), lease.token(), category, message, cause);
         return new Decision(mine ? "failed" : "lease_lost", mine ? "failed:" + category.wire() : "none", null);
+    }
+
+    /** What the worker saw of its attempt, as its row keeps it. */
+    private static JobLeases.AttemptSeen seen(AdapterResult result, long durationMs) {
+        return new JobLeases.AttemptSeen(result.httpStatus(), result.providerRequestId(), result.category(), result.message(),
+                result.retryAfter(), result.excerpt(), result.billedAmount(), result.billedUnit(), durationMs);
     }
 }

@@ -1,5 +1,8 @@
 package io.jobgate.worker;
 
+import io.jobgate.job.JobLeases;
+import io.jobgate.job.Lease;
+
 import org.apache.camel.Exchange;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

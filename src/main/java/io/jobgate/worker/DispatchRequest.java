@@ -1,5 +1,8 @@
 package io.jobgate.worker;
 
+import io.jobgate.job.JobLeases;
+import io.jobgate.job.Lease;
+
 import java.time.Instant;
 import java.util.Optional;
 import java.util.UUID;

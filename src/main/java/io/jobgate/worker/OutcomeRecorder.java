@@ -1,5 +1,8 @@
 package io.jobgate.worker;
 
+import io.jobgate.job.JobLeases;
+import io.jobgate.job.Lease;
+
 import io.jobgate.adapter.AdapterResult;
 import io.jobgate.adapter.ProviderCancel;
 import io.jobgate.job.ErrorCategory;

@@ -1,5 +1,7 @@
 package io.jobgate.worker;
 
+import io.jobgate.job.JobLeases;
+
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.fate.Evidence;
 import io.jobgate.fate.Fate;

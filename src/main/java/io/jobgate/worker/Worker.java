@@ -6,6 +6,8 @@ import io.jobgate.adapter.AdapterResult;
 import io.jobgate.adapter.Backoff;
 import io.jobgate.canary.Canaries;
 import io.jobgate.job.ErrorCategory;
+import io.jobgate.job.JobLeases;
+import io.jobgate.job.Lease;
 import io.jobgate.output.OutputStore;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -66,7 +68,7 @@ public final class Worker {
     }
 
     /** The re-validated request: the adapter's envelope and call properties, or a verdict against it. */
-    public record Prepared(Lease job, long eventId, JobLeases.Verdict verdict, String envelope, Map<String, Object> call) {
+    public record Prepared(Lease job, long eventId, AttemptStarts.Verdict verdict, String envelope, Map<String, Object> call) {
     }
 
     /**
@@ -93,6 +95,7 @@ public final class Worker {
     }
 
     private final JobLeases leases;
+    private final AttemptStarts starts;
     private final PresetCatalog presets;
     private final ProviderCatalog providers;
     private final S3Client s3;
@@ -117,12 +120,13 @@ public final class Worker {
      * @param outputs the output route's entry: a successful answer's output is begun here, finished by the recorder
      * @param backoff the delay before the next try of a job whose re-validation asked to wait (object storage down)
      */
-    public Worker(WorkerSettings settings, JobLeases leases, PresetCatalog presets, ProviderCatalog providers, S3Client s3,
+    public Worker(WorkerSettings settings, JobLeases leases, AttemptStarts starts, PresetCatalog presets, ProviderCatalog providers, S3Client s3,
                   String bucket, OutputStore outputs, Backoff backoff) {
         this.publicBaseUrl = settings.publicBaseUrl();
         this.leaseMargin = settings.leaseMargin();
         this.gateFullDelay = settings.gateFullDelay();
         this.leases = leases;
+        this.starts = starts;
         this.presets = presets;
         this.providers = providers;
         this.s3 = s3;
@@ -277,20 +281,20 @@ public final class Worker {
         exchange.setProperty(PREPARED, new Prepared(job, loaded.eventId(), null, Json.write(envelope), call));
     }
 
-    /** Step 3: lease, caps and provider gate in one transaction (see {@link JobLeases#start}). */
+    /** Step 3: lease, caps and provider gate in one transaction (see {@link AttemptStarts#start}). */
     public void start(Exchange exchange) {
         Prepared prepared = exchange.getProperty(PREPARED, Prepared.class);
         Lease job = prepared.job();
         Provider provider = providers.find(job.provider()).orElse(null);
         Duration deadline = provider == null ? Duration.ofMinutes(2) : provider.callDeadline();
-        JobLeases.GatePass pass = leases.start(job.jobId(), prepared.eventId(), workerName,
+        AttemptStarts.GatePass pass = starts.start(job.jobId(), prepared.eventId(), workerName,
                 deadline.plus(leaseMargin), provider, jittered(gateFullDelay), prepared.verdict(),
                 backoff.delay(Math.max(1, job.attempts())), job);
-        if (pass instanceof JobLeases.Submitting submitting) {
+        if (pass instanceof AttemptStarts.Submitting submitting) {
             faults.at("submitting");
             exchange.setProperty(STARTED, new Started(submitting.lease(), submitting.attempt(), provider, System.nanoTime(),
                     submitting.route()));
-        } else if (pass instanceof JobLeases.NotLeased lost) {
+        } else if (pass instanceof AttemptStarts.NotLeased lost) {
             acknowledgeWithoutCall(job.jobId(), lost.reason());
         } else {
             LOG.info("job {} not submitted: {}", job.jobId(), pass);
@@ -299,7 +303,7 @@ public final class Worker {
 
     private void verdict(Exchange exchange, Loaded loaded, ErrorCategory category, String message, boolean retry) {
         exchange.setProperty(PREPARED, new Prepared(loaded.job(), loaded.eventId(),
-                new JobLeases.Verdict(category, message, retry), null, null));
+                new AttemptStarts.Verdict(category, message, retry), null, null));
     }
 
     private void acknowledgeWithoutCall(UUID jobId, String why) {

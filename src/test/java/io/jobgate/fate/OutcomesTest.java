@@ -165,6 +165,21 @@ class OutcomesTest {
         rows.add(row("a provider that may not be asked now: asked when it may", new Evidence.NoAnswer("gate closed",
                 NOW.plusSeconds(45)), STABLE, ROOM, new Fate.CheckAgain(NOW.plusSeconds(45), "gate closed")));
 
+        // A lookup answered 429 that the adapter did not declare about the task: the provider wants to be left alone.
+        rows.add(row("a lookup's 429 with Retry-After: the provider's gate closes, asked again at its end, whatever the caps",
+                new Evidence.LookupRateLimited("120"), STABLE, USED, new Fate.CheckAgain(NOW.plusSeconds(120),
+                        "rate limited: asked again at " + NOW.plusSeconds(120), new Fate.RateLimit(NOW.plusSeconds(120), true, false))));
+        rows.add(row("a lookup's 429 without Retry-After: the gate closes until the next check",
+                new Evidence.LookupRateLimited(null), STABLE, ROOM, new Fate.CheckAgain(NOW.plusSeconds(30),
+                        "rate limited: asked again at " + NOW.plusSeconds(30), new Fate.RateLimit(NOW.plusSeconds(30), null, false))));
+        rows.add(row("a lookup's 429 with a Retry-After that cannot be read: the provider's rate-limit backoff",
+                new Evidence.LookupRateLimited("soon"), STABLE, ROOM, new Fate.CheckAgain(NOW.plusSeconds(60),
+                        "rate limited: asked again at " + NOW.plusSeconds(60), new Fate.RateLimit(NOW.plusSeconds(60), false, false))));
+        rows.add(row("a candidate's lookup answered 429: its own gate closes, not the provider's",
+                new Evidence.LookupRateLimited("7"), CANDIDATE, ROOM, new Fate.CheckAgain(NOW.plusSeconds(7),
+                        "canary candidate rate limited: asked again at " + NOW.plusSeconds(7),
+                        new Fate.RateLimit(NOW.plusSeconds(7), true, true))));
+
         // A lease nobody will finish.
         rows.add(row("lease ended before sending: a new attempt now", new Evidence.LeaseEnded(false, false, "expired"), STABLE,
                 ONE_UNPARSEABLE, retry(0, 0, null)));

@@ -27,8 +27,6 @@ class JobTablesDoorTest {
                     "the admission insert: a job is born in the same group-committed statement as its idempotency key and ledger lines"),
             entry("src/main/resources/sql/relay-claim-dispatch.sql",
                     "the relay's fair round: one statement reads the due events with their jobs' tenants and marks them dispatched"),
-            entry("src/main/java/io/jobgate/worker/JobLeases.java",
-                    "the lease's own columns and the attempt's close under its token (to move into job/ with the lease)"),
             entry("src/main/java/io/jobgate/worker/Sweeper.java",
                     "an ended instance's row is forgotten only when no job names it (gateway_instances, not a job's row)"),
             entry("src/main/java/io/jobgate/worker/Retention.java",

@@ -52,7 +52,7 @@ abstract class BrokerFlowsContract extends GatewayTestBase {
     ConnectionFactory connectionFactory;
 
     @BeanInject("jobLeases")
-    io.jobgate.worker.JobLeases leases;
+    io.jobgate.job.JobLeases leases;
 
     /** A legacy producer of tenant globex (config/tenants.yaml; .ci/run creates it on the standalone broker). */
     static final String PRODUCER = "globex-legacy";

@@ -1,5 +1,7 @@
 package io.jobgate.worker;
 
+import io.jobgate.job.JobLeases;
+
 import java.lang.reflect.Proxy;
 import java.sql.SQLTransientConnectionException;
 import java.time.Clock;
@@ -55,7 +57,7 @@ class MayFinishWaitsForTheDatabaseTest {
         JdbcTemplate jdbc = new JdbcTemplate(timingOut);
         RetryingTransactions transactions = new RetryingTransactions(timingOut, 3, Duration.ofSeconds(10));
         JobLeases leases = new JobLeases(jdbc, transactions, new JobTransitions(new NamedParameterJdbcTemplate(jdbc), transactions,
-                Clock.systemUTC()), null, null);
+                Clock.systemUTC()), null, null, null);
 
         assertThat(leases.mayFinish(UUID.randomUUID(), UUID.randomUUID(), 1)).as("asked again once the pool answered").isFalse();
         assertThat(refusals.get()).as("both timeouts met, then the read").isNegative();

@@ -1,5 +1,7 @@
 package io.jobgate.worker;
 
+import io.jobgate.job.Lease;
+
 import io.jobgate.job.ErrorCategory;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -94,10 +96,10 @@ class WorkerStartsTest extends WorkerTestBase {
             }
         });
 
-        JobLeases.GatePass pass = startAsTheWorkerDoes(id, event);
+        AttemptStarts.GatePass pass = startAsTheWorkerDoes(id, event);
 
-        assertThat(pass).isInstanceOf(JobLeases.Submitting.class);
-        JobLeases.Submitting started = (JobLeases.Submitting) pass;
+        assertThat(pass).isInstanceOf(AttemptStarts.Submitting.class);
+        AttemptStarts.Submitting started = (AttemptStarts.Submitting) pass;
         assertThat(seen).containsExactly(io.jobgate.job.JobTransitions.Event.START);
         assertThat(started.attempt()).isEqualTo(1);
         assertThat(started.lease().attempts()).as("the attempts made before this one").isZero();
@@ -127,10 +129,10 @@ class WorkerStartsTest extends WorkerTestBase {
         fakeimgSlotsMade();
         long freeBefore = Db.count("SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NULL");
 
-        JobLeases.GatePass pass = leases.start(id, event, "test-worker", Duration.ofSeconds(30),
+        AttemptStarts.GatePass pass = starts.start(id, event, "test-worker", Duration.ofSeconds(30),
                 providers.find("fakeimg").orElseThrow(), Duration.ofSeconds(1), null, Duration.ofSeconds(1), peeked);
 
-        assertThat(pass).isInstanceOfSatisfying(JobLeases.NotLeased.class,
+        assertThat(pass).isInstanceOfSatisfying(AttemptStarts.NotLeased.class,
                 lost -> assertThat(lost.reason()).startsWith("stale dispatch event " + event));
         assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE job_id = ?", id)).isZero();
         assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NULL"))
@@ -153,9 +155,9 @@ class WorkerStartsTest extends WorkerTestBase {
         Db.execute("UPDATE provider_slots SET lease_token = '" + holder + "', job_id = '" + holder + "', taken_at = now()"
                 + " WHERE provider = 'fakeimg' AND lease_token IS NULL");
         try {
-            JobLeases.GatePass pass = startAsTheWorkerDoes(id, event);
+            AttemptStarts.GatePass pass = startAsTheWorkerDoes(id, event);
 
-            assertThat(pass).isInstanceOfSatisfying(JobLeases.Snoozed.class,
+            assertThat(pass).isInstanceOfSatisfying(AttemptStarts.Snoozed.class,
                     snoozed -> assertThat(snoozed.reason()).contains("at its concurrency limit"));
             assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE job_id = ?", id)).isZero();
             assertThat(Db.single("SELECT status, lease_token, attempts FROM jobs WHERE job_id = ?", id))
@@ -177,9 +179,9 @@ class WorkerStartsTest extends WorkerTestBase {
         Db.execute("INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES ('fakeimg', '" + until
                 + "', 'test', now()) ON CONFLICT (provider) DO UPDATE SET closed_until = EXCLUDED.closed_until, closed_reason = 'test'");
         try {
-            JobLeases.GatePass pass = startAsTheWorkerDoes(id, event);
+            AttemptStarts.GatePass pass = startAsTheWorkerDoes(id, event);
 
-            assertThat(pass).isInstanceOfSatisfying(JobLeases.Snoozed.class, snoozed -> assertThat(snoozed.until()).isEqualTo(until));
+            assertThat(pass).isInstanceOfSatisfying(AttemptStarts.Snoozed.class, snoozed -> assertThat(snoozed.until()).isEqualTo(until));
             assertThat(Db.count("SELECT count(*) FROM provider_slots WHERE job_id = ?", id)).isZero();
             assertThat(Db.single("SELECT status, lease_token, attempts FROM jobs WHERE job_id = ?", id))
                     .containsEntry("status", "retry_wait").containsEntry("attempts", 0).containsEntry("lease_token", null);
@@ -210,9 +212,9 @@ class WorkerStartsTest extends WorkerTestBase {
             }
             st.execute("SET LOCAL lock_timeout = '500ms'"); // below deadlock_timeout: waiting at all fails
             st.execute("DELETE FROM outbox WHERE job_id = '" + id + "' AND event_type = 'dispatch' AND published_at IS NULL");
-            var starting = java.util.concurrent.CompletableFuture.supplyAsync(() -> leases.start(id, event, "test-worker",
+            var starting = java.util.concurrent.CompletableFuture.supplyAsync(() -> starts.start(id, event, "test-worker",
                     Duration.ofSeconds(30), providers.find("fakeimg").orElseThrow(), Duration.ofSeconds(1),
-                    new JobLeases.Verdict(ErrorCategory.TRANSIENT, "source not readable yet", true), Duration.ofSeconds(1)));
+                    new AttemptStarts.Verdict(ErrorCategory.TRANSIENT, "source not readable yet", true), Duration.ofSeconds(1)));
             await().atMost(Duration.ofSeconds(10)).until(() -> Db.count(
                     "SELECT count(*) FROM pg_stat_activity WHERE pg_blocking_pids(pid) @> ARRAY[?::int]", finalizer) == 1);
 
@@ -221,7 +223,7 @@ class WorkerStartsTest extends WorkerTestBase {
                     + "dispatched_at = NULL WHERE job_id = '" + id + "'");
             finalize.commit();
 
-            assertThat(starting.get(10, java.util.concurrent.TimeUnit.SECONDS)).isInstanceOf(JobLeases.NotLeased.class);
+            assertThat(starting.get(10, java.util.concurrent.TimeUnit.SECONDS)).isInstanceOf(AttemptStarts.NotLeased.class);
         }
     }
 

@@ -1,5 +1,8 @@
 package io.jobgate.worker;
 
+import io.jobgate.job.JobLeases;
+import io.jobgate.job.Lease;
+
 import io.jobgate.job.ErrorCategory;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -67,6 +70,8 @@ abstract class WorkerTestBase extends GatewayTestBase {
     ProviderCatalog providers;
     @BeanInject
     JobLeases leases;
+    @BeanInject
+    AttemptStarts starts;
     @BeanInject
     io.jobgate.job.ProviderGates gates;
     @BeanInject
@@ -156,10 +161,10 @@ abstract class WorkerTestBase extends GatewayTestBase {
                 + (providers.find("fakeimg").orElseThrow().maxConcurrency() - 1) + ") g ON CONFLICT DO NOTHING");
     }
 
-    JobLeases.GatePass startAsTheWorkerDoes(UUID id, long event) {
+    AttemptStarts.GatePass startAsTheWorkerDoes(UUID id, long event) {
         fakeimgSlotsMade();
         Lease peeked = leases.peek(id, event).orElseThrow();
-        return leases.start(id, event, "test-worker", Duration.ofSeconds(30), providers.find("fakeimg").orElseThrow(),
+        return starts.start(id, event, "test-worker", Duration.ofSeconds(30), providers.find("fakeimg").orElseThrow(),
                 Duration.ofSeconds(1), null, Duration.ofSeconds(1), peeked);
     }
 

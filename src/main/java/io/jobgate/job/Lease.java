@@ -1,4 +1,4 @@
-package io.jobgate.worker;
+package io.jobgate.job;
 
 import java.time.Instant;
 import java.util.UUID;
