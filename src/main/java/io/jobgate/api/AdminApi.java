@@ -57,7 +57,7 @@ public final class AdminApi {
         reply.put("job_id", id.toString());
         reply.put("tenant_id", job.tenantId());
         reply.put("status", job.status().wire());
-        reply.put("attempts", jobs.attempts(id, true));
+        reply.put("attempts", jobs.attempts(id).stream().map(a -> io.jobgate.job.JobView.attempt(a, true)).toList());
         reply.put("redrives", redrives.history(id).stream().map(AdminApi::redriveView).toList());
         if (evaluations != null) {
             reply.put("evaluations", evaluations.ofJob(id));
@@ -105,11 +105,16 @@ public final class AdminApi {
         return value.asText();
     }
 
-    private static Map<String, Object> redriveView(Map<String, Object> row) {
-        Map<String, Object> view = new LinkedHashMap<>(row);
-        if (view.get("redriven_at") instanceof java.sql.Timestamp ts) {
-            view.put("redriven_at", ts.toInstant().toString());
-        }
+    private static Map<String, Object> redriveView(io.jobgate.job.Redrives.Redrive r) {
+        Map<String, Object> view = new LinkedHashMap<>();
+        view.put("redrive", r.redrive());
+        view.put("operator", r.operator());
+        view.put("reason", r.reason());
+        view.put("forced", r.forced());
+        view.put("previous_category", r.previousCategory());
+        view.put("previous_message", r.previousMessage());
+        view.put("debited_micros", r.debitedMicros());
+        view.put("redriven_at", r.redrivenAt().toString());
         return view;
     }
 

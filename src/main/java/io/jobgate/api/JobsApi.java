@@ -120,7 +120,7 @@ public final class JobsApi {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("job_id", job.id().toString());
         body.put("status", job.status().wire());
-        body.put("attempts", jobs.attempts(job.id(), false));
+        body.put("attempts", jobs.attempts(job.id()).stream().map(a -> io.jobgate.job.JobView.attempt(a, false)).toList());
         HttpReply.json(exchange, 200, body, Map.of());
     }
 

@@ -142,10 +142,15 @@ public final class JobRows {
     }
 
     /** The stored request of a job (preset, aspect class, inputs, source digest), as its output's manifest names it. */
-    public java.util.Map<String, Object> storedRequest(UUID jobId) {
-        return jdbc.queryForMap("""
+    public StoredRequest storedRequest(UUID jobId) {
+        return jdbc.queryForObject("""
                 SELECT preset_id, preset_version, aspect_class, inputs::text AS inputs, source_sha256
-                  FROM jobs WHERE job_id = ?""", jobId);
+                  FROM jobs WHERE job_id = ?""", (rs, i) -> new StoredRequest(rs.getString("preset_id"), rs.getInt("preset_version"),
+                rs.getString("aspect_class"), rs.getString("inputs"), rs.getString("source_sha256")), jobId);
+    }
+
+    /** A job's stored request, as its output's manifest names it. */
+    public record StoredRequest(String presetId, int presetVersion, String aspectClass, String inputsJson, String sourceSha256) {
     }
 
     /** The provider task of {@code jobId} if it is cancelled and has one. */

@@ -59,42 +59,29 @@ public final class JobStore {
                 jobId).stream().findFirst();
     }
 
-    /**
-     * Every attempt of a job, oldest first, as the API shows it; {@code replyHeads}: with the stored
-     * head of each error reply (operators only, never tenants).
-     */
-    public List<java.util.Map<String, Object>> attempts(UUID jobId, boolean replyHeads) {
+    /** One attempt of a job as its row keeps it (the API's view: {@link JobView#attempt}). */
+    public record Attempt(int attempt, String adapter, String revision, String worker, Instant startedAt, Instant endedAt,
+                          Long durationMs, String outcome, String errorCategory, String errorMessage, Integer httpStatus,
+                          String providerRequestId, String retryAfter, Instant nextAttemptAt, java.math.BigDecimal billedUnits,
+                          String billedUnit, String replyHead) {
+    }
+
+    /** Every attempt of a job, oldest first. */
+    public List<Attempt> attempts(UUID jobId) {
         return jdbc.query("""
                 SELECT attempt, adapter, adapter_revision, worker, started_at, ended_at, duration_ms, outcome, error_category,
                        error_message, http_status, provider_request_id, retry_after, next_attempt_at, billed_units, billed_unit,
                        response_excerpt
-                  FROM attempts WHERE job_id = ? ORDER BY attempt""", (rs, i) -> {
-            java.util.Map<String, Object> a = new java.util.LinkedHashMap<>();
-            a.put("attempt", rs.getInt("attempt"));
-            a.put("adapter", rs.getString("adapter"));
-            a.put("revision", rs.getString("adapter_revision"));
-            a.put("started_at", iso(rs.getTimestamp("started_at")));
-            a.put("ended_at", iso(rs.getTimestamp("ended_at")));
-            a.put("duration_ms", rs.getObject("duration_ms"));
-            a.put("outcome", rs.getString("outcome"));
-            a.put("error_category", rs.getString("error_category"));
-            a.put("error_message", rs.getString("error_message"));
-            a.put("http_status", rs.getObject("http_status"));
-            a.put("provider_request_id", rs.getString("provider_request_id"));
-            a.put("retry_after", rs.getString("retry_after"));
-            a.put("next_attempt_at", iso(rs.getTimestamp("next_attempt_at")));
-            a.put("billed_units", rs.getBigDecimal("billed_units"));
-            a.put("billed_unit", rs.getString("billed_unit"));
-            if (replyHeads) {
-                a.put("worker", rs.getString("worker"));
-                a.put("reply_head", rs.getString("response_excerpt"));
-            }
-            return a;
-        }, jobId);
+                  FROM attempts WHERE job_id = ? ORDER BY attempt""", (rs, i) -> new Attempt(rs.getInt("attempt"),
+                rs.getString("adapter"), rs.getString("adapter_revision"), rs.getString("worker"), instant(rs.getTimestamp("started_at")),
+                instant(rs.getTimestamp("ended_at")), rs.getObject("duration_ms", Long.class), rs.getString("outcome"),
+                rs.getString("error_category"), rs.getString("error_message"), rs.getObject("http_status", Integer.class),
+                rs.getString("provider_request_id"), rs.getString("retry_after"), instant(rs.getTimestamp("next_attempt_at")),
+                rs.getBigDecimal("billed_units"), rs.getString("billed_unit"), rs.getString("response_excerpt")), jobId);
     }
 
-    private static String iso(Timestamp ts) {
-        return ts == null ? null : ts.toInstant().toString();
+    private static Instant instant(Timestamp ts) {
+        return ts == null ? null : ts.toInstant();
     }
 
     private static final String TERMINAL = JobStatus.sqlList(JobStatus.TERMINAL);

@@ -120,6 +120,38 @@ public final class JobView {
         return BigDecimal.valueOf(micros, 6).stripTrailingZeros().toPlainString();
     }
 
+    /**
+     * An attempt as the API shows it; {@code replyHeads}: with its worker and the stored head of its error reply
+     * (operators only, never tenants).
+     */
+    public static Map<String, Object> attempt(JobStore.Attempt a, boolean replyHeads) {
+        Map<String, Object> view = new LinkedHashMap<>();
+        view.put("attempt", a.attempt());
+        view.put("adapter", a.adapter());
+        view.put("revision", a.revision());
+        view.put("started_at", iso(a.startedAt()));
+        view.put("ended_at", iso(a.endedAt()));
+        view.put("duration_ms", a.durationMs());
+        view.put("outcome", a.outcome());
+        view.put("error_category", a.errorCategory());
+        view.put("error_message", a.errorMessage());
+        view.put("http_status", a.httpStatus());
+        view.put("provider_request_id", a.providerRequestId());
+        view.put("retry_after", a.retryAfter());
+        view.put("next_attempt_at", iso(a.nextAttemptAt()));
+        view.put("billed_units", a.billedUnits());
+        view.put("billed_unit", a.billedUnit());
+        if (replyHeads) {
+            view.put("worker", a.worker());
+            view.put("reply_head", a.replyHead());
+        }
+        return view;
+    }
+
+    private static String iso(java.time.Instant at) {
+        return at == null ? null : at.toString();
+    }
+
     /** The promoted output's description, from the job's result record; null unless it succeeded with one. */
     public static Map<String, Object> output(Job job) {
         if (job.status() != JobStatus.SUCCEEDED || job.result() == null) {

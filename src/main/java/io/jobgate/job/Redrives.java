@@ -3,7 +3,6 @@ package io.jobgate.job;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 
 import io.jobgate.common.ApiProblem;
@@ -45,25 +44,24 @@ public final class Redrives {
      */
     public Redriven redrive(UUID jobId, String operator, String reason, boolean force) {
         return transactions.execute(tx -> {
-            List<Map<String, Object>> rows = jdbc.queryForList("""
+            Failed job = jdbc.query("""
                     SELECT status, expires_at, max_lifetime_seconds, error_category, error_message
-                      FROM jobs WHERE job_id = ?""", jobId);
-            if (rows.isEmpty()) {
-                throw ApiProblem.of(404, "job_not_found", "No job " + jobId + ".");
-            }
-            Map<String, Object> job = rows.get(0);
-            String status = (String) job.get("status");
+                      FROM jobs WHERE job_id = ?""", (rs, i) -> new Failed(rs.getString("status"),
+                    rs.getTimestamp("expires_at").toInstant(), rs.getLong("max_lifetime_seconds"), rs.getString("error_category"),
+                    rs.getString("error_message")), jobId).stream().findFirst()
+                    .orElseThrow(() -> ApiProblem.of(404, "job_not_found", "No job " + jobId + "."));
+            String status = job.status();
             if (!JobStatus.FAILED.wire().equals(status)) {
                 throw notRedrivable(jobId, status);
             }
             Instant now = transitions.clock().instant();
-            Instant expires = ((Timestamp) job.get("expires_at")).toInstant();
+            Instant expires = job.expiresAt();
             boolean expired = !expires.isAfter(now);
             if (expired && !force) {
                 throw ApiProblem.of(409, "redrive_lifetime_exceeded", "Job " + jobId + " is past its lifetime cap ("
                         + expires + "); send \"force\": true to give it a new lifetime from now.").with("expires_at", expires.toString());
             }
-            Instant newLifetime = expired ? now.plusSeconds(((Number) job.get("max_lifetime_seconds")).longValue()) : null;
+            Instant newLifetime = expired ? now.plusSeconds(job.maxLifetimeSeconds()) : null;
             JobTransitions.Moved moved = transitions.apply(jobId, Event.REDRIVE, Guard.anyone(),
                             Change.redrive(now, EXTRA_ATTEMPTS, newLifetime))
                     .orElseThrow(() -> notRedrivable(jobId, jdbc.queryForObject("SELECT status FROM jobs WHERE job_id = ?",
@@ -73,16 +71,28 @@ public final class Redrives {
                     INSERT INTO job_redrives (job_id, redrive, operator, reason, forced, previous_category, previous_message,
                                               debited_micros, redriven_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""", jobId, redrive, operator, reason, expired,
-                    job.get("error_category"), job.get("error_message"), moved.redebitedMicros(), Timestamp.from(now));
+                    job.errorCategory(), job.errorMessage(), moved.redebitedMicros(), Timestamp.from(now));
             return new Redriven(jobId, redrive, expired, moved.redebitedMicros(), now);
         });
     }
 
+    /** The job a redrive reads first: a failed one (its status checked), its lifetime and its last error. */
+    private record Failed(String status, Instant expiresAt, long maxLifetimeSeconds, String errorCategory, String errorMessage) {
+    }
+
+    /** One redrive of a job, as {@code job_redrives} keeps it. */
+    public record Redrive(int redrive, String operator, String reason, boolean forced, String previousCategory,
+                          String previousMessage, Long debitedMicros, Instant redrivenAt) {
+    }
+
     /** Every redrive of a job, oldest first. */
-    public List<Map<String, Object>> history(UUID jobId) {
-        return jdbc.queryForList("""
+    public List<Redrive> history(UUID jobId) {
+        return jdbc.query("""
                 SELECT redrive, operator, reason, forced, previous_category, previous_message, debited_micros, redriven_at
-                  FROM job_redrives WHERE job_id = ? ORDER BY redrive""", jobId);
+                  FROM job_redrives WHERE job_id = ? ORDER BY redrive""", (rs, i) -> new Redrive(rs.getInt("redrive"),
+                rs.getString("operator"), rs.getString("reason"), rs.getBoolean("forced"), rs.getString("previous_category"),
+                rs.getString("previous_message"), rs.getObject("debited_micros", Long.class), rs.getTimestamp("redriven_at").toInstant()),
+                jobId);
     }
 
     private static ApiProblem notRedrivable(UUID jobId, String status) {

@@ -11,7 +11,6 @@ import io.jobgate.fate.Waits;
 import io.jobgate.job.RevisionRole;
 import java.time.Clock;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 
 import io.jobgate.job.JobConditions;
@@ -334,10 +333,10 @@ public final class Sweeper {
                 continue; // another attempt's, or no record (a half-written object of an older release)
             }
             io.jobgate.output.PromotedOutput o = found.get();
-            Map<String, Object> job = rows.storedRequest(row.jobId());
+            JobRows.StoredRequest job = rows.storedRequest(row.jobId());
             io.jobgate.output.OutputSubject subject = new io.jobgate.output.OutputSubject(row.jobId(), row.tenantId(), o.attempt(),
-                    (String) job.get("preset_id"), ((Number) job.get("preset_version")).intValue(), (String) job.get("aspect_class"),
-                    (String) job.get("inputs"), (String) job.get("source_sha256"), o.adapter(), o.revision(), null, null);
+                    job.presetId(), job.presetVersion(), job.aspectClass(), job.inputsJson(), job.sourceSha256(), o.adapter(),
+                    o.revision(), null, null);
             byte[] manifest = io.jobgate.common.Json.write(io.jobgate.output.Manifest.of(subject, o.checked(), o.sha256(),
                     o.outputKey())).getBytes(java.nio.charset.StandardCharsets.UTF_8);
             return new PromotedEvidence(o.resultJson(), manifestKey, manifest);
