@@ -531,9 +531,9 @@ class KubernetesManifestsTest {
     /** The seconds a clean stop takes at most before the JVM exits (docs/operating.md, "Calls in flight"). */
     static int handBackSeconds() throws IOException {
         int shutdownTimeout = Integer.parseInt(settingsFile().getProperty("camel.main.shutdown-timeout").trim());
-        Matcher drain = Pattern.compile("providerCalls\\.drain\\(java\\.time\\.Duration\\.ofSeconds\\((\\d+)\\)\\)")
-                .matcher(Files.readString(Path.of("src/main/java/io/jobgate/JobgateConfiguration.java")));
-        assertThat(drain.find()).as("JobgateConfiguration drains the calls in flight for a number of seconds").isTrue();
+        Matcher drain = Pattern.compile("providerCalls\\.drain\\((?:java\\.time\\.)?Duration\\.ofSeconds\\((\\d+)\\)\\)")
+                .matcher(Files.readString(Path.of("src/main/java/io/jobgate/worker/WorkerWiring.java")));
+        assertThat(drain.find()).as("WorkerWiring drains the calls in flight for a number of seconds").isTrue();
         return shutdownTimeout + Integer.parseInt(drain.group(1));
     }
 

@@ -3,6 +3,7 @@ package io.jobgate.infra;
 import java.nio.file.Path;
 import java.util.Optional;
 
+import io.jobgate.common.SettingsReader;
 import org.apache.camel.CamelContext;
 import org.apache.camel.spi.PropertiesComponent;
 
@@ -13,7 +14,7 @@ import org.apache.camel.spi.PropertiesComponent;
  * settings table of docs/settings.md is checked against it): no accessor here takes a default. Bad or
  * missing values fail at start, naming the setting.
  */
-public final class Settings {
+public final class Settings implements SettingsReader {
 
     private final PropertiesComponent properties;
 
