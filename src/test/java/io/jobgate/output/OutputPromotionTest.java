@@ -223,8 +223,8 @@ class OutputPromotionTest extends GatewayTestBase {
         worker.injectFaults(step -> {
             if (step.equals("quarantined")) {
                 // Meanwhile the sweeper gave the job to another worker (whose lease lasts).
-                Db.execute("UPDATE jobs SET lease_token = gen_random_uuid(), lease_owner = 'another-worker', "
-                        + "lease_expires_at = now() + interval '1 hour' WHERE inputs->>'supplier_name' = '" + tag + "'");
+                io.jobgate.support.JobFactory.onTestDatabase().leaseTakenOver((UUID) Db.single("SELECT job_id FROM jobs WHERE inputs->>'supplier_name' = ?", tag)
+                        .get("job_id"), "another-worker");
             }
         });
         UUID id = submit(tag);
@@ -408,8 +408,8 @@ class OutputPromotionTest extends GatewayTestBase {
         worker.injectFaults(step -> {
             if (step.equals("checked")) {
                 // Meanwhile the sweeper gave the job to another worker (whose lease lasts).
-                Db.execute("UPDATE jobs SET lease_token = gen_random_uuid(), lease_owner = 'another-worker', "
-                        + "lease_expires_at = now() + interval '1 hour' WHERE inputs->>'supplier_name' = '" + tag + "'");
+                io.jobgate.support.JobFactory.onTestDatabase().leaseTakenOver((UUID) Db.single("SELECT job_id FROM jobs WHERE inputs->>'supplier_name' = ?", tag)
+                        .get("job_id"), "another-worker");
             }
         });
         UUID id = submit(tag);

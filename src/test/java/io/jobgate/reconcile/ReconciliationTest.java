@@ -117,7 +117,7 @@ class ReconciliationTest extends GatewayTestBase {
         context.getRouteController().suspendRoute("reconciler");
         lookupAnswers(tag, "succeeded");
         // As the interval had grown before the restart: its next check an hour ahead.
-        Db.execute("UPDATE jobs SET next_check_at = now() + interval '1 hour', check_claimed_by = NULL WHERE job_id = '" + id + "'");
+io.jobgate.support.JobFactory.onTestDatabase().nextCheckAt(id, java.time.Instant.now().plusSeconds(3600));
 
         assertThat(reconciler.catchUp()).isGreaterThanOrEqualTo(1);
         context.getRouteController().resumeRoute("reconciler");

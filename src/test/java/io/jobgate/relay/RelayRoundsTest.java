@@ -243,7 +243,7 @@ class RelayRoundsTest extends GatewayTestBase {
         String ended = post(ACME);
         String next = post(ACME);
         String other = post(GLOBEX);
-        Db.update("UPDATE jobs SET status = 'cancelled', finalized_at = now() WHERE job_id = ?::uuid", ended);
+io.jobgate.support.JobFactory.onTestDatabase().endedBehindTheGateway(java.util.UUID.fromString(ended), "cancelled");
 
         assertThat(round()).containsExactlyInAnyOrder(next, other);
         assertThat(messagesFor(ended)).isZero();

@@ -56,6 +56,37 @@ public final class JobFactory {
         return new JobFactory(Db::update);
     }
 
+    // --- What others do to a job meanwhile: the sweeper, another worker, an operator's psql ------------------------
+
+    /**
+     * The job ended behind the gateway's back ({@code failed} or {@code cancelled}, final now), its lease and its provider
+     * slot gone with it (its outbox events stay as they were). Also how a test puts away a job it left open, so that no
+     * part of the gateway takes it up again.
+     */
+    public void endedBehindTheGateway(UUID job, String status) {
+        sql.update("UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL WHERE job_id = ?", job);
+        sql.update("""
+                UPDATE jobs SET status = ?, finalized_at = now(), lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL
+                 WHERE job_id = ?""", status, job);
+    }
+
+    /** Another worker holds the job now (the sweeper gave it away): a new lease token, {@code owner}'s, for an hour. */
+    public void leaseTakenOver(UUID job, String owner) {
+        sql.update("""
+                UPDATE jobs SET lease_token = gen_random_uuid(), lease_owner = ?, lease_expires_at = now() + interval '1 hour'
+                 WHERE job_id = ?""", owner, job);
+    }
+
+    /** The job's lease (its token kept) is {@code owner}'s, lasting an hour: a process's that may be alive or gone. */
+    public void leaseOwnedBy(UUID job, String owner) {
+        sql.update("UPDATE jobs SET lease_owner = ?, lease_expires_at = now() + interval '1 hour' WHERE job_id = ?", owner, job);
+    }
+
+    /** A job waiting on its provider is next asked about at {@code at}, claimed by no poller (as after a restart). */
+    public void nextCheckAt(UUID job, Instant at) {
+        sql.update("UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL WHERE job_id = ?", ts(at), job);
+    }
+
     public Job job(String tenant) {
         return new Job(tenant);
     }

@@ -190,7 +190,7 @@ class WorkerLeasesTest extends WorkerTestBase {
              java.sql.Statement s = process.createStatement()) {
             s.execute("SELECT pg_advisory_lock(27239, 4242)");
             s.execute("INSERT INTO gateway_instances (owner, lock_key) VALUES ('" + dead + "', 4242)");
-            Db.execute("UPDATE jobs SET lease_owner = '" + dead + "', lease_expires_at = now() + interval '1 hour' WHERE job_id = '" + id + "'");
+            io.jobgate.support.JobFactory.onTestDatabase().leaseOwnedBy(id, dead);
             assertThat(Db.count("SELECT count(*) FROM gateway_instances_gone WHERE owner = ?", dead)).isZero();
             assertThat(sweeper.reclaimLeasesOfGoneInstances()).as("alive: its leases are its own").isZero();
             assertThat(Db.single("SELECT lease_owner FROM jobs WHERE job_id = ?", id).get("lease_owner")).isEqualTo(dead);
@@ -226,7 +226,7 @@ class WorkerLeasesTest extends WorkerTestBase {
              java.sql.Statement s = process.createStatement()) {
             s.execute("SELECT pg_advisory_lock(27239, 4343)");
             s.execute("INSERT INTO gateway_instances (owner, lock_key) VALUES ('" + dead + "', 4343)");
-            Db.execute("UPDATE jobs SET lease_owner = '" + dead + "', lease_expires_at = now() + interval '1 hour' WHERE job_id = '" + id + "'");
+            io.jobgate.support.JobFactory.onTestDatabase().leaseOwnedBy(id, dead);
             // What the dead worker wrote of its promotion: an object under the job's readable key, no manifest.
             s3.putObject(b -> b.bucket("jobgate").key(stray), software.amazon.awssdk.core.sync.RequestBody.fromString("half"));
         } // the process dies

@@ -110,9 +110,7 @@ class WorkerStartsTest extends WorkerTestBase {
                 .containsEntry("lease_token", started.lease().token());
         assertThat(Db.rows("SELECT lease_token FROM provider_slots WHERE job_id = '" + id + "'")).singleElement()
                 .satisfies(slot -> assertThat(slot.get("lease_token")).isEqualTo(started.lease().token()));
-        Db.execute("UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL WHERE job_id = '" + id + "'; "
-                + "UPDATE jobs SET status = 'failed', finalized_at = now(), lease_token = NULL, lease_owner = NULL, lease_expires_at = NULL "
-                + "WHERE job_id = '" + id + "'");
+io.jobgate.support.JobFactory.onTestDatabase().endedBehindTheGateway(id, "failed");
     }
 
     /**
@@ -139,7 +137,7 @@ class WorkerStartsTest extends WorkerTestBase {
                 .isEqualTo(freeBefore);
         assertThat(Db.single("SELECT status, lease_token, attempts FROM jobs WHERE job_id = ?", id))
                 .containsEntry("status", "queued").containsEntry("attempts", 0).containsEntry("lease_token", null);
-        Db.execute("UPDATE jobs SET status = 'failed', finalized_at = now() WHERE job_id = '" + id + "'");
+io.jobgate.support.JobFactory.onTestDatabase().endedBehindTheGateway(id, "failed");
     }
 
     /**
@@ -165,8 +163,8 @@ class WorkerStartsTest extends WorkerTestBase {
             assertThat(Db.count("SELECT count(*) FROM attempts WHERE job_id = ?", id)).isZero();
         } finally {
             Db.execute("UPDATE provider_slots SET lease_token = NULL, job_id = NULL, taken_at = NULL WHERE job_id = '" + holder + "'; "
-                    + "DELETE FROM outbox WHERE job_id = '" + id + "'; " // its new dispatch event: the relay would take it
-                    + "UPDATE jobs SET status = 'failed', finalized_at = now() WHERE job_id = '" + id + "'");
+                    + "DELETE FROM outbox WHERE job_id = '" + id + "'"); // its new dispatch event: the relay would take it
+            io.jobgate.support.JobFactory.onTestDatabase().endedBehindTheGateway(id, "failed");
         }
     }
 
@@ -187,8 +185,8 @@ class WorkerStartsTest extends WorkerTestBase {
                     .containsEntry("status", "retry_wait").containsEntry("attempts", 0).containsEntry("lease_token", null);
         } finally {
             Db.execute("UPDATE provider_gates SET closed_until = '-infinity', closed_reason = NULL WHERE provider = 'fakeimg'; "
-                    + "DELETE FROM outbox WHERE job_id = '" + id + "'; "
-                    + "UPDATE jobs SET status = 'failed', finalized_at = now() WHERE job_id = '" + id + "'");
+                    + "DELETE FROM outbox WHERE job_id = '" + id + "'");
+            io.jobgate.support.JobFactory.onTestDatabase().endedBehindTheGateway(id, "failed");
         }
     }
 
