@@ -1,14 +1,11 @@
 package io.jobgate.canary;
 
-import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Instant;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
 import io.jobgate.fate.Placement;
@@ -42,13 +39,19 @@ public final class Canaries {
 
     /** The stable revision's route is {@code direct:provider-<name>}; a candidate's adds this. */
     public static final String CANDIDATE_SUFFIX = "-candidate";
-    /** Who the automatic stop names. */
-    public static final String GATES = "canary-gates";
 
     /** Where an attempt goes: its revision, the route to call, and whether its output may be promoted. */
     public record Choice(String revision, String adapterUri, boolean candidate, boolean approved) {
         public static Choice stable(Provider provider, String kind) {
             return new Choice(provider.revision(kind), provider.adapterUri(), false, true);
+        }
+
+        /**
+         * The part its revision plays for the attempt (written on the attempt and its job as it opens): a candidate's
+         * whose outputs are not approved, else stable (the stable revision's, or a promoted candidate's).
+         */
+        public RevisionRole role() {
+            return candidate && !approved ? RevisionRole.CANDIDATE : RevisionRole.STABLE;
         }
     }
 
@@ -71,40 +74,33 @@ public final class Canaries {
         }
     }
 
-    private final JdbcTemplate jdbc;
-    /** The jobs table's queries this uses (built on {@code jdbc}). */
+    private final CanaryStore store;
+    /** The jobs table's queries this uses (on the same {@code jdbc} as the store). */
     private final JobRows jobRows;
     private final ProviderCatalog providers;
     private final Function<String, AdapterSource> candidateSources;
     private final Clock clock;
-    /** Revisions known not to be candidates (never in {@code canaries}): approved for good. */
-    private final Map<String, Boolean> plainRevisions = new ConcurrentHashMap<>();
 
     /**
      * @param candidateSources a provider's candidate route file as loaded and started now, or null when
      *                         no candidate route runs ({@code AdapterRoutes.candidateSource})
      */
     public Canaries(JdbcTemplate jdbc, ProviderCatalog providers, Function<String, AdapterSource> candidateSources, Clock clock) {
-        this.jdbc = jdbc;
+        this.store = new CanaryStore(jdbc);
         this.jobRows = new JobRows(jdbc);
         this.providers = providers;
         this.candidateSources = candidateSources;
         this.clock = clock;
     }
 
-    /** A canary row's per-kind revisions ({@code array_to_string(revisions, ' ') AS revisions}). */
-    static List<String> revisions(Map<String, Object> row) {
-        return Arrays.asList(((String) row.get("revisions")).split(" "));
-    }
-
     // --- Routing ---------------------------------------------------------------------------------
 
-    /** The candidate of {@code provider} whose route is loaded and started now. */
     /** Whether {@code provider} has a candidate loaded now: only then may a start's choice need the database. */
     public boolean hasCandidate(Provider provider) {
         return candidateSources.apply(provider.name()) != null;
     }
 
+    /** The candidate of {@code provider} whose route is loaded and started now. */
     public Optional<Candidate> candidate(Provider provider) {
         AdapterSource source = candidateSources.apply(provider.name());
         if (source == null) {
@@ -164,25 +160,19 @@ public final class Canaries {
 
     private Choice chooseFor(Provider provider, UUID jobId, String kind, int attemptsSoFar, int maxAttempts, boolean mayWait) {
         Optional<Candidate> loaded = candidate(provider);
-        List<Map<String, Object>> rows = loaded.isEmpty() ? List.of() : jdbc.queryForList(
-                "SELECT status, closed_until, sampled_at, judged_from, array_to_string(revisions, ' ') AS revisions FROM canaries WHERE revision = ?",
-                loaded.get().id());
-        Map<String, Object> row = rows.isEmpty() ? null : rows.get(0);
-        String status = row == null ? null : (String) row.get("status");
-        PlacementFacts.Canary canary = status == null ? PlacementFacts.Canary.NONE
-                : PlacementFacts.Canary.valueOf(status.toUpperCase(java.util.Locale.ROOT));
+        CanaryStore.Canary row = loaded.flatMap(c -> store.find(c.id())).orElse(null);
+        PlacementFacts.Canary canary = row == null ? PlacementFacts.Canary.NONE : PlacementFacts.Canary.valueOf(row.status().name());
         String revision = loaded.map(c -> c.revision(provider, kind)).orElse(null);
         Instant now = clock.instant();
         boolean inShare = canary == PlacementFacts.Canary.RUNNING
                 && CanaryShare.inShare(provider, jobId, attemptsSoFar + 1);
         Placement placed = Placements.place(new PlacementFacts(canary, attemptsSoFar, maxAttempts, inShare,
-                row != null && row.get("closed_until") instanceof Timestamp closed ? closed.toInstant() : null,
+                row == null ? null : row.closedUntil(),
                 () -> jobRows.adapterRevision(jobId).filter(revision::equals).isPresent(),
-                () -> row.get("sampled_at") == null && sampleFull(provider, loaded.get(), revisions(row),
-                        ((Timestamp) row.get("judged_from")).toInstant(), now, mayWait),
+                () -> row.sampledAt() == null && sampleFull(provider, row, now, mayWait),
                 now));
         if (placed instanceof Placement.OnCandidate on) {
-            return new Choice(revision, loaded.get().uri(), true, on.role() == io.jobgate.job.RevisionRole.STABLE);
+            return new Choice(revision, loaded.get().uri(), true, on.role() == RevisionRole.STABLE);
         }
         return Choice.stable(provider, kind);
     }
@@ -197,29 +187,19 @@ public final class Canaries {
      * way of a start) only tries it and, finding it taken, sends its attempt to the stable revision. A holder
      * of the lock may wait for its own job's row, never the other way round: no cycle.
      */
-    private boolean sampleFull(Provider provider, Candidate candidate, List<String> revisions, Instant judgedFrom, Instant now,
-                               boolean mayWait) {
+    private boolean sampleFull(Provider provider, CanaryStore.Canary canary, Instant now, boolean mayWait) {
         GateThresholds thresholds = GateThresholds.of(provider);
         if (mayWait) {
-            jdbc.queryForList("SELECT pg_advisory_xact_lock(?, hashtext(?))", SAMPLE_LOCK, candidate.id());
-        } else if (!Boolean.TRUE.equals(jdbc.queryForObject("SELECT pg_try_advisory_xact_lock(?, hashtext(?))", Boolean.class,
-                SAMPLE_LOCK, candidate.id()))) {
+            store.lockSample(canary.revision());
+        } else if (!store.tryLockSample(canary.revision())) {
             return true;
         }
         Instant since = now.minus(thresholds.window());
-        if (judgedFrom.isAfter(since)) {
-            since = judgedFrom;
+        if (canary.judgedFrom().isAfter(since)) {
+            since = canary.judgedFrom();
         }
-        Long started = jdbc.queryForObject("""
-                SELECT count(*) FROM attempts
-                 WHERE adapter_revision = ANY (?) AND adapter = ? AND started_at >= ?
-                   AND (outcome IS NULL OR outcome NOT IN ('lease_lost', 'ended_with_job'))""",
-                Long.class, revisions.toArray(String[]::new), provider.name(), Timestamp.from(since));
-        return started != null && started >= thresholds.minSample();
+        return store.attemptsStarted(canary.revisions(), provider.name(), since) >= thresholds.minSample();
     }
-
-    /** Advisory lock class of a canary's first sample (beside {@code UploadStore.OBJECT_LOCK}, {@code InstanceLiveness.LOCK_CLASS}). */
-    static final int SAMPLE_LOCK = 27241;
 
     /**
      * A candidate's attempt got a 429: the candidate alone waits until {@code until} (never shortened),
@@ -228,31 +208,12 @@ public final class Canaries {
      * @param revision the attempt's (per-kind) revision
      */
     public void closeCandidate(String revision, Instant until, String reason) {
-        jdbc.update("""
-                UPDATE canaries SET closed_until = greatest(coalesce(closed_until, '-infinity'), ?), closed_reason = ?
-                 WHERE ? = ANY (revisions)""", Timestamp.from(until), reason, revision);
+        store.closeCandidate(revision, until, reason);
     }
 
     /** Until when the candidate of the (per-kind) {@code revision} is closed by its own 429, if it is now. */
     public Optional<Instant> candidateClosedUntil(String revision) {
-        return jdbc.queryForList("SELECT closed_until FROM canaries WHERE ? = ANY (revisions) AND closed_until > ?", Timestamp.class,
-                revision, Timestamp.from(clock.instant())).stream().findFirst().map(Timestamp::toInstant);
-    }
-
-    /**
-     * May an output made by {@code revision} be promoted? Not while it is a candidate's that was not
-     * promoted (its outputs stay in quarantine); every other revision is approved.
-     */
-    public boolean approved(String revision) {
-        if (revision == null || plainRevisions.containsKey(revision)) {
-            return true;
-        }
-        List<String> status = jdbc.queryForList("SELECT status FROM canaries WHERE ? = ANY (revisions)", String.class, revision);
-        if (status.isEmpty()) {
-            plainRevisions.put(revision, true); // a candidate revision is in the table before its first attempt
-            return true;
-        }
-        return status.stream().allMatch("promoted"::equals);
+        return store.closedUntil(revision, clock.instant());
     }
 
     /**
@@ -271,6 +232,4 @@ public final class Canaries {
     public static String candidateKey(String jobKey, int attempt) {
         return jobKey + "-canary-" + attempt;
     }
-
-
 }

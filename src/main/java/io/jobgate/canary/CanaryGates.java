@@ -1,9 +1,9 @@
 package io.jobgate.canary;
 
-import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Instant;
-import java.util.Map;
+import java.util.List;
+import java.util.Locale;
 
 import io.jobgate.provider.Provider;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -20,11 +20,11 @@ public final class CanaryGates {
     /** Error categories that are no fault of the revision: the provider's rate limit, the job's caps, its tenant. */
     static final String NOT_ITS_FAULT = "rate_limited,exhausted,expired,cancelled";
 
-    private final JdbcTemplate jdbc;
+    private final CanaryStore store;
     private final Clock clock;
 
     public CanaryGates(JdbcTemplate jdbc, Clock clock) {
-        this.jdbc = jdbc;
+        this.store = new CanaryStore(jdbc);
         this.clock = clock;
     }
 
@@ -39,7 +39,7 @@ public final class CanaryGates {
     }
 
     public Verdict judge(Provider provider, String revision, GateThresholds gates) {
-        return judge(provider, revision, java.util.List.of(revision), gates, null);
+        return judge(provider, revision, List.of(revision), gates, null);
     }
 
     /**
@@ -47,26 +47,17 @@ public final class CanaryGates {
      * verdict for the candidate, reported as {@code label}), counting only attempts started from
      * {@code judgedFrom} on when that is later than the window's start (a restart's clean slate).
      */
-    public Verdict judge(Provider provider, String label, java.util.List<String> revisions, GateThresholds gates,
+    public Verdict judge(Provider provider, String label, List<String> revisions, GateThresholds gates,
                          Instant judgedFrom) {
         Instant since = clock.instant().minus(gates.window());
         if (judgedFrom != null && judgedFrom.isAfter(since)) {
             since = judgedFrom;
         }
-        Map<String, Object> w = jdbc.queryForMap("""
-                SELECT count(*) AS sample,
-                       count(*) FILTER (WHERE error_category IS NOT NULL
-                                          AND error_category <> ALL (string_to_array(?, ','))) AS errors,
-                       count(*) FILTER (WHERE error_category = 'invalid_output') AS invalid,
-                       coalesce(percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms), 0) AS p95
-                  FROM attempts
-                 WHERE adapter_revision = ANY (?) AND adapter = ? AND started_at >= ? AND ended_at IS NOT NULL
-                   AND outcome NOT IN ('lease_lost', 'ended_with_job')""",
-                NOT_ITS_FAULT, revisions.toArray(String[]::new), provider.name(), Timestamp.from(since));
-        long sample = ((Number) w.get("sample")).longValue();
-        double errorRate = sample == 0 ? 0 : ((Number) w.get("errors")).doubleValue() / sample;
-        double invalidRate = sample == 0 ? 0 : ((Number) w.get("invalid")).doubleValue() / sample;
-        long p95 = ((Number) w.get("p95")).longValue();
+        CanaryStore.Window w = store.window(revisions, provider.name(), since, NOT_ITS_FAULT);
+        long sample = w.sample();
+        double errorRate = sample == 0 ? 0 : (double) w.errors() / sample;
+        double invalidRate = sample == 0 ? 0 : (double) w.invalidOutputs() / sample;
+        long p95 = w.p95Millis();
         boolean judged = sample >= gates.minSample();
         String tripped = null;
         if (judged && errorRate > gates.maxErrorRate()) {
@@ -87,20 +78,15 @@ public final class CanaryGates {
      * attempts started within the window ({@code evaluations}, io.jobgate.evaluation): field accuracy and
      * the share whose totals all read right. Below {@code min-evaluated} outputs it does not judge.
      */
-    private String quality(Provider provider, java.util.List<String> revisions, GateThresholds gates, Instant since) {
-        Map<String, Object> q = jdbc.queryForMap("""
-                SELECT count(*) AS evaluated, coalesce(sum(e.fields_correct), 0) AS correct, coalesce(sum(e.fields_total), 0) AS total,
-                       count(*) FILTER (WHERE e.totals_correct) AS totals
-                  FROM evaluations e JOIN attempts a ON a.job_id = e.job_id AND a.attempt = e.attempt
-                 WHERE e.revision = ANY (?) AND e.provider = ? AND e.evaluated_at IS NOT NULL AND a.started_at >= ?""",
-                revisions.toArray(String[]::new), provider.name(), Timestamp.from(since));
-        long evaluated = ((Number) q.get("evaluated")).longValue();
+    private String quality(Provider provider, List<String> revisions, GateThresholds gates, Instant since) {
+        CanaryStore.Quality q = store.quality(revisions, provider.name(), since);
+        long evaluated = q.evaluated();
         if (evaluated < gates.minEvaluated()) {
             return null;
         }
-        long total = ((Number) q.get("total")).longValue();
-        double accuracy = total == 0 ? 0 : ((Number) q.get("correct")).doubleValue() / total;
-        double totals = ((Number) q.get("totals")).doubleValue() / evaluated;
+        long total = q.fieldsTotal();
+        double accuracy = total == 0 ? 0 : (double) q.fieldsCorrect() / total;
+        double totals = (double) q.totalsCorrect() / evaluated;
         if (accuracy < gates.minFieldAccuracy()) {
             return "quality field accuracy " + percent(accuracy) + " < " + percent(gates.minFieldAccuracy()) + " of " + evaluated
                     + " evaluated outputs";
@@ -113,6 +99,6 @@ public final class CanaryGates {
     }
 
     private static String percent(double share) {
-        return String.format(java.util.Locale.ROOT, "%.1f %%", share * 100);
+        return String.format(Locale.ROOT, "%.1f %%", share * 100);
     }
 }

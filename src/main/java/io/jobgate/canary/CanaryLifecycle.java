@@ -7,6 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 
 import io.jobgate.common.ApiProblem;
@@ -54,6 +55,7 @@ public final class CanaryLifecycle {
     }
 
     private final JdbcTemplate jdbc;
+    private final CanaryStore store;
     private final JobRows jobRows;
     private final JobSchedules schedules;
     private final TransactionTemplate transactions;
@@ -70,6 +72,7 @@ public final class CanaryLifecycle {
                            ProviderCatalog providers, Canaries canaries) {
         this.finalizer = finalizer;
         this.jdbc = jdbc;
+        this.store = new CanaryStore(jdbc);
         this.jobRows = new JobRows(jdbc);
         this.schedules = new JobSchedules(jdbc);
         this.transactions = transactions;
@@ -96,32 +99,25 @@ public final class CanaryLifecycle {
         for (Provider provider : providers.all()) {
             canaries.candidate(provider).ifPresent(c -> discover(provider, c));
         }
-        for (Map<String, Object> row : jdbc.queryForList("SELECT revision, provider, array_to_string(revisions, ' ') AS revisions, judged_from, sampled_at FROM canaries WHERE status = 'running'")) {
-            Provider provider = providers.find((String) row.get("provider")).orElse(null);
+        for (CanaryStore.Canary canary : store.running()) {
+            Provider provider = providers.find(canary.provider()).orElse(null);
             if (provider == null) {
                 continue;
             }
-            String revision = (String) row.get("revision");
-            CanaryGates.Verdict verdict = gates.judge(provider, revision, Canaries.revisions(row), GateThresholds.of(provider),
-                    ((Timestamp) row.get("judged_from")).toInstant());
+            CanaryGates.Verdict verdict = gates.judge(provider, canary.revision(), canary.revisions(), GateThresholds.of(provider),
+                    canary.judgedFrom());
             if (verdict.tripped() != null) {
-                stop(revision, verdict.tripped().split(" ")[0], verdict.tripped(), GATES);
-            } else if (verdict.judged() && row.get("sampled_at") == null) {
+                stop(canary.revision(), verdict.tripped().split(" ")[0], verdict.tripped(), GATES);
+            } else if (verdict.judged() && canary.sampledAt() == null) {
                 // A full sample passed: from now on the share alone decides (no count at each start).
-                jdbc.update("UPDATE canaries SET sampled_at = ? WHERE revision = ? AND status = 'running' AND sampled_at IS NULL",
-                        Timestamp.from(clock.instant()), revision);
+                store.markSampled(canary.revision(), clock.instant());
             }
         }
         publish();
     }
 
     private void discover(Provider provider, Canaries.Candidate candidate) {
-        Timestamp now = Timestamp.from(clock.instant());
-        int added = jdbc.update("""
-                INSERT INTO canaries (revision, provider, revisions, status, judged_from, changed_by, changed_at, created_at)
-                VALUES (?, ?, ?, 'running', ?, 'drop-in', ?, ?) ON CONFLICT DO NOTHING""",
-                candidate.id(), provider.name(), candidate.revisions(provider).toArray(String[]::new), now, now, now);
-        if (added == 1) {
+        if (store.addRunning(candidate.id(), provider.name(), candidate.revisions(provider), clock.instant())) {
             action(candidate.id(), provider.name(), "started", null, "candidate route loaded; share " + CanaryShare.share(provider) + " %",
                     "drop-in", 0);
             LOG.info("canary started provider={} revision={} share={} %", provider.name(), candidate.id(), CanaryShare.share(provider));
@@ -137,21 +133,17 @@ public final class CanaryLifecycle {
      * @return the rows re-queued, or empty when the canary was not running (nothing changed)
      */
     public Optional<Integer> stop(String revision, String gate, String reason, String operator) {
-        Timestamp now = Timestamp.from(clock.instant());
         // The status and the role of its open jobs in one transaction: a stopped canary's outputs stay held.
-        List<Map<String, Object>> stopped = transactions.execute(tx -> {
-            List<Map<String, Object>> rows = jdbc.queryForList("""
-                    UPDATE canaries SET status = 'stopped', gate = ?, reason = ?, changed_by = ?, changed_at = ?
-                     WHERE revision = ? AND status IN ('running', 'promoted') RETURNING provider, array_to_string(revisions, ' ') AS revisions""",
-                    gate, reason, operator, now, revision);
-            rows.forEach(r -> jobRows.assignRole(Canaries.revisions(r), RevisionRole.CANDIDATE));
-            return rows;
+        Optional<CanaryStore.Canary> stopped = transactions.execute(tx -> {
+            Optional<CanaryStore.Canary> row = store.stop(revision, gate, reason, operator, clock.instant());
+            row.ifPresent(c -> jobRows.assignRole(c.revisions(), RevisionRole.CANDIDATE));
+            return row;
         });
         if (stopped.isEmpty()) {
             return Optional.empty();
         }
-        String provider = (String) stopped.get(0).get("provider");
-        int requeued = rollBack(Canaries.revisions(stopped.get(0)));
+        String provider = stopped.get().provider();
+        int requeued = rollBack(stopped.get().revisions());
         action(revision, provider, "stopped", gate, reason, operator, requeued);
         LOG.warn("canary stopped provider={} revision={} gate={} by={} requeued={} reason={}", provider, revision, gate, operator,
                 requeued, reason);
@@ -170,7 +162,7 @@ public final class CanaryLifecycle {
                 Fate fate = Outcomes.decide(new Evidence.RolledBack(String.join(" ", revisions)), RevisionRole.CANDIDATE,
                         new Standing(job.attempts(), job.maxAttempts(), job.expiresAt(), job.unparseableStreak()),
                         Waits.NONE, now);
-                JobTransitions.Guard guard = JobTransitions.Guard.from(java.util.Set.of(status));
+                JobTransitions.Guard guard = JobTransitions.Guard.from(Set.of(status));
                 boolean moved = fate instanceof Fate.Retry retry
                         ? transitions.apply(jobId, JobTransitions.Event.RESUBMIT, guard,
                                 JobTransitions.Change.retryAt(retry.at(), retry.unparseableStreak(), null)).isPresent()
@@ -195,21 +187,19 @@ public final class CanaryLifecycle {
     }
 
     /** The provider's newest canary (the one the admin calls act on). */
-    private Map<String, Object> newest(String provider) {
-        return jdbc.queryForList("SELECT revision, status FROM canaries WHERE provider = ? ORDER BY created_at DESC LIMIT 1", provider)
-                .stream().findFirst().orElseThrow(() -> ApiProblem.of(404, "canary_not_found",
+    private CanaryStore.Canary newest(String provider) {
+        return store.newest(provider).orElseThrow(() -> ApiProblem.of(404, "canary_not_found",
                         "Provider '" + provider + "' has no canary: drop a candidate route (direct:provider-" + provider
                                 + Canaries.CANDIDATE_SUFFIX + ") in first."));
     }
 
     /** Operator: stops the provider's canary (as the gates would). @return its revision */
     public String stopByOperator(String provider, String operator, String reason) {
-        Map<String, Object> row = newest(provider);
-        String revision = (String) row.get("revision");
-        if (stop(revision, "operator", reason == null ? "stopped by " + operator : reason, operator).isEmpty()) {
-            throw conflict(provider, revision, (String) row.get("status"), "stop");
+        CanaryStore.Canary canary = newest(provider);
+        if (stop(canary.revision(), "operator", reason == null ? "stopped by " + operator : reason, operator).isEmpty()) {
+            throw conflict(canary, "stop");
         }
-        return revision;
+        return canary.revision();
     }
 
     /**
@@ -217,73 +207,71 @@ public final class CanaryLifecycle {
      * its outputs are promoted (the operator then copies the candidate file over the stable one).
      */
     public String promote(String provider, String operator, String reason) {
-        return change(provider, operator, reason, "promoted", "status IN ('running', 'stopped')", false);
+        CanaryStore.Canary canary = newest(provider);
+        // The status and what its open jobs' evidence means from now on, in one transaction: a promoted revision's
+        // outputs are the job's.
+        Optional<CanaryStore.Canary> promoted = transactions.execute(tx -> {
+            Optional<CanaryStore.Canary> row = store.promote(canary.revision(), reason, operator, clock.instant());
+            row.ifPresent(c -> jobRows.assignRole(c.revisions(), RevisionRole.STABLE));
+            return row;
+        });
+        return changed(canary, promoted, "promoted", "promote", operator, reason);
     }
 
     /** Operator: a stopped or promoted canary runs again at its share; its gates judge only attempts from now on. */
     public String restart(String provider, String operator, String reason) {
-        return change(provider, operator, reason, "running", "status IN ('stopped', 'promoted')", true);
-    }
-
-    private String change(String provider, String operator, String reason, String to, String from, boolean fresh) {
-        Map<String, Object> row = newest(provider);
-        String revision = (String) row.get("revision");
-        Timestamp now = Timestamp.from(clock.instant());
-        // The status and what its open jobs' evidence means from now on, in one transaction: a promoted revision's
-        // outputs are the job's, a restarted candidate's are held again.
-        List<Map<String, Object>> changed = transactions.execute(tx -> {
-            List<Map<String, Object>> rows = jdbc.queryForList("UPDATE canaries SET status = ?, gate = NULL, reason = ?,"
-                    + " changed_by = ?, changed_at = ?" + (fresh ? ", judged_from = ?, sampled_at = NULL" : "")
-                    + " WHERE revision = ? AND " + from + " RETURNING array_to_string(revisions, ' ') AS revisions",
-                    fresh ? new Object[] {to, reason, operator, now, now, revision} : new Object[] {to, reason, operator, now, revision});
-            rows.forEach(r -> jobRows.assignRole(Canaries.revisions(r), to.equals("promoted") ? RevisionRole.STABLE : RevisionRole.CANDIDATE));
-            return rows;
+        CanaryStore.Canary canary = newest(provider);
+        // In one transaction too: a restarted candidate's outputs are held again.
+        Optional<CanaryStore.Canary> restarted = transactions.execute(tx -> {
+            Optional<CanaryStore.Canary> row = store.restart(canary.revision(), reason, operator, clock.instant());
+            row.ifPresent(c -> jobRows.assignRole(c.revisions(), RevisionRole.CANDIDATE));
+            return row;
         });
-        if (changed.isEmpty()) {
-            throw conflict(provider, revision, (String) row.get("status"), to.equals("running") ? "restart" : "promote");
-        }
-        String action = to.equals("running") ? "restarted" : "promoted";
-        action(revision, provider, action, null, reason, operator, 0);
-        LOG.info("canary {} provider={} revision={} by={}", action, provider, revision, operator);
-        publish();
-        return revision;
+        return changed(canary, restarted, "restarted", "restart", operator, reason);
     }
 
-    private static ApiProblem conflict(String provider, String revision, String status, String what) {
-        return ApiProblem.of(409, "canary_conflict", "The canary " + revision + " of provider '" + provider + "' is " + status
-                + ": it cannot " + what + ".").with("canary_status", status);
+    /** After a promotion or a restart: its action recorded and published, or a conflict when its status did not allow it. */
+    private String changed(CanaryStore.Canary before, Optional<CanaryStore.Canary> after, String action, String what, String operator,
+                           String reason) {
+        if (after.isEmpty()) {
+            throw conflict(before, what);
+        }
+        action(before.revision(), before.provider(), action, null, reason, operator, 0);
+        LOG.info("canary {} provider={} revision={} by={}", action, before.provider(), before.revision(), operator);
+        publish();
+        return before.revision();
+    }
+
+    private static ApiProblem conflict(CanaryStore.Canary canary, String what) {
+        String status = canary.status().wire();
+        return ApiProblem.of(409, "canary_conflict", "The canary " + canary.revision() + " of provider '" + canary.provider() + "' is "
+                + status + ": it cannot " + what + ".").with("canary_status", status);
     }
 
     private void action(String revision, String provider, String action, String gate, String reason, String operator, int requeued) {
-        jdbc.update("""
-                INSERT INTO canary_actions (revision, provider, action, gate, reason, operator, at, requeued)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)""", revision, provider, action, gate, reason, operator,
-                Timestamp.from(clock.instant()), requeued);
+        store.addAction(revision, provider, action, gate, reason, operator, clock.instant(), requeued);
     }
 
     /** Unpublished actions to the status topic, oldest first; a failed publish is tried again next round. */
     private void publish() {
-        for (Map<String, Object> a : jdbc.queryForList("""
-                SELECT action_id, revision, provider, action, gate, reason, operator, at, requeued FROM canary_actions
-                 WHERE published_at IS NULL ORDER BY action_id LIMIT 100""")) {
+        for (CanaryStore.Action a : store.unpublished(100)) {
             Map<String, Object> event = new LinkedHashMap<>();
             event.put("event", "canary");
-            event.put("provider", a.get("provider"));
-            event.put("revision", a.get("revision"));
-            event.put("action", a.get("action"));
-            event.put("gate", a.get("gate"));
-            event.put("reason", a.get("reason"));
-            event.put("operator", a.get("operator"));
-            event.put("at", ((Timestamp) a.get("at")).toInstant().toString());
-            event.put("requeued", a.get("requeued"));
+            event.put("provider", a.provider());
+            event.put("revision", a.revision());
+            event.put("action", a.action());
+            event.put("gate", a.gate());
+            event.put("reason", a.reason());
+            event.put("operator", a.operator());
+            event.put("at", a.at().toString());
+            event.put("requeued", a.requeued());
             try {
                 publisher.publish(event);
             } catch (Exception e) {
-                LOG.warn("canary event {} not published yet: {}", a.get("action_id"), e.toString());
+                LOG.warn("canary event {} not published yet: {}", a.actionId(), e.toString());
                 return;
             }
-            jdbc.update("UPDATE canary_actions SET published_at = ? WHERE action_id = ?", Timestamp.from(clock.instant()),
-                    a.get("action_id"));
+            store.markPublished(a.actionId(), clock.instant());
         }
     }
 

@@ -33,7 +33,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * A stop's rollback in PostgreSQL, state by state: a job waiting on the candidate's task takes
  * {@code resubmit} (to {@code retry_wait}, a dispatch event due now, a status event), a job waiting for
  * its retry after a candidate attempt is due now; jobs of the stable revision, final jobs and their
- * attempts are untouched; the stop is recorded once with who and how many jobs it re-queued.
+ * attempts are untouched; the candidate's open jobs keep its role (their outputs stay held); the stop is recorded once
+ * with who and how many jobs it re-queued.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class CanaryRollbackTest {
@@ -44,7 +45,6 @@ class CanaryRollbackTest {
 
     HikariDataSource pool;
     JdbcTemplate jdbc;
-    Canaries canaries;
     CanaryLifecycle lifecycle;
     io.jobgate.job.CandidateAttempts candidateAttempts;
 
@@ -60,9 +60,8 @@ class CanaryRollbackTest {
         Path dir = Files.createTempDirectory("jobgate-rollback");
         Files.copy(Path.of("src/test/resources/providers/fakeimg.properties"), dir.resolve("fakeimg.properties"));
         ProviderCatalog providers = ProviderCatalog.load(List.of(dir), new Settings(new DefaultCamelContext()));
-        canaries = new Canaries(jdbc, providers, name -> null, clock);
         lifecycle = new CanaryLifecycle(jdbc, transactions, transitions, new io.jobgate.job.JobFinalizer(transitions), providers,
-                canaries);
+                new Canaries(jdbc, providers, name -> null, clock));
         candidateAttempts = new io.jobgate.job.CandidateAttempts(jdbc, transactions, transitions);
         jdbc.update("""
                 INSERT INTO canaries (revision, provider, revisions, status, judged_from, changed_by, changed_at, created_at)
@@ -128,8 +127,15 @@ class CanaryRollbackTest {
         assertThat(action).containsEntry("action", "stopped").containsEntry("gate", "operator").containsEntry("operator", "alice")
                 .containsEntry("requeued", 2);
         assertThat(lifecycle.stop("fakeimg-1-candidate@000000000c", "operator", "again", "bob")).as("stopped once").isEmpty();
-        assertThat(canaries.approved(CANDIDATE)).as("a stopped candidate's outputs stay held").isFalse();
-        assertThat(canaries.approved("fakeimg-1@0000000002")).isTrue();
+        // A stopped candidate's outputs stay held: its open jobs carry the candidate's role on their rows.
+        for (UUID job : List.of(waitingOnTask, waitingForRetry)) {
+            assertThat(jdbc.queryForObject("SELECT revision_role FROM jobs WHERE job_id = ?", String.class, job)).isEqualTo("candidate");
+        }
+        io.jobgate.job.JobRows rows = new io.jobgate.job.JobRows(jdbc);
+        assertThat(rows.waiting(stableWaiting).orElseThrow().role()).as("the stable revision's")
+                .isEqualTo(io.jobgate.job.RevisionRole.STABLE);
+        assertThat(jdbc.queryForObject("SELECT revision_role FROM jobs WHERE job_id = ?", String.class, finished)).as("final: untouched")
+                .isNull();
     }
 
     @Test

@@ -37,9 +37,8 @@ class JobTablesDoorTest {
             entry("src/main/java/io/jobgate/usage/UsageRollups.java", "the usage read model's rollup of ledger lines by job"),
             entry("src/main/java/io/jobgate/evaluation/Evaluations.java", "reads the outputs of attempts to score them (read only)"),
             entry("src/main/java/io/jobgate/summary/SummaryOrders.java", "a summary is ordered once its transcript's job ended (read only)"),
-            entry("src/main/java/io/jobgate/canary/CanaryGates.java", "the gates judge a candidate's attempts (read only)"),
-            entry("src/main/java/io/jobgate/canary/Canaries.java", "the candidate's first sample counts its attempts (read only)"),
-            entry("src/main/java/io/jobgate/canary/CanaryViews.java", "an operator's view counts the candidate's attempts (read only)"));
+            entry("src/main/java/io/jobgate/canary/CanaryStore.java",
+                    "counts of a candidate's attempts, read only: its gates' window and quality, its first sample, the operator's view"));
 
     @Test
     void sqlNamingAJobTableLivesInJobOrIsListedWithItsReason() throws IOException {
