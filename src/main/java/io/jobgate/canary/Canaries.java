@@ -217,6 +217,20 @@ public final class Canaries {
     }
 
     /**
+     * Where a lookup of an attempt on {@code revision} goes: the route that speaks for it ({@link #adapterUri}) and, for
+     * a candidate's attempt, the candidate's own gate (closed by its 429 until then; the provider's gate is the job
+     * package's).
+     */
+    public record LookupRoute(String adapterUri, Optional<Instant> closedUntil) {
+    }
+
+    /** The lookup route of an attempt on {@code revision}, run as {@code role}. */
+    public LookupRoute lookupRoute(Provider provider, String revision, RevisionRole role) {
+        return new LookupRoute(adapterUri(provider, revision),
+                role == RevisionRole.CANDIDATE ? candidateClosedUntil(revision) : Optional.empty());
+    }
+
+    /**
      * The route that speaks for an attempt of {@code revision} (a lookup, a cancel): the candidate's
      * while it is loaded and the revision is one of its, else the stable one.
      */

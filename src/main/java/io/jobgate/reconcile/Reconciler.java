@@ -169,10 +169,9 @@ public final class Reconciler {
         if (!provider.supports(AdapterContract.LOOKUP)) {
             return Lookup.noLookup(job, provider);
         }
-        Optional<Instant> closed = gates.closedUntil(provider.name());
-        if (closed.isEmpty() && (job.role() == RevisionRole.CANDIDATE)) {
-            closed = canaries.candidateClosedUntil(job.adapterRevision()); // the candidate's own 429
-        }
+        // A canary candidate's attempt is asked about through its own route, behind its own gate too (docs/canary.md).
+        Canaries.LookupRoute route = canaries.lookupRoute(provider, job.adapterRevision(), job.role());
+        Optional<Instant> closed = gates.closedUntil(provider.name()).or(route::closedUntil);
         if (closed.isPresent()) {
             // A lookup is a request like a submit: a provider that said 429 is left alone until it said.
             return Lookup.gateClosed(job, provider, closed.get());
@@ -195,7 +194,7 @@ public final class Reconciler {
                 : java.math.BigDecimal.valueOf(job.sourceMillis(), 3).stripTrailingZeros().toPlainString());
         properties.put(AdapterContract.KIND, job.kind());
         properties.put(AdapterContract.OUTPUT_MEDIA_TYPE, expectedMediaType(job));
-        AdapterResult answer = adapters.call(provider, canaries.adapterUri(provider, job.adapterRevision()), AdapterContract.LOOKUP, null, properties);
+        AdapterResult answer = adapters.call(provider, route.adapterUri(), AdapterContract.LOOKUP, null, properties);
         return Lookup.answered(job, provider, answer);
     }
 

@@ -11,7 +11,6 @@ import io.jobgate.fate.Waits;
 import io.jobgate.job.ErrorCategory;
 import io.jobgate.job.JobLeases;
 import io.jobgate.job.Lease;
-import io.jobgate.job.RevisionRole;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -133,7 +132,7 @@ public final class AttemptDecisions {
     /** The rulebook's decision on an attempt's evidence, the role being the one its start chose. */
     private Fate decide(Worker.Started started, Evidence evidence) {
         Lease lease = started.lease();
-        return Outcomes.decide(evidence, started.holdsOutput() ? RevisionRole.CANDIDATE : RevisionRole.STABLE,
+        return Outcomes.decide(evidence, started.role(),
                 new Standing(started.attempt(), lease.maxAttempts(), lease.expiresAt(), lease.unparseableStreak()),
                 new Waits(backoff.delay(started.attempt()), started.provider().rateLimitBackoff()), clock.instant());
     }

@@ -117,7 +117,7 @@ public final class AttemptStarts {
                     // No job row is locked yet (START locks it next): the choice may wait for a candidate's count.
                     Canaries.Choice route = canaries.choose(provider, jobId, peeked.kind(), peeked.attempts(), peeked.maxAttempts(), true);
                     Optional<JobLeases.Started> started = leases.start(jobId, eventId, peeked.attempts(), worker, leaseFor, token,
-                            provider.name(), route.revision(), role(route));
+                            provider.name(), route.revision(), route.role());
                     if (started.isEmpty()) {
                         tx.setRollbackOnly(); // the slot claimed for it goes back
                         return new NotLeased(leases.whyNoLease(jobId, eventId));
@@ -171,14 +171,9 @@ public final class AttemptStarts {
             // The stable revision or a canary's candidate (docs/canary.md): decided from the attempt alone. The job's
             // row is locked (LEASE): the choice does not wait for a candidate's count.
             Canaries.Choice route = canaries.choose(provider, jobId, lease.kind(), lease.attempts(), lease.maxAttempts());
-            int attempt = leases.submit(lease, worker, provider.name(), route.revision(), role(route));
+            int attempt = leases.submit(lease, worker, provider.name(), route.revision(), route.role());
             return new Submitting(lease, attempt, route);
         });
-    }
-
-    /** The role of the revision chosen for an attempt: a candidate's whose outputs are not approved, else stable. */
-    private static RevisionRole role(Canaries.Choice route) {
-        return route != null && !route.approved() ? RevisionRole.CANDIDATE : RevisionRole.STABLE;
     }
 
     /** Where a leased (or peeked) job stands against its caps: the attempts before the one it would start. */

@@ -84,9 +84,14 @@ public final class Worker {
             return route == null ? provider.adapterUri() : route.adapterUri();
         }
 
+        /** The part its revision plays: a canary candidate's whose output must stay in quarantine, else stable. */
+        public io.jobgate.job.RevisionRole role() {
+            return route == null ? io.jobgate.job.RevisionRole.STABLE : route.role();
+        }
+
         /** A canary candidate's attempt whose output must stay in quarantine (its revision is not approved). */
         public boolean holdsOutput() {
-            return route != null && !route.approved();
+            return role() == io.jobgate.job.RevisionRole.CANDIDATE;
         }
     }
 
