@@ -54,6 +54,7 @@ public final class AttemptDecisions {
     private final Clock clock;
     private final Backoff backoff;
     private final Duration firstCheck;
+    private final PoolMoves moves;
 
     /**
      * @param leases     the job's one door: every write of a decision, under the lease
@@ -61,7 +62,8 @@ public final class AttemptDecisions {
      * @param backoff    the delay before a retry (capped exponential, full jitter)
      * @param firstCheck when a task the provider accepted (or an unknown submission) is first looked up
      */
-    public AttemptDecisions(JobLeases leases, Canaries canaries, Clock clock, Backoff backoff, Duration firstCheck) {
+    AttemptDecisions(JobLeases leases, Canaries canaries, Clock clock, Backoff backoff, Duration firstCheck, PoolMoves moves) {
+        this.moves = moves;
         this.leases = leases;
         this.canaries = canaries;
         this.clock = clock;
@@ -110,7 +112,7 @@ public final class AttemptDecisions {
                 AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
             }
             Fate fate = decide(called.started(), new Evidence.Failure(result.category(), result.message(), result.retryAfter()));
-            decided = apply(called.started(), fate, "retry_wait", result.providerRequestId());
+            decided = apply(called.started(), fate, "retry_wait", result.providerRequestId(), moved(called.started(), fate, result.category()));
         }
         leases.closeAttempt(lease, attempt, decided.outcome, seen(result, durationMs), decided.at, decided.retryAfterUnderstood);
         return decided;
@@ -130,6 +132,20 @@ public final class AttemptDecisions {
         return new Decision("lease_lost", "none", null);
     }
 
+    /**
+     * Where a pool job's retry goes after a definite failure (a refused submit, a 5xx before the provider accepted, a 429):
+     * maybe another member. Never after an ambiguous one (the request may have reached its provider: it parks and stays),
+     * never for a job pinned to its provider (no pool), never for a canary candidate's attempt (its retry goes to its
+     * provider's stable revision).
+     */
+    private PoolMoves.Move moved(Worker.Started started, Fate fate, ErrorCategory category) {
+        if (!(fate instanceof Fate.Retry) || category == ErrorCategory.AMBIGUOUS || started.lease().pool() == null
+                || (started.route() != null && started.route().candidate())) {
+            return null;
+        }
+        return moves.afterFailure(started.lease(), started.attempt(), backoff.delay(started.attempt()), category.wire()).orElse(null);
+    }
+
     /** The rulebook's decision on an attempt's evidence, the role being the one its start chose. */
     private Fate decide(Worker.Started started, Evidence evidence) {
         Lease lease = started.lease();
@@ -146,6 +162,11 @@ public final class AttemptDecisions {
      * @param requestId the provider's request id, kept for the lookup of an unknown submission
      */
     private Decision apply(Worker.Started started, Fate fate, String retried, String requestId) {
+        return apply(started, fate, retried, requestId, null);
+    }
+
+    /** As above; {@code move}: a pool job's retry moved to another member (its provider and due time), or null. */
+    private Decision apply(Worker.Started started, Fate fate, String retried, String requestId, PoolMoves.Move move) {
         Lease lease = started.lease();
         Fate.RateLimit rateLimit = fate.rateLimit();
         Boolean understood = rateLimit == null ? null : rateLimit.headerUnderstood();
@@ -163,9 +184,10 @@ public final class AttemptDecisions {
             return new Decision(mine ? "submission_unknown" : "lease_lost", mine ? "submission_unknown" : "none", null);
         }
         Fate.Retry retry = (Fate.Retry) fate;
-        boolean mine = leases.requeue(lease.jobId(), lease.token(), retry.at(), retry.unparseableStreak(),
+        Instant at = move == null ? retry.at() : move.at();
+        boolean mine = leases.requeueOn(lease.jobId(), lease.token(), move == null ? null : move.provider(), at, retry.unparseableStreak(),
                 retry.last() == null ? null : retry.last().wire());
-        return new Decision(mine ? retried : "lease_lost", mine ? "retry_wait" : "none", mine ? retry.at() : null, understood);
+        return new Decision(mine ? retried : "lease_lost", mine ? "retry_wait" : "none", mine ? at : null, understood);
     }
 
     /**
