@@ -112,7 +112,14 @@ public final class AttemptDecisions {
                 AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
             }
             Fate fate = decide(called.started(), new Evidence.Failure(result.category(), result.message(), result.retryAfter()));
-            decided = apply(called.started(), fate, "retry_wait", result.providerRequestId(), moved(called.started(), fate, result.category()));
+            PoolMoves.Move move = moved(called.started(), fate, result.category());
+            if (move != null) {
+                fate = Outcomes.movedTo(fate, move.at(), standing(called.started()));
+            }
+            decided = apply(called.started(), fate, "retry_wait", result.providerRequestId(), fate instanceof Fate.Retry ? move : null);
+            if (move != null && decided.outcome.equals("retry_wait")) {
+                moves.log(lease, attempt, move, "after " + result.category().wire());
+            }
         }
         leases.closeAttempt(lease, attempt, decided.outcome, seen(result, durationMs), decided.at, decided.retryAfterUnderstood);
         return decided;
@@ -139,18 +146,25 @@ public final class AttemptDecisions {
      * provider's stable revision).
      */
     private PoolMoves.Move moved(Worker.Started started, Fate fate, ErrorCategory category) {
-        if (!(fate instanceof Fate.Retry) || category == ErrorCategory.AMBIGUOUS || started.lease().pool() == null
+        // A retry, or a 429 whose wait on the failed member would run past the job's lifetime (another member may not).
+        boolean retryable = fate instanceof Fate.Retry || (fate instanceof Fate.Fail fail && fail.rateLimit() != null);
+        if (!retryable || category == ErrorCategory.AMBIGUOUS || started.lease().pool() == null
                 || (started.route() != null && started.route().candidate())) {
             return null;
         }
-        return moves.afterFailure(started.lease(), started.attempt(), backoff.delay(started.attempt()), category.wire()).orElse(null);
+        return moves.afterFailure(started.lease(), started.attempt(), backoff.delay(started.attempt())).orElse(null);
+    }
+
+    private static Standing standing(Worker.Started started) {
+        Lease lease = started.lease();
+        return new Standing(started.attempt(), lease.maxAttempts(), lease.expiresAt(), lease.unparseableStreak());
     }
 
     /** The rulebook's decision on an attempt's evidence, the role being the one its start chose. */
     private Fate decide(Worker.Started started, Evidence evidence) {
         Lease lease = started.lease();
         return Outcomes.decide(evidence, started.holdsOutput() ? RevisionRole.CANDIDATE : RevisionRole.STABLE,
-                new Standing(started.attempt(), lease.maxAttempts(), lease.expiresAt(), lease.unparseableStreak()),
+                standing(started),
                 new Waits(backoff.delay(started.attempt()), started.provider().rateLimitBackoff()), clock.instant());
     }
 

@@ -157,7 +157,10 @@ public final class AttemptStarts {
                     if (move.isPresent()) {
                         // No attempt spent: the job goes back to retry_wait on the other member, dispatched at once (or at
                         // that member's reopening within its max-wait); its next start prepares the request for it.
-                        leases.requeueOn(lease.jobId(), lease.token(), move.get().provider(), move.get().at(), lease.unparseableStreak(), null);
+                        if (leases.requeueOn(lease.jobId(), lease.token(), move.get().provider(), move.get().at(), lease.unparseableStreak(),
+                                null)) {
+                            moves.log(lease, lease.attempts(), move.get(), "its gate is closed until " + claim.closedUntil());
+                        }
                         return new Snoozed(move.get().at(), "provider " + provider.name() + " gate closed until " + claim.closedUntil()
                                 + " beyond its max-wait in pool " + lease.pool() + ": moved to " + move.get().provider());
                     }

@@ -44,10 +44,8 @@ final class PoolMoves {
      * {@code backoff} (or its gate's reopening within its max-wait), or empty when the job stays (no pool, or no other
      * member can take it now).
      */
-    Optional<Move> afterFailure(Lease lease, int attempt, Duration backoff, String category) {
-        Optional<Move> move = place(lease, attempt + 1, lease.provider(), clock.instant().plus(backoff));
-        move.ifPresent(m -> log(lease, attempt, m, "after " + category));
-        return move;
+    Optional<Move> afterFailure(Lease lease, int attempt, Duration backoff) {
+        return place(lease, attempt + 1, lease.provider(), clock.instant().plus(backoff));
     }
 
     /**
@@ -61,9 +59,7 @@ final class PoolMoves {
         if (pool.isEmpty() || (member.isPresent() && !closedUntil.isAfter(now.plus(member.get().maxWait())))) {
             return Optional.empty();
         }
-        Optional<Move> move = place(lease, lease.attempts() + 1, null, now);
-        move.ifPresent(m -> log(lease, lease.attempts(), m, "its gate is closed until " + closedUntil));
-        return move;
+        return place(lease, lease.attempts() + 1, null, now);
     }
 
     private Optional<Move> place(Lease lease, int nextAttempt, String exclude, Instant earliest) {
@@ -85,7 +81,8 @@ final class PoolMoves {
         return lease.pool() == null ? Optional.empty() : placer.pools().find(lease.pool());
     }
 
-    private static void log(Lease lease, int attempt, Move move, String cause) {
+    /** The line of a move made (written once the job's row says so). */
+    void log(Lease lease, int attempt, Move move, String cause) {
         MOVES.info("pool move job={} pool={} attempt={} from={} to={} due={} cause=\"{}\" placement=\"{}\"", lease.jobId(), lease.pool(),
                 attempt, lease.provider(), move.provider(), move.at(), cause, move.why());
     }

@@ -99,4 +99,24 @@ class PoolPlacementsTest {
                 .filter(p -> ((PoolPlacement.To) p).member().equals("b")).count();
         assertThat(onB).isBetween(2800L, 3200L);
     }
+
+    @Test
+    void aRetryMovedToAnotherMemberIsJudgedAgainstItsOwnDueTimeNotTheFailedMembersWait() {
+        Standing standing = new Standing(1, 4, NOW.plusSeconds(1800), 0);
+        Fate.RateLimit hour = new Fate.RateLimit(NOW.plusSeconds(3600), true, false);
+        // A 429 whose Retry-After passes the lifetime ends the job on its member; moved, it retries on the other one.
+        Fate ended = Outcomes.decide(new Evidence.Failure(io.jobgate.job.ErrorCategory.RATE_LIMITED, "HTTP 429", "3600"),
+                io.jobgate.job.RevisionRole.STABLE, standing, new Waits(Duration.ofSeconds(1), Duration.ofSeconds(2)), NOW);
+        assertThat(ended).isInstanceOf(Fate.Fail.class);
+        assertThat(Outcomes.movedTo(ended, NOW.plusSeconds(1), standing))
+                .isEqualTo(new Fate.Retry(NOW.plusSeconds(1), 0, io.jobgate.job.ErrorCategory.RATE_LIMITED, hour));
+        // A retry stays one, due when moved; the attempt cap still ends the job; a terminal failure is never moved.
+        Fate retry = new Fate.Retry(NOW.plusSeconds(9), 0, io.jobgate.job.ErrorCategory.TRANSIENT, null);
+        assertThat(Outcomes.movedTo(retry, NOW.plusSeconds(1), standing))
+                .isEqualTo(new Fate.Retry(NOW.plusSeconds(1), 0, io.jobgate.job.ErrorCategory.TRANSIENT, null));
+        assertThat(Outcomes.movedTo(retry, NOW.plusSeconds(1), new Standing(4, 4, NOW.plusSeconds(1800), 0)))
+                .isInstanceOf(Fate.Fail.class).extracting(f -> ((Fate.Fail) f).category()).isEqualTo(io.jobgate.job.ErrorCategory.EXHAUSTED);
+        Fate terminal = new Fate.Fail(io.jobgate.job.ErrorCategory.TERMINAL_REQUEST, "HTTP 400", null, null);
+        assertThat(Outcomes.movedTo(terminal, NOW.plusSeconds(1), standing)).isSameAs(terminal);
+    }
 }
