@@ -52,7 +52,7 @@ class PoolFailoverTest extends GatewayTestBase {
                 Map.entry("jobgate.provider.poola.base-url", a.baseUrl()),
                 Map.entry("jobgate.provider.poolb.base-url", b.baseUrl()),
                 Map.entry("jobgate.providers.dirs", "config/providers,src/test/resources/providers,src/test/resources/pools/providers"),
-                Map.entry("jobgate.pools.dirs", "src/test/resources/pools/config"),
+                Map.entry("jobgate.pools.dirs", "src/test/resources/pools/config,src/test/resources/pools/kinds"),
                 Map.entry("camel.main.routes-include-pattern", GatewayTestSupport.ROUTES + ",file:src/test/resources/pools/adapters/*.camel.yaml"));
     }
 
