@@ -150,6 +150,6 @@ SELECT c.event_id, c.job_id, c.tenant_id, j.attempts, j.preset_id, j.preset_vers
        j.aspect_class, j.inputs::text AS inputs, j.source_key, j.source_sha256, j.correlation_id,
        coalesce((SELECT u.media_type FROM uploads u WHERE u.upload_id = j.upload_id),
                 CASE WHEN j.parent_job_id IS NOT NULL THEN 'application/json' END) AS source_media_type,
-       j.max_attempts, j.expires_at, j.unparseable_streak
+       j.max_attempts, j.expires_at, j.unparseable_streak, j.pool, j.source_bytes
   FROM claimed c JOIN jobs j ON j.job_id = c.job_id JOIN picked p ON p.event_id = c.event_id
  ORDER BY p.place

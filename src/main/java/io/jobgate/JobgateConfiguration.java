@@ -35,6 +35,8 @@ import io.jobgate.output.OutputWiring;
 import io.jobgate.preset.PresetWiring;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.pool.PoolPlacer;
+import io.jobgate.pool.PoolWiring;
 import io.jobgate.provider.ProviderWiring;
 import io.jobgate.reconcile.ReconcileWiring;
 import io.jobgate.reconcile.Reconciler;
@@ -104,6 +106,8 @@ public class JobgateConfiguration implements CamelConfiguration {
 
         // --- A job's life: the state machine and its one finalize, the provider gates ------------------
         JobWiring.Jobs jobs = JobWiring.bind(context, settings, stores.jdbc(), stores.transactions(), clock, callLimits);
+        // The pools (config/pools/): checked against the providers here, placed by their gates.
+        PoolPlacer pools = PoolWiring.bind(context, settings, providers, jobs.gates(), clock);
 
         // --- Metrics: jobgate's series beside Camel's, and the providers' health -------------------------
         // Health shows each provider: its gate, and whether its route runs and which classes it was left out for;
@@ -124,7 +128,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         // A job may name a tenant's enabled webhook endpoint (webhook_url): admission may not use notify.
         AdmissionWiring.Admission admission = AdmissionWiring.bind(context, settings, stores, clock, presets.catalog(), providers, uploads,
                 jobs.store(), relay, (tenant, url) -> webhooks.endpoints().findByUrl(tenant, url)
-                        .filter(WebhookEndpoints.Endpoint::enabled).map(WebhookEndpoints.Endpoint::id));
+                        .filter(WebhookEndpoints.Endpoint::enabled).map(WebhookEndpoints.Endpoint::id), pools);
         admission.writer().onAdmitted(admitted -> { // admission may not use ops
             meters.ledger(admitted.job().tenantId(), "debit", admitted.job().costMicros());
             meters.metered(admitted.job().tenantId(), admitted.job().kind(), admitted.usage().unit(), admitted.usage().units(),
@@ -156,7 +160,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         // --- Workers: leases, the worker's steps and their outcomes, the sweeper, the calls in flight -------
         WorkerWiring.bind(context, settings, roles, instance.dataDir(), stores, clock, workerSettings, backoff, providers,
                 presets.catalog(), jobs, canary.canaries(), adapterRoutes, adapters, outputs, meters, relay, reconciler.firstCheck(),
-                List.of(reconciler.owner(), relay.outbox().owner()));
+                List.of(reconciler.owner(), relay.outbox().owner()), pools);
 
         // --- The doors: HTTP API, webhooks, admin, JMS intake ----------------------------------------
         UsageWiring.bind(context, stores.jdbc(), settings.intValue("jobgate.usage.rollup-batch", 1, 100_000));

@@ -16,6 +16,9 @@ import io.jobgate.preset.InputValidator;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.preset.VideoOrder;
+import io.jobgate.fate.PoolPlacement;
+import io.jobgate.pool.Pool;
+import io.jobgate.pool.PoolPlacer;
 import io.jobgate.provider.Pricing;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
@@ -40,6 +43,7 @@ public final class AdmissionService {
     private final AdmissionWriter writer;
     private final AdmissionLimits limits;
     private final WebhookEndpointLookup webhookEndpoints;
+    private final PoolPlacer pools;
 
     /** A tenant's enabled webhook endpoint at exactly this URL: what a job's {@code webhook_url} names. */
     @FunctionalInterface
@@ -48,7 +52,9 @@ public final class AdmissionService {
     }
 
     public AdmissionService(Clock clock, PresetCatalog presets, ProviderCatalog providers, UploadStore uploads,
-                            JobStore jobs, AdmissionWriter writer, AdmissionLimits limits, WebhookEndpointLookup webhookEndpoints) {
+                            JobStore jobs, AdmissionWriter writer, AdmissionLimits limits, WebhookEndpointLookup webhookEndpoints,
+                            PoolPlacer pools) {
+        this.pools = pools;
         this.webhookEndpoints = webhookEndpoints;
         this.clock = clock;
         this.presets = presets;
@@ -101,17 +107,50 @@ public final class AdmissionService {
                         + " (POST /v1/webhooks/endpoints).").with("field", "webhook_url"));
         Upload source = source(tenant, preset, request);
         // The upload's size is known before the provider is: one whose limit it exceeds is never chosen.
-        Provider provider = providers.choose(request.provider(), preset, request.aspectClass(), source == null ? 0 : source.bytes());
-        long cost = Pricing.costMicros(preset, provider, source, video);
+        long inputBytes = source == null ? 0 : source.bytes();
+        java.util.UUID jobId = JobIds.next(clock);
+        Pool pool = request.pool() == null ? null : pool(request.pool(), preset);
+        Provider provider;
+        long cost;
+        if (pool == null) {
+            provider = providers.choose(request.provider(), preset, request.aspectClass(), inputBytes);
+            cost = Pricing.costMicros(preset, provider, source, video);
+        } else {
+            provider = placed(pool, preset, request.aspectClass(), inputBytes, jobId);
+            // Fixed now and never raised by a failover: the dearest member that could serve the job.
+            cost = pools.fitting(pool, preset, request.aspectClass(), inputBytes).stream()
+                    .mapToLong(p -> Pricing.costMicros(preset, p, source, video)).max().orElseThrow();
+        }
         Instant now = clock.instant().truncatedTo(ChronoUnit.MICROS); // what PostgreSQL stores
-        Job job = new Job(JobIds.next(clock), tenant.id(), idempotencyKey, request.fingerprint(), JobStatus.QUEUED,
+        Job job = new Job(jobId, tenant.id(), idempotencyKey, request.fingerprint(), JobStatus.QUEUED,
                 preset.id(), preset.version(), preset.kind(), request.aspectClass(), provider.name(),
                 source == null ? null : source.id(), source == null ? null : source.sha256(),
                 source == null ? 0 : source.bytes(), correlationId, cost, limits.maxAttempts(),
                 limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null, null,
-                webhookEndpoint, null);
+                webhookEndpoint, null, pool == null ? null : pool.name());
         return new AdmissionWriter.Candidate(job, Json.write(request.inputs()), source == null ? null : source.objectKey(),
                 Pricing.metered(preset, source, video), summary);
+    }
+
+    /** The pool a job names: declared ({@code unknown_pool}) and of the preset's kind ({@code pool_kind_mismatch}). */
+    private Pool pool(String name, Preset preset) {
+        Pool pool = pools.pools().find(name).orElseThrow(() -> ApiProblem.of(422, "unknown_pool", "No pool '" + name + "'; declared: "
+                + String.join(", ", pools.pools().all().stream().map(Pool::name).toList()) + ".").with("field", "pool"));
+        if (!pool.kind().equals(preset.kind())) {
+            throw ApiProblem.of(422, "pool_kind_mismatch", "Pool '" + name + "' serves " + pool.kind() + " jobs; preset '" + preset.id()
+                    + "' is of kind " + preset.kind() + ".").with("field", "pool");
+        }
+        return pool;
+    }
+
+    /** The member of {@code pool} the job's first attempt goes to (its gate's reopening is the dispatch's due time). */
+    private Provider placed(Pool pool, Preset preset, String aspectClass, long inputBytes, java.util.UUID jobId) {
+        PoolPlacement placement = pools.place(pool, preset, aspectClass, inputBytes, jobId, 1, null);
+        if (placement instanceof PoolPlacement.To to) {
+            return providers.find(to.member()).orElseThrow();
+        }
+        throw ApiProblem.of(422, "aspect_class_not_rendered", "No member of pool '" + pool.name() + "' can take this job now: "
+                + ((PoolPlacement.Unserved) placement).why() + ".").with("field", "pool");
     }
 
     /**

@@ -5,6 +5,7 @@ import java.time.Clock;
 import io.jobgate.infra.InfraWiring;
 import io.jobgate.infra.Settings;
 import io.jobgate.job.JobStore;
+import io.jobgate.pool.PoolPlacer;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.relay.RelayWiring;
@@ -24,13 +25,13 @@ public final class AdmissionWiring {
     /** @param webhookEndpoints a tenant's enabled webhook endpoint at a URL, which a job may name */
     public static Admission bind(CamelContext context, Settings settings, InfraWiring.Stores stores, Clock clock, PresetCatalog presets,
                                  ProviderCatalog providers, UploadStore uploads, JobStore jobs, RelayWiring.Relay relay,
-                                 AdmissionService.WebhookEndpointLookup webhookEndpoints) throws Exception {
+                                 AdmissionService.WebhookEndpointLookup webhookEndpoints, PoolPlacer pools) throws Exception {
         Registry registry = context.getRegistry();
         AdmissionLimits limits = AdmissionLimits.from(settings);
         AdmissionWriter writer = new AdmissionWriter(stores.dataSource(), limits, relay.instanceId());
         writer.afterCommit(relay.wakeup()::wake);
         context.addService(writer, true, true);
-        AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits, webhookEndpoints);
+        AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits, webhookEndpoints, pools);
         registry.bind("admissionWriter", writer);
         registry.bind("admissionService", admission);
         return new Admission(limits, writer, admission);

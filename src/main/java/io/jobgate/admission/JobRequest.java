@@ -14,10 +14,10 @@ import io.jobgate.common.Digests;
  * A job request as the client sent it (HTTP body or JMS text), with its fingerprint: the digest of
  * the canonical JSON, which tells an idempotent replay from a reused key.
  */
-public record JobRequest(String presetId, Integer presetVersion, String aspectClass, String provider, JsonNode inputs,
+public record JobRequest(String presetId, Integer presetVersion, String aspectClass, String provider, String pool, JsonNode inputs,
                          UUID uploadId, String webhookUrl, Summary summary, String fingerprint) {
 
-    private static final Set<String> MEMBERS = Set.of("preset_id", "preset_version", "aspect_class", "provider", "inputs",
+    private static final Set<String> MEMBERS = Set.of("preset_id", "preset_version", "aspect_class", "provider", "pool", "inputs",
             "upload_id", "webhook_url", "summary");
 
     private static final Set<String> SUMMARY_MEMBERS = Set.of("preset_id", "preset_version", "provider", "inputs");
@@ -47,6 +47,12 @@ public record JobRequest(String presetId, Integer presetVersion, String aspectCl
         String aspectClass = optionalText(body, "aspect_class");
         Integer version = version(body, "");
         String provider = optionalText(body, "provider");
+        String pool = optionalText(body, "pool");
+        if (pool != null && provider != null) {
+            // A named provider pins the job (no failover); a pool lets it move: one or the other, never both.
+            throw ApiProblem.of(422, "pool_or_provider", "Name either 'pool' (the job may move among its members) or 'provider' "
+                    + "(the job is pinned to it), not both.").with("field", "pool");
+        }
         JsonNode inputs = inputs(body, "", "preset's");
         UUID uploadId = null;
         String upload = optionalText(body, "upload_id");
@@ -65,7 +71,7 @@ public record JobRequest(String presetId, Integer presetVersion, String aspectCl
             }
             webhookUrl = hook.asText();
         }
-        return new JobRequest(presetId, version, aspectClass, provider, inputs, uploadId, webhookUrl, summary(body.get("summary")),
+        return new JobRequest(presetId, version, aspectClass, provider, pool, inputs, uploadId, webhookUrl, summary(body.get("summary")),
                 fingerprint);
     }
 

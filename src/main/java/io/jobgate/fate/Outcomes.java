@@ -161,6 +161,25 @@ public final class Outcomes {
         return new Fate.Fail(category, message, cause, rateLimit);
     }
 
+    /**
+     * A pool job's next attempt moved, after a definite failure, to another member due at {@code at}: the failed
+     * member's wait (a 429's {@code Retry-After}) no longer holds the job, so the caps are judged against {@code at}. A
+     * retry stays a retry, due then; a failure only because the failed member's wait ran past the lifetime becomes a
+     * retry when {@code at} is within it (its 429 still closes that member's gate). Anything else is unchanged.
+     */
+    public static Fate movedTo(Fate fate, Instant at, Standing standing) {
+        if (fate instanceof Fate.Retry retry) {
+            return withinCaps(standing, at, retry.last() == null ? "moved" : retry.last().wire(),
+                    new Fate.Retry(at, retry.unparseableStreak(), retry.last(), retry.rateLimit()));
+        }
+        if (fate instanceof Fate.Fail fail && fail.category() == ErrorCategory.EXPIRED && fail.rateLimit() != null
+                && !fail.rateLimit().candidateGate()) {
+            return withinCaps(standing, at, ErrorCategory.RATE_LIMITED.wire(),
+                    new Fate.Retry(at, 0, ErrorCategory.RATE_LIMITED, fail.rateLimit()));
+        }
+        return fate;
+    }
+
     /** May a job that stands so start an attempt now (nothing else against it)? */
     public static boolean mayStart(Standing standing, Instant now) {
         return decide(new Evidence.Starting(), RevisionRole.STABLE, standing, Waits.NONE, now) instanceof Fate.Start;

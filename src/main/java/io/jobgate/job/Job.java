@@ -9,8 +9,9 @@ public record Job(UUID id, String tenantId, String idempotencyKey, String reques
                   UUID uploadId, String sourceSha256, long sourceBytes, String correlationId, long costMicros,
                   int maxAttempts, int maxLifetimeSeconds, Instant expiresAt, int attempts, String errorCategory,
                   String errorMessage, Instant createdAt, Instant updatedAt, Instant finalizedAt, Instant nextAttemptAt,
-                  String adapterRevision, String result, UUID webhookEndpointId, UUID parentJobId) {
+                  String adapterRevision, String result, UUID webhookEndpointId, UUID parentJobId, String pool) {
     // result: the result record (JSON) of a succeeded job's promoted output, null until it has one.
     // webhookEndpointId: the tenant's endpoint the job named (its webhook_url), its only receiver; null: every endpoint.
     // parentJobId: a summary job's transcription job (V34); null for every job a client sent.
+    // pool: the provider pool the job named (V36); null when it named a provider or took the kind's default.
 }

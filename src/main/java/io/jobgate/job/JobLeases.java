@@ -74,7 +74,7 @@ public final class JobLeases {
             j.source_key, j.source_sha256, j.correlation_id,
             coalesce((SELECT u.media_type FROM uploads u WHERE u.upload_id = j.upload_id),
                      CASE WHEN j.parent_job_id IS NOT NULL THEN 'application/json' END) AS source_media_type,
-            j.max_attempts, j.expires_at, j.unparseable_streak""";
+            j.max_attempts, j.expires_at, j.unparseable_streak, j.pool, j.source_bytes""";
 
     private static final String PEEK_COLUMNS = "j.tenant_id, j.attempts, j.lease_token, " + LEASE_RETURNING;
 
@@ -221,8 +221,17 @@ public final class JobLeases {
      * @return false if the lease was lost (nothing changed)
      */
     public boolean requeue(UUID jobId, UUID leaseToken, Instant at, int unparseableStreak, String lastCategory) {
+        return requeueOn(jobId, leaseToken, null, at, unparseableStreak, lastCategory);
+    }
+
+    /**
+     * As {@link #requeue}, the next attempt moved to {@code provider} (a member of the job's pool; null: it stays). The
+     * job in {@code retry_wait} holds no dispatch-window share (RETRY gives it back to the provider it held it on), so
+     * the relay counts its next dispatch against the member it moved to.
+     */
+    public boolean requeueOn(UUID jobId, UUID leaseToken, String provider, Instant at, int unparseableStreak, String lastCategory) {
         return transitions.apply(jobId, Event.RETRY, Guard.lease(leaseToken),
-                Change.retryAt(at, unparseableStreak, lastCategory)).isPresent();
+                Change.retryOn(provider, at, unparseableStreak, lastCategory)).isPresent();
     }
 
     /**
@@ -352,6 +361,7 @@ public final class JobLeases {
                 (String) r.get("aspect_class"), (String) r.get("provider"), (String) r.get("inputs"), (String) r.get("source_key"),
                 (String) r.get("source_sha256"), (String) r.get("source_media_type"), (String) r.get("correlation_id"),
                 attempts, ((Number) r.get("max_attempts")).intValue(),
-                expires == null ? null : expires.toInstant(), ((Number) r.get("unparseable_streak")).intValue());
+                expires == null ? null : expires.toInstant(), ((Number) r.get("unparseable_streak")).intValue(),
+                (String) r.get("pool"), r.get("source_bytes") == null ? 0 : ((Number) r.get("source_bytes")).longValue());
     }
 }

@@ -252,7 +252,16 @@ public final class JobTransitions {
         }
 
         public static Change retryAt(Instant at, int unparseable, String lastCategory) {
-            return new Change(null, null, at, unparseable, null, null, null, null, lastCategory, null, null, 0, null, 0, null, null, null, null);
+            return retryOn(null, at, unparseable, lastCategory);
+        }
+
+        /**
+         * RETRY on {@code provider}: a pool job's next attempt moved to another member ({@code adapter} carries it; the
+         * dispatch-window share is given back to the provider it held it on, the one before the move). Null: it stays.
+         */
+        public static Change retryOn(String provider, Instant at, int unparseable, String lastCategory) {
+            return new Change(null, null, at, unparseable, null, null, provider, null, lastCategory, null, null, 0, null, 0, null, null,
+                    null, null);
         }
 
         public static Change checkFrom(Instant firstCheck, String providerTask, String providerRequestId, String category) {

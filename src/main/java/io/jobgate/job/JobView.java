@@ -52,6 +52,8 @@ public final class JobView {
             g.writeStringField("kind", job.kind());
             g.writeStringField("aspect_class", job.aspectClass());
             g.writeStringField("provider", job.provider());
+            // The pool the job named: its provider is the member its attempt runs (or ran) on; null: pinned or the default.
+            g.writeStringField("pool", job.pool());
             if (job.uploadId() != null) {
                 g.writeObjectFieldStart("source");
                 g.writeStringField("upload_id", job.uploadId().toString());

@@ -37,7 +37,8 @@ public final class ProviderGates {
      * Closes the gate of {@code provider} until {@code until} for every job (never shortens a longer
      * close). The provider's dispatch events not yet relayed become due at the reopening, so a
      * backlog waits in the outbox instead of cycling through the broker and the workers only to be
-     * snoozed one by one.
+     * snoozed one by one. A pool job's event is left due: its start places it again (another member when this one's
+     * gate stays closed beyond its max-wait) rather than wait here.
      *
      * @return how many waiting dispatch events were moved to the reopening
      */
@@ -54,7 +55,7 @@ public final class ProviderGates {
                     UPDATE outbox o SET available_at = ?
                       FROM jobs j
                      WHERE o.published_at IS NULL AND o.event_type = 'dispatch' AND o.available_at < ?
-                       AND j.job_id = o.job_id AND j.provider = ? AND j.finalized_at IS NULL
+                       AND j.job_id = o.job_id AND j.provider = ? AND j.pool IS NULL AND j.finalized_at IS NULL
                     RETURNING o.job_id),
                 shown AS (
                     UPDATE jobs j SET next_attempt_at = ?

@@ -178,7 +178,7 @@ final class TransitionSql {
                 + " WHERE o.job_id = :job AND o.event_type = 'dispatch' AND CASE WHEN o.published_at IS NULL THEN true END"
                 + " AND j.job_id = o.job_id AND j.status = ANY (string_to_array(:from, ','))" + guards + " RETURNING o.event_id) " : "")
                 + "UPDATE jobs j SET status = :to, updated_at = :now" + setSql(event)
-                + " FROM (SELECT job_id, dispatched_at, status, updated_at FROM jobs WHERE job_id = :job FOR UPDATE) old"
+                + " FROM (SELECT job_id, dispatched_at, status, updated_at, provider FROM jobs WHERE job_id = :job FOR UPDATE) old"
                 // j by its key, and no "finalized_at IS NULL" (the status check implies it, by the jobs
                 // table's CHECK): with it, the generic plan read j through a partial index of open jobs
                 // and joined by filter, a row per open job for every transition (seen with 1M of history).
@@ -186,7 +186,8 @@ final class TransitionSql {
                 + " AND j.status = ANY (string_to_array(:from, ','))"
                 + (lockEvents || dropEvents ? " AND (SELECT count(*) FROM waiting_events) >= 0" : "") + guards + onlyIf
                 + " RETURNING j.tenant_id, j.attempts, j.source_bytes, j.cost_micros, j.lease_token, j.redrives,"
-                + " old.dispatched_at IS NOT NULL AS held_slot, j.provider, old.status AS from_status, old.updated_at AS entered_at"
+                // The provider before the transition: the one whose dispatch-window share it gives back (a retry may move a pool job).
+                + " old.dispatched_at IS NOT NULL AS held_slot, old.provider AS provider, old.status AS from_status, old.updated_at AS entered_at"
                 + (event == JobTransitions.Event.SUCCEED ? ", (SELECT d.units FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_units,"
                         + " (SELECT d.unit FROM ledger d WHERE d.job_id = j.job_id AND d.entry_type = 'debit' AND d.redrive = 0) AS debit_unit" : "")
                 + (returning == null ? "" : ", " + returning);
@@ -387,7 +388,7 @@ final class TransitionSql {
         }
         if (event.has(JobTransitions.Effect.DISPATCH_AT)) {
             set.append(", next_attempt_at = :at, unparseable_streak = :unparseable, next_check_at = NULL, provider_task = NULL,"
-                    + " provider_state = NULL");
+                    + " provider_state = NULL, provider = coalesce(CAST(:moveTo AS text), j.provider)");
         }
         if (event.has(JobTransitions.Effect.SCHEDULE_CHECK)) {
             set.append(", next_check_at = :at, checks = 0, check_claimed_by = NULL, provider_task = coalesce(:task, j.provider_task),"
@@ -416,7 +417,8 @@ final class TransitionSql {
                     .addValue("leaseUntil", Timestamp.from(now.plus(change.leaseFor())));
         }
         if (event.has(JobTransitions.Effect.DISPATCH_AT)) {
-            p.addValue("at", Timestamp.from(change.at())).addValue("unparseable", change.unparseable());
+            // moveTo: the pool member a retry moves the job to (Change.retryOn), null: it stays where it is.
+            p.addValue("at", Timestamp.from(change.at())).addValue("unparseable", change.unparseable()).addValue("moveTo", change.adapter());
         }
         if (event.has(JobTransitions.Effect.SCHEDULE_CHECK)) {
             p.addValue("at", Timestamp.from(change.at())).addValue("task", change.providerTask())

@@ -550,6 +550,24 @@ public final class ProviderCatalog {
                 .orElseThrow(() -> tooLarge(null, preset, aspectClass, inputBytes));
     }
 
+    /**
+     * Why {@code provider} cannot take a job of {@code preset} and {@code aspectClass} whose upload is {@code inputBytes}
+     * long right now — the checks {@link #choose} makes (kind and size table, route running, input size) — or null when
+     * it can: what a pool's placement asks of each member.
+     */
+    public String whyNotServing(Provider provider, Preset preset, String aspectClass, long inputBytes) {
+        String misfit = misfit(provider, preset, aspectClass);
+        if (misfit != null) {
+            return misfit;
+        }
+        String notRunning = whyNotRunning.apply(provider.name());
+        if (notRunning != null) {
+            return "it takes no jobs now: " + notRunning;
+        }
+        return takes(provider, inputBytes) ? null
+                : "it takes source uploads of at most " + maxInputBytes(provider).getAsLong() + " bytes; this one is " + inputBytes;
+    }
+
     /** A provider's limit on a job's source upload ({@code max-input-bytes}), if it declares one. */
     public static java.util.OptionalLong maxInputBytes(Provider provider) {
         String value = provider.settings().get(MAX_INPUT_BYTES);

@@ -328,6 +328,8 @@ public final class OutboxRelay {
             request.put("max_attempts", ((Number) row.get("max_attempts")).intValue());
             request.put("expires_at", row.get("expires_at") instanceof java.sql.Timestamp at ? at.toInstant().toString() : null);
             request.put("unparseable_streak", ((Number) row.get("unparseable_streak")).intValue());
+            request.put("pool", row.get("pool"));
+            request.put("source_bytes", row.get("source_bytes") == null ? 0L : ((Number) row.get("source_bytes")).longValue());
             body.put("request", request);
         }
         TextMessage message = session.createTextMessage(Json.write(body));

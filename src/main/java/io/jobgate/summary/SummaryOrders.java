@@ -145,7 +145,7 @@ public final class SummaryOrders {
                     preset.version(), preset.kind(), null, provider.name(), null, result.path("sha256").asText(),
                     result.path("bytes").asLong(), parent.correlationId(), Pricing.summaryCostMicros(provider, inputTokens),
                     limits.maxAttempts(), limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null,
-                    now, now, null, null, null, null, parent.webhookEndpointId(), parentId);
+                    now, now, null, null, null, null, parent.webhookEndpointId(), parentId, null);
             AdmissionWriter.Candidate candidate = new AdmissionWriter.Candidate(summary, Json.write(inputs), transcriptKey,
                     Pricing.summaryMetered(provider, inputTokens));
             UUID ordered = writer.admit(candidate) == AdmissionWriter.Result.ADMITTED ? summary.id()

@@ -6,6 +6,7 @@ import io.jobgate.canary.Canaries;
 import io.jobgate.fate.Evidence;
 import io.jobgate.fate.Fate;
 import io.jobgate.fate.Outcomes;
+import io.jobgate.fate.PoolPlacements;
 import io.jobgate.fate.Standing;
 import io.jobgate.fate.Waits;
 import io.jobgate.job.ErrorCategory;
@@ -53,6 +54,7 @@ public final class AttemptDecisions {
     private final Clock clock;
     private final Backoff backoff;
     private final Duration firstCheck;
+    private final PoolMoves moves;
 
     /**
      * @param leases     the job's one door: every write of a decision, under the lease
@@ -60,7 +62,8 @@ public final class AttemptDecisions {
      * @param backoff    the delay before a retry (capped exponential, full jitter)
      * @param firstCheck when a task the provider accepted (or an unknown submission) is first looked up
      */
-    public AttemptDecisions(JobLeases leases, Canaries canaries, Clock clock, Backoff backoff, Duration firstCheck) {
+    AttemptDecisions(JobLeases leases, Canaries canaries, Clock clock, Backoff backoff, Duration firstCheck, PoolMoves moves) {
+        this.moves = moves;
         this.leases = leases;
         this.canaries = canaries;
         this.clock = clock;
@@ -109,7 +112,14 @@ public final class AttemptDecisions {
                 AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
             }
             Fate fate = decide(called.started(), new Evidence.Failure(result.category(), result.message(), result.retryAfter()));
-            decided = apply(called.started(), fate, "retry_wait", result.providerRequestId());
+            PoolMoves.Move move = moved(called.started(), fate, result.category());
+            if (move != null) {
+                fate = Outcomes.movedTo(fate, move.at(), standing(called.started()));
+            }
+            decided = apply(called.started(), fate, "retry_wait", result.providerRequestId(), fate instanceof Fate.Retry ? move : null);
+            if (move != null && decided.outcome.equals("retry_wait")) {
+                moves.log(lease, attempt, move, "after " + result.category().wire());
+            }
         }
         leases.closeAttempt(lease, attempt, decided.outcome, seen(result, durationMs), decided.at, decided.retryAfterUnderstood);
         return decided;
@@ -129,11 +139,32 @@ public final class AttemptDecisions {
         return new Decision("lease_lost", "none", null);
     }
 
+    /**
+     * Where a pool job's retry goes after a definite failure (a refused submit, a 5xx before the provider accepted, a 429:
+     * {@link PoolPlacements#mayLeaveAfter}): maybe another member. Never after one that may have reached a render,
+     * never for a job pinned to its provider (no pool), never for a canary candidate's attempt (its retry goes to its
+     * provider's stable revision).
+     */
+    private PoolMoves.Move moved(Worker.Started started, Fate fate, ErrorCategory category) {
+        // A retry, or a 429 whose wait on the failed member would run past the job's lifetime (another member may not).
+        boolean retryable = fate instanceof Fate.Retry || (fate instanceof Fate.Fail fail && fail.rateLimit() != null);
+        if (!retryable || !PoolPlacements.mayLeaveAfter(category) || started.lease().pool() == null
+                || started.role() == io.jobgate.job.RevisionRole.CANDIDATE) {
+            return null;
+        }
+        return moves.afterFailure(started.lease(), started.attempt(), backoff.delay(started.attempt())).orElse(null);
+    }
+
+    private static Standing standing(Worker.Started started) {
+        Lease lease = started.lease();
+        return new Standing(started.attempt(), lease.maxAttempts(), lease.expiresAt(), lease.unparseableStreak());
+    }
+
     /** The rulebook's decision on an attempt's evidence, the role being the one its start chose. */
     private Fate decide(Worker.Started started, Evidence evidence) {
         Lease lease = started.lease();
         return Outcomes.decide(evidence, started.role(),
-                new Standing(started.attempt(), lease.maxAttempts(), lease.expiresAt(), lease.unparseableStreak()),
+                standing(started),
                 new Waits(backoff.delay(started.attempt()), started.provider().rateLimitBackoff()), clock.instant());
     }
 
@@ -145,6 +176,11 @@ public final class AttemptDecisions {
      * @param requestId the provider's request id, kept for the lookup of an unknown submission
      */
     private Decision apply(Worker.Started started, Fate fate, String retried, String requestId) {
+        return apply(started, fate, retried, requestId, null);
+    }
+
+    /** As above; {@code move}: a pool job's retry moved to another member (its provider and due time), or null. */
+    private Decision apply(Worker.Started started, Fate fate, String retried, String requestId, PoolMoves.Move move) {
         Lease lease = started.lease();
         Fate.RateLimit rateLimit = fate.rateLimit();
         Boolean understood = rateLimit == null ? null : rateLimit.headerUnderstood();
@@ -162,9 +198,10 @@ public final class AttemptDecisions {
             return new Decision(mine ? "submission_unknown" : "lease_lost", mine ? "submission_unknown" : "none", null);
         }
         Fate.Retry retry = (Fate.Retry) fate;
-        boolean mine = leases.requeue(lease.jobId(), lease.token(), retry.at(), retry.unparseableStreak(),
+        Instant at = move == null ? retry.at() : move.at();
+        boolean mine = leases.requeueOn(lease.jobId(), lease.token(), move == null ? null : move.provider(), at, retry.unparseableStreak(),
                 retry.last() == null ? null : retry.last().wire());
-        return new Decision(mine ? retried : "lease_lost", mine ? "retry_wait" : "none", mine ? retry.at() : null, understood);
+        return new Decision(mine ? retried : "lease_lost", mine ? "retry_wait" : "none", mine ? at : null, understood);
     }
 
     /**

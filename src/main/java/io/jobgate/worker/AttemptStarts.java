@@ -30,8 +30,11 @@ public final class AttemptStarts {
     /** Attempts may go to a provider's canary candidate (docs/canary.md); with none running every attempt is stable. */
     private final Canaries canaries;
     private final Clock clock;
+    /** A pool job whose member's gate is closed beyond its max-wait is placed again instead of waiting. */
+    private final PoolMoves moves;
 
-    public AttemptStarts(JobLeases leases, Canaries canaries, Clock clock) {
+    AttemptStarts(JobLeases leases, Canaries canaries, Clock clock, PoolMoves moves) {
+        this.moves = moves;
         this.leases = leases;
         this.canaries = canaries;
         this.clock = clock;
@@ -150,6 +153,17 @@ public final class AttemptStarts {
                 // Closed by a Retry-After: no slot claimed. Full: no free slot of the provider's limit (V19).
                 ProviderSlots.Claim claim = claimed != null ? claimed : leases.claim(provider.name(), provider.maxConcurrency(), lease);
                 if (claim.closedUntil() != null) {
+                    Optional<PoolMoves.Move> move = moves.atClosedGate(lease, claim.closedUntil());
+                    if (move.isPresent()) {
+                        // No attempt spent: the job goes back to retry_wait on the other member, dispatched at once (or at
+                        // that member's reopening within its max-wait); its next start prepares the request for it.
+                        if (leases.requeueOn(lease.jobId(), lease.token(), move.get().provider(), move.get().at(), lease.unparseableStreak(),
+                                null)) {
+                            moves.log(lease, lease.attempts(), move.get(), "its gate is closed until " + claim.closedUntil());
+                        }
+                        return new Snoozed(move.get().at(), "provider " + provider.name() + " gate closed until " + claim.closedUntil()
+                                + " beyond its max-wait in pool " + lease.pool() + ": moved to " + move.get().provider());
+                    }
                     wakeAt = claim.closedUntil();
                     reason = "provider " + provider.name() + " gate closed until " + claim.closedUntil();
                 } else if (!claim.claimed()) {

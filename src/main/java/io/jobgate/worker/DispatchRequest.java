@@ -42,7 +42,7 @@ public final class DispatchRequest {
                 text(message, "provider"), text(request, "inputs"), text(request, "source_key"), text(request, "source_sha256"),
                 text(request, "source_media_type"), text(request, "correlation_id"), message.path("attempt").asInt() - 1,
                 request.path("max_attempts").asInt(), expires == null ? null : Instant.parse(expires),
-                request.path("unparseable_streak").asInt()));
+                request.path("unparseable_streak").asInt(), text(request, "pool"), request.path("source_bytes").asLong()));
     }
 
     private static String text(JsonNode node, String member) {

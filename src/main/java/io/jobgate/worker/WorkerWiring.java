@@ -27,6 +27,7 @@ import io.jobgate.ops.Meters;
 import io.jobgate.output.OutputStore;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.provider.Provider;
+import io.jobgate.pool.PoolPlacer;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.relay.RelayWiring;
 import org.apache.camel.CamelContext;
@@ -57,7 +58,7 @@ public final class WorkerWiring {
                             WorkerSettings workerSettings, Backoff backoff, ProviderCatalog providers, PresetCatalog presets,
                             JobWiring.Jobs jobs, Canaries canaries, AdapterWiring.Routes adapterRoutes, AdapterWiring.Calls adapters,
                             OutputStore outputs, Meters meters, RelayWiring.Relay relay, Duration firstCheck,
-                            List<String> otherOwners) throws Exception {
+                            List<String> otherOwners, PoolPlacer pools) throws Exception {
         Registry registry = context.getRegistry();
         JdbcTemplate jdbc = stores.jdbc();
         JobLeases leases = jobs.leases();
@@ -74,12 +75,13 @@ public final class WorkerWiring {
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400),
                 Duration.ofHours(settings.intValue("jobgate.retention.webhook-deliveries-hours", 1, 24 * 3650)),
                 settings.intValue("jobgate.retention.batch", 1, 100_000)));
-        AttemptStarts starts = new AttemptStarts(leases, canaries, clock);
+        PoolMoves moves = new PoolMoves(pools, presets, clock);
+        AttemptStarts starts = new AttemptStarts(leases, canaries, clock, moves);
         registry.bind("attemptStarts", starts);
         Worker worker = new Worker(workerSettings, leases, starts, presets, providers, stores.s3(), stores.bucket(), outputs, backoff);
         registry.bind("worker", worker);
         registry.bind("outcomeRecorder", new OutcomeRecorder(leases, outputs,
-                new AttemptDecisions(leases, canaries, clock, backoff, firstCheck),
+                new AttemptDecisions(leases, canaries, clock, backoff, firstCheck, moves),
                 meters, adapters.cancel()));
         // The worker's name is the lease owner in the jobs table: logged to tell instances apart there.
         LOG.info("jobgate roles: {}{}", roles, roles.runs(Roles.Role.WORKER) ? "; workers lease jobs as " + worker.name() : "");

@@ -112,7 +112,7 @@ class AdmissionWriterLocksTest {
     private static AdmissionWriter.Candidate candidate(UUID id) {
         Instant now = Instant.now().truncatedTo(ChronoUnit.MICROS);
         Job job = new Job(id, TENANT, "key-" + id, "sha", JobStatus.QUEUED, "invoice-clean", 1, "image", "square", "fakeimg",
-                null, null, 0, null, 0, 4, 1800, now.plusSeconds(1800), 0, null, null, now, now, null, null, null, null, null, null);
+                null, null, 0, null, 0, 4, 1800, now.plusSeconds(1800), 0, null, null, now, now, null, null, null, null, null, null, null);
         return new AdmissionWriter.Candidate(job, "{}", null, new Pricing.Usage(1, "image"));
     }
 }

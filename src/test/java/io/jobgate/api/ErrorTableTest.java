@@ -50,7 +50,8 @@ class ErrorTableTest extends GatewayTestBase {
 
     @Override
     protected Map<String, String> settings() {
-        return Map.of("jobgate.uploads.max-bytes", Integer.toString(UPLOAD_CAP));
+        // A pool of transcription jobs, which an image job may not name (pool_kind_mismatch).
+        return Map.of("jobgate.uploads.max-bytes", Integer.toString(UPLOAD_CAP), "jobgate.pools.dirs", "src/test/resources/pools/kinds");
     }
 
     ApiClient.Response admin(String method, String path, String json) {
@@ -177,6 +178,10 @@ class ErrorTableTest extends GatewayTestBase {
                     return api.postJob(ACME, key(), "{\"preset_id\": \"call-transcript\", \"upload_id\": \"" + upload + "\"}");
                 }),
                 entry("unknown_provider", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"nobody\", "))),
+                entry("unknown_pool", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"pool\": \"nosuch\", "))),
+                entry("pool_kind_mismatch", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"pool\": \"transcripts\", "))),
+                entry("pool_or_provider", () -> api.postJob(ACME, key(),
+                        invoice("A").replaceFirst("\\{", "{\"pool\": \"transcripts\", \"provider\": \"fakeimg\", "))),
                 entry("provider_not_running", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"noroute\", "))),
                 entry("aspect_class_not_rendered", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"squareonly\", "))),
                 entry("idempotency_key_reused", () -> {

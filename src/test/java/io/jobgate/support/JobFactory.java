@@ -126,6 +126,8 @@ public final class JobFactory {
         private int presetVersion = 1;
         private String aspectClass = "square";
         private String provider = "fakeimg";
+        private String pool;
+        private String inputs = "{}";
         private long costMicros;
         private Long sourceBytes;
         private int maxAttempts = 4;
@@ -174,6 +176,18 @@ public final class JobFactory {
 
         public Job provider(String provider) {
             this.provider = provider;
+            return this;
+        }
+
+        /** The pool the job named (V36): its attempts may move among the pool's members. */
+        public Job pool(String pool) {
+            this.pool = pool;
+            return this;
+        }
+
+        /** The stored request's inputs (JSON), for a job a worker re-validates and renders. */
+        public Job inputs(String inputs) {
+            this.inputs = inputs;
             return this;
         }
 
@@ -241,12 +255,12 @@ public final class JobFactory {
                     INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version, kind,
                                       aspect_class, provider, inputs, source_bytes, cost_micros, max_attempts, max_lifetime_seconds,
                                       expires_at, attempts, lease_token, lease_owner, lease_expires_at, dispatched_at,
-                                      next_attempt_at, finalized_at, adapter_revision, error_category)
-                    VALUES (?, ?, ?, 'x', ?, ?, ?, 'image', ?, ?, '{}', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                    id, tenant, key != null ? key : "factory-" + id, status, preset, presetVersion, aspectClass, provider,
+                                      next_attempt_at, finalized_at, adapter_revision, error_category, pool)
+                    VALUES (?, ?, ?, 'x', ?, ?, ?, 'image', ?, ?, CAST(? AS jsonb), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    id, tenant, key != null ? key : "factory-" + id, status, preset, presetVersion, aspectClass, provider, inputs,
                     sourceBytes == null ? 0L : sourceBytes, costMicros, maxAttempts, lifetimeSeconds, ts(expiresAt), attempts,
                     leaseToken, leaseOwner, ts(leaseExpiresAt), ts(dispatchedAt), ts(nextAttemptAt), ts(finalizedAt), revision,
-                    errorCategory);
+                    errorCategory, pool);
             return id;
         }
 

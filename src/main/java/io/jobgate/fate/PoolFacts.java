@@ -1,0 +1,45 @@
+package io.jobgate.fate;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * What {@link PoolPlacements#place} decides from: a pool's members in their declared order, the member to leave out
+ * (the one that just failed definitely, or null), a stable hash of the job and its attempt, and now. Read by the
+ * caller (the pool's settings, the providers' fit, the gates); the rule itself reads nothing.
+ */
+public record PoolFacts(List<Member> members, String exclude, long hash, Instant now) {
+
+    public PoolFacts {
+        members = List.copyOf(members);
+    }
+
+    /**
+     * One member as it stands now.
+     *
+     * @param weight      its share among the members that can take the attempt now (0: only when no weighted one can)
+     * @param maxWait     how long its closed gate is waited out before the pool moves on
+     * @param whyNot      why it cannot serve this job at all (kind, aspect class, input size, route not running), or
+     *                    null when it can
+     * @param closedUntil until when its gate is closed, or null when it is open
+     */
+    public record Member(String name, int weight, Duration maxWait, String whyNot, Instant closedUntil) {
+    }
+
+    /**
+     * The stable hash of a job's attempt: the same job and attempt always land on the same member of the same
+     * members, and a job's next attempt is spread anew (an FNV-1a over the id's bits and the attempt).
+     */
+    public static long hash(UUID jobId, int attempt) {
+        long h = 0xcbf29ce484222325L;
+        for (long part : new long[] {jobId.getMostSignificantBits(), jobId.getLeastSignificantBits(), attempt}) {
+            for (int i = 0; i < 8; i++) {
+                h ^= (part >>> (8 * i)) & 0xff;
+                h *= 0x100000001b3L;
+            }
+        }
+        return h;
+    }
+}

@@ -1,0 +1,130 @@
+package io.jobgate.pool;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+
+import io.jobgate.common.StartRefused;
+import io.jobgate.provider.Provider;
+import io.jobgate.provider.ProviderCatalog;
+
+/**
+ * The pools of {@code <dir>/<pool>.properties} in the pool directories ({@code jobgate.pools.dirs}), read and checked
+ * once at start: a file that names an unknown or disabled provider, a member that does not serve the pool's kind, a
+ * weight or max-wait that is not a whole number of at least 0, a pool without members or whose weights are all 0, or
+ * an entry the pool does not know refuses the start, in one line naming the file and the entry.
+ */
+public final class PoolCatalog {
+
+    static final Set<String> KINDS = Set.of("image", "transcription", "summary", "video");
+    static final Duration DEFAULT_MAX_WAIT = Duration.ofSeconds(60);
+
+    private final Map<String, Pool> pools;
+
+    PoolCatalog(Map<String, Pool> pools) {
+        this.pools = Map.copyOf(pools);
+    }
+
+    /** No pool declared: every job goes to the provider it names or to its kind's default (a pool of one). */
+    public static PoolCatalog none() {
+        return new PoolCatalog(Map.of());
+    }
+
+    public static PoolCatalog load(List<Path> directories, ProviderCatalog providers) throws IOException {
+        Map<String, Pool> pools = new TreeMap<>();
+        for (Path directory : directories) {
+            if (!Files.isDirectory(directory)) {
+                continue;
+            }
+            try (Stream<Path> files = Files.list(directory)) {
+                for (Path file : files.filter(f -> f.getFileName().toString().endsWith(".properties")).sorted().toList()) {
+                    String name = file.getFileName().toString().replaceFirst("\\.properties$", "");
+                    Properties props = new Properties();
+                    try (Reader reader = Files.newBufferedReader(file)) {
+                        props.load(reader);
+                    }
+                    pools.put(name, parse(name, props, providers));
+                }
+            }
+        }
+        return new PoolCatalog(pools);
+    }
+
+    /** The pool {@code name} declares, checked against the providers; refuses the start in one line otherwise. */
+    static Pool parse(String name, Properties file, ProviderCatalog providers) {
+        String where = "pool " + name + " (pools/" + name + ".properties): ";
+        String kind = file.getProperty("kind", "").trim();
+        if (!KINDS.contains(kind)) {
+            throw new StartRefused(where + "kind must be one of image, transcription, summary, video; was '" + kind + "'");
+        }
+        List<String> names = Arrays.stream(file.getProperty("members", "").split(",")).map(String::trim)
+                .filter(m -> !m.isEmpty()).toList();
+        if (names.isEmpty()) {
+            throw new StartRefused(where + "it has no member; set members = <provider>, <provider>, ...");
+        }
+        if (new LinkedHashSet<>(names).size() != names.size()) {
+            throw new StartRefused(where + "members names a provider twice: " + String.join(", ", names));
+        }
+        for (String key : file.stringPropertyNames()) {
+            String member = key.startsWith("weight.") ? key.substring(7) : key.startsWith("max-wait-seconds.") ? key.substring(17) : null;
+            if (!key.equals("kind") && !key.equals("members") && (member == null || !names.contains(member))) {
+                throw new StartRefused(where + "unknown entry '" + key + "'; a pool has kind, members, weight.<member>, "
+                        + "max-wait-seconds.<member> for its members " + String.join(", ", names));
+            }
+        }
+        List<Pool.Member> members = new ArrayList<>();
+        for (String member : names) {
+            Optional<Provider> provider = providers.find(member);
+            if (provider.isEmpty()) {
+                throw new StartRefused(where + "member '" + member + "' is not a configured provider");
+            }
+            if ("false".equalsIgnoreCase(provider.get().settings().getOrDefault("enabled", "true").trim())) {
+                throw new StartRefused(where + "member '" + member + "' is disabled (jobgate.provider." + member + ".enabled = false)");
+            }
+            if (!provider.get().kinds().contains(kind)) {
+                throw new StartRefused(where + "member '" + member + "' does not serve " + kind + " jobs (its kinds: "
+                        + String.join(", ", new java.util.TreeSet<>(provider.get().kinds())) + ")");
+            }
+            int weight = whole(where, "weight." + member, file.getProperty("weight." + member, "1"));
+            int maxWait = whole(where, "max-wait-seconds." + member,
+                    file.getProperty("max-wait-seconds." + member, Long.toString(DEFAULT_MAX_WAIT.toSeconds())));
+            members.add(new Pool.Member(member, weight, Duration.ofSeconds(maxWait)));
+        }
+        if (members.stream().allMatch(m -> m.weight() == 0)) {
+            throw new StartRefused(where + "every member's weight is 0: it would take no job; give one a weight of at least 1");
+        }
+        return new Pool(name, kind, members);
+    }
+
+    private static int whole(String where, String key, String value) {
+        try {
+            int n = Integer.parseInt(value.trim());
+            if (n >= 0) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // refused below
+        }
+        throw new StartRefused(where + key + " must be a whole number of at least 0, was '" + value.trim() + "'");
+    }
+
+    public Optional<Pool> find(String name) {
+        return Optional.ofNullable(pools.get(name));
+    }
+
+    public List<Pool> all() {
+        return List.copyOf(pools.values());
+    }
+}

@@ -1,0 +1,89 @@
+package io.jobgate.worker;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+
+import io.jobgate.fate.PoolPlacement;
+import io.jobgate.job.Lease;
+import io.jobgate.pool.Pool;
+import io.jobgate.pool.PoolPlacer;
+import io.jobgate.preset.Preset;
+import io.jobgate.preset.PresetCatalog;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Where a pool job's next attempt goes when the worker may move it (docs/providers.md, "Pools"): after a definite
+ * failure (the failed member left out when another can take it), or at a start whose member's gate is closed beyond
+ * that member's max-wait. The callers decide whether a move is allowed at all — never after a request that may have
+ * reached its provider, never for a pinned job, never for a canary candidate's attempt —; the placement itself is the
+ * rule in {@code fate} ({@link io.jobgate.fate.PoolPlacements}). Each move writes one line to {@code jobgate.pools}.
+ */
+final class PoolMoves {
+
+    private static final Logger MOVES = LoggerFactory.getLogger("jobgate.pools");
+
+    /** The job's next attempt goes to {@code provider}, due at {@code at}. */
+    record Move(String provider, Instant at, String why) {
+    }
+
+    private final PoolPlacer placer;
+    private final PresetCatalog presets;
+    private final Clock clock;
+
+    PoolMoves(PoolPlacer placer, PresetCatalog presets, Clock clock) {
+        this.placer = placer;
+        this.presets = presets;
+        this.clock = clock;
+    }
+
+    /**
+     * After attempt {@code attempt} failed definitely on the lease's provider: another member, due after
+     * {@code backoff} (or its gate's reopening within its max-wait), or empty when the job stays (no pool, or no other
+     * member can take it now).
+     */
+    Optional<Move> afterFailure(Lease lease, int attempt, Duration backoff) {
+        return place(lease, attempt + 1, lease.provider(), clock.instant().plus(backoff));
+    }
+
+    /**
+     * At a start that found the lease's provider's gate closed until {@code closedUntil}: another member when that is
+     * beyond the provider's max-wait in the job's pool, else empty (the start waits the gate out, as for any job).
+     */
+    Optional<Move> atClosedGate(Lease lease, Instant closedUntil) {
+        Optional<Pool> pool = pool(lease);
+        Optional<Pool.Member> member = pool.flatMap(p -> p.members().stream().filter(m -> m.provider().equals(lease.provider())).findFirst());
+        Instant now = clock.instant();
+        if (pool.isEmpty() || (member.isPresent() && !closedUntil.isAfter(now.plus(member.get().maxWait())))) {
+            return Optional.empty();
+        }
+        return place(lease, lease.attempts() + 1, null, now);
+    }
+
+    private Optional<Move> place(Lease lease, int nextAttempt, String exclude, Instant earliest) {
+        Optional<Pool> pool = pool(lease);
+        if (pool.isEmpty()) {
+            return Optional.empty();
+        }
+        Preset preset = presets.resolve(lease.presetId(), lease.presetVersion());
+        PoolPlacement placement = placer.place(pool.get(), preset, lease.aspectClass(), lease.sourceBytes(), lease.jobId(), nextAttempt,
+                exclude);
+        if (!(placement instanceof PoolPlacement.To to) || to.member().equals(lease.provider())) {
+            return Optional.empty();
+        }
+        Instant at = to.notBefore() != null && to.notBefore().isAfter(earliest) ? to.notBefore() : earliest;
+        return Optional.of(new Move(to.member(), at, to.why()));
+    }
+
+    private Optional<Pool> pool(Lease lease) {
+        return lease.pool() == null ? Optional.empty() : placer.pools().find(lease.pool());
+    }
+
+    /** The line of a move made (written once the job's row says so). */
+    void log(Lease lease, int attempt, Move move, String cause) {
+        MOVES.info("pool move job={} pool={} attempt={} from={} to={} due={} cause=\"{}\" placement=\"{}\"", lease.jobId(), lease.pool(),
+                attempt, lease.provider(), move.provider(), move.at(), cause, move.why());
+    }
+}

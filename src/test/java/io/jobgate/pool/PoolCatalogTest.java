@@ -1,0 +1,89 @@
+package io.jobgate.pool;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import io.jobgate.common.StartRefused;
+import io.jobgate.infra.Settings;
+import io.jobgate.provider.ProviderCatalog;
+import org.apache.camel.impl.DefaultCamelContext;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * Pools as their files declare them, against the shipped providers and the test ones: a good file read with its
+ * defaults, and each bad one refusing the start in one line that names the pool and what is wrong.
+ */
+class PoolCatalogTest {
+
+    static ProviderCatalog providers;
+
+    @BeforeAll
+    static void providers() throws Exception {
+        // The shipped settings (the providers' files name some of them), as the gateway reads them.
+        DefaultCamelContext context = new DefaultCamelContext();
+        java.util.Properties settings = new java.util.Properties();
+        try (var in = Files.newBufferedReader(Path.of("config/application.properties"))) {
+            settings.load(in);
+        }
+        context.getPropertiesComponent().setInitialProperties(settings);
+        providers = ProviderCatalog.load(List.of(Path.of("config/providers"), Path.of("src/test/resources/providers")),
+                new Settings(context));
+    }
+
+    static PoolCatalog load(Path dir, String name, String text) throws Exception {
+        Files.writeString(dir.resolve(name + ".properties"), text);
+        return PoolCatalog.load(List.of(dir), providers);
+    }
+
+    @Test
+    void readsMembersInOrderWithTheirWeightsAndMaxWaits(@TempDir Path dir) throws Exception {
+        PoolCatalog pools = load(dir, "images", """
+                kind = image
+                members = openai, fakeimg , replicate
+                weight.openai = 3
+                weight.replicate = 0
+                max-wait-seconds.fakeimg = 5
+                """);
+        assertThat(pools.find("images")).contains(new Pool("images", "image", List.of(
+                new Pool.Member("openai", 3, Duration.ofSeconds(60)),
+                new Pool.Member("fakeimg", 1, Duration.ofSeconds(5)),
+                new Pool.Member("replicate", 0, Duration.ofSeconds(60)))));
+        assertThat(pools.find("other")).isEmpty();
+    }
+
+    @Test
+    void noDirectoryNoPool() throws Exception {
+        assertThat(PoolCatalog.load(List.of(Path.of("config/pools")), providers).all()).isEmpty();
+        assertThat(Files.exists(Path.of("config/pools"))).as("no pool is shipped").isFalse();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', textBlock = """
+            an unknown provider           | kind = image\\nmembers = openai, nosuch                 | member 'nosuch' is not a configured provider
+            a disabled provider           | kind = transcription\\nmembers = openai, azure-openai    | member 'azure-openai' is disabled
+            a member of another kind      | kind = video\\nmembers = fal, openai                     | member 'openai' does not serve video jobs
+            a weight below zero           | kind = image\\nmembers = openai\\nweight.openai = -1     | weight.openai must be a whole number of at least 0, was '-1'
+            a weight that is not a number | kind = image\\nmembers = openai\\nweight.openai = much   | weight.openai must be a whole number of at least 0, was 'much'
+            no member                     | kind = image\\nmembers =                                  | it has no member
+            every weight zero             | kind = image\\nmembers = openai, fakeimg\\nweight.openai = 0\\nweight.fakeimg = 0 | every member's weight is 0
+            an unknown kind               | kind = music\\nmembers = openai                          | kind must be one of image, transcription, summary, video
+            a max-wait below zero         | kind = image\\nmembers = openai\\nmax-wait-seconds.openai = -5 | max-wait-seconds.openai must be a whole number of at least 0
+            an entry for a non-member     | kind = image\\nmembers = openai\\nweight.fakeimg = 2      | unknown entry 'weight.fakeimg'
+            """)
+    void refusesABadPoolInOneLine(String why, String text, String expected, @TempDir Path dir) {
+        assertThatThrownBy(() -> load(dir, "bad", text.replace("\\n", "\n")))
+                .isInstanceOf(StartRefused.class)
+                .hasMessageStartingWith("pool bad (pools/bad.properties): ")
+                .hasMessageContaining(expected)
+                .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
+    }
+}

@@ -1,0 +1,201 @@
+package io.jobgate.pool;
+
+import java.time.Duration;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.github.tomakehurst.wiremock.WireMockServer;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestBase;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Jobs;
+import io.jobgate.support.Samples;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.anyRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.anyUrl;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static io.jobgate.support.TestTenants.ACME;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+/**
+ * A pool of two image members (poola, weight 1; poolb, weight 0: the fallback), each faked by a WireMock server of
+ * its own speaking like OpenAI Images, with the real relay, Artemis, PostgreSQL and S3 API: a definite failure on
+ * poola moves the job to poolb (one debit, the dearest member's price); a reply lost after sending parks the job on
+ * poola and poolb never hears of it; a job pinned to poola never runs on poolb; poola's gate closed for an hour sends
+ * new jobs to poolb; a job naming an unknown pool is refused and nothing is stored.
+ */
+class PoolFailoverTest extends GatewayTestBase {
+
+    static final String PATH = "/v1/images/generations";
+
+    WireMockServer a;
+    WireMockServer b;
+
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        a = fakeProvider();
+        b = fakeProvider();
+        return Map.ofEntries(
+                Map.entry("jobgate.worker.enabled", "true"),
+                Map.entry("jobgate.worker.concurrency", "4"),
+                Map.entry("jobgate.worker.lease-margin-seconds", "1"),
+                Map.entry("jobgate.worker.backoff-base-ms", "100"),
+                Map.entry("jobgate.worker.backoff-jitter", "false"),
+                Map.entry("jobgate.provider.poola.base-url", a.baseUrl()),
+                Map.entry("jobgate.provider.poolb.base-url", b.baseUrl()),
+                Map.entry("jobgate.providers.dirs", "config/providers,src/test/resources/providers,src/test/resources/pools/providers"),
+                Map.entry("jobgate.pools.dirs", "src/test/resources/pools/config,src/test/resources/pools/kinds"),
+                Map.entry("camel.main.routes-include-pattern", GatewayTestSupport.ROUTES + ",file:src/test/resources/pools/adapters/*.camel.yaml"));
+    }
+
+    @BeforeEach
+    void fresh() {
+        a.resetAll();
+        b.resetAll();
+        Db.execute("UPDATE provider_gates SET closed_until = '-infinity'");
+    }
+
+    static String pngReply() {
+        return "{\"created\": 1, \"data\": [{\"b64_json\": \"" + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}";
+    }
+
+    static String request(String target) {
+        return """
+                {"preset_id": "invoice-clean", "aspect_class": "portrait", %s,
+                 "inputs": {"supplier_name": "Pools", "invoice_id": "INV-1", "currency": "EUR",
+                            "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(target);
+    }
+
+    UUID submit(String target) {
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), request(target));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        return UUID.fromString(r.json().path("job_id").asText());
+    }
+
+    static List<Map<String, Object>> attempts(UUID id) {
+        return Db.rows("SELECT attempt, adapter, outcome, error_category FROM attempts WHERE job_id = '" + id + "' ORDER BY attempt");
+    }
+
+    static Map<String, Object> job(UUID id) {
+        return Db.single("SELECT status, provider, pool, cost_micros FROM jobs WHERE job_id = ?", id);
+    }
+
+    static int calls(WireMockServer fake) {
+        return fake.findAll(anyRequestedFor(anyUrl())).size();
+    }
+
+    @Test
+    void aServerErrorOnTheFirstMemberSucceedsOnTheOtherChargedOnceAtTheDearestPrice() {
+        a.stubFor(post(PATH).willReturn(aResponse().withStatus(503).withBody("busy")));
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID id = submit("\"pool\": \"images\"");
+        Jobs.awaitStatus(id, "succeeded");
+
+        assertThat(attempts(id)).extracting(r -> r.get("attempt") + ":" + r.get("adapter") + ":" + r.get("outcome") + ":" + r.get("error_category"))
+                .containsExactly("1:poola:retry_wait:transient", "2:poolb:succeeded:null");
+        // The tenant pays what admission fixed: poolb's 3000 (the dearest member), though poola (1000) was placed first.
+        assertThat(job(id)).containsEntry("provider", "poolb").containsEntry("pool", "images").containsEntry("cost_micros", 3000L);
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id)).isEqualTo(1);
+        assertThat(Db.count("SELECT -sum(amount_micros) FROM ledger WHERE job_id = ?", id)).isEqualTo(3000);
+        assertThat(calls(a)).isEqualTo(1);
+        assertThat(calls(b)).isEqualTo(1);
+        JsonNode view = api.get(ACME, "/v1/jobs/" + id).json();
+        assertThat(view.path("pool").asText()).isEqualTo("images");
+        assertThat(view.path("provider").asText()).isEqualTo("poolb");
+        assertThat(view.path("cost").path("amount_micros").asLong()).isEqualTo(3000);
+    }
+
+    @Test
+    void aReplyLostAfterSendingParksTheJobOnItsMemberAndTheOtherNeverGetsIt() {
+        a.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(4000)));
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID id = submit("\"pool\": \"images\"");
+        Jobs.awaitStatus(id, "submission_unknown");
+
+        await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(4)).until(() -> "submission_unknown".equals(Jobs.status(id)));
+        assertThat(attempts(id)).extracting(r -> r.get("adapter") + ":" + r.get("outcome") + ":" + r.get("error_category"))
+                .containsExactly("poola:submission_unknown:ambiguous");
+        assertThat(job(id)).containsEntry("provider", "poola");
+        assertThat(calls(a)).isEqualTo(1);
+        assertThat(calls(b)).as("a job that may be rendering on poola is never sent to poolb").isZero();
+    }
+
+    @Test
+    void aJobPinnedToAMemberNeverRunsOnTheOther() {
+        a.stubFor(post(PATH).willReturn(aResponse().withStatus(503).withBody("busy")));
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID id = submit("\"provider\": \"poola\"");
+        Jobs.awaitStatus(id, "failed");
+
+        assertThat(attempts(id)).isNotEmpty().allSatisfy(r -> assertThat(r.get("adapter")).isEqualTo("poola"));
+        assertThat(attempts(id)).hasSizeGreaterThan(1);
+        assertThat(job(id)).containsEntry("provider", "poola").containsEntry("pool", null);
+        assertThat(calls(b)).isZero();
+        assertThat(api.get(ACME, "/v1/jobs/" + id).json().path("pool").isNull()).isTrue();
+    }
+
+    @Test
+    void aGateClosedForAnHourSendsTheJobAndNewJobsToTheOtherMember() {
+        a.stubFor(post(PATH).willReturn(aResponse().withStatus(429).withHeader("Retry-After", "3600")
+                .withBody("{\"error\": {\"message\": \"Rate limit reached\"}}")));
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID limited = submit("\"pool\": \"images\"");
+        Jobs.awaitStatus(limited, "succeeded");
+        assertThat(attempts(limited)).extracting(r -> r.get("adapter") + ":" + r.get("outcome"))
+                .containsExactly("poola:retry_wait", "poolb:succeeded");
+        assertThat(Db.count("SELECT count(*) FROM provider_gates WHERE provider = 'poola' AND closed_until > now() + interval '50 minutes'"))
+                .isEqualTo(1);
+
+        // poola's gate stays closed for an hour, beyond its max-wait of 60 s: new jobs are placed on poolb at admission.
+        UUID next = submit("\"pool\": \"images\"");
+        assertThat(job(next)).containsEntry("provider", "poolb");
+        Jobs.awaitStatus(next, "succeeded");
+        assertThat(attempts(next)).extracting(r -> r.get("adapter")).containsExactly("poolb");
+        assertThat(calls(a)).isEqualTo(1);
+    }
+
+    @Test
+    void aJobQueuedOnAMemberWhoseGateClosesForAnHourIsPlacedAgainAtItsStart() {
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        // poola's gate closed for an hour (by another job's 429) while this job waits for its start on it.
+        Db.execute("INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES ('poola', now() + interval '1 hour',"
+                + " 'HTTP 429 for a test', now()) ON CONFLICT (provider) DO UPDATE SET closed_until = EXCLUDED.closed_until");
+        UUID id = io.jobgate.support.JobFactory.onTestDatabase().job("acme").key("queued-" + UUID.randomUUID()).provider("poola")
+                .pool("images").aspectClass("portrait").inputs("""
+                        {"supplier_name": "Pools", "invoice_id": "INV-1", "currency": "EUR",
+                         "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}""").insert();
+        io.jobgate.support.JobFactory.onTestDatabase().dispatch(id, "acme", java.time.Instant.now());
+        Jobs.awaitStatus(id, "succeeded");
+        assertThat(attempts(id)).extracting(r -> r.get("adapter")).containsExactly("poolb");
+        assertThat(calls(a)).isZero();
+    }
+
+    @Test
+    void aJobNamingAnUnknownPoolIsRefusedAndNothingIsStored() {
+        long jobs = Db.count("SELECT count(*) FROM jobs");
+        long ledger = Db.count("SELECT count(*) FROM ledger");
+        ApiClient.Response r = api.postJob(ACME, "k-unknown-pool", request("\"pool\": \"nosuch\""));
+        assertThat(r.status()).isEqualTo(422);
+        assertThat(r.json().path("code").asText()).isEqualTo("unknown_pool");
+        assertThat(r.json().path("field").asText()).isEqualTo("pool");
+        assertThat(Db.count("SELECT count(*) FROM jobs")).isEqualTo(jobs);
+        assertThat(Db.count("SELECT count(*) FROM ledger")).isEqualTo(ledger);
+        assertThat(Db.count("SELECT count(*) FROM jobs WHERE idempotency_key = 'k-unknown-pool'")).isZero();
+
+        ApiClient.Response kind = api.postJob(ACME, "k-kind", request("\"pool\": \"transcripts\""));
+        assertThat(kind.status()).isEqualTo(422);
+        assertThat(kind.json().path("code").asText()).isEqualTo("pool_kind_mismatch");
+        ApiClient.Response both = api.postJob(ACME, "k-both", request("\"pool\": \"images\", \"provider\": \"poola\""));
+        assertThat(both.status()).isEqualTo(422);
+        assertThat(both.json().path("code").asText()).isEqualTo("pool_or_provider");
+        assertThat(Db.count("SELECT count(*) FROM jobs")).isEqualTo(jobs);
+    }
+}
