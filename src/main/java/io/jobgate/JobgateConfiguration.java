@@ -107,7 +107,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         // --- A job's life: the state machine and its one finalize, the provider gates ------------------
         JobWiring.Jobs jobs = JobWiring.bind(context, settings, stores.jdbc(), stores.transactions(), clock, callLimits);
         // The pools (config/pools/): checked against the providers here, placed by their gates.
-        PoolPlacer pools = PoolWiring.bind(context, settings, providers, jobs.gates(), clock);
+        PoolPlacer pools = PoolWiring.bind(context, settings, providers, jobs.gates(), clock, tenants);
 
         // --- Metrics: jobgate's series beside Camel's, and the providers' health -------------------------
         // Health shows each provider: its gate, and whether its route runs and which classes it was left out for;

@@ -97,7 +97,7 @@ public final class AdmissionService {
             throw ApiProblem.of(422, "invalid_request", "Preset '" + preset.id() + "' summarises a transcript: ask for it with a "
                     + "transcription job, {\"summary\": {\"preset_id\": \"" + preset.id() + "\"}}.").with("field", "preset_id");
         }
-        String summary = summary(preset, request.summary());
+        String summary = summary(tenant, preset, request.summary());
         PresetCatalog.aspect(preset, request.aspectClass());
         VideoOrder video = VideoOrder.of(preset, request.inputs()); // its own codes, before the generic field checks
         InputValidator.validate(preset, request.inputs());
@@ -109,16 +109,21 @@ public final class AdmissionService {
         // The upload's size is known before the provider is: one whose limit it exceeds is never chosen.
         long inputBytes = source == null ? 0 : source.bytes();
         java.util.UUID jobId = JobIds.next(clock);
-        Pool pool = request.pool() == null ? null : pool(request.pool(), preset);
+        Pool pool = request.pool() == null ? null : pool(request.pool(), preset, tenant);
         Provider provider;
         long cost;
+        String waits = null;
         if (pool == null) {
-            provider = providers.choose(request.provider(), preset, request.aspectClass(), inputBytes);
+            // The provider named, or the kind's default: one the tenant's rules let it use (provider_not_allowed).
+            provider = providers.choose(request.provider(), preset, request.aspectClass(), inputBytes, tenant::whyNot);
             cost = Pricing.costMicros(preset, provider, source, video);
         } else {
-            provider = placed(pool, preset, request.aspectClass(), inputBytes, jobId);
-            // Fixed now and never raised by a failover: the dearest member that could serve the job.
-            cost = pools.fitting(pool, preset, request.aspectClass(), inputBytes).stream()
+            PoolPlacement.To placed = placed(pool, tenant, preset, request.aspectClass(), inputBytes, jobId);
+            provider = providers.find(placed.member()).orElseThrow();
+            // Placed on a closed member (its dispatch is due at the reopening): the job says why it waits.
+            waits = placed.waitingReason();
+            // Fixed now and never raised by a failover: the dearest member that could serve the job (of those its tenant may use).
+            cost = pools.fitting(pool, tenant.id(), preset, request.aspectClass(), inputBytes).stream()
                     .mapToLong(p -> Pricing.costMicros(preset, p, source, video)).max().orElseThrow();
         }
         Instant now = clock.instant().truncatedTo(ChronoUnit.MICROS); // what PostgreSQL stores
@@ -127,27 +132,34 @@ public final class AdmissionService {
                 source == null ? null : source.id(), source == null ? null : source.sha256(),
                 source == null ? 0 : source.bytes(), correlationId, cost, limits.maxAttempts(),
                 limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null, null,
-                webhookEndpoint, null, pool == null ? null : pool.name());
+                webhookEndpoint, null, pool == null ? null : pool.name(), waits);
         return new AdmissionWriter.Candidate(job, Json.write(request.inputs()), source == null ? null : source.objectKey(),
                 Pricing.metered(preset, source, video), summary);
     }
 
-    /** The pool a job names: declared ({@code unknown_pool}) and of the preset's kind ({@code pool_kind_mismatch}). */
-    private Pool pool(String name, Preset preset) {
+    /**
+     * The pool a job names: declared ({@code unknown_pool}), of the preset's kind ({@code pool_kind_mismatch}) and with
+     * a member the tenant's rules let it use ({@code pool_not_allowed}).
+     */
+    private Pool pool(String name, Preset preset, Tenant tenant) {
         Pool pool = pools.pools().find(name).orElseThrow(() -> ApiProblem.of(422, "unknown_pool", "No pool '" + name + "'; declared: "
                 + String.join(", ", pools.pools().all().stream().map(Pool::name).toList()) + ".").with("field", "pool"));
         if (!pool.kind().equals(preset.kind())) {
             throw ApiProblem.of(422, "pool_kind_mismatch", "Pool '" + name + "' serves " + pool.kind() + " jobs; preset '" + preset.id()
                     + "' is of kind " + preset.kind() + ".").with("field", "pool");
         }
+        if (!pools.usable(pool, tenant.id())) {
+            throw ApiProblem.of(422, "pool_not_allowed", "Tenant " + tenant.id() + " may use no member of pool '" + name + "' ("
+                    + String.join(", ", pool.providers()) + "): its providers rule rules each one out.").with("field", "pool");
+        }
         return pool;
     }
 
     /** The member of {@code pool} the job's first attempt goes to (its gate's reopening is the dispatch's due time). */
-    private Provider placed(Pool pool, Preset preset, String aspectClass, long inputBytes, java.util.UUID jobId) {
-        PoolPlacement placement = pools.place(pool, preset, aspectClass, inputBytes, jobId, 1, null);
+    private PoolPlacement.To placed(Pool pool, Tenant tenant, Preset preset, String aspectClass, long inputBytes, java.util.UUID jobId) {
+        PoolPlacement placement = pools.place(pool, tenant.id(), preset, aspectClass, inputBytes, jobId, 1, null, null, null);
         if (placement instanceof PoolPlacement.To to) {
-            return providers.find(to.member()).orElseThrow();
+            return to;
         }
         throw ApiProblem.of(422, "aspect_class_not_rendered", "No member of pool '" + pool.name() + "' can take this job now: "
                 + ((PoolPlacement.Unserved) placement).why() + ".").with("field", "pool");
@@ -158,7 +170,7 @@ public final class AdmissionService {
      * inputs, and a provider that serves summaries and runs (the one named, or one to choose when it is
      * ordered). Its price is fixed when it is ordered, from the transcript's length. As stored (JSON), or null.
      */
-    private String summary(Preset preset, JobRequest.Summary asked) {
+    private String summary(Tenant tenant, Preset preset, JobRequest.Summary asked) {
         if (asked == null) {
             return null;
         }
@@ -172,7 +184,7 @@ public final class AdmissionService {
                     + ", not a summary preset.").with("field", "summary.preset_id");
         }
         InputValidator.validate(summary, asked.inputs());
-        providers.choose(asked.provider(), summary, null, 0);
+        providers.choose(asked.provider(), summary, null, 0, tenant::whyNot);
         java.util.Map<String, Object> stored = new java.util.LinkedHashMap<>();
         stored.put("preset_id", summary.id());
         stored.put("preset_version", summary.version());

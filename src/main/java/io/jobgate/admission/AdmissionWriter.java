@@ -82,21 +82,21 @@ public final class AdmissionWriter extends ServiceSupport {
                 SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
                                      ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
                                      ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
-                                     ?::text[], ?::text[], ?::text[], ?::text[])
+                                     ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
                     AS i(job_id, tenant_id, idempotency_key, request_sha256, preset_id, preset_version, kind,
                          aspect_class, provider, inputs, upload_id, source_key, source_sha256, source_bytes,
                          correlation_id, cost_micros, max_attempts, max_lifetime_seconds, expires_at, created_at,
-                         usage_units, usage_unit, webhook_endpoint_id, parent_job_id, summary, pool)),
+                         usage_units, usage_unit, webhook_endpoint_id, parent_job_id, summary, pool, waiting_reason)),
             new_jobs AS (
                 INSERT INTO jobs (job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version,
                                   kind, aspect_class, provider, inputs, upload_id, source_key, source_sha256, source_bytes,
                                   correlation_id, cost_micros, max_attempts, max_lifetime_seconds, expires_at,
-                                  created_at, updated_at, webhook_endpoint_id, parent_job_id, pool)
+                                  created_at, updated_at, webhook_endpoint_id, parent_job_id, pool, waiting_reason)
                 SELECT job_id::uuid, tenant_id, idempotency_key, request_sha256, %1$s, preset_id, preset_version::int,
                        kind, aspect_class, provider, inputs::jsonb, upload_id::uuid, source_key, source_sha256,
                        source_bytes::bigint, correlation_id, cost_micros::bigint, max_attempts::int,
                        max_lifetime_seconds::int, expires_at::timestamptz, created_at::timestamptz, created_at::timestamptz,
-                       webhook_endpoint_id::uuid, parent_job_id::uuid, pool
+                       webhook_endpoint_id::uuid, parent_job_id::uuid, pool, waiting_reason
                   FROM input
                 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
                 RETURNING job_id, tenant_id, source_bytes, cost_micros, created_at),
@@ -382,7 +382,7 @@ public final class AdmissionWriter extends ServiceSupport {
             return inserted;
         }
         int n = toWrite.size();
-        String[][] cols = new String[26][n];
+        String[][] cols = new String[27][n];
         for (int i = 0; i < n; i++) {
             Candidate cand = toWrite.get(i).candidate();
             Job j = cand.job();
@@ -393,7 +393,7 @@ public final class AdmissionWriter extends ServiceSupport {
                 Integer.toString(j.maxAttempts()), Integer.toString(j.maxLifetimeSeconds()), j.expiresAt().toString(),
                 j.createdAt().toString(), Long.toString(cand.usage().units()), cand.usage().unit(),
                 j.webhookEndpointId() == null ? null : j.webhookEndpointId().toString(),
-                j.parentJobId() == null ? null : j.parentJobId().toString(), cand.summaryJson(), j.pool()};
+                j.parentJobId() == null ? null : j.parentJobId().toString(), cand.summaryJson(), j.pool(), j.waitingReason()};
             for (int col = 0; col < row.length; col++) {
                 cols[col][i] = row[col];
             }

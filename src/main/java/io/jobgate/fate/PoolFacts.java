@@ -7,13 +7,19 @@ import java.util.UUID;
 
 /**
  * What {@link PoolPlacements#place} decides from: a pool's members in their declared order, the member to leave out
- * (the one that just failed definitely, or null), a stable hash of the job and its attempt, and now. Read by the
- * caller (the pool's settings, the providers' fit, the gates); the rule itself reads nothing.
+ * (the one that just failed definitely, or null), a stable hash of the job and its attempt, now, and the member the
+ * job must stay on (its tenant allows no failover; null: it may move). Read by the caller (the pool's settings, the
+ * providers' fit, the tenant's rules, the gates); the rule itself reads nothing.
  */
-public record PoolFacts(List<Member> members, String exclude, long hash, Instant now) {
+public record PoolFacts(List<Member> members, String exclude, long hash, Instant now, String stay) {
 
     public PoolFacts {
         members = List.copyOf(members);
+    }
+
+    /** A job that may move among the members. */
+    public PoolFacts(List<Member> members, String exclude, long hash, Instant now) {
+        this(members, exclude, hash, now, null);
     }
 
     /**
@@ -21,8 +27,8 @@ public record PoolFacts(List<Member> members, String exclude, long hash, Instant
      *
      * @param weight      its share among the members that can take the attempt now (0: only when no weighted one can)
      * @param maxWait     how long its closed gate is waited out before the pool moves on
-     * @param whyNot      why it cannot serve this job at all (kind, aspect class, input size, route not running), or
-     *                    null when it can
+     * @param whyNot      why it cannot serve this job at all (kind, aspect class, input size, route not running, the
+     *                    tenant's rules), or null when it can
      * @param closedUntil until when its gate is closed, or null when it is open
      */
     public record Member(String name, int weight, Duration maxWait, String whyNot, Instant closedUntil) {

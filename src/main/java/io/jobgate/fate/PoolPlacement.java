@@ -12,6 +12,11 @@ public sealed interface PoolPlacement {
      * @param why       how it was chosen (for the log line of a move)
      */
     record To(String member, Instant notBefore, String why) implements PoolPlacement {
+
+        /** What the job says while it waits for its member's closed gate (its {@code waiting_reason}), null when it is open. */
+        public String waitingReason() {
+            return notBefore == null ? null : "waits for " + member + ", whose gate is closed until " + notBefore + ": " + why;
+        }
     }
 
     /** No member can serve this job at all (kind, aspect class, input size, route): {@code why} names each one's reason. */

@@ -7,7 +7,9 @@ import java.util.stream.Collectors;
 
 /**
  * Which member of a pool an attempt goes to (docs/providers.md, "Pools"), decided in one place. A member that cannot
- * serve the job (kind, aspect class, input size, route not running) is never chosen. Of the rest, a member is
+ * serve the job (kind, aspect class, input size, route not running, a member its tenant may not use) is never chosen.
+ * A job whose tenant allows no failover stays on its member while that member can serve it, its gate waited out
+ * however long it is closed. Of the rest, a member is
  * eligible when its gate is open or reopens within its {@code max-wait}; the member that just failed definitely is
  * left out when another is eligible; the weights spread the attempts among the eligible ones by the job's hash
  * (members of weight 0 only when no weighted one is eligible: a fallback). When none is eligible the attempt waits
@@ -27,6 +29,14 @@ public final class PoolPlacements {
             return new PoolPlacement.Unserved(facts.members().stream().map(m -> m.name() + ": " + m.whyNot())
                     .collect(Collectors.joining("; ")));
         }
+        if (facts.stay() != null) {
+            for (PoolFacts.Member m : serving) {
+                if (m.name().equals(facts.stay())) {
+                    return new PoolPlacement.To(m.name(), closed(m, now) ? m.closedUntil() : null, "failover is off for its tenant: it stays on "
+                            + m.name() + (closed(m, now) ? ", whose gate is closed until " + m.closedUntil() : ""));
+                }
+            }
+        }
         List<PoolFacts.Member> eligible = new ArrayList<>(serving.stream()
                 .filter(m -> !closed(m, now) || !m.closedUntil().isAfter(now.plus(m.maxWait()))).toList());
         if (eligible.isEmpty()) {
@@ -37,7 +47,7 @@ public final class PoolPlacements {
                 }
             }
             return new PoolPlacement.To(first.name(), first.closedUntil(), "every member's gate is closed beyond its max-wait; "
-                    + first.name() + "'s reopens first");
+                    + first.name() + "'s reopens first" + notServing(facts));
         }
         String left = "";
         if (facts.exclude() != null && eligible.stream().anyMatch(m -> !m.name().equals(facts.exclude()))
@@ -77,6 +87,13 @@ public final class PoolPlacements {
      */
     public static boolean mayLeaveAfter(io.jobgate.job.ErrorCategory category) {
         return category == io.jobgate.job.ErrorCategory.RATE_LIMITED || category == io.jobgate.job.ErrorCategory.TRANSIENT;
+    }
+
+    /** The members that cannot serve the job, each with its reason (a member the tenant may not use among them). */
+    private static String notServing(PoolFacts facts) {
+        String reasons = facts.members().stream().filter(m -> m.whyNot() != null).map(m -> m.name() + ": " + m.whyNot())
+                .collect(Collectors.joining("; "));
+        return reasons.isEmpty() ? "" : " (" + reasons + ")";
     }
 
     private static boolean closed(PoolFacts.Member member, Instant now) {

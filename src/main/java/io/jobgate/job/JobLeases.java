@@ -230,8 +230,14 @@ public final class JobLeases {
      * the relay counts its next dispatch against the member it moved to.
      */
     public boolean requeueOn(UUID jobId, UUID leaseToken, String provider, Instant at, int unparseableStreak, String lastCategory) {
+        return requeueOn(jobId, leaseToken, provider, at, unparseableStreak, lastCategory, null);
+    }
+
+    /** As above; {@code waitingReason}: why the job waits, shown on it while it does (null: for nothing in particular). */
+    public boolean requeueOn(UUID jobId, UUID leaseToken, String provider, Instant at, int unparseableStreak, String lastCategory,
+                             String waitingReason) {
         return transitions.apply(jobId, Event.RETRY, Guard.lease(leaseToken),
-                Change.retryOn(provider, at, unparseableStreak, lastCategory)).isPresent();
+                Change.retryOn(provider, at, unparseableStreak, lastCategory, waitingReason)).isPresent();
     }
 
     /**

@@ -18,7 +18,7 @@ public final class JobStore {
             job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version, kind, aspect_class,
             provider, upload_id, source_sha256, source_bytes, correlation_id, cost_micros, max_attempts,
             max_lifetime_seconds, expires_at, attempts, error_category, error_message, created_at, updated_at, finalized_at,
-            next_attempt_at, adapter_revision, result::text AS result, webhook_endpoint_id, parent_job_id, pool""";
+            next_attempt_at, adapter_revision, result::text AS result, webhook_endpoint_id, parent_job_id, pool, waiting_reason""";
 
     private final JdbcTemplate jdbc;
 
@@ -151,7 +151,8 @@ public final class JobStore {
                 rs.getInt("attempts"), rs.getString("error_category"), rs.getString("error_message"),
                 instant(rs, "created_at"), instant(rs, "updated_at"), instant(rs, "finalized_at"),
                 instant(rs, "next_attempt_at"), rs.getString("adapter_revision"), rs.getString("result"),
-                rs.getObject("webhook_endpoint_id", UUID.class), rs.getObject("parent_job_id", UUID.class), rs.getString("pool"));
+                rs.getObject("webhook_endpoint_id", UUID.class), rs.getObject("parent_job_id", UUID.class), rs.getString("pool"),
+                rs.getString("waiting_reason"));
     }
 
     private static Instant instant(ResultSet rs, String column) throws SQLException {

@@ -215,7 +215,7 @@ public final class JobTransitions {
      * @param adapter        OPEN_ATTEMPT: the adapter (provider) name
      * @param revision       OPEN_ATTEMPT: the adapter revision recorded on the attempt
      * @param category       the error category (the job's on FINALIZE; the status event's otherwise)
-     * @param message        FINALIZE: the error message
+     * @param message        FINALIZE: the error message; RETRY: why the job waits (its waiting_reason), or null
      * @param resultJson     FINALIZE: the result record of a success
      * @param refundPercent  REFUND: the share of the cost given back
      * @param cause          FINALIZE of a failure: the category that used the caps up (told to observers only)
@@ -260,8 +260,13 @@ public final class JobTransitions {
          * dispatch-window share is given back to the provider it held it on, the one before the move). Null: it stays.
          */
         public static Change retryOn(String provider, Instant at, int unparseable, String lastCategory) {
-            return new Change(null, null, at, unparseable, null, null, provider, null, lastCategory, null, null, 0, null, 0, null, null,
-                    null, null);
+            return retryOn(provider, at, unparseable, lastCategory, null);
+        }
+
+        /** As above; {@code waitingReason}: why the job waits (shown on it while it does), or null. */
+        public static Change retryOn(String provider, Instant at, int unparseable, String lastCategory, String waitingReason) {
+            return new Change(null, null, at, unparseable, null, null, provider, null, lastCategory, waitingReason, null, 0, null, 0, null,
+                    null, null, null);
         }
 
         public static Change checkFrom(Instant firstCheck, String providerTask, String providerRequestId, String category) {

@@ -72,6 +72,9 @@ public final class JobView {
             // Waiting for a retry is not a failure: the job shows when it runs next, not an error.
             g.writeStringField("next_attempt_at", job.status() == JobStatus.RETRY_WAIT && job.nextAttemptAt() != null
                     ? job.nextAttemptAt().toString() : null);
+            // Why a waiting job waits, when it can only wait: a closed gate, every pool member its tenant may use closed.
+            g.writeStringField("waiting_reason", job.status() == JobStatus.RETRY_WAIT || job.status() == JobStatus.QUEUED
+                    ? job.waitingReason() : null);
             g.writeStringField("adapter_revision", job.adapterRevision());
             g.writeObjectFieldStart("cost");
             g.writeNumberField("amount_micros", job.costMicros());

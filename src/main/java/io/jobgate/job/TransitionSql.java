@@ -388,7 +388,7 @@ final class TransitionSql {
         }
         if (event.has(JobTransitions.Effect.DISPATCH_AT)) {
             set.append(", next_attempt_at = :at, unparseable_streak = :unparseable, next_check_at = NULL, provider_task = NULL,"
-                    + " provider_state = NULL, provider = coalesce(CAST(:moveTo AS text), j.provider)");
+                    + " provider_state = NULL, provider = coalesce(CAST(:moveTo AS text), j.provider), waiting_reason = :waitingReason");
         }
         if (event.has(JobTransitions.Effect.SCHEDULE_CHECK)) {
             set.append(", next_check_at = :at, checks = 0, check_claimed_by = NULL, provider_task = coalesce(:task, j.provider_task),"
@@ -418,7 +418,9 @@ final class TransitionSql {
         }
         if (event.has(JobTransitions.Effect.DISPATCH_AT)) {
             // moveTo: the pool member a retry moves the job to (Change.retryOn), null: it stays where it is.
-            p.addValue("at", Timestamp.from(change.at())).addValue("unparseable", change.unparseable()).addValue("moveTo", change.adapter());
+            // waitingReason: why the job waits (Change.retryOn's reason), null when it waits for nothing in particular.
+            p.addValue("at", Timestamp.from(change.at())).addValue("unparseable", change.unparseable()).addValue("moveTo", change.adapter())
+                    .addValue("waitingReason", event == JobTransitions.Event.RETRY ? change.message() : null);
         }
         if (event.has(JobTransitions.Effect.SCHEDULE_CHECK)) {
             p.addValue("at", Timestamp.from(change.at())).addValue("task", change.providerTask())

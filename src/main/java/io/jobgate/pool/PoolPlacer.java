@@ -1,6 +1,7 @@
 package io.jobgate.pool;
 
 import java.time.Clock;
+import java.time.Instant;
 import java.util.List;
 import java.util.UUID;
 
@@ -11,10 +12,14 @@ import io.jobgate.job.ProviderGates;
 import io.jobgate.preset.Preset;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.tenant.ProviderRules;
+import io.jobgate.tenant.Tenant;
+import io.jobgate.tenant.TenantDirectory;
 
 /**
- * Reads the facts of a pool's placement — each member's fit for the job ({@link ProviderCatalog#whyNotServing}), its
- * gate ({@link ProviderGates}), weight and max-wait — and asks the one rule ({@link PoolPlacements#place}). Asked at
+ * Reads the facts of a pool's placement — each member's fit for the job ({@link ProviderCatalog#whyNotServing}) and
+ * for its tenant ({@link ProviderRules}), its gate ({@link ProviderGates}), weight and max-wait, and whether the tenant
+ * lets the job leave its member — and asks the one rule ({@link PoolPlacements#place}). Asked at
  * admission, after a definite failure, and at a start whose member's gate is closed beyond its max-wait; it writes
  * nothing.
  */
@@ -24,8 +29,10 @@ public final class PoolPlacer {
     private final ProviderCatalog providers;
     private final ProviderGates gates;
     private final Clock clock;
+    private final TenantDirectory tenants;
 
-    public PoolPlacer(PoolCatalog pools, ProviderCatalog providers, ProviderGates gates, Clock clock) {
+    public PoolPlacer(PoolCatalog pools, ProviderCatalog providers, ProviderGates gates, Clock clock, TenantDirectory tenants) {
+        this.tenants = tenants;
         this.pools = pools;
         this.providers = providers;
         this.gates = gates;
@@ -37,25 +44,51 @@ public final class PoolPlacer {
     }
 
     /**
-     * The member of {@code pool} the attempt {@code attempt} of job {@code jobId} goes to.
+     * The member of {@code pool} the attempt {@code attempt} of tenant {@code tenantId}'s job {@code jobId} goes to.
      *
-     * @param exclude the member that just failed definitely (left out when another can take it), or null
+     * @param exclude            the member that just failed definitely (left out when another can take it), or null
+     * @param excludeClosedUntil the failed member's gate closes until then (its 429's Retry-After, written after this
+     *                           placement), or null
+     * @param current            the member the job is on now (it stays there when its tenant allows no failover), or
+     *                           null at admission
      */
-    public PoolPlacement place(Pool pool, Preset preset, String aspectClass, long inputBytes, UUID jobId, int attempt, String exclude) {
-        return PoolPlacements.place(new PoolFacts(members(pool, preset, aspectClass, inputBytes), exclude,
-                PoolFacts.hash(jobId, attempt), clock.instant()));
+    public PoolPlacement place(Pool pool, String tenantId, Preset preset, String aspectClass, long inputBytes, UUID jobId, int attempt,
+                               String exclude, Instant excludeClosedUntil, String current) {
+        Tenant tenant = tenant(tenantId);
+        List<PoolFacts.Member> members = members(pool, tenant, preset, aspectClass, inputBytes).stream()
+                .map(m -> excludeClosedUntil == null || !m.name().equals(exclude) || (m.closedUntil() != null
+                        && !m.closedUntil().isBefore(excludeClosedUntil)) ? m
+                        : new PoolFacts.Member(m.name(), m.weight(), m.maxWait(), m.whyNot(), excludeClosedUntil)).toList();
+        return PoolPlacements.place(new PoolFacts(members, exclude,
+                PoolFacts.hash(jobId, attempt), clock.instant(), tenant.rules().failover() ? null : current));
     }
 
-    /** The members that can serve the job at all (gates aside): whose prices bound what a pool job costs. */
-    public List<Provider> fitting(Pool pool, Preset preset, String aspectClass, long inputBytes) {
-        return pool.members().stream().map(m -> providers.find(m.provider()).orElse(null))
+    /**
+     * The members that can serve the job at all (gates aside) and that its tenant may use: whose prices bound what a
+     * pool job costs.
+     */
+    public List<Provider> fitting(Pool pool, String tenantId, Preset preset, String aspectClass, long inputBytes) {
+        Tenant tenant = tenant(tenantId);
+        return pool.members().stream().filter(m -> tenant.whyNot(m.provider()) == null).map(m -> providers.find(m.provider()).orElse(null))
                 .filter(p -> p != null && providers.whyNotServing(p, preset, aspectClass, inputBytes) == null).toList();
     }
 
-    private List<PoolFacts.Member> members(Pool pool, Preset preset, String aspectClass, long inputBytes) {
+    /** Does the tenant's rule let it use some member of {@code pool}? */
+    public boolean usable(Pool pool, String tenantId) {
+        Tenant tenant = tenant(tenantId);
+        return pool.providers().stream().anyMatch(m -> tenant.whyNot(m) == null);
+    }
+
+    private Tenant tenant(String tenantId) {
+        // A tenant removed from the files since its job was admitted keeps no rules: its jobs finish where they may.
+        return tenants.byId(tenantId).orElseGet(() -> new Tenant(tenantId, tenantId, "", 1, 1, 0, java.util.Map.of()));
+    }
+
+    private List<PoolFacts.Member> members(Pool pool, Tenant tenant, Preset preset, String aspectClass, long inputBytes) {
         return pool.members().stream().map(m -> {
             Provider provider = providers.find(m.provider()).orElse(null);
-            String whyNot = provider == null ? "no settings for provider " + m.provider()
+            String denied = tenant.whyNot(m.provider());
+            String whyNot = denied != null ? denied : provider == null ? "no settings for provider " + m.provider()
                     : providers.whyNotServing(provider, preset, aspectClass, inputBytes);
             return new PoolFacts.Member(m.provider(), m.weight(), m.maxWait(), whyNot, gates.closedUntil(m.provider()).orElse(null));
         }).toList();

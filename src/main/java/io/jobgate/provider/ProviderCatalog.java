@@ -508,10 +508,26 @@ public final class ProviderCatalog {
      * and the running providers that take it). Without a name, the first provider that fits takes it.
      */
     public Provider choose(String requested, Preset preset, String aspectClass, long inputBytes) {
+        return choose(requested, preset, aspectClass, inputBytes, name -> null);
+    }
+
+    /**
+     * As {@link #choose(String, Preset, String, long)}, for a tenant whose rules of where its jobs run say why it may not
+     * use a provider ({@code whyNotAllowed}: the reason, or null when it may): a named provider it may not use is
+     * refused ({@code provider_not_allowed}); without a name, only one it may use is chosen, and when every fitting
+     * one is ruled out, {@code provider_not_allowed} too.
+     */
+    public Provider choose(String requested, Preset preset, String aspectClass, long inputBytes,
+                           java.util.function.UnaryOperator<String> whyNotAllowed) {
         if (requested != null) {
             Provider provider = find(requested).filter(p -> p.kinds().contains(preset.kind())).orElse(null);
             if (provider == null) {
                 throw unknown(requested, preset);
+            }
+            String denied = whyNotAllowed.apply(provider.name());
+            if (denied != null) {
+                throw ApiProblem.of(422, "provider_not_allowed", "Provider '" + provider.name() + "' may not take this job: "
+                        + denied + ".").with("field", "provider");
             }
             String notRunning = whyNotRunning.apply(provider.name());
             if (notRunning != null) {
@@ -546,7 +562,13 @@ public final class ProviderCatalog {
                     + (aspectClass == null ? preset.kind() + " jobs" : aspectClass + " of " + preset.id() + " v" + preset.version())
                     + " now.").with("field", aspectClass == null ? "provider" : "aspect_class");
         }
-        return fitting.stream().filter(p -> takes(p, inputBytes)).findFirst().map(this::withAdapter)
+        List<Provider> allowed = fitting.stream().filter(p -> whyNotAllowed.apply(p.name()) == null).toList();
+        if (allowed.isEmpty()) {
+            throw ApiProblem.of(422, "provider_not_allowed", "No running provider that renders this job may take it: "
+                    + fitting.stream().map(p -> p.name() + ": " + whyNotAllowed.apply(p.name())).collect(java.util.stream.Collectors.joining("; "))
+                    + ".").with("field", "provider");
+        }
+        return allowed.stream().filter(p -> takes(p, inputBytes)).findFirst().map(this::withAdapter)
                 .orElseThrow(() -> tooLarge(null, preset, aspectClass, inputBytes));
     }
 

@@ -12,6 +12,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.jobgate.common.ApiProblem;
 import io.jobgate.common.Digests;
+import io.jobgate.common.StartRefused;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
@@ -106,7 +107,40 @@ public final class TenantDirectory {
         node.path("credit_grants").fields().forEachRemaining(e -> grants.put(e.getKey(), e.getValue().asLong()));
         return new Tenant(id, node.path("display_name").asText(id), digest,
                 positive(node, "max_open_jobs", 100, file), positive(node, "max_running_jobs", 4, file),
-                node.path("max_queued_bytes").asLong(256L * 1024 * 1024), Map.copyOf(grants));
+                node.path("max_queued_bytes").asLong(256L * 1024 * 1024), Map.copyOf(grants), rules(node, id, file));
+    }
+
+    /**
+     * The tenant's {@code providers: {allow: [..], deny: [..]}} and {@code failover: true|false} (default true). The
+     * names are checked against the providers and pools at start, where those are known (pool/TenantPoolRules).
+     */
+    private static ProviderRules rules(JsonNode node, String id, Path file) {
+        JsonNode providers = node.path("providers");
+        java.util.Iterator<String> keys = providers.fieldNames();
+        while (keys.hasNext()) {
+            String key = keys.next();
+            if (!key.equals("allow") && !key.equals("deny")) {
+                throw new StartRefused("tenant " + id + " in " + file + ": providers has allow and deny, not '" + key + "'");
+            }
+        }
+        JsonNode failover = node.path("failover");
+        if (!failover.isMissingNode() && !failover.isBoolean()) {
+            throw new StartRefused("tenant " + id + " in " + file + ": failover must be true or false, was '" + failover.asText() + "'");
+        }
+        return new ProviderRules(names(providers.path("allow"), id, "allow", file), names(providers.path("deny"), id, "deny", file),
+                failover.asBoolean(true));
+    }
+
+    private static java.util.Set<String> names(JsonNode list, String id, String which, Path file) {
+        if (list.isMissingNode() || list.isNull()) {
+            return java.util.Set.of();
+        }
+        if (!list.isArray()) {
+            throw new StartRefused("tenant " + id + " in " + file + ": providers." + which + " must be a list of provider names");
+        }
+        java.util.Set<String> names = new java.util.TreeSet<>();
+        list.forEach(n -> names.add(n.asText().trim()));
+        return names;
     }
 
     private static String text(JsonNode node, String field, Path file) {

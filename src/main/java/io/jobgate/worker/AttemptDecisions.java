@@ -112,11 +112,14 @@ public final class AttemptDecisions {
                 AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
             }
             Fate fate = decide(called.started(), new Evidence.Failure(result.category(), result.message(), result.retryAfter()));
-            PoolMoves.Move move = moved(called.started(), fate, result.category());
+            PoolMoves.Move placed = moved(called.started(), fate, result.category());
+            // Placed on its own member: it stays (no other member it may use can take it, or no failover for its tenant).
+            PoolMoves.Move move = placed != null && placed.leaves(lease) ? placed : null;
             if (move != null) {
                 fate = Outcomes.movedTo(fate, move.at(), standing(called.started()));
             }
-            decided = apply(called.started(), fate, "retry_wait", result.providerRequestId(), fate instanceof Fate.Retry ? move : null);
+            decided = apply(called.started(), fate, "retry_wait", result.providerRequestId(), fate instanceof Fate.Retry ? move : null,
+                    placed == null ? null : placed.waits());
             if (move != null && decided.outcome.equals("retry_wait")) {
                 moves.log(lease, attempt, move, "after " + result.category().wire());
             }
@@ -152,7 +155,9 @@ public final class AttemptDecisions {
                 || started.role() == io.jobgate.job.RevisionRole.CANDIDATE) {
             return null;
         }
-        return moves.afterFailure(started.lease(), started.attempt(), backoff.delay(started.attempt())).orElse(null);
+        // A 429 closes the member's gate (after this placement): placed as closed until its Retry-After.
+        java.time.Instant closing = fate.rateLimit() == null || fate.rateLimit().candidateGate() ? null : fate.rateLimit().until();
+        return moves.afterFailure(started.lease(), started.attempt(), backoff.delay(started.attempt()), closing).orElse(null);
     }
 
     private static Standing standing(Worker.Started started) {
@@ -176,11 +181,14 @@ public final class AttemptDecisions {
      * @param requestId the provider's request id, kept for the lookup of an unknown submission
      */
     private Decision apply(Worker.Started started, Fate fate, String retried, String requestId) {
-        return apply(started, fate, retried, requestId, null);
+        return apply(started, fate, retried, requestId, null, null);
     }
 
-    /** As above; {@code move}: a pool job's retry moved to another member (its provider and due time), or null. */
-    private Decision apply(Worker.Started started, Fate fate, String retried, String requestId, PoolMoves.Move move) {
+    /**
+     * As above; {@code move}: a pool job's retry moved to another member (its provider and due time), or null;
+     * {@code waits}: what a pool job that stays says while it waits for its member's closed gate, or null.
+     */
+    private Decision apply(Worker.Started started, Fate fate, String retried, String requestId, PoolMoves.Move move, String waits) {
         Lease lease = started.lease();
         Fate.RateLimit rateLimit = fate.rateLimit();
         Boolean understood = rateLimit == null ? null : rateLimit.headerUnderstood();
@@ -200,7 +208,7 @@ public final class AttemptDecisions {
         Fate.Retry retry = (Fate.Retry) fate;
         Instant at = move == null ? retry.at() : move.at();
         boolean mine = leases.requeueOn(lease.jobId(), lease.token(), move == null ? null : move.provider(), at, retry.unparseableStreak(),
-                retry.last() == null ? null : retry.last().wire());
+                retry.last() == null ? null : retry.last().wire(), move == null ? waits : null);
         return new Decision(mine ? retried : "lease_lost", mine ? "retry_wait" : "none", mine ? at : null, understood);
     }
 

@@ -153,7 +153,8 @@ public final class AttemptStarts {
                 // Closed by a Retry-After: no slot claimed. Full: no free slot of the provider's limit (V19).
                 ProviderSlots.Claim claim = claimed != null ? claimed : leases.claim(provider.name(), provider.maxConcurrency(), lease);
                 if (claim.closedUntil() != null) {
-                    Optional<PoolMoves.Move> move = moves.atClosedGate(lease, claim.closedUntil());
+                    Optional<PoolMoves.Move> placed = moves.atClosedGate(lease, claim.closedUntil());
+                    Optional<PoolMoves.Move> move = placed.filter(m -> m.leaves(lease));
                     if (move.isPresent()) {
                         // No attempt spent: the job goes back to retry_wait on the other member, dispatched at once (or at
                         // that member's reopening within its max-wait); its next start prepares the request for it.
@@ -165,7 +166,9 @@ public final class AttemptStarts {
                                 + " beyond its max-wait in pool " + lease.pool() + ": moved to " + move.get().provider());
                     }
                     wakeAt = claim.closedUntil();
-                    reason = "provider " + provider.name() + " gate closed until " + claim.closedUntil();
+                    // A pool job that stays says why: no other member it may use can take it, or no failover for its tenant.
+                    reason = placed.map(PoolMoves.Move::waits).filter(w -> w != null)
+                            .orElse("provider " + provider.name() + " gate closed until " + claim.closedUntil());
                 } else if (!claim.claimed()) {
                     wakeAt = now.plus(fullDelay);
                     reason = "provider " + provider.name() + " at its concurrency limit " + provider.maxConcurrency();
@@ -178,8 +181,9 @@ public final class AttemptStarts {
                     return end(lease, late.category(), late.message());
                 }
                 Fate.Retry retry = (Fate.Retry) deferred;
-                leases.requeue(lease.jobId(), lease.token(), retry.at(), retry.unparseableStreak(),
-                        retry.last() == null ? null : retry.last().wire());
+                // The job says why it waits (a closed or full gate, what re-validation found) while it does.
+                leases.requeueOn(lease.jobId(), lease.token(), null, retry.at(), retry.unparseableStreak(),
+                        retry.last() == null ? null : retry.last().wire(), reason);
                 return new Snoozed(wakeAt, reason);
             }
             // The stable revision or a canary's candidate (docs/canary.md): decided from the attempt alone. The job's

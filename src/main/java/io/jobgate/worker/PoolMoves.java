@@ -18,15 +18,26 @@ import org.slf4j.LoggerFactory;
  * Where a pool job's next attempt goes when the worker may move it (docs/providers.md, "Pools"): after a definite
  * failure (the failed member left out when another can take it), or at a start whose member's gate is closed beyond
  * that member's max-wait. The callers decide whether a move is allowed at all — never after a request that may have
- * reached its provider, never for a pinned job, never for a canary candidate's attempt —; the placement itself is the
- * rule in {@code fate} ({@link io.jobgate.fate.PoolPlacements}). Each move writes one line to {@code jobgate.pools}.
+ * reached its provider, never for a pinned job, never for a canary candidate's attempt —; the placement itself, with
+ * its tenant's rules (members it may not use, no failover), is the rule in {@code fate}
+ * ({@link io.jobgate.fate.PoolPlacements}). Each move writes one line to {@code jobgate.pools}.
  */
 final class PoolMoves {
 
     private static final Logger MOVES = LoggerFactory.getLogger("jobgate.pools");
 
-    /** The job's next attempt goes to {@code provider}, due at {@code at}. */
-    record Move(String provider, Instant at, String why) {
+    /**
+     * The job's next attempt goes to {@code provider}, due at {@code at}: another member (a move) or its own (it stays,
+     * when no other member it may use can take it, or its tenant allows no failover).
+     *
+     * @param waits what the job says while it waits for its member's closed gate, or null
+     */
+    record Move(String provider, Instant at, String why, String waits) {
+
+        /** Does the job leave the member its lease is on? */
+        boolean leaves(Lease lease) {
+            return !provider.equals(lease.provider());
+        }
     }
 
     private final PoolPlacer placer;
@@ -41,16 +52,19 @@ final class PoolMoves {
 
     /**
      * After attempt {@code attempt} failed definitely on the lease's provider: another member, due after
-     * {@code backoff} (or its gate's reopening within its max-wait), or empty when the job stays (no pool, or no other
-     * member can take it now).
+     * {@code backoff} (or its gate's reopening within its max-wait), or the same one; empty for no pool, or when no
+     * member can serve it.
+     *
+     * @param closingUntil the failed member's gate closes until then (its 429's Retry-After), or null
      */
-    Optional<Move> afterFailure(Lease lease, int attempt, Duration backoff) {
-        return place(lease, attempt + 1, lease.provider(), clock.instant().plus(backoff));
+    Optional<Move> afterFailure(Lease lease, int attempt, Duration backoff, Instant closingUntil) {
+        return place(lease, attempt + 1, lease.provider(), closingUntil, clock.instant().plus(backoff));
     }
 
     /**
-     * At a start that found the lease's provider's gate closed until {@code closedUntil}: another member when that is
-     * beyond the provider's max-wait in the job's pool, else empty (the start waits the gate out, as for any job).
+     * At a start that found the lease's provider's gate closed until {@code closedUntil}: where the job goes when that
+     * is beyond the provider's max-wait in the job's pool (another member, or its own when it can only wait), else
+     * empty (the start waits the gate out, as for any job).
      */
     Optional<Move> atClosedGate(Lease lease, Instant closedUntil) {
         Optional<Pool> pool = pool(lease);
@@ -59,22 +73,22 @@ final class PoolMoves {
         if (pool.isEmpty() || (member.isPresent() && !closedUntil.isAfter(now.plus(member.get().maxWait())))) {
             return Optional.empty();
         }
-        return place(lease, lease.attempts() + 1, null, now);
+        return place(lease, lease.attempts() + 1, null, null, now);
     }
 
-    private Optional<Move> place(Lease lease, int nextAttempt, String exclude, Instant earliest) {
+    private Optional<Move> place(Lease lease, int nextAttempt, String exclude, Instant excludeClosedUntil, Instant earliest) {
         Optional<Pool> pool = pool(lease);
         if (pool.isEmpty()) {
             return Optional.empty();
         }
         Preset preset = presets.resolve(lease.presetId(), lease.presetVersion());
-        PoolPlacement placement = placer.place(pool.get(), preset, lease.aspectClass(), lease.sourceBytes(), lease.jobId(), nextAttempt,
-                exclude);
-        if (!(placement instanceof PoolPlacement.To to) || to.member().equals(lease.provider())) {
+        PoolPlacement placement = placer.place(pool.get(), lease.tenantId(), preset, lease.aspectClass(), lease.sourceBytes(),
+                lease.jobId(), nextAttempt, exclude, excludeClosedUntil, lease.provider());
+        if (!(placement instanceof PoolPlacement.To to)) {
             return Optional.empty();
         }
         Instant at = to.notBefore() != null && to.notBefore().isAfter(earliest) ? to.notBefore() : earliest;
-        return Optional.of(new Move(to.member(), at, to.why()));
+        return Optional.of(new Move(to.member(), at, to.why(), to.waitingReason()));
     }
 
     private Optional<Pool> pool(Lease lease) {

@@ -50,8 +50,11 @@ class ErrorTableTest extends GatewayTestBase {
 
     @Override
     protected Map<String, String> settings() {
-        // A pool of transcription jobs, which an image job may not name (pool_kind_mismatch).
-        return Map.of("jobgate.uploads.max-bytes", Integer.toString(UPLOAD_CAP), "jobgate.pools.dirs", "src/test/resources/pools/kinds");
+        // A pool of transcription jobs, which an image job may not name (pool_kind_mismatch); tenant picky, which may not
+        // use fakeimg (provider_not_allowed) nor so the pool "fakes" (pool_not_allowed).
+        return Map.of("jobgate.uploads.max-bytes", Integer.toString(UPLOAD_CAP),
+                "jobgate.pools.dirs", "src/test/resources/pools/kinds,src/test/resources/pools/rules",
+                "jobgate.tenants.files", "config/tenants.yaml,src/test/resources/test-tenants.yaml,src/test/resources/pools/rules/tenants.yaml");
     }
 
     ApiClient.Response admin(String method, String path, String json) {
@@ -180,6 +183,8 @@ class ErrorTableTest extends GatewayTestBase {
                 entry("unknown_provider", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"nobody\", "))),
                 entry("unknown_pool", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"pool\": \"nosuch\", "))),
                 entry("pool_kind_mismatch", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"pool\": \"transcripts\", "))),
+                entry("provider_not_allowed", () -> api.postJob("test-picky-key", key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"fakeimg\", "))),
+                entry("pool_not_allowed", () -> api.postJob("test-picky-key", key(), invoice("A").replaceFirst("\\{", "{\"pool\": \"fakes\", "))),
                 entry("pool_or_provider", () -> api.postJob(ACME, key(),
                         invoice("A").replaceFirst("\\{", "{\"pool\": \"transcripts\", \"provider\": \"fakeimg\", "))),
                 entry("provider_not_running", () -> api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"provider\": \"noroute\", "))),

@@ -78,7 +78,25 @@ class PoolPlacementsTest {
                         new PoolPlacement.To("b", NOW.plusSeconds(600), "every member's gate is closed beyond its max-wait; b's reopens first")),
                 new Row("every gate closed: an unfit member is not waited for", facts(null, 0, closed("a", 1, 3600),
                         new PoolFacts.Member("b", 1, MINUTE, "not running", NOW.plusSeconds(60))),
-                        new PoolPlacement.To("a", NOW.plusSeconds(3600), "every member's gate is closed beyond its max-wait; a's reopens first")),
+                        new PoolPlacement.To("a", NOW.plusSeconds(3600), "every member's gate is closed beyond its max-wait; a's reopens first"
+                                + " (b: not running)")),
+                new Row("a member the tenant may not use is never chosen, however open", facts(null, 0,
+                        unfit("a", "tenant eu may not use it (providers.deny)"), open("b", 0)),
+                        new PoolPlacement.To("b", null, "the first eligible member (no weighted member is eligible)")),
+                new Row("the only member the tenant may use is closed: the job waits for it and the reason names the denied one",
+                        facts("a", 0, closed("a", 1, 600), new PoolFacts.Member("b", 1, MINUTE, "tenant eu may not use it (providers.deny)", null)),
+                        new PoolPlacement.To("a", NOW.plusSeconds(600), "every member's gate is closed beyond its max-wait; a's reopens first"
+                                + " (b: tenant eu may not use it (providers.deny))")),
+                new Row("every member ruled out for the tenant: unserved", facts(null, 0, unfit("a", "tenant eu may not use it (providers.deny)"),
+                        unfit("b", "tenant eu may not use it (not in providers.allow)")), new PoolPlacement.Unserved(
+                        "a: tenant eu may not use it (providers.deny); b: tenant eu may not use it (not in providers.allow)")),
+                new Row("no failover: the job stays on its member, though another is open and weighted", new PoolFacts(List.of(open("a", 1),
+                        open("b", 5)), "a", 1, NOW, "a"), new PoolPlacement.To("a", null, "failover is off for its tenant: it stays on a")),
+                new Row("no failover: the job waits out its member's gate however long", new PoolFacts(List.of(closed("a", 1, 3600),
+                        open("b", 1)), null, 0, NOW, "a"), new PoolPlacement.To("a", NOW.plusSeconds(3600),
+                        "failover is off for its tenant: it stays on a, whose gate is closed until " + NOW.plusSeconds(3600))),
+                new Row("no failover, but its member cannot serve it now: placed as any job", new PoolFacts(List.of(unfit("a", "not running"),
+                        open("b", 1)), null, 0, NOW, "a"), new PoolPlacement.To("b", null, "the only weighted eligible member")),
                 new Row("a longer max-wait keeps a member eligible", facts(null, 0,
                         new PoolFacts.Member("a", 1, Duration.ofHours(2), null, NOW.plusSeconds(3600)), open("b", 0)),
                         new PoolPlacement.To("a", NOW.plusSeconds(3600), "the only weighted eligible member"))).stream();

@@ -86,4 +86,29 @@ class PoolCatalogTest {
                 .hasMessageContaining(expected)
                 .satisfies(e -> assertThat(e.getMessage()).doesNotContain("\n"));
     }
+
+    static io.jobgate.tenant.Tenant tenant(java.util.Set<String> allow, java.util.Set<String> deny) {
+        return new io.jobgate.tenant.Tenant("eu", "EU", "a".repeat(64), 1, 1, 1, java.util.Map.of(),
+                new io.jobgate.tenant.ProviderRules(allow, deny, true));
+    }
+
+    @Test
+    void aTenantRuleNamingAnUnknownProviderOrLeavingAKindNoMemberRefusesTheStart(@TempDir Path dir) throws Exception {
+        load(dir, "images", "kind = image\nmembers = openai, replicate\n");
+        PoolCatalog pools = load(dir, "more-images", "kind = image\nmembers = fakeimg\n");
+        assertThatThrownBy(() -> TenantPoolRules.check(List.of(tenant(java.util.Set.of(), java.util.Set.of("opneai"))), pools, providers))
+                .isInstanceOf(StartRefused.class).hasMessage("tenant eu: providers.deny names 'opneai', which is not a configured provider;"
+                        + " name one of jobgate.providers.dirs or drop it");
+        assertThatThrownBy(() -> TenantPoolRules.check(List.of(tenant(java.util.Set.of("nosuch"), java.util.Set.of())), pools, providers))
+                .isInstanceOf(StartRefused.class).hasMessageContaining("providers.allow names 'nosuch'");
+        assertThatThrownBy(() -> TenantPoolRules.check(List.of(tenant(java.util.Set.of(), java.util.Set.of("openai", "replicate", "fakeimg"))),
+                pools, providers)).isInstanceOf(StartRefused.class)
+                .hasMessageContaining("tenant eu: a tenant rule that leaves image jobs no member")
+                .hasMessageContaining("pool images (openai, replicate), pool more-images (fakeimg)");
+        // One pool of the kind ruled out is not: the tenant's jobs may name the other (the one ruled out: pool_not_allowed).
+        TenantPoolRules.check(List.of(tenant(java.util.Set.of(), java.util.Set.of("openai", "replicate"))), pools, providers);
+        // A kind without pools is not checked: its jobs go to a provider the tenant may use, or are refused one by one.
+        TenantPoolRules.check(List.of(tenant(java.util.Set.of("fakeimg"), java.util.Set.of())), pools, providers);
+        TenantPoolRules.check(List.of(tenant(java.util.Set.of("gemini"), java.util.Set.of())), PoolCatalog.none(), providers);
+    }
 }

@@ -30,7 +30,9 @@ import static org.awaitility.Awaitility.await;
  * its own speaking like OpenAI Images, with the real relay, Artemis, PostgreSQL and S3 API: a definite failure on
  * poola moves the job to poolb (one debit, the dearest member's price); a reply lost after sending parks the job on
  * poola and poolb never hears of it; a job pinned to poola never runs on poolb; poola's gate closed for an hour sends
- * new jobs to poolb; a job naming an unknown pool is refused and nothing is stored.
+ * new jobs to poolb; a job naming an unknown pool is refused and nothing is stored. Tenants' rules
+ * (src/test/resources/pools/tenants.yaml): eu-only never runs on poolb and its jobs say why they wait; sticky (no
+ * failover) stays on its member; a provider or pool the tenant may not use is refused.
  */
 class PoolFailoverTest extends GatewayTestBase {
 
@@ -53,6 +55,7 @@ class PoolFailoverTest extends GatewayTestBase {
                 Map.entry("jobgate.provider.poolb.base-url", b.baseUrl()),
                 Map.entry("jobgate.providers.dirs", "config/providers,src/test/resources/providers,src/test/resources/pools/providers"),
                 Map.entry("jobgate.pools.dirs", "src/test/resources/pools/config,src/test/resources/pools/kinds"),
+                Map.entry("jobgate.tenants.files", "config/tenants.yaml,src/test/resources/test-tenants.yaml,src/test/resources/pools/tenants.yaml"),
                 Map.entry("camel.main.routes-include-pattern", GatewayTestSupport.ROUTES + ",file:src/test/resources/pools/adapters/*.camel.yaml"));
     }
 
@@ -74,8 +77,16 @@ class PoolFailoverTest extends GatewayTestBase {
                             "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(target);
     }
 
+    static final String EU_ONLY = "test-eu-only-key";
+    static final String STICKY = "test-sticky-key";
+    static final String BONLY = "test-bonly-key";
+
     UUID submit(String target) {
-        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), request(target));
+        return submit(ACME, target);
+    }
+
+    UUID submit(String tenantKey, String target) {
+        ApiClient.Response r = api.postJob(tenantKey, "k-" + UUID.randomUUID(), request(target));
         assertThat(r.status()).as(r.text()).isEqualTo(202);
         return UUID.fromString(r.json().path("job_id").asText());
     }
@@ -197,5 +208,98 @@ class PoolFailoverTest extends GatewayTestBase {
         assertThat(both.status()).isEqualTo(422);
         assertThat(both.json().path("code").asText()).isEqualTo("pool_or_provider");
         assertThat(Db.count("SELECT count(*) FROM jobs")).isEqualTo(jobs);
+    }
+
+    @Test
+    void aTenantThatDeniesTheOtherMemberWaitsOnItsOwnSaysWhyAndNeverRunsThere() {
+        // poola throttled for ten minutes (beyond its max-wait of 60 s, within the jobs' lifetime); poolb would serve.
+        a.stubFor(post(PATH).willReturn(aResponse().withStatus(429).withHeader("Retry-After", "600")
+                .withBody("{\"error\": {\"message\": \"Rate limit reached\"}}")));
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID limited = submit(EU_ONLY, "\"pool\": \"images\"");
+        Jobs.awaitStatus(limited, "retry_wait");
+
+        JsonNode view = api.get(EU_ONLY, "/v1/jobs/" + limited).json();
+        assertThat(view.path("provider").asText()).isEqualTo("poola");
+        assertThat(view.path("next_attempt_at").asText()).isNotEmpty();
+        assertThat(view.path("waiting_reason").asText()).as(view.toString())
+                .contains("waits for poola, whose gate is closed until").contains("poolb: tenant eu-only may not use it");
+        assertThat(attempts(limited)).extracting(r -> r.get("adapter") + ":" + r.get("outcome")).containsExactly("poola:retry_wait");
+
+        // A job admitted while poola is closed is placed on it all the same (its dispatch due at the reopening), and says so.
+        UUID queued = submit(EU_ONLY, "\"pool\": \"images\"");
+        JsonNode queuedView = api.get(EU_ONLY, "/v1/jobs/" + queued).json();
+        assertThat(queuedView.path("status").asText()).isEqualTo("queued");
+        assertThat(queuedView.path("provider").asText()).isEqualTo("poola");
+        assertThat(queuedView.path("waiting_reason").asText()).contains("waits for poola").contains("tenant eu-only may not use it");
+        await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(4)).until(() -> "queued".equals(Jobs.status(queued)));
+        assertThat(calls(b)).as("none of eu-only's jobs ran on poolb").isZero();
+        assertThat(calls(a)).isEqualTo(1);
+
+        // Another tenant's job in the same pool moves on to poolb.
+        UUID other = submit("\"pool\": \"images\"");
+        Jobs.awaitStatus(other, "succeeded");
+        assertThat(job(other)).containsEntry("provider", "poolb");
+        assertThat(Jobs.status(limited)).isEqualTo("retry_wait");
+        assertThat(job(limited)).containsEntry("provider", "poola");
+    }
+
+    @Test
+    void aTenantWithoutFailoverStaysOnItsMemberAfterAServerError() {
+        a.stubFor(post(PATH).willReturn(aResponse().withStatus(503).withBody("busy")));
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        UUID id = submit(STICKY, "\"pool\": \"images\"");
+        Jobs.awaitStatus(id, "failed");
+
+        assertThat(attempts(id)).hasSizeGreaterThan(1).allSatisfy(r -> assertThat(r.get("adapter")).isEqualTo("poola"));
+        assertThat(job(id)).containsEntry("provider", "poola").containsEntry("pool", "images");
+        assertThat(calls(b)).isZero();
+    }
+
+    @Test
+    void aTenantWithoutFailoverWaitsOutItsMembersClosedGateAndSaysWhy() {
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        Db.execute("INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES ('poola', now() + interval '1 hour',"
+                + " 'HTTP 429 for a test', now()) ON CONFLICT (provider) DO UPDATE SET closed_until = EXCLUDED.closed_until");
+        UUID id = io.jobgate.support.JobFactory.onTestDatabase().job("sticky").key("sticky-" + UUID.randomUUID()).provider("poola")
+                .pool("images").aspectClass("portrait").inputs("""
+                        {"supplier_name": "Pools", "invoice_id": "INV-1", "currency": "EUR",
+                         "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}""").insert();
+        io.jobgate.support.JobFactory.onTestDatabase().dispatch(id, "sticky", java.time.Instant.now());
+        Jobs.awaitStatus(id, "retry_wait");
+
+        JsonNode view = api.get(STICKY, "/v1/jobs/" + id).json();
+        assertThat(view.path("provider").asText()).isEqualTo("poola");
+        assertThat(view.path("waiting_reason").asText()).as(view.toString()).contains("failover is off for its tenant: it stays on poola");
+        assertThat(attempts(id)).isEmpty();
+        assertThat(calls(a)).isZero();
+        assertThat(calls(b)).isZero();
+    }
+
+    @Test
+    void aProviderOrPoolTheTenantMayNotUseIsRefusedAndNothingIsStored() {
+        long jobs = Db.count("SELECT count(*) FROM jobs");
+        long ledger = Db.count("SELECT count(*) FROM ledger");
+        ApiClient.Response named = api.postJob(EU_ONLY, "k-denied-provider", request("\"provider\": \"poolb\""));
+        assertThat(named.status()).as(named.text()).isEqualTo(422);
+        assertThat(named.json().path("code").asText()).isEqualTo("provider_not_allowed");
+        assertThat(named.json().path("field").asText()).isEqualTo("provider");
+        ApiClient.Response pool = api.postJob(EU_ONLY, "k-denied-pool", request("\"pool\": \"fallback\""));
+        assertThat(pool.status()).as(pool.text()).isEqualTo(422);
+        assertThat(pool.json().path("code").asText()).isEqualTo("pool_not_allowed");
+        assertThat(pool.json().path("field").asText()).isEqualTo("pool");
+        ApiClient.Response allowOnly = api.postJob(BONLY, "k-not-allowed", request("\"provider\": \"poola\""));
+        assertThat(allowOnly.json().path("code").asText()).isEqualTo("provider_not_allowed");
+        assertThat(Db.count("SELECT count(*) FROM jobs")).isEqualTo(jobs);
+        assertThat(Db.count("SELECT count(*) FROM ledger")).isEqualTo(ledger);
+
+        // Without a pool or a provider named, the job goes to a provider the tenant may use, not the kind's default.
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        ApiClient.Response plain = api.postJob(BONLY, "k-" + UUID.randomUUID(), request("\"correlation_id\": \"default-path\"")
+                .replace(", \"correlation_id\": \"default-path\",", ","));
+        assertThat(plain.status()).as(plain.text()).isEqualTo(202);
+        UUID chosen = UUID.fromString(plain.json().path("job_id").asText());
+        assertThat((String) job(chosen).get("provider")).isIn("poolb", "fakeimg");
+        assertThat(job(chosen)).containsEntry("pool", null);
     }
 }
