@@ -197,7 +197,7 @@ class WorkerLeasesTest extends WorkerTestBase {
         } // ... and the process dies: its session ends, PostgreSQL drops the lock
 
         Jobs.awaitStatus(id, "succeeded"); // long before the hour: the sweeper took the lease over
-        await().atMost(Duration.ofSeconds(5)).until(() -> attempts(id).size() == 2 && attempts(id).get(0).get("outcome") != null);
+        await().atMost(Duration.ofSeconds(20)).until(() -> attempts(id).size() == 2 && attempts(id).get(0).get("outcome") != null);
         assertThat((String) attempts(id).get(0).get("outcome")).isIn("owner_gone", "lease_lost");
         assertThat((String) job(id).get("result")).contains("\"attempt\": 2");
         assertThat(Db.count("SELECT count(*) FROM gateway_instances WHERE owner = ?", dead)).as("forgotten once it holds nothing").isZero();
