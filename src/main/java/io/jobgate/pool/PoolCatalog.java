@@ -1,8 +1,8 @@
 package io.jobgate.pool;
 
+import io.jobgate.common.PropertiesFiles;
+
 import java.io.IOException;
-import java.io.Reader;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,7 +14,6 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.stream.Stream;
 
 import io.jobgate.common.StartRefused;
 import io.jobgate.provider.Provider;
@@ -44,20 +43,8 @@ public final class PoolCatalog {
 
     public static PoolCatalog load(List<Path> directories, ProviderCatalog providers) throws IOException {
         Map<String, Pool> pools = new TreeMap<>();
-        for (Path directory : directories) {
-            if (!Files.isDirectory(directory)) {
-                continue;
-            }
-            try (Stream<Path> files = Files.list(directory)) {
-                for (Path file : files.filter(f -> f.getFileName().toString().endsWith(".properties")).sorted().toList()) {
-                    String name = file.getFileName().toString().replaceFirst("\\.properties$", "");
-                    Properties props = new Properties();
-                    try (Reader reader = Files.newBufferedReader(file)) {
-                        props.load(reader);
-                    }
-                    pools.put(name, parse(name, props, providers));
-                }
-            }
+        for (PropertiesFiles.Named file : PropertiesFiles.read(directories)) {
+            pools.put(file.name(), parse(file.name(), file.properties(), providers));
         }
         return new PoolCatalog(pools);
     }

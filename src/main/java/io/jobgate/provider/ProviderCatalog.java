@@ -1,8 +1,6 @@
 package io.jobgate.provider;
 
 import java.io.IOException;
-import java.io.Reader;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
@@ -91,21 +89,10 @@ public final class ProviderCatalog {
     private static Scan scan(List<Path> directories, java.util.function.UnaryOperator<String> placeholders) throws IOException {
         Map<String, Provider> providers = new TreeMap<>();
         Map<String, String> entries = new TreeMap<>();
-        for (Path directory : directories) {
-            if (!Files.isDirectory(directory)) {
-                continue;
-            }
-            try (Stream<Path> files = Files.list(directory)) {
-                for (Path file : files.filter(f -> f.getFileName().toString().endsWith(".properties")).sorted().toList()) {
-                    String name = file.getFileName().toString().replaceFirst("\\.properties$", "");
-                    Properties props = new Properties();
-                    try (Reader reader = Files.newBufferedReader(file)) {
-                        props.load(reader);
-                    }
-                    providers.put(name, provider(name, props, placeholders));
-                    props.stringPropertyNames().forEach(k -> entries.put(k, props.getProperty(k).trim()));
-                }
-            }
+        for (io.jobgate.common.PropertiesFiles.Named file : io.jobgate.common.PropertiesFiles.read(directories)) {
+            Properties props = file.properties();
+            providers.put(file.name(), provider(file.name(), props, placeholders));
+            props.stringPropertyNames().forEach(k -> entries.put(k, props.getProperty(k).trim()));
         }
         sharedVariables(providers.values());
         return new Scan(Map.copyOf(providers), Map.copyOf(entries));
