@@ -212,7 +212,7 @@ public final class Canaries {
     }
 
     /** Until when the candidate of the (per-kind) {@code revision} is closed by its own 429, if it is now. */
-    public Optional<Instant> candidateClosedUntil(String revision) {
+    private Optional<Instant> candidateClosedUntil(String revision) {
         return store.closedUntil(revision, clock.instant());
     }
 

@@ -57,8 +57,7 @@ public final class Reconciler {
     private static final Logger LOG = LoggerFactory.getLogger(Reconciler.class);
     static final Set<JobStatus> WAITING = JobStatus.AT_PROVIDER;
 
-    private final JdbcTemplate jdbc;
-    /** The jobs table's queries this uses (built on {@code jdbc}): the check schedule, the rows, one question. */
+    /** The jobs table's queries this uses: the check schedule, the rows, one question. */
     private final JobSchedules schedules;
     private final JobRows rows;
     private final JobConditions conditions;
@@ -85,11 +84,9 @@ public final class Reconciler {
     public Reconciler(JdbcTemplate jdbc, JobTransitions transitions, JobFinalizer finalizer, ProviderCatalog providers,
                       PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, io.jobgate.job.ProviderGates gates,
                       ReconcileSettings settings, Backoff retryBackoff, Canaries canaries, CandidateAttempts candidateAttempts) {
-        this.jdbc = jdbc;
-        this.fates = new WaitingJobFates(transitions, finalizer, new JobSchedules(jdbc), candidateAttempts, gates,
-                canaries::closeCandidate);
-        this.canaries = canaries;
         this.schedules = new JobSchedules(jdbc);
+        this.fates = new WaitingJobFates(transitions, finalizer, schedules, candidateAttempts, gates, canaries::closeCandidate);
+        this.canaries = canaries;
         this.rows = new JobRows(jdbc);
         this.conditions = new JobConditions(jdbc);
         this.providers = providers;

@@ -229,10 +229,6 @@ public final class AttemptDecisions {
         }
     }
 
-    private Decision ended(Lease lease, ErrorCategory category, String message) {
-        return ended(lease, category, message, null);
-    }
-
     /** @param cause what used the caps up, when it was a 429 (the metrics' 429-caused failures) */
     private Decision ended(Lease lease, ErrorCategory category, String message, String cause) {
         boolean mine = leases.fail(lease.jobId(), lease.token(), category, message, cause);
