@@ -66,6 +66,22 @@ class PoolFailoverTest extends GatewayTestBase {
         Db.execute("UPDATE provider_gates SET closed_until = '-infinity'");
     }
 
+    /**
+     * A pool job of {@code tenant} placed on poola and due now, while poola's gate is closed for an hour (by another
+     * job's 429): what its start finds.
+     */
+    static UUID queuedOnPoolaBehindAnHoursGate(String tenant) {
+        Db.execute("INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES ('poola', now() + interval '1 hour',"
+                + " 'HTTP 429 for a test', now()) ON CONFLICT (provider) DO UPDATE SET closed_until = EXCLUDED.closed_until");
+        io.jobgate.support.JobFactory jobs = io.jobgate.support.JobFactory.onTestDatabase();
+        UUID id = jobs.job(tenant).key(tenant + "-queued-" + UUID.randomUUID()).provider("poola").pool("images").aspectClass("portrait")
+                .inputs("""
+                        {"supplier_name": "Pools", "invoice_id": "INV-1", "currency": "EUR",
+                         "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}""").insert();
+        jobs.dispatch(id, tenant, java.time.Instant.now());
+        return id;
+    }
+
     static String pngReply() {
         return "{\"created\": 1, \"data\": [{\"b64_json\": \"" + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}";
     }
@@ -177,13 +193,7 @@ class PoolFailoverTest extends GatewayTestBase {
     void aJobQueuedOnAMemberWhoseGateClosesForAnHourIsPlacedAgainAtItsStart() {
         b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
         // poola's gate closed for an hour (by another job's 429) while this job waits for its start on it.
-        Db.execute("INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES ('poola', now() + interval '1 hour',"
-                + " 'HTTP 429 for a test', now()) ON CONFLICT (provider) DO UPDATE SET closed_until = EXCLUDED.closed_until");
-        UUID id = io.jobgate.support.JobFactory.onTestDatabase().job("acme").key("queued-" + UUID.randomUUID()).provider("poola")
-                .pool("images").aspectClass("portrait").inputs("""
-                        {"supplier_name": "Pools", "invoice_id": "INV-1", "currency": "EUR",
-                         "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}""").insert();
-        io.jobgate.support.JobFactory.onTestDatabase().dispatch(id, "acme", java.time.Instant.now());
+        UUID id = queuedOnPoolaBehindAnHoursGate("acme");
         Jobs.awaitStatus(id, "succeeded");
         assertThat(attempts(id)).extracting(r -> r.get("adapter")).containsExactly("poolb");
         assertThat(calls(a)).isZero();
@@ -259,13 +269,8 @@ class PoolFailoverTest extends GatewayTestBase {
     @Test
     void aTenantWithoutFailoverWaitsOutItsMembersClosedGateAndSaysWhy() {
         b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
-        Db.execute("INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES ('poola', now() + interval '1 hour',"
-                + " 'HTTP 429 for a test', now()) ON CONFLICT (provider) DO UPDATE SET closed_until = EXCLUDED.closed_until");
-        UUID id = io.jobgate.support.JobFactory.onTestDatabase().job("sticky").key("sticky-" + UUID.randomUUID()).provider("poola")
-                .pool("images").aspectClass("portrait").inputs("""
-                        {"supplier_name": "Pools", "invoice_id": "INV-1", "currency": "EUR",
-                         "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}""").insert();
-        io.jobgate.support.JobFactory.onTestDatabase().dispatch(id, "sticky", java.time.Instant.now());
+        // poola's gate closed for an hour (by another job's 429) while this job waits for its start on it.
+        UUID id = queuedOnPoolaBehindAnHoursGate("sticky");
         Jobs.awaitStatus(id, "retry_wait");
 
         JsonNode view = api.get(STICKY, "/v1/jobs/" + id).json();
