@@ -164,7 +164,9 @@ public final class EmbeddedPostgresServer {
         starter.start();
         while (true) {
             try {
-                return start.get(50, java.util.concurrent.TimeUnit.MILLISECONDS);
+                EmbeddedPostgres postgres = start.get(50, java.util.concurrent.TimeUnit.MILLISECONDS);
+                awaitPgCtl(log, logFrom);
+                return postgres;
             } catch (java.util.concurrent.TimeoutException notYet) {
                 // Watch the log below.
             } catch (java.util.concurrent.ExecutionException e) {
@@ -180,12 +182,37 @@ public final class EmbeddedPostgresServer {
                 if (output.stream().anyMatch(line -> line.contains("Address already in use"))) {
                     throw new PortTaken(port.number(), ListeningProcess.describe(port.number()));
                 }
+                // PostgreSQL's own reason when it gave one; else the log's last lines, in the message: a CI
+                // run's log goes with its temporary directory, the message stays in the test report.
                 String reason = output.stream().filter(line -> line.contains("FATAL")).findFirst()
-                        .orElse(String.join(" ", output)).trim();
+                        .orElse(String.join(" ", output) + "; the last lines of the log: " + tail(log, 20)).trim();
                 throw new IOException("The embedded PostgreSQL did not start on port " + port.number() + ": " + reason
                         + " (" + log + ")");
             }
         }
+    }
+
+    /**
+     * zonky returns once a connection succeeds, while the {@code pg_ctl start} it launched still polls the server (ten
+     * times a second) before it says "server started" and exits. A stop in that gap leaves it to see its postmaster
+     * gone and write "could not start server" late, into the next start's part of the log, which that start then read as
+     * its own failure. So a start ends when its pg_ctl has said how it ended (bounded: its words are only read here).
+     */
+    private static void awaitPgCtl(Path log, long from) throws IOException {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (System.nanoTime() < deadline) {
+            if (logSince(log, from).stream().anyMatch(line -> line.contains("server started")
+                    || line.contains("could not start server") || line.contains("server did not start in time"))) {
+                return;
+            }
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+        LOG.warn("pg_ctl did not say within 10 s how the start of the embedded PostgreSQL ended; going on (see {})", log);
     }
 
     /**
@@ -219,6 +246,12 @@ public final class EmbeddedPostgresServer {
                     java.nio.charset.StandardCharsets.UTF_8);
             return text.lines().toList();
         }
+    }
+
+    /** The last {@code lines} lines of the log, on one line. */
+    private static String tail(Path log, int lines) throws IOException {
+        java.util.List<String> all = logSince(log, 0);
+        return String.join(" | ", all.subList(Math.max(0, all.size() - lines), all.size()));
     }
 
     /** The server's output (PostgreSQL's log and pg_ctl's), beside the data directory. */

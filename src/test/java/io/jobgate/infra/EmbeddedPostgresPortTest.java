@@ -88,6 +88,36 @@ class EmbeddedPostgresPortTest {
     }
 
     /**
+     * zonky returns as soon as a connection succeeds, while its {@code pg_ctl start} still polls; stopped in that gap,
+     * that pg_ctl wrote "could not start server" late, into the next start's part of the log, which failed it. A start
+     * returns only once its pg_ctl said "server started", so a stop at once and a start at once both hold.
+     */
+    @Test
+    void aStartReturnsOnlyOnceItsPgCtlSaidItStartedSoAnImmediateStopAndStartHold() throws Exception {
+        Path log = baseDir.resolve(EmbeddedPostgresServer.LOG_FILE);
+        long first = Files.size(log);
+        for (int i = 0; i < 3; i++) {
+            long from = Files.size(log);
+            EmbeddedPostgresServer server = EmbeddedPostgresServer.start(baseDir, 0, THROWAWAY);
+            String written = since(log, from);
+            server.stop();
+            assertThat(written).as("the start's part of the log when it returned").contains("server started");
+        }
+        EmbeddedPostgresServer server = EmbeddedPostgresServer.start(baseDir, 0, THROWAWAY);
+        try {
+            assertThat(select1(server.jdbcUrl())).isEqualTo(1);
+        } finally {
+            server.stop();
+        }
+        assertThat(since(log, first)).doesNotContain("could not start server");
+    }
+
+    private static String since(Path log, long from) throws Exception {
+        byte[] all = Files.readAllBytes(log);
+        return new String(all, (int) from, all.length - (int) from, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /**
      * A gateway killed with SIGKILL leaves its PostgreSQL running, holding the kept port: the next start
      * stops it first and listens on that same port again (an operator's psql line keeps working), instead
      * of taking a fresh port that another part, starting beside it, may be given too.
