@@ -36,6 +36,7 @@ import io.jobgate.preset.PresetWiring;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.pool.PoolPlacer;
+import io.jobgate.pool.PoolViews;
 import io.jobgate.pool.PoolWiring;
 import io.jobgate.provider.ProviderWiring;
 import io.jobgate.reconcile.ReconcileWiring;
@@ -107,7 +108,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         // --- A job's life: the state machine and its one finalize, the provider gates ------------------
         JobWiring.Jobs jobs = JobWiring.bind(context, settings, stores.jdbc(), stores.transactions(), clock, callLimits);
         // The pools (config/pools/): checked against the providers here, placed by their gates.
-        PoolPlacer pools = PoolWiring.bind(context, settings, providers, jobs.gates(), clock, tenants);
+        PoolPlacer pools = PoolWiring.bind(context, settings, stores.jdbc(), providers, jobs.gates(), clock, tenants);
 
         // --- Metrics: jobgate's series beside Camel's, and the providers' health -------------------------
         // Health shows each provider: its gate, and whether its route runs and which classes it was left out for;
@@ -116,6 +117,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         Meters meters = OpsWiring.metrics(context, stores.jdbc(), stores.dataSource(), clock,
                 providers.all().stream().map(Provider::name).toList(),
                 () -> providerNotes(providers, providers.leftOut(presets.catalog().all()), canaryNotes.get().get()), jobs.transitions());
+        PoolViews poolViews = PoolWiring.meter(pools, meters, stores.jdbc(), clock);
         AdapterWiring.Calls adapters = AdapterWiring.calls(context, settings, stores.jdbc(), clock, providers, jobs.gates());
         adapters.cancel().onAnswer(meters::providerCancel); // adapter may not use ops
 
@@ -166,7 +168,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         UsageWiring.bind(context, stores.jdbc(), settings.intValue("jobgate.usage.rollup-batch", 1, 100_000));
         ApiWiring.bind(context, settings, roles.runs(Roles.Role.API), stores.jdbc(), stores.transactions(), stores.s3(), stores.bucket(),
                 clock, tenants, presets.defaults(), providers, uploads, jobs, admission.service(), meters, adapters.caller(), reconciler,
-                canary, evaluations, webhooks);
+                canary, evaluations, webhooks, pools, poolViews);
         context.getRegistry().bind("startupTimes", startupTimes);
         startupTimes.wired();
     }

@@ -161,8 +161,14 @@ public final class AdmissionService {
         if (placement instanceof PoolPlacement.To to) {
             return to;
         }
+        PoolPlacement.Unserved unserved = (PoolPlacement.Unserved) placement;
+        if (unserved.drained()) {
+            // An operator's drain, to be brought back: nothing wrong with the request, try again later.
+            throw ApiProblem.of(503, "pool_drained", "Every member of pool '" + pool.name() + "' that could take this job is drained"
+                    + " by an operator: " + unserved.why() + ". Try again later.").with("field", "pool").withHeader("Retry-After", "60");
+        }
         throw ApiProblem.of(422, "aspect_class_not_rendered", "No member of pool '" + pool.name() + "' can take this job now: "
-                + ((PoolPlacement.Unserved) placement).why() + ".").with("field", "pool");
+                + unserved.why() + ".").with("field", "pool");
     }
 
     /**

@@ -36,7 +36,8 @@ public final class ApiWiring {
                             TransactionTemplate transactions, S3Client s3, String bucket, Clock clock, TenantDirectory tenants,
                             PresetDefaults presetDefaults, ProviderCatalog providers, UploadStore uploads, JobWiring.Jobs jobs,
                             AdmissionService admission, Meters meters, AdapterCaller adapters, Reconciler reconciler,
-                            CanaryWiring.Canary canary, Evaluations evaluations, NotifyWiring.Webhooks webhooks) throws Exception {
+                            CanaryWiring.Canary canary, Evaluations evaluations, NotifyWiring.Webhooks webhooks,
+                            io.jobgate.pool.PoolPlacer pools, io.jobgate.pool.PoolViews poolViews) throws Exception {
         Registry registry = context.getRegistry();
         // Where no route answers (starting, stopping, unknown paths): problem documents, never a bare 404.
         HttpEdges.install(context);
@@ -65,6 +66,7 @@ public final class ApiWiring {
         registry.bind("usageApi", new UsageApi(new UsageReport(jdbc), clock));
         registry.bind("webhooksApi", new WebhooksApi(providers, adapters, reconciler, jdbc, clock,
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400), settings.bool("jobgate.demo")));
+        registry.bind("poolAdmin", new PoolAdmin(pools.pools(), pools.health(), poolViews));
         registry.bind("canaryAdmin", new CanaryAdmin(canary.lifecycle(), canary.views(), evaluations, clock));
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs.store(),
                 new Redrives(jdbc, transactions, jobs.transitions())).withEvaluations(evaluations));

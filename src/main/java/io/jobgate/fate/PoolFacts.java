@@ -30,8 +30,24 @@ public record PoolFacts(List<Member> members, String exclude, long hash, Instant
      * @param whyNot      why it cannot serve this job at all (kind, aspect class, input size, route not running, the
      *                    tenant's rules), or null when it can
      * @param closedUntil until when its gate is closed, or null when it is open
+     * @param state       its health ({@link MemberState}): cooling, probed or drained, it takes no new attempt
+     * @param stateUntil  until when it cools ({@code COOLING}), or its probe's time runs out ({@code PROBING}); else null
      */
-    public record Member(String name, int weight, Duration maxWait, String whyNot, Instant closedUntil) {
+    public record Member(String name, int weight, Duration maxWait, String whyNot, Instant closedUntil, MemberState state,
+                         Instant stateUntil) {
+
+        /** A healthy member. */
+        public Member(String name, int weight, Duration maxWait, String whyNot, Instant closedUntil) {
+            this(name, weight, maxWait, whyNot, closedUntil, MemberState.HEALTHY, null);
+        }
+
+        public Member withClosedUntil(Instant until) {
+            return new Member(name, weight, maxWait, whyNot, until, state, stateUntil);
+        }
+
+        public Member withState(MemberState newState, Instant until) {
+            return new Member(name, weight, maxWait, whyNot, closedUntil, newState, until);
+        }
     }
 
     /**

@@ -10,16 +10,33 @@ public sealed interface PoolPlacement {
      *
      * @param notBefore its gate's reopening when it is closed now (the attempt waits for it, never fails for it), else null
      * @param why       how it was chosen (for the log line of a move)
+     * @param probe     the member's cooldown has ended and this attempt is the one that decides whether it takes
+     *                  traffic again (the caller claims the probe, or places again when another has it)
      */
-    record To(String member, Instant notBefore, String why) implements PoolPlacement {
+    record To(String member, Instant notBefore, String why, boolean probe) implements PoolPlacement {
 
-        /** What the job says while it waits for its member's closed gate (its {@code waiting_reason}), null when it is open. */
+        /** An attempt that is not a cooled member's probe. */
+        public To(String member, Instant notBefore, String why) {
+            this(member, notBefore, why, false);
+        }
+
+        /**
+         * What the job says while it waits for its member (its {@code waiting_reason}: its closed gate or its cooldown,
+         * in {@code why}); null when it can go now.
+         */
         public String waitingReason() {
-            return notBefore == null ? null : "waits for " + member + ", whose gate is closed until " + notBefore + ": " + why;
+            return notBefore == null ? null : "waits for " + member + " until " + notBefore + ": " + why;
         }
     }
 
-    /** No member can serve this job at all (kind, aspect class, input size, route): {@code why} names each one's reason. */
-    record Unserved(String why) implements PoolPlacement {
+    /**
+     * No member can serve this job at all (kind, aspect class, input size, route): {@code why} names each one's reason;
+     * {@code drained}: some member could, but an operator drained each of those.
+     */
+    record Unserved(String why, boolean drained) implements PoolPlacement {
+
+        public Unserved(String why) {
+            this(why, false);
+        }
     }
 }

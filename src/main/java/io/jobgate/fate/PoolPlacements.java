@@ -13,7 +13,9 @@ import java.util.stream.Collectors;
  * eligible when its gate is open or reopens within its {@code max-wait}; the member that just failed definitely is
  * left out when another is eligible; the weights spread the attempts among the eligible ones by the job's hash
  * (members of weight 0 only when no weighted one is eligible: a fallback). When none is eligible the attempt waits
- * for the member whose gate reopens first: a pool job waits, it never fails for a closed gate. Pure: the caller
+ * for the member whose gate reopens first: a pool job waits, it never fails for a closed gate. A member cooling down
+ * after its failures, or whose probe runs, takes no new attempt (it waits like a closed gate when no other can take
+ * it); once its cooldown ends, the first attempt placed on it is its probe. A drained member takes none. Pure: the caller
  * reads the facts and writes the choice; whether the attempt may move at all (never after it may have reached its
  * provider, never for a pinned job) is the caller's, before it asks.
  */
@@ -37,17 +39,26 @@ public final class PoolPlacements {
                 }
             }
         }
-        List<PoolFacts.Member> eligible = new ArrayList<>(serving.stream()
+        List<PoolFacts.Member> eligible = new ArrayList<>(serving.stream().filter(m -> m.state().takesAttempts())
                 .filter(m -> !closed(m, now) || !m.closedUntil().isAfter(now.plus(m.maxWait()))).toList());
         if (eligible.isEmpty()) {
-            PoolFacts.Member first = serving.get(0);
-            for (PoolFacts.Member m : serving) {
-                if (m.closedUntil().isBefore(first.closedUntil())) {
+            // Each waits for the later of its gate's reopening and its cooldown's end; a drained member takes no job.
+            List<PoolFacts.Member> waiting = serving.stream().filter(m -> m.state() != MemberState.DRAINED).toList();
+            if (waiting.isEmpty()) {
+                return new PoolPlacement.Unserved(facts.members().stream().map(m -> m.name() + ": "
+                        + (m.whyNot() != null ? m.whyNot() : "drained by an operator")).collect(Collectors.joining("; ")), true);
+            }
+            PoolFacts.Member first = waiting.get(0);
+            for (PoolFacts.Member m : waiting) {
+                if (readyAt(m, now).isBefore(readyAt(first, now))) {
                     first = m;
                 }
             }
-            return new PoolPlacement.To(first.name(), first.closedUntil(), "every member's gate is closed beyond its max-wait; "
-                    + first.name() + "'s reopens first" + notServing(facts));
+            boolean cooling = !first.state().takesAttempts() && !readyAt(first, now).equals(first.closedUntil());
+            return new PoolPlacement.To(first.name(), readyAt(first, now), cooling
+                    ? "no member can take it now; " + first.name() + (first.state() == MemberState.PROBING ? "'s probe ends first"
+                    : " cools down until " + first.stateUntil() + ", the first to take attempts again") + notServing(facts)
+                    : "every member's gate is closed beyond its max-wait; " + first.name() + "'s reopens first" + notServing(facts));
         }
         String left = "";
         if (facts.exclude() != null && eligible.stream().anyMatch(m -> !m.name().equals(facts.exclude()))
@@ -74,7 +85,15 @@ public final class PoolPlacements {
             how = weighted.size() == 1 ? "the only weighted eligible member" : "by weight among " + weighted.stream()
                     .map(PoolFacts.Member::name).collect(Collectors.joining(", "));
         }
-        return new PoolPlacement.To(chosen.name(), closed(chosen, now) ? chosen.closedUntil() : null, how + left);
+        boolean probe = chosen.state() == MemberState.PROBE_OPEN;
+        return new PoolPlacement.To(chosen.name(), closed(chosen, now) ? chosen.closedUntil() : null,
+                how + left + (probe ? "; the probe of " + chosen.name() + " after its cooldown" : ""), probe);
+    }
+
+    /** When a member can take an attempt: its gate's reopening, its cooldown's end or its probe's, whichever is later. */
+    private static Instant readyAt(PoolFacts.Member m, Instant now) {
+        Instant at = closed(m, now) ? m.closedUntil() : now;
+        return !m.state().takesAttempts() && m.stateUntil() != null && m.stateUntil().isAfter(at) ? m.stateUntil() : at;
     }
 
     /**
@@ -87,6 +106,15 @@ public final class PoolPlacements {
      */
     public static boolean mayLeaveAfter(io.jobgate.job.ErrorCategory category) {
         return category == io.jobgate.job.ErrorCategory.RATE_LIMITED || category == io.jobgate.job.ErrorCategory.TRANSIENT;
+    }
+
+    /**
+     * Does an attempt that failed with {@code category} count against its member's health (its failure threshold)? A
+     * {@code 5xx} or refused connection ({@code transient}) and a timeout or lost reply ({@code ambiguous}): the member
+     * failed. Not a {@code 429} (its gate waits it out), nor what the request or the output caused.
+     */
+    public static boolean countsAgainstMember(io.jobgate.job.ErrorCategory category) {
+        return category == io.jobgate.job.ErrorCategory.TRANSIENT || category == io.jobgate.job.ErrorCategory.AMBIGUOUS;
     }
 
     /** The members that cannot serve the job, each with its reason (a member the tenant may not use among them). */

@@ -353,6 +353,60 @@ public final class Meters {
                 "SELECT provider FROM provider_gates WHERE closed_until > ?", String.class, now));
         gateOpen.publish(withEveryProvider(closed).stream().collect(java.util.stream.Collectors.toMap(
                 p -> Tags.of("provider", p), p -> closed.contains(p) ? 0.0 : 1.0)));
+        publishOtherGauges();
+    }
+
+    /**
+     * Another package's gauges, read together: each gauge's name and what it shows, the value of a series no longer
+     * reported, and one read giving, per gauge name, each series' tags and value.
+     */
+    private record OtherGauges(Map<String, String> descriptions, double absent,
+                               java.util.function.Supplier<Map<String, Map<Map<String, String>, Double>>> series) {
+    }
+
+    private final List<OtherGauges> otherGauges = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final Map<String, SnapshotGauges> otherGaugesRegistered = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * Gauges another package reads (a pool's members, say), read again at each refresh like the others here, all from
+     * one read of {@code series}: per gauge name, each series' tags and its value; a tag set no longer given reports
+     * {@code absent}.
+     */
+    public void gauges(Map<String, String> descriptions, double absent,
+                       java.util.function.Supplier<Map<String, Map<Map<String, String>, Double>>> series) {
+        otherGauges.add(new OtherGauges(Map.copyOf(descriptions), absent, series));
+    }
+
+    private void publishOtherGauges() {
+        for (OtherGauges g : otherGauges) {
+            Map<String, Map<Map<String, String>, Double>> read = g.series().get();
+            g.descriptions().forEach((name, description) -> {
+                SnapshotGauges gauges = otherGaugesRegistered.computeIfAbsent(name,
+                        n -> new SnapshotGauges(n, description, g.absent(), registry()));
+                Map<Tags, Double> rows = new java.util.HashMap<>();
+                read.getOrDefault(name, Map.of()).forEach((tags, value) -> {
+                    List<String> pairs = new java.util.ArrayList<>();
+                    new java.util.TreeMap<>(tags).forEach((k, v) -> {
+                        pairs.add(k);
+                        pairs.add(v);
+                    });
+                    rows.put(Tags.of(pairs.toArray(String[]::new)), value);
+                });
+                gauges.publish(rows);
+            });
+        }
+    }
+
+    /** A pool job moved from one member to another ({@code cause}: after a failure, a closed gate, a member taking none). */
+    public void poolMove(String pool, String from, String to) {
+        counter("jobgate_pool_moves_total", "pool jobs moved from one member to another", "pool", pool, "from", from, "to", to)
+                .increment();
+    }
+
+    /** A pool member began to cool down (its failures reached its threshold, or its probe failed). */
+    public void poolMemberCooled(String pool, String member) {
+        counter("jobgate_pool_member_cooldowns_total", "times a pool member began to cool down", "pool", pool, "member", member)
+                .increment();
     }
 
     /** The configured providers and any other the database names (a provider removed from the settings). */

@@ -16,10 +16,24 @@ public record Pool(String name, String kind, List<Member> members) {
     }
 
     /**
-     * @param weight  its share of the attempts among the members that can take one now; 0: a fallback only
-     * @param maxWait how long its closed gate is waited out before the pool moves on to another member
+     * @param weight           its share of the attempts among the members that can take one now; 0: a fallback only
+     * @param maxWait          how long its closed gate is waited out before the pool moves on to another member
+     * @param failureThreshold definite failures within {@code failureWindow} that cool it down for every job; 0: never
+     * @param cooldown         how long it takes no new attempt once cooled; then one attempt probes it
      */
-    public record Member(String provider, int weight, Duration maxWait) {
+    public record Member(String provider, int weight, Duration maxWait, int failureThreshold, Duration failureWindow,
+                         Duration cooldown) {
+
+        /** A member with the default threshold, window and cooldown. */
+        public Member(String provider, int weight, Duration maxWait) {
+            this(provider, weight, maxWait, PoolCatalog.DEFAULT_FAILURE_THRESHOLD, PoolCatalog.DEFAULT_FAILURE_WINDOW,
+                    PoolCatalog.DEFAULT_COOLDOWN);
+        }
+    }
+
+    /** Its member {@code provider}, if it has that one. */
+    public java.util.Optional<Member> member(String provider) {
+        return members.stream().filter(m -> m.provider().equals(provider)).findFirst();
     }
 
     public List<String> providers() {

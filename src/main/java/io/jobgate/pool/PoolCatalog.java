@@ -22,13 +22,20 @@ import io.jobgate.provider.ProviderCatalog;
 /**
  * The pools of {@code <dir>/<pool>.properties} in the pool directories ({@code jobgate.pools.dirs}), read and checked
  * once at start: a file that names an unknown or disabled provider, a member that does not serve the pool's kind, a
- * weight or max-wait that is not a whole number of at least 0, a pool without members or whose weights are all 0, or
+ * weight, max-wait, failure threshold, window or cooldown that is not a whole number of at least 0 (a threshold with a
+ * window or cooldown of 0), a pool without members or whose weights are all 0, or
  * an entry the pool does not know refuses the start, in one line naming the file and the entry.
  */
 public final class PoolCatalog {
 
     static final Set<String> KINDS = Set.of("image", "transcription", "summary", "video");
     static final Duration DEFAULT_MAX_WAIT = Duration.ofSeconds(60);
+    static final int DEFAULT_FAILURE_THRESHOLD = 5;
+    static final Duration DEFAULT_FAILURE_WINDOW = Duration.ofSeconds(60);
+    static final Duration DEFAULT_COOLDOWN = Duration.ofSeconds(30);
+    /** The per-member entries of a pool file, each followed by {@code .<member>}. */
+    static final List<String> MEMBER_ENTRIES = List.of("weight", "max-wait-seconds", "failure-threshold", "failure-window-seconds",
+            "cooldown-seconds");
 
     private final Map<String, Pool> pools;
 
@@ -65,10 +72,12 @@ public final class PoolCatalog {
             throw new StartRefused(where + "members names a provider twice: " + String.join(", ", names));
         }
         for (String key : file.stringPropertyNames()) {
-            String member = key.startsWith("weight.") ? key.substring(7) : key.startsWith("max-wait-seconds.") ? key.substring(17) : null;
+            String member = MEMBER_ENTRIES.stream().filter(e -> key.startsWith(e + ".")).findFirst()
+                    .map(e -> key.substring(e.length() + 1)).orElse(null);
             if (!key.equals("kind") && !key.equals("members") && (member == null || !names.contains(member))) {
-                throw new StartRefused(where + "unknown entry '" + key + "'; a pool has kind, members, weight.<member>, "
-                        + "max-wait-seconds.<member> for its members " + String.join(", ", names));
+                throw new StartRefused(where + "unknown entry '" + key + "'; a pool has kind, members, "
+                        + String.join(", ", MEMBER_ENTRIES.stream().map(e -> e + ".<member>").toList()) + " for its members "
+                        + String.join(", ", names));
             }
         }
         List<Pool.Member> members = new ArrayList<>();
@@ -87,7 +96,19 @@ public final class PoolCatalog {
             int weight = whole(where, "weight." + member, file.getProperty("weight." + member, "1"));
             int maxWait = whole(where, "max-wait-seconds." + member,
                     file.getProperty("max-wait-seconds." + member, Long.toString(DEFAULT_MAX_WAIT.toSeconds())));
-            members.add(new Pool.Member(member, weight, Duration.ofSeconds(maxWait)));
+            int threshold = whole(where, "failure-threshold." + member,
+                    file.getProperty("failure-threshold." + member, Integer.toString(DEFAULT_FAILURE_THRESHOLD)));
+            int window = whole(where, "failure-window-seconds." + member,
+                    file.getProperty("failure-window-seconds." + member, Long.toString(DEFAULT_FAILURE_WINDOW.toSeconds())));
+            int cooldown = whole(where, "cooldown-seconds." + member,
+                    file.getProperty("cooldown-seconds." + member, Long.toString(DEFAULT_COOLDOWN.toSeconds())));
+            if (threshold > 0 && (window == 0 || cooldown == 0)) {
+                throw new StartRefused(where + "failure-threshold." + member + " is " + threshold + " but its "
+                        + (window == 0 ? "failure-window-seconds" : "cooldown-seconds") + " is 0; give it at least 1, or set the threshold to 0"
+                        + " (the member never cools down)");
+            }
+            members.add(new Pool.Member(member, weight, Duration.ofSeconds(maxWait), threshold, Duration.ofSeconds(window),
+                    Duration.ofSeconds(cooldown)));
         }
         if (members.stream().allMatch(m -> m.weight() == 0)) {
             throw new StartRefused(where + "every member's weight is 0: it would take no job; give one a weight of at least 1");

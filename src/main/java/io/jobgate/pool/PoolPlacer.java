@@ -3,8 +3,10 @@ package io.jobgate.pool;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 
+import io.jobgate.fate.MemberState;
 import io.jobgate.fate.PoolFacts;
 import io.jobgate.fate.PoolPlacement;
 import io.jobgate.fate.PoolPlacements;
@@ -18,10 +20,11 @@ import io.jobgate.tenant.TenantDirectory;
 
 /**
  * Reads the facts of a pool's placement — each member's fit for the job ({@link ProviderCatalog#whyNotServing}) and
- * for its tenant ({@link ProviderRules}), its gate ({@link ProviderGates}), weight and max-wait, and whether the tenant
+ * for its tenant ({@link ProviderRules}), its gate ({@link ProviderGates}), its health ({@link PoolHealth}), weight and
+ * max-wait, and whether the tenant
  * lets the job leave its member — and asks the one rule ({@link PoolPlacements#place}). Asked at
- * admission, after a definite failure, and at a start whose member's gate is closed beyond its max-wait; it writes
- * nothing.
+ * admission, after a definite failure, and at a start whose member's gate is closed beyond its max-wait or whose
+ * member takes no attempt now; it writes only the claim of a cooled member's probe.
  */
 public final class PoolPlacer {
 
@@ -30,9 +33,12 @@ public final class PoolPlacer {
     private final ProviderGates gates;
     private final Clock clock;
     private final TenantDirectory tenants;
+    private final PoolHealth health;
 
-    public PoolPlacer(PoolCatalog pools, ProviderCatalog providers, ProviderGates gates, Clock clock, TenantDirectory tenants) {
+    public PoolPlacer(PoolCatalog pools, ProviderCatalog providers, ProviderGates gates, Clock clock, TenantDirectory tenants,
+                      PoolHealth health) {
         this.tenants = tenants;
+        this.health = health;
         this.pools = pools;
         this.providers = providers;
         this.gates = gates;
@@ -41,6 +47,10 @@ public final class PoolPlacer {
 
     public PoolCatalog pools() {
         return pools;
+    }
+
+    public PoolHealth health() {
+        return health;
     }
 
     /**
@@ -55,12 +65,38 @@ public final class PoolPlacer {
     public PoolPlacement place(Pool pool, String tenantId, Preset preset, String aspectClass, long inputBytes, UUID jobId, int attempt,
                                String exclude, Instant excludeClosedUntil, String current) {
         Tenant tenant = tenant(tenantId);
-        List<PoolFacts.Member> members = members(pool, tenant, preset, aspectClass, inputBytes).stream()
+        List<PoolFacts.Member> members = new java.util.ArrayList<>(members(pool, tenant, preset, aspectClass, inputBytes, jobId).stream()
                 .map(m -> excludeClosedUntil == null || !m.name().equals(exclude) || (m.closedUntil() != null
-                        && !m.closedUntil().isBefore(excludeClosedUntil)) ? m
-                        : new PoolFacts.Member(m.name(), m.weight(), m.maxWait(), m.whyNot(), excludeClosedUntil)).toList();
-        return PoolPlacements.place(new PoolFacts(members, exclude,
-                PoolFacts.hash(jobId, attempt), clock.instant(), tenant.rules().failover() ? null : current));
+                        && !m.closedUntil().isBefore(excludeClosedUntil)) ? m : m.withClosedUntil(excludeClosedUntil)).toList());
+        // A member whose cooldown ended is probed by one attempt: this one when it claims the probe, else it is placed again
+        // with that member seen as probed by another (at most once per member).
+        for (int tries = 0; tries <= members.size(); tries++) {
+            PoolPlacement placement = PoolPlacements.place(new PoolFacts(members, exclude,
+                    PoolFacts.hash(jobId, attempt), clock.instant(), tenant.rules().failover() ? null : current));
+            if (!(placement instanceof PoolPlacement.To to) || !to.probe()
+                    || health.claimProbe(pool, pool.member(to.member()).orElseThrow(), jobId)) {
+                return placement;
+            }
+            members.replaceAll(m -> m.name().equals(to.member()) ? m.withState(MemberState.PROBING,
+                    clock.instant().plus(PoolHealth.probeTime(pool.member(to.member()).orElseThrow()))) : m);
+        }
+        throw new IllegalStateException("placement of job " + jobId + " in pool " + pool.name() + " did not settle");
+    }
+
+    /**
+     * May the job's attempt start on its member {@code provider} of {@code pool} now, as far as the member's health
+     * goes? Healthy, or the probe this job holds: yes; whose cooldown just ended: yes when this attempt claims its probe;
+     * cooling, probed by another job, or drained: no (the start places the job again). Reads the snapshot only, writes
+     * only to claim a probe.
+     */
+    public boolean mayStartOn(Pool pool, String provider, UUID jobId) {
+        Optional<Pool.Member> member = pool.member(provider);
+        if (member.isEmpty()) {
+            return true; // no longer a member (the files changed): the job finishes where it is
+        }
+        PoolHealth.State state = health.state(pool, member.get(), jobId);
+        return state.state() == MemberState.HEALTHY
+                || (state.state() == MemberState.PROBE_OPEN && health.claimProbe(pool, member.get(), jobId));
     }
 
     /**
@@ -84,13 +120,15 @@ public final class PoolPlacer {
         return tenants.byId(tenantId).orElseGet(() -> new Tenant(tenantId, tenantId, "", 1, 1, 0, java.util.Map.of()));
     }
 
-    private List<PoolFacts.Member> members(Pool pool, Tenant tenant, Preset preset, String aspectClass, long inputBytes) {
+    private List<PoolFacts.Member> members(Pool pool, Tenant tenant, Preset preset, String aspectClass, long inputBytes, UUID jobId) {
         return pool.members().stream().map(m -> {
             Provider provider = providers.find(m.provider()).orElse(null);
             String denied = tenant.whyNot(m.provider());
             String whyNot = denied != null ? denied : provider == null ? "no settings for provider " + m.provider()
                     : providers.whyNotServing(provider, preset, aspectClass, inputBytes);
-            return new PoolFacts.Member(m.provider(), m.weight(), m.maxWait(), whyNot, gates.closedUntil(m.provider()).orElse(null));
+            PoolHealth.State state = health.state(pool, m, jobId);
+            return new PoolFacts.Member(m.provider(), m.weight(), m.maxWait(), whyNot, gates.closedUntil(m.provider()).orElse(null),
+                    state.state(), state.until());
         }).toList();
     }
 }

@@ -4,6 +4,6 @@
  * both) at start, and the facts of a placement gathered for the rule in {@code fate}
  * ({@link io.jobgate.fate.PoolPlacements}) — which member an attempt goes to.
  *
- * <p>May use: common, job (the providers' gates), fate (the placement rule), provider, preset, infra (settings), tenant (its rules).
+ * <p>May use: common, job (the providers' gates), fate (the placement rule), provider, preset, infra (settings), tenant (its rules), ops (the pools' metrics).
  */
 package io.jobgate.pool;

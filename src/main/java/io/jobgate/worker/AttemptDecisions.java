@@ -95,6 +95,7 @@ public final class AttemptDecisions {
             // counter rows (still the transaction's last writes before its commit); a lease lost
             // meanwhile writes nothing there, and the attempt is closed as lost below.
             if (leases.succeed(lease, attempt, promoted, seen(result, durationMs))) {
+                moves.ended(called.started(), null, null);
                 return new Decision("succeeded", "succeeded", null);
             }
             // The lease ran out during the call: the answer is still the job's while it waits on this
@@ -107,10 +108,15 @@ public final class AttemptDecisions {
             decided = new Decision("lease_lost", "none", null);
         } else if (result.pending()) {
             decided = pending(lease, result, attempt);
+            if (decided.outcome.equals("pending")) {
+                moves.ended(called.started(), null, null); // the member accepted the task: it works (a probe decided)
+            }
         } else {
             if (result.category() == ErrorCategory.UNPARSEABLE_RESPONSE) {
                 AttemptLog.unparseable(lease.jobId().toString(), result.excerpt());
             }
+            // Counted against its member first: a failure that cools the member down keeps this retry off it too.
+            moves.ended(called.started(), result.category(), result.message());
             Fate fate = decide(called.started(), new Evidence.Failure(result.category(), result.message(), result.retryAfter()));
             PoolMoves.Move placed = moved(called.started(), fate, result.category());
             // Placed on its own member: it stays (no other member it may use can take it, or no failover for its tenant).

@@ -91,7 +91,9 @@ public final class AttemptStarts {
     public GatePass start(UUID jobId, long eventId, String worker, Duration leaseFor, Provider provider,
                           Duration fullDelay, Verdict verdict, Duration deferDelay, Lease peeked) {
         boolean usual = peeked != null && verdict == null && provider != null
-                && Outcomes.mayStart(standing(peeked), clock.instant());
+                && Outcomes.mayStart(standing(peeked), clock.instant())
+                // A pool job whose member cools down, is probed by another job or drained goes the long way: placed again.
+                && moves.mayStart(peeked, provider.name());
         ProviderSlots.Claim triedFirst = null;
         if (usual && !canaries.hasCandidate(provider)) {
             // No canary to choose for: the slot's claim and START are one statement (the choice is the stable revision).
@@ -143,6 +145,21 @@ public final class AttemptStarts {
             if (Outcomes.decide(new Evidence.Starting(), RevisionRole.STABLE, standing(lease), Waits.NONE, now)
                     instanceof Fate.Fail none) {
                 return end(lease, none.category(), none.message());
+            }
+            if (verdict == null && provider != null && !moves.mayStart(lease, provider.name())) {
+                Optional<PoolMoves.Move> placed = moves.atMemberTakingNoAttempts(lease);
+                if (placed.isPresent() && (placed.get().leaves(lease) || placed.get().waits() != null)) {
+                    PoolMoves.Move move = placed.get();
+                    // No attempt spent: to another member, dispatched at once (or when it can take it), or back to wait
+                    // on this one until its cooldown ends when no member can take it sooner.
+                    if (leases.requeueOn(lease.jobId(), lease.token(), move.leaves(lease) ? move.provider() : null, move.at(),
+                            lease.unparseableStreak(), null, move.waits()) && move.leaves(lease)) {
+                        moves.log(lease, lease.attempts(), move, "its member " + provider.name() + " takes no attempt now");
+                    }
+                    return new Snoozed(move.at(), "member " + provider.name() + " of pool " + lease.pool() + " takes no attempt now: "
+                            + (move.leaves(lease) ? "moved to " + move.provider() : move.waits()));
+                }
+                // It stays and goes now: failover is off for its tenant, or no other member can serve it.
             }
             Instant wakeAt = null;
             String reason = null;

@@ -16,8 +16,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Where a pool job's next attempt goes when the worker may move it (docs/providers.md, "Pools"): after a definite
- * failure (the failed member left out when another can take it), or at a start whose member's gate is closed beyond
- * that member's max-wait. The callers decide whether a move is allowed at all — never after a request that may have
+ * failure (the failed member left out when another can take it), at a start whose member's gate is closed beyond
+ * that member's max-wait, or at a start whose member takes no attempt now (cooling down, probed, drained). The callers decide whether a move is allowed at all — never after a request that may have
  * reached its provider, never for a pinned job, never for a canary candidate's attempt —; the placement itself, with
  * its tenant's rules (members it may not use, no failover), is the rule in {@code fate}
  * ({@link io.jobgate.fate.PoolPlacements}). Each move writes one line to {@code jobgate.pools}.
@@ -43,8 +43,10 @@ final class PoolMoves {
     private final PoolPlacer placer;
     private final PresetCatalog presets;
     private final Clock clock;
+    private final io.jobgate.ops.Meters meters;
 
-    PoolMoves(PoolPlacer placer, PresetCatalog presets, Clock clock) {
+    PoolMoves(PoolPlacer placer, PresetCatalog presets, Clock clock, io.jobgate.ops.Meters meters) {
+        this.meters = meters;
         this.placer = placer;
         this.presets = presets;
         this.clock = clock;
@@ -76,6 +78,44 @@ final class PoolMoves {
         return place(lease, lease.attempts() + 1, null, null, now);
     }
 
+    /**
+     * May the lease's attempt start on {@code provider} as far as its member's health goes (always, for a job of no
+     * pool)? See {@link PoolPlacer#mayStartOn}.
+     */
+    boolean mayStart(Lease lease, String provider) {
+        return pool(lease).map(p -> placer.mayStartOn(p, provider, lease.jobId())).orElse(true);
+    }
+
+    /**
+     * At a start whose member takes no attempt now (cooling down, probed by another job, drained): where the job goes
+     * (another member, or its own, when it is due, when no other can take it or its tenant allows no failover).
+     */
+    Optional<Move> atMemberTakingNoAttempts(Lease lease) {
+        return place(lease, lease.attempts() + 1, null, null, clock.instant());
+    }
+
+    /**
+     * The attempt of a pool job on its member ended: a failure that counts against the member
+     * ({@link io.jobgate.fate.PoolPlacements#countsAgainstMember}) goes to its health, a success decides its probe. A
+     * canary candidate's attempt counts for its candidate, not for the member.
+     */
+    void ended(Worker.Started started, io.jobgate.job.ErrorCategory failed, String cause) {
+        Lease lease = started.lease();
+        if (lease.pool() == null || started.role() == io.jobgate.job.RevisionRole.CANDIDATE) {
+            return;
+        }
+        Optional<Pool> pool = pool(lease);
+        Optional<Pool.Member> member = pool.flatMap(p -> p.member(lease.provider()));
+        if (member.isEmpty()) {
+            return;
+        }
+        if (failed == null) {
+            placer.health().succeeded(pool.get(), member.get(), lease.jobId());
+        } else if (io.jobgate.fate.PoolPlacements.countsAgainstMember(failed)) {
+            placer.health().failed(pool.get(), member.get(), lease.jobId(), cause);
+        }
+    }
+
     private Optional<Move> place(Lease lease, int nextAttempt, String exclude, Instant excludeClosedUntil, Instant earliest) {
         Optional<Pool> pool = pool(lease);
         if (pool.isEmpty()) {
@@ -97,6 +137,7 @@ final class PoolMoves {
 
     /** The line of a move made (written once the job's row says so). */
     void log(Lease lease, int attempt, Move move, String cause) {
+        meters.poolMove(lease.pool(), lease.provider(), move.provider());
         MOVES.info("pool move job={} pool={} attempt={} from={} to={} due={} cause=\"{}\" placement=\"{}\"", lease.jobId(), lease.pool(),
                 attempt, lease.provider(), move.provider(), move.at(), cause, move.why());
     }

@@ -75,7 +75,7 @@ public final class WorkerWiring {
                 settings.seconds("jobgate.webhooks.tolerance-seconds", 1, 86_400),
                 Duration.ofHours(settings.intValue("jobgate.retention.webhook-deliveries-hours", 1, 24 * 3650)),
                 settings.intValue("jobgate.retention.batch", 1, 100_000)));
-        PoolMoves moves = new PoolMoves(pools, presets, clock);
+        PoolMoves moves = new PoolMoves(pools, presets, clock, meters);
         AttemptStarts starts = new AttemptStarts(leases, canaries, clock, moves);
         registry.bind("attemptStarts", starts);
         Worker worker = new Worker(workerSettings, leases, starts, presets, providers, stores.s3(), stores.bucket(), outputs, backoff);

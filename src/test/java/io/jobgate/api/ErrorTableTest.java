@@ -129,6 +129,17 @@ class ErrorTableTest extends GatewayTestBase {
                 }),
                 entry("canary_not_found", () -> admin("POST", "/v1/admin/providers/simulator/canary/stop",
                         "{\"operator\": \"ops\"}")),
+                entry("pool_drained", () -> {
+                    admin("POST", "/v1/admin/pools/fakes/members/fakeimg/drain", "{\"operator\": \"ops\"}");
+                    try {
+                        return api.postJob(ACME, key(), invoice("A").replaceFirst("\\{", "{\"pool\": \"fakes\", "));
+                    } finally {
+                        admin("POST", "/v1/admin/pools/fakes/members/fakeimg/restore", "{\"operator\": \"ops\"}");
+                    }
+                }),
+                entry("pool_not_found", () -> admin("POST", "/v1/admin/pools/nosuch/members/fakeimg/drain", "{\"operator\": \"ops\"}")),
+                entry("pool_member_not_found", () -> admin("POST", "/v1/admin/pools/fakes/members/nobody/drain",
+                        "{\"operator\": \"ops\"}")),
                 entry("canary_conflict", () -> {
                     // A running canary cannot be restarted (its row as the canary-gates route writes it).
                     Db.update("""

@@ -60,7 +60,9 @@ class OpenApiContractTest extends GatewayTestBase {
                 "jobgate.tenant-webhooks.allow-http-loopback", "true",
                 "jobgate.tenant-webhooks.period-ms", "100",
                 "jobgate.tenant-webhooks.timeout-seconds", "2",
-                "jobgate.tenant-webhooks.retry-schedule", "1s"));
+                "jobgate.tenant-webhooks.retry-schedule", "1s",
+                // Pools of the simulator (sims) and others, for the pools' admin calls.
+                "jobgate.pools.dirs", "src/test/resources/pools/rules"));
     }
 
     OpenApiContract contract() {
@@ -377,6 +379,10 @@ class OpenApiContractTest extends GatewayTestBase {
             calls.put("post-admin-canary-" + verb, n -> new BodyCall("POST", canary + verb, "/v1/admin/providers/{provider}/canary/" + verb,
                     ADMIN, operator));
         }
+        for (String verb : List.of("drain", "restore")) { // restored last: the pool is as it was
+            calls.put("post-admin-pool-member-" + verb, n -> new BodyCall("POST", "/v1/admin/pools/sims/members/simulator/" + verb,
+                    "/v1/admin/pools/{pool}/members/{member}/" + verb, ADMIN, operator));
+        }
         Set<String> withJsonBodies = new TreeSet<>();
         contract().document.path("paths").forEach(item -> item.forEach(op -> {
             if (op.path("requestBody").path("content").path("application/json").path("schema").has("$ref")) {
@@ -553,6 +559,14 @@ class OpenApiContractTest extends GatewayTestBase {
         assertThat(send("PUT", ADMIN, "/v1/admin/presets/invoice-clean/default", "/v1/admin/presets/{presetId}/default",
                 "{\"version\": null, \"operator\": \"contract\"}").json().path("pinned").asBoolean()).isFalse();
         assertThat(get(ADMIN, "/v1/admin/canaries", "/v1/admin/canaries").status()).isEqualTo(200);
+        assertThat(get(ADMIN, "/v1/admin/pools", "/v1/admin/pools").json().path("pools")).isNotEmpty();
+        assertThat(send("POST", ADMIN, "/v1/admin/pools/sims/members/simulator/drain", "/v1/admin/pools/{pool}/members/{member}/drain",
+                "{\"operator\": \"contract\", \"reason\": \"schema check\"}").json().path("members").get(0).path("state").asText())
+                .isEqualTo("drained");
+        assertThat(send("POST", ADMIN, "/v1/admin/pools/sims/members/simulator/restore", "/v1/admin/pools/{pool}/members/{member}/restore",
+                "{\"operator\": \"contract\"}").json().path("members").get(0).path("state").asText()).isEqualTo("open");
+        refused(send("POST", ADMIN, "/v1/admin/pools/nosuch/members/simulator/drain", "/v1/admin/pools/{pool}/members/{member}/drain",
+                "{\"operator\": \"contract\"}"), 404, "pool_not_found");
         assertThat(get(ADMIN, "/v1/admin/evaluations", "/v1/admin/evaluations").status()).isEqualTo(200);
         assertThat(get(ADMIN, "/v1/admin/evaluations?since=2020-01-01", "/v1/admin/evaluations").status()).isEqualTo(200);
     }

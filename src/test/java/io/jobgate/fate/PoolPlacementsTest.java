@@ -99,7 +99,36 @@ class PoolPlacementsTest {
                         open("b", 1)), null, 0, NOW, "a"), new PoolPlacement.To("b", null, "the only weighted eligible member")),
                 new Row("a longer max-wait keeps a member eligible", facts(null, 0,
                         new PoolFacts.Member("a", 1, Duration.ofHours(2), null, NOW.plusSeconds(3600)), open("b", 0)),
-                        new PoolPlacement.To("a", NOW.plusSeconds(3600), "the only weighted eligible member"))).stream();
+                        new PoolPlacement.To("a", NOW.plusSeconds(3600), "the only weighted eligible member")),
+                new Row("a cooling member takes no attempt; the pool moves on", facts(null, 0, cooling("a", 1, 30), open("b", 1)),
+                        new PoolPlacement.To("b", null, "the only weighted eligible member")),
+                new Row("a member whose cooldown ended takes the next attempt placed on it as its probe", facts(null, 0,
+                        state(open("a", 1), MemberState.PROBE_OPEN, null), open("b", 1)), new PoolPlacement.To("a", null,
+                        "by weight among a, b; the probe of a after its cooldown", true)),
+                new Row("a member whose probe runs takes no other attempt", facts(null, 0,
+                        state(open("a", 1), MemberState.PROBING, NOW.plusSeconds(20)), open("b", 1)),
+                        new PoolPlacement.To("b", null, "the only weighted eligible member")),
+                new Row("a drained member takes no attempt, whatever its weight", facts(null, 0,
+                        state(open("a", 9), MemberState.DRAINED, null), open("b", 0)),
+                        new PoolPlacement.To("b", null, "the first eligible member (no weighted member is eligible)")),
+                new Row("every member cooling: the job waits for the first cooldown to end", facts(null, 0, cooling("a", 1, 30),
+                        cooling("b", 1, 10)), new PoolPlacement.To("b", NOW.plusSeconds(10), "no member can take it now; b cools down until "
+                        + NOW.plusSeconds(10) + ", the first to take attempts again")),
+                new Row("cooling and closed for longer: waits for the later of the two", facts(null, 0,
+                        state(closed("a", 1, 600), MemberState.COOLING, NOW.plusSeconds(30)), state(open("b", 1), MemberState.DRAINED, null)),
+                        new PoolPlacement.To("a", NOW.plusSeconds(600), "every member's gate is closed beyond its max-wait; a's reopens first")),
+                new Row("every member drained: unserved, each one's reason", facts(null, 0, state(open("a", 1), MemberState.DRAINED, null),
+                        unfit("b", "not running")), new PoolPlacement.Unserved("a: drained by an operator; b: not running", true)),
+                new Row("no failover: the job stays on its member however it cools", new PoolFacts(List.of(cooling("a", 1, 30),
+                        open("b", 1)), null, 0, NOW, "a"), new PoolPlacement.To("a", null, "failover is off for its tenant: it stays on a"))).stream();
+    }
+
+    static PoolFacts.Member cooling(String name, int weight, long seconds) {
+        return state(open(name, weight), MemberState.COOLING, NOW.plusSeconds(seconds));
+    }
+
+    static PoolFacts.Member state(PoolFacts.Member member, MemberState state, Instant until) {
+        return member.withState(state, until);
     }
 
     @ParameterizedTest(name = "{0}")

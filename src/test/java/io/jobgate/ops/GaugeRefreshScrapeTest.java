@@ -1,5 +1,6 @@
 package io.jobgate.ops;
 
+import io.jobgate.support.PrometheusText;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.util.HashSet;

@@ -59,11 +59,16 @@ class PoolFailoverTest extends GatewayTestBase {
                 Map.entry("camel.main.routes-include-pattern", GatewayTestSupport.ROUTES + ",file:src/test/resources/pools/adapters/*.camel.yaml"));
     }
 
+    @org.apache.camel.BeanInject
+    PoolHealth health;
+
     @BeforeEach
     void fresh() {
         a.resetAll();
         b.resetAll();
         Db.execute("UPDATE provider_gates SET closed_until = '-infinity'");
+        Db.execute("DELETE FROM pool_members");
+        health.forget();
     }
 
     /**
@@ -233,7 +238,7 @@ class PoolFailoverTest extends GatewayTestBase {
         assertThat(view.path("provider").asText()).isEqualTo("poola");
         assertThat(view.path("next_attempt_at").asText()).isNotEmpty();
         assertThat(view.path("waiting_reason").asText()).as(view.toString())
-                .contains("waits for poola, whose gate is closed until").contains("poolb: tenant eu-only may not use it");
+                .contains("waits for poola until").contains("gate is closed beyond its max-wait").contains("poolb: tenant eu-only may not use it");
         assertThat(attempts(limited)).extracting(r -> r.get("adapter") + ":" + r.get("outcome")).containsExactly("poola:retry_wait");
 
         // A job admitted while poola is closed is placed on it all the same (its dispatch due at the reopening), and says so.
@@ -279,6 +284,152 @@ class PoolFailoverTest extends GatewayTestBase {
         assertThat(attempts(id)).isEmpty();
         assertThat(calls(a)).isZero();
         assertThat(calls(b)).isZero();
+    }
+
+    /**
+     * poola (threshold 3 failures a minute, cooldown a minute) fails three jobs with 503s: it cools down for every job, so a
+     * new job goes to poolb without a call to poola; once its cooldown ends, the next job probes it, and the probe's
+     * success gives poola its traffic back. The admin API and the metrics show each state.
+     */
+    @Test
+    void aMemberThatFailsItsThresholdCoolsDownForEveryJobAndItsProbeGivesItsTrafficBack() {
+        a.stubFor(post(PATH).willReturn(aResponse().withStatus(503).withBody("busy")));
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        double cooledBefore = counted("jobgate_pool_member_cooldowns_total", "pool", "images", "member", "poola");
+        double movedBefore = counted("jobgate_pool_moves_total", "pool", "images", "from", "poola", "to", "poolb");
+        for (int i = 0; i < 3; i++) {
+            UUID failedOver = submit("\"pool\": \"images\"");
+            Jobs.awaitStatus(failedOver, "succeeded");
+            assertThat(attempts(failedOver)).extracting(r -> r.get("adapter") + ":" + r.get("error_category"))
+                    .containsExactly("poola:transient", "poolb:null");
+        }
+        JsonNode cooling = member("poola");
+        assertThat(cooling.path("state").asText()).as(cooling.toString()).isEqualTo("cooling");
+        assertThat(cooling.path("cooling_until").asText()).isNotEmpty();
+        assertThat(cooling.path("failure_threshold").asInt()).isEqualTo(3);
+        assertThat(member("poolb").path("state").asText()).isEqualTo("open");
+        await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+            io.jobgate.support.PrometheusText m = io.jobgate.support.PrometheusText.parse(api.get(null, "/observe/metrics").text());
+            assertThat(m.value("jobgate_pool_member_cooling", "pool", "images", "member", "poola")).isEqualTo(1);
+            assertThat(m.value("jobgate_pool_member_takes_attempts", "pool", "images", "member", "poola")).isZero();
+            assertThat(m.value("jobgate_pool_member_takes_attempts", "pool", "images", "member", "poolb")).isEqualTo(1);
+        });
+        assertThat(counted("jobgate_pool_member_cooldowns_total", "pool", "images", "member", "poola")).isEqualTo(cooledBefore + 1);
+        assertThat(counted("jobgate_pool_moves_total", "pool", "images", "from", "poola", "to", "poolb")).isEqualTo(movedBefore + 3);
+
+        // Cooling: placed on poolb at admission, poola not called.
+        int callsToA = calls(a);
+        UUID whileCooling = submit("\"pool\": \"images\"");
+        assertThat(job(whileCooling)).containsEntry("provider", "poolb");
+        Jobs.awaitStatus(whileCooling, "succeeded");
+        assertThat(attempts(whileCooling)).extracting(r -> r.get("adapter")).containsExactly("poolb");
+        assertThat(calls(a)).isEqualTo(callsToA);
+
+        // poola is well again; its minute of cooldown runs out: the next job is its probe, and its success gives poola its
+        // traffic back.
+        a.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        Db.execute("UPDATE pool_members SET cooling_until = now() - interval '1 second' WHERE pool = 'images' AND member = 'poola'");
+        health.forget();
+        assertThat(member("poola").path("state").asText()).isEqualTo("probe-open");
+        UUID probe = submit("\"pool\": \"images\"");
+        assertThat(job(probe)).containsEntry("provider", "poola");
+        Jobs.awaitStatus(probe, "succeeded");
+        assertThat(attempts(probe)).extracting(r -> r.get("adapter")).containsExactly("poola");
+        assertThat(member("poola").path("state").asText()).isEqualTo("open");
+        UUID after = submit("\"pool\": \"images\"");
+        Jobs.awaitStatus(after, "succeeded");
+        assertThat(attempts(after)).extracting(r -> r.get("adapter")).containsExactly("poola");
+    }
+
+    /**
+     * A job queued on poola before it cooled down is placed again at its start (no call to the cooling member), and a
+     * job whose tenant allows no failover stays and runs there.
+     */
+    @Test
+    void aJobQueuedOnAMemberThatCooledDownIsPlacedAgainAtItsStart() {
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        a.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        Db.execute("INSERT INTO pool_members (pool, member, cooling_until, updated_at) VALUES ('images', 'poola', now() + interval '1 hour', now())");
+        health.forget();
+        io.jobgate.support.JobFactory jobs = io.jobgate.support.JobFactory.onTestDatabase();
+        UUID queued = jobs.job("acme").key("queued-" + UUID.randomUUID()).provider("poola").pool("images").aspectClass("portrait")
+                .inputs("""
+                        {"supplier_name": "Pools", "invoice_id": "INV-1", "currency": "EUR",
+                         "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}""").insert();
+        jobs.dispatch(queued, "acme", java.time.Instant.now());
+        Jobs.awaitStatus(queued, "succeeded");
+        assertThat(attempts(queued)).extracting(r -> r.get("adapter")).containsExactly("poolb");
+        assertThat(calls(a)).isZero();
+
+        UUID sticky = jobs.job("sticky").key("sticky-" + UUID.randomUUID()).provider("poola").pool("images").aspectClass("portrait")
+                .inputs("""
+                        {"supplier_name": "Pools", "invoice_id": "INV-2", "currency": "EUR",
+                         "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}""").insert();
+        jobs.dispatch(sticky, "sticky", java.time.Instant.now());
+        Jobs.awaitStatus(sticky, "succeeded");
+        assertThat(attempts(sticky)).extracting(r -> r.get("adapter")).as("failover is off for its tenant").containsExactly("poola");
+        // Admitted while poola cools, a job of that tenant is placed on poolb: it has no member to stay on yet.
+        UUID admitted = submit(STICKY, "\"pool\": \"images\"");
+        assertThat(job(admitted)).containsEntry("provider", "poolb");
+    }
+
+    /** An operator drains poola: new jobs go to poolb; restored, poola takes them again. Who did it is shown. */
+    @Test
+    void aDrainedMemberTakesNoNewAttemptsUntilAnOperatorRestoresIt() {
+        a.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        ApiClient.Response drained = admin("/v1/admin/pools/images/members/poola/drain",
+                "{\"operator\": \"ops@example.com\", \"reason\": \"maintenance at the provider\"}");
+        assertThat(drained.status()).as(drained.text()).isEqualTo(200);
+        JsonNode poola = drained.json().path("members").get(0);
+        assertThat(poola.path("provider").asText()).isEqualTo("poola");
+        assertThat(poola.path("state").asText()).isEqualTo("drained");
+        assertThat(poola.path("drained_by").asText()).isEqualTo("ops@example.com");
+        assertThat(poola.path("drained_reason").asText()).isEqualTo("maintenance at the provider");
+
+        UUID whileDrained = submit("\"pool\": \"images\"");
+        Jobs.awaitStatus(whileDrained, "succeeded");
+        assertThat(attempts(whileDrained)).extracting(r -> r.get("adapter")).containsExactly("poolb");
+        assertThat(calls(a)).isZero();
+
+        // Refused: no operator named, a tenant's key, no key.
+        assertThat(admin("/v1/admin/pools/images/members/poola/restore", "{}").code()).isEqualTo("invalid_parameter");
+        assertThat(api.send(api.request("/v1/admin/pools", ACME).GET().build()).status()).isIn(401, 403);
+        assertThat(api.send(api.request("/v1/admin/pools", null).GET().build()).status()).isEqualTo(401);
+        assertThat(member("poola").path("state").asText()).isEqualTo("drained");
+
+        assertThat(admin("/v1/admin/pools/images/members/poola/restore", "{\"operator\": \"ops@example.com\"}").status()).isEqualTo(200);
+        assertThat(member("poola").path("state").asText()).isEqualTo("open");
+        UUID restored = submit("\"pool\": \"images\"");
+        Jobs.awaitStatus(restored, "succeeded");
+        assertThat(attempts(restored)).extracting(r -> r.get("adapter")).containsExactly("poola");
+    }
+
+    /** A counter's value now (0 before its first count). */
+    double counted(String name, String... labels) {
+        double value = io.jobgate.support.PrometheusText.parse(api.get(null, "/observe/metrics").text()).value(name, labels);
+        return Double.isNaN(value) ? 0 : value;
+    }
+
+    ApiClient.Response admin(String path, String body) {
+        return api.send(api.request(path, io.jobgate.support.TestTenants.ADMIN).header("Content-Type", "application/json")
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build());
+    }
+
+    /** The member as {@code GET /v1/admin/pools} shows it in pool images. */
+    JsonNode member(String provider) {
+        ApiClient.Response pools = api.get(io.jobgate.support.TestTenants.ADMIN, "/v1/admin/pools");
+        assertThat(pools.status()).as(pools.text()).isEqualTo(200);
+        for (JsonNode pool : pools.json().path("pools")) {
+            if (pool.path("name").asText().equals("images")) {
+                for (JsonNode m : pool.path("members")) {
+                    if (m.path("provider").asText().equals(provider)) {
+                        return m;
+                    }
+                }
+            }
+        }
+        throw new AssertionError("no member " + provider + " of pool images in " + pools.text());
     }
 
     @Test

@@ -1,4 +1,4 @@
-package io.jobgate.ops;
+package io.jobgate.support;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -8,15 +8,15 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /** The samples of a scrape in Prometheus text format: name, labels, value (comments skipped). */
-record PrometheusText(List<Sample> samples) {
+public record PrometheusText(List<Sample> samples) {
 
-    record Sample(String name, Map<String, String> labels, double value) {
+    public record Sample(String name, Map<String, String> labels, double value) {
     }
 
     private static final Pattern LINE = Pattern.compile("^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\\{(.*)})?\\s+(\\S+)(?:\\s+\\d+)?$");
     private static final Pattern LABEL = Pattern.compile("([a-zA-Z_][a-zA-Z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\",?");
 
-    static PrometheusText parse(String text) {
+    public static PrometheusText parse(String text) {
         List<Sample> samples = new ArrayList<>();
         for (String line : text.lines().toList()) {
             if (line.isBlank() || line.startsWith("#")) {
@@ -39,7 +39,7 @@ record PrometheusText(List<Sample> samples) {
     }
 
     /** The samples named {@code name} whose labels include {@code labels} ("k", "v", ...). */
-    List<Sample> find(String name, String... labels) {
+    public List<Sample> find(String name, String... labels) {
         return samples.stream().filter(s -> s.name().equals(name)).filter(s -> {
             for (int i = 0; i < labels.length; i += 2) {
                 if (!labels[i + 1].equals(s.labels().get(labels[i]))) {
@@ -51,7 +51,7 @@ record PrometheusText(List<Sample> samples) {
     }
 
     /** The value of the one sample named {@code name} with exactly these labels (NaN when absent). */
-    double value(String name, String... labels) {
+    public double value(String name, String... labels) {
         return find(name, labels).stream().filter(s -> s.labels().size() == labels.length / 2)
                 .mapToDouble(Sample::value).findFirst().orElse(Double.NaN);
     }
