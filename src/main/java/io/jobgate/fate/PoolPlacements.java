@@ -109,6 +109,19 @@ public final class PoolPlacements {
     }
 
     /**
+     * May a pool job's next attempt be placed again (maybe on another member) after its attempt failed with
+     * {@code category} and the rulebook decided {@code fate}? Only a job of a pool ({@code pooled}; a job that named a
+     * provider is pinned to it), only after a failure that says the request was not rendered ({@link #mayLeaveAfter}),
+     * only when the job goes on: a retry, or a 429 whose wait on the failed member would run past the job's lifetime
+     * (another member need not wait it out). Never a canary candidate's attempt: its retry goes to its provider's
+     * stable revision.
+     */
+    public static boolean mayMove(Fate fate, io.jobgate.job.ErrorCategory category, boolean pooled, io.jobgate.job.RevisionRole role) {
+        boolean goesOn = fate instanceof Fate.Retry || (fate instanceof Fate.Fail fail && fail.rateLimit() != null);
+        return pooled && goesOn && mayLeaveAfter(category) && role != io.jobgate.job.RevisionRole.CANDIDATE;
+    }
+
+    /**
      * Does an attempt that failed with {@code category} count against its member's health (its failure threshold)? A
      * {@code 5xx} or refused connection ({@code transient}) and a timeout or lost reply ({@code ambiguous}): the member
      * failed. Not a {@code 429} (its gate waits it out), nor what the request or the output caused.

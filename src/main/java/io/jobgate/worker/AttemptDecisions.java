@@ -149,16 +149,11 @@ public final class AttemptDecisions {
     }
 
     /**
-     * Where a pool job's retry goes after a definite failure (a refused submit, a 5xx before the provider accepted, a 429:
-     * {@link PoolPlacements#mayLeaveAfter}): maybe another member. Never after one that may have reached a render,
-     * never for a job pinned to its provider (no pool), never for a canary candidate's attempt (its retry goes to its
-     * provider's stable revision).
+     * Where a pool job's retry goes after a definite failure, when the rulebook lets it be placed again
+     * ({@link PoolPlacements#mayMove}): maybe another member.
      */
     private PoolMoves.Move moved(Worker.Started started, Fate fate, ErrorCategory category) {
-        // A retry, or a 429 whose wait on the failed member would run past the job's lifetime (another member may not).
-        boolean retryable = fate instanceof Fate.Retry || (fate instanceof Fate.Fail fail && fail.rateLimit() != null);
-        if (!retryable || !PoolPlacements.mayLeaveAfter(category) || started.lease().pool() == null
-                || started.role() == io.jobgate.job.RevisionRole.CANDIDATE) {
+        if (!PoolPlacements.mayMove(fate, category, started.lease().pool() != null, started.role())) {
             return null;
         }
         // A 429 closes the member's gate (after this placement): placed as closed until its Retry-After.

@@ -167,6 +167,26 @@ class PoolPlacementsTest {
         assertThat(Outcomes.movedTo(terminal, NOW.plusSeconds(1), standing)).isSameAs(terminal);
     }
 
+    /** Whether a pool job's next attempt is placed again: the whole condition, row by row. */
+    @Test
+    void aJobIsPlacedAgainOnlyWhenItIsAPoolJobThatGoesOnAfterADefiniteFailureOfItsStableRevision() {
+        io.jobgate.job.ErrorCategory transientError = io.jobgate.job.ErrorCategory.TRANSIENT;
+        io.jobgate.job.RevisionRole stable = io.jobgate.job.RevisionRole.STABLE;
+        Fate retry = new Fate.Retry(NOW.plusSeconds(1), 0, transientError, null);
+        Fate.RateLimit hour = new Fate.RateLimit(NOW.plusSeconds(3600), true, false);
+        Fate endedOnA429PastItsLifetime = new Fate.Fail(io.jobgate.job.ErrorCategory.RATE_LIMITED, "HTTP 429", null, hour);
+        Fate ended = new Fate.Fail(io.jobgate.job.ErrorCategory.EXHAUSTED, "no attempts left", null, null);
+        assertThat(PoolPlacements.mayMove(retry, transientError, true, stable)).as("a pool job's retry after a 5xx").isTrue();
+        assertThat(PoolPlacements.mayMove(endedOnA429PastItsLifetime, io.jobgate.job.ErrorCategory.RATE_LIMITED, true, stable))
+                .as("a 429 whose wait runs past the lifetime: another member need not wait").isTrue();
+        assertThat(PoolPlacements.mayMove(retry, transientError, false, stable)).as("a job pinned to its provider").isFalse();
+        assertThat(PoolPlacements.mayMove(ended, transientError, true, stable)).as("a job that ends").isFalse();
+        assertThat(PoolPlacements.mayMove(retry, io.jobgate.job.ErrorCategory.UNPARSEABLE_RESPONSE, true, stable))
+                .as("a reply from a provider that may have accepted it").isFalse();
+        assertThat(PoolPlacements.mayMove(retry, transientError, true, io.jobgate.job.RevisionRole.CANDIDATE))
+                .as("a canary candidate's attempt: back to its stable revision").isFalse();
+    }
+
     /** A job leaves its member only after a failure that says the request was not rendered there. */
     @ParameterizedTest
     @org.junit.jupiter.params.provider.EnumSource(io.jobgate.job.ErrorCategory.class)
