@@ -136,8 +136,9 @@ public class JobgateConfiguration implements CamelConfiguration {
             meters.metered(admitted.job().tenantId(), admitted.job().kind(), admitted.usage().unit(), admitted.usage().units(),
                     admitted.job().costMicros());
         });
+        // The tenant's rules of where its jobs run hold for the summary ordered after its transcript (summary may not use tenant).
         SummaryWiring.bind(context, settings, stores.jdbc(), clock, presets.catalog(), providers, jobs.store(), admission, stores.s3(),
-                stores.bucket());
+                stores.bucket(), (tenant, provider) -> tenants.byId(tenant).map(t -> t.whyNot(provider)).orElse(null));
 
         // --- Canary revisions, outputs, reconciliation, evaluation ----------------------------------------
         CanaryWiring.Canary canary = CanaryWiring.bind(context, stores.jdbc(), stores.transactions(), clock, providers,

@@ -72,9 +72,16 @@ public final class SummaryOrders {
     private final String bucket;
     private final Duration claimFor;
     private final Duration retryEvery;
+    private final java.util.function.BiFunction<String, String, String> whyNotAllowed;
 
+    /**
+     * @param whyNotAllowed per tenant and provider, why the tenant's rules of where its jobs run rule the provider out
+     *                      (null: it may use it); the summary job is the tenant's job as much as its transcript
+     */
     public SummaryOrders(JdbcTemplate jdbc, Clock clock, PresetCatalog presets, ProviderCatalog providers, JobStore jobs,
-                         AdmissionWriter writer, AdmissionLimits limits, S3Client s3, String bucket, Duration retryEvery) {
+                         AdmissionWriter writer, AdmissionLimits limits, S3Client s3, String bucket, Duration retryEvery,
+                         java.util.function.BiFunction<String, String, String> whyNotAllowed) {
+        this.whyNotAllowed = whyNotAllowed;
         this.jdbc = jdbc;
         this.clock = clock;
         this.presets = presets;
@@ -135,7 +142,7 @@ public final class SummaryOrders {
         }
         try {
             Preset preset = presets.resolve((String) row.get("preset_id"), ((Number) row.get("preset_version")).intValue());
-            Provider provider = providers.choose((String) row.get("provider"), preset, null, 0);
+            Provider provider = providers.choose((String) row.get("provider"), preset, null, 0, p -> whyNotAllowed.apply(tenant, p));
             JsonNode inputs = Json.parseObject(((String) row.get("inputs")).getBytes(StandardCharsets.UTF_8));
             // The prompt is the preset's instruction and the transcript: both are billed as input tokens.
             long inputTokens = TranscriptText.estimatedTokens(text) + TranscriptText.estimatedTokens(preset.template().render(inputs));

@@ -22,8 +22,9 @@ public final class SummaryWiring {
     }
 
     public static void bind(CamelContext context, SettingsReader settings, JdbcTemplate jdbc, Clock clock, PresetCatalog presets,
-                            ProviderCatalog providers, JobStore jobs, AdmissionWiring.Admission admission, S3Client s3, String bucket) {
+                            ProviderCatalog providers, JobStore jobs, AdmissionWiring.Admission admission, S3Client s3, String bucket,
+                            java.util.function.BiFunction<String, String, String> whyNotAllowed) {
         context.getRegistry().bind("summaryOrders", new SummaryOrders(jdbc, clock, presets, providers, jobs, admission.writer(),
-                admission.limits(), s3, bucket, Duration.ofSeconds(settings.intValue("jobgate.summaries.retry-seconds", 1, 86_400))));
+                admission.limits(), s3, bucket, Duration.ofSeconds(settings.intValue("jobgate.summaries.retry-seconds", 1, 86_400)), whyNotAllowed));
     }
 }

@@ -44,7 +44,8 @@ class CallSummaryTest extends GatewayTestBase {
                 "jobgate.worker.backoff-base-ms", "100",
                 "jobgate.summaries.period-ms", "100",
                 "jobgate.provider.openai.base-url", openai.baseUrl() + "/v1",
-                "jobgate.provider.openai.api-key", "sk-test-123");
+                "jobgate.provider.openai.api-key", "sk-test-123",
+                "jobgate.tenants.files", "config/tenants.yaml,src/test/resources/test-tenants.yaml,src/test/resources/summaries/tenants.yaml");
     }
 
     static String transcript(String text) {
@@ -88,6 +89,38 @@ class CallSummaryTest extends GatewayTestBase {
 
     static Map<String, Object> debit(UUID job) {
         return Db.single("SELECT -amount_micros AS micros, units, unit FROM ledger WHERE job_id = ? AND entry_type = 'debit'", job);
+    }
+
+    /**
+     * A summary named by no provider is given one when it is ordered, after its transcript: the tenant's rules of where
+     * its jobs run hold for it as for the transcript. A tenant on OpenAI only gets its summary on OpenAI, not on the
+     * kind's default (the simulator, running here).
+     */
+    @Test
+    void aSummaryWithoutAProviderGoesToOneItsTenantMayUse() {
+        String openaiOnly = "test-openaionly-key";
+        String tag = Jobs.tag();
+        openai.stubFor(post("/v1/audio/transcriptions").withRequestBody(containing(tag + "-audio"))
+                .willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
+                        .withBody(transcript("Customer " + tag + " asks for a refund."))));
+        openai.stubFor(post("/v1/chat/completions").withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
+                        .withBody(completion("A refund is asked for.", 120, 8))));
+        ApiClient.Response upload = api.upload(openaiOnly, "audio/wav", Samples.wav(1700));
+        assertThat(upload.status()).as(upload.text()).isIn(200, 201);
+        ApiClient.Response r = api.postJob(openaiOnly, "k-" + UUID.randomUUID(), "{\"preset_id\": \"call-transcript\", "
+                + "\"provider\": \"openai\", \"upload_id\": \"" + upload.json().path("upload_id").asText()
+                + "\", \"inputs\": {\"language\": \"en\", \"speakers\": 2, \"glossary\": [{\"term\": \"" + tag + "-audio\"}]},"
+                + " \"summary\": {\"preset_id\": \"call-summary\", \"inputs\": {\"focus\": \"next_steps\"}}}");
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        UUID call = UUID.fromString(r.json().path("job_id").asText());
+        Jobs.awaitFinal(call);
+        await().atMost(Duration.ofSeconds(60)).until(() -> !"waiting".equals(
+                api.get(openaiOnly, "/v1/jobs/" + call).json().path("summary").path("status").asText()));
+        JsonNode summary = api.get(openaiOnly, "/v1/jobs/" + call).json().path("summary");
+        assertThat(summary.path("provider").asText()).as(summary.toString()).isEqualTo("openai");
+        Jobs.awaitFinal(UUID.fromString(summary.path("job_id").asText()));
+        assertThat(api.get(openaiOnly, "/v1/jobs/" + call).json().path("summary").path("status").asText()).isEqualTo("succeeded");
     }
 
     @Test
