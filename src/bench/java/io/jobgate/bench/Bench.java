@@ -33,6 +33,8 @@ import org.apache.camel.main.Main;
  * [--step-seconds 45] [--warm-up-seconds 45] [--latency-seconds 0] [--max-concurrency 64] [--tenants 10] [--peers [jobrunr,db-scheduler]]}: open-loop arrivals at stepped
  * rates and the knee, beside JobRunr's and db-scheduler's given the same arrivals ({@link SustainedBench}, {@link SustainedPeers}). {@code --only fairness [--flood 1500] [--quiet-jobs 12] [--background-rate 50]}:
  * a quiet tenant's jobs behind a noisy tenant's flood while the other tenants keep sending ({@link FloodBench}).
+ * {@code --only pool [--rate 20] [--phase-seconds 60] [--latency-seconds 0.5] [--tenants 4] [--warm-up-seconds 30]}: a pool of
+ * two members of different public APIs through one member's outage, as a timeline ({@link PoolBench}).
  * {@code --only waiting [--waiters 1000] [--wait-seconds 30]}: reads waiting for their job against as many idle
  * keep-alive connections: the gateway's threads, RSS and heap ({@link WaitingReadsBench}).
  * {@code --only scaleout --artemis-home DIR [--workers 1,2,3] [--latency-seconds 10] [--max-calls 400] [--max-concurrency 1000]}:
@@ -79,6 +81,7 @@ public final class Bench {
               --only sustained       open-loop arrivals, rate by rate          --rates 25,50,100,150,200,250
                                                                                --step-seconds 45 --warm-up-seconds 45
                                                                                --statements 12 --max-concurrency N [--peers]
+              --only pool            a pool of two through a member's outage   --rate 20 --phase-seconds 60 --latency-seconds 0.5
               --only fairness        a flooding tenant beside quiet ones       --flood 1500 --flood-clients 32
                                                                                --quiet-jobs 12 --background-rate 50
               --only waiting         long-polling readers of job status        --waiters 1000 --wait-seconds 30
@@ -126,6 +129,12 @@ public final class Bench {
             // Open-loop arrivals against the gateway as its own process (SustainedBench).
             Path jar = gatewayJar();
             inProcesses(dataDir, () -> new SustainedBench(jar, dataDir, opts).run());
+            System.exit(0);
+        }
+        if (only.equals("pool")) {
+            // A pool of two members of different public APIs through one member's outage, as a timeline (PoolBench).
+            Path jar = gatewayJar();
+            inProcesses(dataDir, () -> new PoolBench(jar, dataDir, opts).run());
             System.exit(0);
         }
         if (only.equals("fairness")) {

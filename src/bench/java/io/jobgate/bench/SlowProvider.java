@@ -59,6 +59,10 @@ public final class SlowProvider {
     private final AtomicIntegerArray answeredPerBucket = new AtomicIntegerArray(36_000);
     private volatile long resetAtMillis = System.currentTimeMillis();
 
+    /** 0: calls are answered; else every call is answered at once with this status ({@code GET /fault}). */
+    private volatile int faultStatus;
+    private volatile long retryAfterSeconds = 3600;
+
     /** How long each answer waits; {@code GET /latency?ms=N} changes it (the benches' warm-up runs short calls first). */
     private volatile long latencyMillis;
 
@@ -71,6 +75,17 @@ public final class SlowProvider {
             try (InputStream in = exchange.getRequestBody()) {
                 body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
             }
+            int faultStatus = this.faultStatus;
+            if (faultStatus != 0) {
+                // A provider in trouble answers at once: 503 (down), or 429 with its Retry-After (throttled).
+                if (faultStatus == 429) {
+                    exchange.getResponseHeaders().add("Retry-After", Long.toString(retryAfterSeconds));
+                }
+                send(exchange, faultStatus, ("{\"error\": {\"message\": \"" + (faultStatus == 429 ? "Rate limit reached"
+                        : "The server is temporarily unavailable") + "\", \"type\": \"" + (faultStatus == 429 ? "requests" : "server_error")
+                        + "\"}}").getBytes(StandardCharsets.UTF_8));
+                return;
+            }
             Matcher size = SIZE.matcher(body);
             String wxh = size.find() ? size.group(1) + "x" + size.group(2) : "1024x1024";
             most.accumulateAndGet(holding.incrementAndGet(), Math::max);
@@ -80,6 +95,19 @@ public final class SlowProvider {
         server.createContext("/latency", exchange -> {
             String query = exchange.getRequestURI().getQuery();
             this.latencyMillis = Long.parseLong(query.substring(query.indexOf("ms=") + 3));
+            send(exchange, 200, "{}".getBytes(StandardCharsets.UTF_8));
+        });
+        server.createContext("/fault", exchange -> {
+            // GET /fault?status=503, ?status=429&retry-after=3600, ?status=0 (answer again): the pool bench's schedule.
+            Map<String, String> query = new java.util.HashMap<>();
+            for (String pair : String.valueOf(exchange.getRequestURI().getQuery()).split("&")) {
+                int eq = pair.indexOf('=');
+                if (eq > 0) {
+                    query.put(pair.substring(0, eq), pair.substring(eq + 1));
+                }
+            }
+            this.retryAfterSeconds = Long.parseLong(query.getOrDefault("retry-after", "3600"));
+            this.faultStatus = Integer.parseInt(query.getOrDefault("status", "0"));
             send(exchange, 200, "{}".getBytes(StandardCharsets.UTF_8));
         });
         server.createContext("/stats", exchange -> send(exchange, 200, ("{\"holding\": " + holding.get() + ", \"most\": "

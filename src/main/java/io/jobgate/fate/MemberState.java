@@ -9,7 +9,7 @@ public enum MemberState {
     HEALTHY,
     /** Failed its threshold of attempts in its window: takes no new attempt until its cooldown ends. */
     COOLING,
-    /** Its cooldown ended and no probe runs: the next attempt placed on it is the probe. */
+    /** Its cooldown ended and no probe runs: placed on again; the first of its attempts to start is its probe. */
     PROBE_OPEN,
     /** Its probe runs (another job's): no other attempt until the probe decides, or its time runs out. */
     PROBING,

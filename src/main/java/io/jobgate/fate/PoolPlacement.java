@@ -10,15 +10,8 @@ public sealed interface PoolPlacement {
      *
      * @param notBefore its gate's reopening when it is closed now (the attempt waits for it, never fails for it), else null
      * @param why       how it was chosen (for the log line of a move)
-     * @param probe     the member's cooldown has ended and this attempt is the one that decides whether it takes
-     *                  traffic again (the caller claims the probe, or places again when another has it)
      */
-    record To(String member, Instant notBefore, String why, boolean probe) implements PoolPlacement {
-
-        /** An attempt that is not a cooled member's probe. */
-        public To(String member, Instant notBefore, String why) {
-            this(member, notBefore, why, false);
-        }
+    record To(String member, Instant notBefore, String why) implements PoolPlacement {
 
         /**
          * What the job says while it waits for its member (its {@code waiting_reason}: its closed gate or its cooldown,

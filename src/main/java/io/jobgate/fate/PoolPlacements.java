@@ -15,7 +15,8 @@ import java.util.stream.Collectors;
  * (members of weight 0 only when no weighted one is eligible: a fallback). When none is eligible the attempt waits
  * for the member whose gate reopens first: a pool job waits, it never fails for a closed gate. A member cooling down
  * after its failures, or whose probe runs, takes no new attempt (it waits like a closed gate when no other can take
- * it); once its cooldown ends, the first attempt placed on it is its probe. A drained member takes none. Pure: the caller
+ * it); once its cooldown ends it is placed on again, and the first of its starts claims its probe (the caller's). A
+ * drained member takes none. Pure: the caller
  * reads the facts and writes the choice; whether the attempt may move at all (never after it may have reached its
  * provider, never for a pinned job) is the caller's, before it asks.
  */
@@ -85,9 +86,7 @@ public final class PoolPlacements {
             how = weighted.size() == 1 ? "the only weighted eligible member" : "by weight among " + weighted.stream()
                     .map(PoolFacts.Member::name).collect(Collectors.joining(", "));
         }
-        boolean probe = chosen.state() == MemberState.PROBE_OPEN;
-        return new PoolPlacement.To(chosen.name(), closed(chosen, now) ? chosen.closedUntil() : null,
-                how + left + (probe ? "; the probe of " + chosen.name() + " after its cooldown" : ""), probe);
+        return new PoolPlacement.To(chosen.name(), closed(chosen, now) ? chosen.closedUntil() : null, how + left);
     }
 
     /** When a member can take an attempt: its gate's reopening, its cooldown's end or its probe's, whichever is later. */

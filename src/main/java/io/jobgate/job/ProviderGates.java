@@ -107,6 +107,22 @@ public final class ProviderGates {
         return Boolean.TRUE.equals(opened);
     }
 
+    /** Until when each gate of {@code providers} that is closed now is closed (one statement for a pool's members). */
+    public java.util.Map<String, Instant> closedUntil(java.util.Collection<String> providers) {
+        java.util.Map<String, Instant> closed = new java.util.HashMap<>();
+        if (providers.isEmpty()) {
+            return closed;
+        }
+        jdbc.query(con -> {
+            java.sql.PreparedStatement s = con.prepareStatement("SELECT provider, closed_until FROM provider_gates"
+                    + " WHERE provider = ANY (?) AND closed_until > ?");
+            s.setArray(1, con.createArrayOf("text", providers.toArray()));
+            s.setTimestamp(2, Timestamp.from(clock.instant()));
+            return s;
+        }, (org.springframework.jdbc.core.RowCallbackHandler) rs -> closed.put(rs.getString(1), rs.getTimestamp(2).toInstant()));
+        return closed;
+    }
+
     /** Until when the gate of {@code provider} is closed, if it is closed now. */
     public Optional<Instant> closedUntil(String provider) {
         Instant now = clock.instant();

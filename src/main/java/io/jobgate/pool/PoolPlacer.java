@@ -24,7 +24,7 @@ import io.jobgate.tenant.TenantDirectory;
  * max-wait, and whether the tenant
  * lets the job leave its member — and asks the one rule ({@link PoolPlacements#place}). Asked at
  * admission, after a definite failure, and at a start whose member's gate is closed beyond its max-wait or whose
- * member takes no attempt now; it writes only the claim of a cooled member's probe.
+ * member takes no attempt now; it writes only the claim of a cooled member's probe, at a start.
  */
 public final class PoolPlacer {
 
@@ -65,29 +65,19 @@ public final class PoolPlacer {
     public PoolPlacement place(Pool pool, String tenantId, Preset preset, String aspectClass, long inputBytes, UUID jobId, int attempt,
                                String exclude, Instant excludeClosedUntil, String current) {
         Tenant tenant = tenant(tenantId);
-        List<PoolFacts.Member> members = new java.util.ArrayList<>(members(pool, tenant, preset, aspectClass, inputBytes, jobId).stream()
+        List<PoolFacts.Member> members = members(pool, tenant, preset, aspectClass, inputBytes, jobId).stream()
                 .map(m -> excludeClosedUntil == null || !m.name().equals(exclude) || (m.closedUntil() != null
-                        && !m.closedUntil().isBefore(excludeClosedUntil)) ? m : m.withClosedUntil(excludeClosedUntil)).toList());
-        // A member whose cooldown ended is probed by one attempt: this one when it claims the probe, else it is placed again
-        // with that member seen as probed by another (at most once per member).
-        for (int tries = 0; tries <= members.size(); tries++) {
-            PoolPlacement placement = PoolPlacements.place(new PoolFacts(members, exclude,
-                    PoolFacts.hash(jobId, attempt), clock.instant(), tenant.rules().failover() ? null : current));
-            if (!(placement instanceof PoolPlacement.To to) || !to.probe()
-                    || health.claimProbe(pool, pool.member(to.member()).orElseThrow(), jobId)) {
-                return placement;
-            }
-            members.replaceAll(m -> m.name().equals(to.member()) ? m.withState(MemberState.PROBING,
-                    clock.instant().plus(PoolHealth.probeTime(pool.member(to.member()).orElseThrow()))) : m);
-        }
-        throw new IllegalStateException("placement of job " + jobId + " in pool " + pool.name() + " did not settle");
+                        && !m.closedUntil().isBefore(excludeClosedUntil)) ? m : m.withClosedUntil(excludeClosedUntil)).toList();
+        return PoolPlacements.place(new PoolFacts(members, exclude,
+                PoolFacts.hash(jobId, attempt), clock.instant(), tenant.rules().failover() ? null : current));
     }
 
     /**
      * May the job's attempt start on its member {@code provider} of {@code pool} now, as far as the member's health
-     * goes? Healthy, or the probe this job holds: yes; whose cooldown just ended: yes when this attempt claims its probe;
-     * cooling, probed by another job, or drained: no (the start places the job again). Reads the snapshot only, writes
-     * only to claim a probe.
+     * goes? Healthy, or the probe this job holds: yes; whose cooldown just ended: yes when this attempt claims its probe
+     * (claimed by the call about to be made, not at placement: a job placed there may wait its turn in a backlog, and a
+     * probe must be a call); cooling, probed by another job, or drained: no (the start places the job again). Reads the
+     * snapshot only, writes only to claim a probe.
      */
     public boolean mayStartOn(Pool pool, String provider, UUID jobId) {
         Optional<Pool.Member> member = pool.member(provider);
@@ -121,14 +111,14 @@ public final class PoolPlacer {
     }
 
     private List<PoolFacts.Member> members(Pool pool, Tenant tenant, Preset preset, String aspectClass, long inputBytes, UUID jobId) {
+        java.util.Map<String, java.time.Instant> closed = gates.closedUntil(pool.providers());
         return pool.members().stream().map(m -> {
             Provider provider = providers.find(m.provider()).orElse(null);
             String denied = tenant.whyNot(m.provider());
             String whyNot = denied != null ? denied : provider == null ? "no settings for provider " + m.provider()
                     : providers.whyNotServing(provider, preset, aspectClass, inputBytes);
             PoolHealth.State state = health.state(pool, m, jobId);
-            return new PoolFacts.Member(m.provider(), m.weight(), m.maxWait(), whyNot, gates.closedUntil(m.provider()).orElse(null),
-                    state.state(), state.until());
+            return new PoolFacts.Member(m.provider(), m.weight(), m.maxWait(), whyNot, closed.get(m.provider()), state.state(), state.until());
         }).toList();
     }
 }

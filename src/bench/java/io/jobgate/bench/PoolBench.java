@@ -1,0 +1,273 @@
+package io.jobgate.bench;
+
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * {@code bench --only pool}: a provider pool through a member's outage, as a timeline (docs/providers.md, "Pools").
+ * The gateway runs as a user runs it ({@link GatewayProcesses}) with one pool of two image members of different public
+ * APIs: {@code openai} (OpenAI Images, a stand-in answering after {@code --latency-seconds}) and {@code simulator}
+ * (the bundled Replicate-shaped predictions API), weights 1 and 1. Pool jobs arrive open-loop at {@code --rate} jobs/s
+ * through five phases of {@code --phase-seconds}: both healthy; openai answers {@code 503}; openai healthy again (it
+ * takes traffic back after its cooldown and a probe); openai answers {@code 429} with a one-hour {@code Retry-After};
+ * openai answers again, but its gate stays closed for the hour. Every 5 s it prints the jobs finished per member, p95
+ * accept → final of those, the open jobs and openai's state in the pool; at the end, per phase, and the money: one
+ * debit per job, none refunded, no job succeeded twice. An unmeasured warm-up of {@code --warm-up-seconds} at the same
+ * rate comes first.
+ */
+final class PoolBench {
+
+    private static final String[] PHASES = {"both healthy", "openai 503", "openai healthy again", "openai 429, Retry-After 1 h",
+            "openai answers, its gate closed"};
+
+    private final Path jar;
+    private final Path dir;
+    private final String java;
+    private final long latencyMillis;
+    private final int rate;
+    private final int phaseSeconds;
+    private final int tenants;
+    private final int warmUpSeconds;
+
+    PoolBench(Path jar, Path dir, Map<String, String> opts) {
+        this.jar = jar;
+        this.dir = dir;
+        this.java = opts.getOrDefault("java", System.getProperty("java.home") + "/bin/java");
+        this.latencyMillis = Math.round(Double.parseDouble(opts.getOrDefault("latency-seconds", "0.5")) * 1000);
+        this.rate = Integer.parseInt(opts.getOrDefault("rate", "20"));
+        this.phaseSeconds = Integer.parseInt(opts.getOrDefault("phase-seconds", "60"));
+        this.tenants = Integer.parseInt(opts.getOrDefault("tenants", "4"));
+        this.warmUpSeconds = Integer.parseInt(opts.getOrDefault("warm-up-seconds", "30"));
+    }
+
+    void run() throws Exception {
+        System.out.printf("%nPool through an outage: pool images = openai (OpenAI Images stand-in, %.1f s) + simulator (Replicate-shaped),"
+                        + " weights 1:1; %d jobs/s open-loop, %d tenants; phases of %d s: %s; Java %d, %d cores%n",
+                latencyMillis / 1000.0, rate, tenants, phaseSeconds, String.join(" → ", PHASES), Runtime.version().feature(),
+                Runtime.getRuntime().availableProcessors());
+        Path pools = Files.createDirectories(dir.resolve("pools"));
+        Files.writeString(pools.resolve("images.properties"), """
+                # bench --only pool: two image members of different public APIs.
+                kind = image
+                members = openai, simulator
+                weight.openai = 1
+                weight.simulator = 1
+                max-wait-seconds.openai = 60
+                failure-threshold.openai = 5
+                failure-window-seconds.openai = 30
+                cooldown-seconds.openai = 20
+                """);
+        try (GatewayProcesses parties = new GatewayProcesses(jar, dir, java, latencyMillis)) {
+            // Each member can carry the whole rate alone (64 calls at once each): what a failover needs of the other member.
+            parties.startGateway(tenants, 100_000, 64, Map.of("JOBGATE_POOLS_DIRS", pools.toString(),
+                    "JOBGATE_PROVIDER_SIMULATOR_MAX_CONCURRENCY", "64"));
+            ExecutorService senders = Executors.newCachedThreadPool(r -> {
+                Thread t = new Thread(r, "pool-sender");
+                t.setDaemon(true);
+                return t;
+            });
+            AtomicLong accepted = new AtomicLong();
+            AtomicLong refused = new AtomicLong();
+            try (Connection db = DriverManager.getConnection(parties.jdbcUrl())) {
+                // Warm-up, unmeasured (its jobs arrive before the first phase): the JIT compiles the path first.
+                send(parties, senders, System.currentTimeMillis(), warmUpSeconds, new AtomicLong(), new AtomicLong());
+                SustainedBench.waitForOpen(db, parties, 0, 120);
+                long start = System.currentTimeMillis();
+                Thread timeline = new Thread(() -> timeline(parties, start), "pool-timeline");
+                timeline.setDaemon(true);
+                timeline.start();
+                for (int phase = 0; phase < PHASES.length; phase++) {
+                    fault(parties, phase);
+                    System.out.printf("  -- phase %d at %3d s: %s%n", phase + 1, (System.currentTimeMillis() - start) / 1000, PHASES[phase]);
+                    send(parties, senders, start + phase * phaseSeconds * 1000L, phaseSeconds, accepted, refused);
+                }
+                timeline.interrupt();
+                SustainedBench.waitForOpen(db, parties, 0, 300);
+                summary(db, parties, start, accepted.get(), refused.get());
+            } finally {
+                senders.shutdownNow();
+            }
+        }
+    }
+
+    /** The stand-in's answers in {@code phase}. */
+    private static void fault(GatewayProcesses parties, int phase) throws Exception {
+        String query = switch (phase) {
+            case 1 -> "status=503";
+            case 3 -> "status=429&retry-after=3600";
+            default -> "status=0";
+        };
+        parties.http.send(HttpRequest.newBuilder(URI.create(parties.providerUrl + "/fault?" + query)).build(),
+                HttpResponse.BodyHandlers.discarding());
+    }
+
+    /** One phase's arrivals, each at its planned time from {@code from}. */
+    private void send(GatewayProcesses parties, ExecutorService senders, long from, int seconds, AtomicLong accepted, AtomicLong refused)
+            throws InterruptedException {
+        int count = rate * seconds;
+        for (int k = 0; k < count; k++) {
+            long wait = from + Math.round(k * 1000.0 / rate) - System.currentTimeMillis();
+            if (wait > 0) {
+                Thread.sleep(wait); // the arrivals' clock
+            }
+            int tenant = k % tenants;
+            senders.execute(() -> {
+                try {
+                    HttpRequest.Builder post = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + parties.port + "/v1/jobs"))
+                            .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofString(
+                                    AdmissionLoad.BODY.replace("{\"preset_id\"", "{\"pool\": \"images\", \"preset_id\"")));
+                    parties.postHeaders(tenant).forEach(post::header);
+                    HttpResponse<String> r = parties.http.send(post.build(), HttpResponse.BodyHandlers.ofString());
+                    (r.statusCode() == 202 ? accepted : refused).incrementAndGet();
+                } catch (Exception e) {
+                    refused.incrementAndGet();
+                }
+            });
+        }
+        long rest = from + seconds * 1000L - System.currentTimeMillis();
+        if (rest > 0) {
+            Thread.sleep(rest);
+        }
+    }
+
+    /** Every 5 s: finished per member, p95 accept → final of those, open jobs, openai's state in the pool. */
+    private void timeline(GatewayProcesses parties, long start) {
+        System.out.println("     t  finished openai  simulator  failed  p95 accept→final  open  openai in the pool");
+        try (Connection db = DriverManager.getConnection(parties.jdbcUrl())) {
+            long from = start;
+            while (!Thread.currentThread().isInterrupted()) {
+                long to = from + 5000;
+                long wait = to - System.currentTimeMillis();
+                if (wait > 0) {
+                    Thread.sleep(wait);
+                }
+                Map<String, Long> byMember = new TreeMap<>();
+                List<Double> latencies = new ArrayList<>();
+                long failed = 0;
+                try (PreparedStatement s = db.prepareStatement("SELECT provider, status, extract(epoch FROM finalized_at - created_at) * 1000"
+                        + " FROM jobs WHERE tenant_id LIKE ? AND finalized_at >= ? AND finalized_at < ?")) {
+                    s.setString(1, parties.tenantPattern());
+                    s.setTimestamp(2, new java.sql.Timestamp(from));
+                    s.setTimestamp(3, new java.sql.Timestamp(to));
+                    try (ResultSet rs = s.executeQuery()) {
+                        while (rs.next()) {
+                            if ("succeeded".equals(rs.getString(2))) {
+                                byMember.merge(rs.getString(1), 1L, Long::sum);
+                            } else {
+                                failed++;
+                            }
+                            latencies.add(rs.getDouble(3));
+                        }
+                    }
+                }
+                System.out.printf("  %4d s  %15d  %9d  %6d  %13.0f ms  %4d  %s%n", (to - start) / 1000, byMember.getOrDefault("openai", 0L),
+                        byMember.getOrDefault("simulator", 0L), failed, p95(latencies), SustainedBench.open(db, parties), memberState(db));
+                from = to;
+            }
+        } catch (InterruptedException stopped) {
+            Thread.currentThread().interrupt();
+        } catch (Exception e) {
+            System.out.println("  timeline stopped: " + e);
+        }
+    }
+
+    /** openai's state as placement sees it: its gate, its cooldown and probe (the table GET /v1/admin/pools reads). */
+    private static String memberState(Connection db) throws Exception {
+        StringBuilder state = new StringBuilder();
+        try (ResultSet rs = db.createStatement().executeQuery("SELECT greatest(0, extract(epoch FROM closed_until - now()))::bigint"
+                + " FROM provider_gates WHERE provider = 'openai' AND closed_until > now()")) {
+            if (rs.next()) {
+                state.append("gate closed ").append(rs.getLong(1)).append(" s more; ");
+            }
+        }
+        try (ResultSet rs = db.createStatement().executeQuery("SELECT failures, greatest(0, extract(epoch FROM cooling_until - now()))::bigint,"
+                + " probe_job_id IS NOT NULL, cooling_until IS NOT NULL FROM pool_members WHERE pool = 'images' AND member = 'openai'")) {
+            if (rs.next()) {
+                long coolingFor = rs.getLong(2);
+                boolean cooling = rs.getBoolean(4);
+                state.append(!cooling ? "healthy, " + rs.getInt(1) + " failures in its window"
+                        : coolingFor > 0 ? "cooling " + coolingFor + " s more" : rs.getBoolean(3) ? "probing" : "probe open");
+            } else {
+                state.append("healthy");
+            }
+        }
+        return state.toString();
+    }
+
+    private void summary(Connection db, GatewayProcesses parties, long start, long accepted, long refused) throws Exception {
+        System.out.printf("%n  per phase (jobs by their arrival):%n  phase                              jobs  on openai  on simulator  moved  p95 accept→final  failed%n");
+        for (int phase = 0; phase < PHASES.length; phase++) {
+            long from = start + phase * phaseSeconds * 1000L;
+            long to = from + phaseSeconds * 1000L;
+            List<Double> latencies = new ArrayList<>();
+            Map<String, Long> byMember = new TreeMap<>();
+            long failed = 0;
+            long moved = 0;
+            try (PreparedStatement s = db.prepareStatement("SELECT j.provider, j.status, extract(epoch FROM j.finalized_at - j.created_at) * 1000,"
+                    + " (SELECT count(DISTINCT a.adapter) FROM attempts a WHERE a.job_id = j.job_id) FROM jobs j"
+                    + " WHERE j.tenant_id LIKE ? AND j.created_at >= ? AND j.created_at < ?")) {
+                s.setString(1, parties.tenantPattern());
+                s.setTimestamp(2, new java.sql.Timestamp(from));
+                s.setTimestamp(3, new java.sql.Timestamp(to));
+                try (ResultSet rs = s.executeQuery()) {
+                    while (rs.next()) {
+                        if ("succeeded".equals(rs.getString(2))) {
+                            byMember.merge(rs.getString(1), 1L, Long::sum);
+                        } else {
+                            failed++;
+                        }
+                        latencies.add(rs.getDouble(3));
+                        if (rs.getLong(4) > 1) {
+                            moved++;
+                        }
+                    }
+                }
+            }
+            System.out.printf("  %-32s %6d  %9d  %12d  %5d  %13.0f ms  %6d%n", PHASES[phase], latencies.size(), byMember.getOrDefault("openai", 0L),
+                    byMember.getOrDefault("simulator", 0L), moved, p95(latencies), failed);
+        }
+        try (PreparedStatement s = db.prepareStatement("""
+                SELECT count(*), count(*) FILTER (WHERE status = 'succeeded'),
+                       (SELECT count(*) FROM ledger l WHERE l.tenant_id LIKE ? AND l.entry_type = 'debit' AND l.job_id IS NOT NULL),
+                       (SELECT count(*) FROM ledger l WHERE l.tenant_id LIKE ? AND l.entry_type = 'refund'),
+                       (SELECT count(*) FROM (SELECT a.job_id FROM attempts a JOIN jobs k ON k.job_id = a.job_id
+                         WHERE k.tenant_id LIKE ? AND a.outcome = 'succeeded' GROUP BY a.job_id HAVING count(*) > 1) twice),
+                       (SELECT count(DISTINCT cost_micros) FROM jobs c WHERE c.tenant_id LIKE ?)
+                  FROM jobs WHERE tenant_id LIKE ?""")) {
+            for (int i = 1; i <= 5; i++) {
+                s.setString(i, parties.tenantPattern());
+            }
+            try (ResultSet rs = s.executeQuery()) {
+                rs.next();
+                System.out.printf("%n  accepted %d, refused %d after the warm-up; jobs %d (the warm-up's included), succeeded %d; debits %d (one a job: %s), refunds %d,"
+                                + " jobs that succeeded twice %d; prices charged: %d (the pool's dearest member's, whoever served)%n",
+                        accepted, refused, rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(3) == rs.getLong(1) ? "yes" : "NO",
+                        rs.getLong(4), rs.getLong(5), rs.getLong(6));
+            }
+        }
+    }
+
+    private static double p95(List<Double> values) {
+        if (values.isEmpty()) {
+            return 0;
+        }
+        List<Double> sorted = new ArrayList<>(values);
+        sorted.sort(Double::compare);
+        return sorted.get((int) Math.min(sorted.size() - 1, Math.ceil(sorted.size() * 0.95) - 1));
+    }
+}
