@@ -254,10 +254,15 @@ final class PoolBench {
             }
             try (ResultSet rs = s.executeQuery()) {
                 rs.next();
+                boolean exact = rs.getLong(1) == rs.getLong(2) && rs.getLong(3) == rs.getLong(1) && rs.getLong(4) == 0 && rs.getLong(5) == 0;
                 System.out.printf("%n  accepted %d, refused %d after the warm-up; jobs %d (the warm-up's included), succeeded %d; debits %d (one a job: %s), refunds %d,"
                                 + " jobs that succeeded twice %d; prices charged: %d (the pool's dearest member's, whoever served)%n",
                         accepted, refused, rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(3) == rs.getLong(1) ? "yes" : "NO",
                         rs.getLong(4), rs.getLong(5), rs.getLong(6));
+                if (!exact) {
+                    // Not a figure but a broken promise (a job lost, failed, charged or rendered twice): the run fails.
+                    throw new IllegalStateException("the pool run broke a promise: every job must succeed once, debited once, never refunded");
+                }
             }
         }
     }
