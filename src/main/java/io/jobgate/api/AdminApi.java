@@ -71,26 +71,39 @@ public final class AdminApi {
      */
     public void redrive(Exchange exchange) {
         UUID id = JobsApi.jobId(exchange);
-        byte[] body = exchange.getIn().getBody(byte[].class);
-        com.fasterxml.jackson.databind.JsonNode request = body == null || body.length == 0
-                ? io.jobgate.common.Json.MAPPER.createObjectNode() : io.jobgate.common.Json.parseObject(body);
-        String operator = text(request, "operator", MAX_OPERATOR);
-        if (operator == null || operator.isBlank()) {
-            throw ApiProblem.of(400, "invalid_parameter", "Name who redrives the job: \"operator\" (1 to " + MAX_OPERATOR
-                    + " characters).").with("field", "operator");
-        }
+        com.fasterxml.jackson.databind.JsonNode request = request(exchange);
+        String operator = operator(request, "redrives the job");
         String reason = text(request, "reason", MAX_REASON);
         com.fasterxml.jackson.databind.JsonNode force = request.path("force");
         if (!force.isMissingNode() && !force.isNull() && !force.isBoolean()) {
             throw ApiProblem.of(400, "invalid_parameter", "\"force\" is true or false.").with("field", "force");
         }
-        io.jobgate.job.Redrives.Redriven done = redrives.redrive(id, operator.strip(), reason, force.asBoolean(false));
+        io.jobgate.job.Redrives.Redriven done = redrives.redrive(id, operator, reason, force.asBoolean(false));
         Map<String, Object> reply = new LinkedHashMap<>();
         reply.put("redrive", done.redrive());
         reply.put("forced", done.forced());
         reply.put("debited_micros", done.debitedMicros());
         reply.put("job", JobView.of(jobs.findAny(id).orElseThrow()));
         HttpReply.json(exchange, 202, reply, Map.of("Location", "/v1/jobs/" + id));
+    }
+
+    /** The JSON body of an operator's call; an empty body is an empty object. */
+    static com.fasterxml.jackson.databind.JsonNode request(Exchange exchange) {
+        byte[] body = exchange.getIn().getBody(byte[].class);
+        return body == null || body.length == 0 ? io.jobgate.common.Json.MAPPER.createObjectNode() : io.jobgate.common.Json.parseObject(body);
+    }
+
+    /**
+     * Who makes an operator's call ({@code "operator"}, required: the admin key names no person), stripped; refused in
+     * the words of {@code act}, what the call does ("redrives the job").
+     */
+    static String operator(com.fasterxml.jackson.databind.JsonNode request, String act) {
+        String operator = text(request, "operator", MAX_OPERATOR);
+        if (operator == null || operator.isBlank()) {
+            throw ApiProblem.of(400, "invalid_parameter", "Name who " + act + ": \"operator\" (1 to " + MAX_OPERATOR
+                    + " characters).").with("field", "operator");
+        }
+        return operator.strip();
     }
 
     static String text(com.fasterxml.jackson.databind.JsonNode request, String field, int max) {

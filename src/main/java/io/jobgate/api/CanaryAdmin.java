@@ -7,7 +7,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.jobgate.canary.CanaryLifecycle;
 import io.jobgate.canary.CanaryViews;
 import io.jobgate.common.ApiProblem;
-import io.jobgate.common.Json;
 import org.apache.camel.Exchange;
 
 /**
@@ -78,13 +77,8 @@ public final class CanaryAdmin {
 
     private static Ask ask(Exchange exchange, String verb) {
         String provider = exchange.getIn().getHeader("provider", String.class);
-        byte[] body = exchange.getIn().getBody(byte[].class);
-        JsonNode request = body == null || body.length == 0 ? Json.MAPPER.createObjectNode() : Json.parseObject(body);
-        String operator = AdminApi.text(request, "operator", AdminApi.MAX_OPERATOR);
-        if (operator == null || operator.isBlank()) {
-            throw ApiProblem.of(400, "invalid_parameter", "Name who " + verb + " the canary: \"operator\" (1 to "
-                    + AdminApi.MAX_OPERATOR + " characters).").with("field", "operator");
-        }
-        return new Ask(provider, operator.strip(), AdminApi.text(request, "reason", AdminApi.MAX_REASON));
+        JsonNode request = AdminApi.request(exchange);
+        String operator = AdminApi.operator(request, verb + " the canary");
+        return new Ask(provider, operator, AdminApi.text(request, "reason", AdminApi.MAX_REASON));
     }
 }

@@ -5,7 +5,6 @@ import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.jobgate.common.ApiProblem;
-import io.jobgate.common.Json;
 import io.jobgate.pool.Pool;
 import io.jobgate.pool.PoolCatalog;
 import io.jobgate.pool.PoolHealth;
@@ -55,13 +54,8 @@ public final class PoolAdmin {
         Pool pool = pools.find(name).orElseThrow(() -> ApiProblem.of(404, "pool_not_found", "No pool '" + name + "'; declared: "
                 + String.join(", ", pools.all().stream().map(Pool::name).toList()) + ".").with("field", "pool"));
         String member = exchange.getIn().getHeader("member", String.class);
-        byte[] body = exchange.getIn().getBody(byte[].class);
-        JsonNode request = body == null || body.length == 0 ? Json.MAPPER.createObjectNode() : Json.parseObject(body);
-        String operator = AdminApi.text(request, "operator", AdminApi.MAX_OPERATOR);
-        if (operator == null || operator.isBlank()) {
-            throw ApiProblem.of(400, "invalid_parameter", "Name who " + verb + " the member: \"operator\" (1 to "
-                    + AdminApi.MAX_OPERATOR + " characters).").with("field", "operator");
-        }
-        return new Ask(pool, member, operator.strip(), AdminApi.text(request, "reason", AdminApi.MAX_REASON));
+        JsonNode request = AdminApi.request(exchange);
+        String operator = AdminApi.operator(request, verb + " the member");
+        return new Ask(pool, member, operator, AdminApi.text(request, "reason", AdminApi.MAX_REASON));
     }
 }

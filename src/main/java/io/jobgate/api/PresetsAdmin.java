@@ -33,13 +33,9 @@ public final class PresetsAdmin {
             throw ApiProblem.of(400, "invalid_parameter", "\"version\" is a version number of the preset, or null for "
                     + "the latest.").with("field", "version");
         }
-        String operator = AdminApi.text(request, "operator", AdminApi.MAX_OPERATOR);
-        if (operator == null || operator.isBlank()) {
-            throw ApiProblem.of(400, "invalid_parameter", "Name who sets the default: \"operator\" (1 to "
-                    + AdminApi.MAX_OPERATOR + " characters).").with("field", "operator");
-        }
+        String operator = AdminApi.operator(request, "sets the default");
         String reason = AdminApi.text(request, "reason", AdminApi.MAX_REASON);
-        HttpReply.json(exchange, 200, defaults.set(presetId, version.isNull() ? null : version.intValue(), operator.strip(), reason),
+        HttpReply.json(exchange, 200, defaults.set(presetId, version.isNull() ? null : version.intValue(), operator, reason),
                 Map.of());
     }
 }
