@@ -78,6 +78,11 @@ class PoolFailoverTest extends GatewayTestBase {
     static UUID queuedOnPoolaBehindAnHoursGate(String tenant) {
         Db.execute("INSERT INTO provider_gates (provider, closed_until, closed_reason, updated_at) VALUES ('poola', now() + interval '1 hour',"
                 + " 'HTTP 429 for a test', now()) ON CONFLICT (provider) DO UPDATE SET closed_until = EXCLUDED.closed_until");
+        return queuedOnPoola(tenant);
+    }
+
+    /** A pool job of {@code tenant} placed on poola (at admission, before what the test does to poola) and due now. */
+    static UUID queuedOnPoola(String tenant) {
         io.jobgate.support.JobFactory jobs = io.jobgate.support.JobFactory.onTestDatabase();
         UUID id = jobs.job(tenant).key(tenant + "-queued-" + UUID.randomUUID()).provider("poola").pool("images").aspectClass("portrait")
                 .inputs("""
@@ -351,21 +356,12 @@ class PoolFailoverTest extends GatewayTestBase {
         a.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
         Db.execute("INSERT INTO pool_members (pool, member, cooling_until, updated_at) VALUES ('images', 'poola', now() + interval '1 hour', now())");
         health.forget();
-        io.jobgate.support.JobFactory jobs = io.jobgate.support.JobFactory.onTestDatabase();
-        UUID queued = jobs.job("acme").key("queued-" + UUID.randomUUID()).provider("poola").pool("images").aspectClass("portrait")
-                .inputs("""
-                        {"supplier_name": "Pools", "invoice_id": "INV-1", "currency": "EUR",
-                         "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}""").insert();
-        jobs.dispatch(queued, "acme", java.time.Instant.now());
+        UUID queued = queuedOnPoola("acme");
         Jobs.awaitStatus(queued, "succeeded");
         assertThat(attempts(queued)).extracting(r -> r.get("adapter")).containsExactly("poolb");
         assertThat(calls(a)).isZero();
 
-        UUID sticky = jobs.job("sticky").key("sticky-" + UUID.randomUUID()).provider("poola").pool("images").aspectClass("portrait")
-                .inputs("""
-                        {"supplier_name": "Pools", "invoice_id": "INV-2", "currency": "EUR",
-                         "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}""").insert();
-        jobs.dispatch(sticky, "sticky", java.time.Instant.now());
+        UUID sticky = queuedOnPoola("sticky");
         Jobs.awaitStatus(sticky, "succeeded");
         assertThat(attempts(sticky)).extracting(r -> r.get("adapter")).as("failover is off for its tenant").containsExactly("poola");
         // Admitted while poola cools, a job of that tenant is placed on poolb: it has no member to stay on yet.
