@@ -156,27 +156,9 @@ final class PoolBench {
                 if (wait > 0) {
                     Thread.sleep(wait);
                 }
-                Map<String, Long> byMember = new TreeMap<>();
-                List<Double> latencies = new ArrayList<>();
-                long failed = 0;
-                try (PreparedStatement s = db.prepareStatement("SELECT provider, status, extract(epoch FROM finalized_at - created_at) * 1000"
-                        + " FROM jobs WHERE tenant_id LIKE ? AND finalized_at >= ? AND finalized_at < ?")) {
-                    s.setString(1, parties.tenantPattern());
-                    s.setTimestamp(2, new java.sql.Timestamp(from));
-                    s.setTimestamp(3, new java.sql.Timestamp(to));
-                    try (ResultSet rs = s.executeQuery()) {
-                        while (rs.next()) {
-                            if ("succeeded".equals(rs.getString(2))) {
-                                byMember.merge(rs.getString(1), 1L, Long::sum);
-                            } else {
-                                failed++;
-                            }
-                            latencies.add(rs.getDouble(3));
-                        }
-                    }
-                }
-                System.out.printf("  %4d s  %15d  %9d  %6d  %13.0f ms  %4d  %s%n", (to - start) / 1000, byMember.getOrDefault("openai", 0L),
-                        byMember.getOrDefault("simulator", 0L), failed, p95(latencies), SustainedBench.open(db, parties), memberState(db));
+                Tally t = tally(db, parties, "finalized_at", from, to);
+                System.out.printf("  %4d s  %15d  %9d  %6d  %13.0f ms  %4d  %s%n", (to - start) / 1000, t.on("openai"), t.on("simulator"),
+                        t.failed, p95(t.latencies), SustainedBench.open(db, parties), memberState(db));
                 from = to;
             }
         } catch (InterruptedException stopped) {
@@ -214,32 +196,9 @@ final class PoolBench {
         for (int phase = 0; phase < PHASES.length; phase++) {
             long from = start + phase * phaseSeconds * 1000L;
             long to = from + phaseSeconds * 1000L;
-            List<Double> latencies = new ArrayList<>();
-            Map<String, Long> byMember = new TreeMap<>();
-            long failed = 0;
-            long moved = 0;
-            try (PreparedStatement s = db.prepareStatement("SELECT j.provider, j.status, extract(epoch FROM j.finalized_at - j.created_at) * 1000,"
-                    + " (SELECT count(DISTINCT a.adapter) FROM attempts a WHERE a.job_id = j.job_id) FROM jobs j"
-                    + " WHERE j.tenant_id LIKE ? AND j.created_at >= ? AND j.created_at < ?")) {
-                s.setString(1, parties.tenantPattern());
-                s.setTimestamp(2, new java.sql.Timestamp(from));
-                s.setTimestamp(3, new java.sql.Timestamp(to));
-                try (ResultSet rs = s.executeQuery()) {
-                    while (rs.next()) {
-                        if ("succeeded".equals(rs.getString(2))) {
-                            byMember.merge(rs.getString(1), 1L, Long::sum);
-                        } else {
-                            failed++;
-                        }
-                        latencies.add(rs.getDouble(3));
-                        if (rs.getLong(4) > 1) {
-                            moved++;
-                        }
-                    }
-                }
-            }
-            System.out.printf("  %-32s %6d  %9d  %12d  %5d  %13.0f ms  %6d%n", PHASES[phase], latencies.size(), byMember.getOrDefault("openai", 0L),
-                    byMember.getOrDefault("simulator", 0L), moved, p95(latencies), failed);
+            Tally t = tally(db, parties, "created_at", from, to);
+            System.out.printf("  %-32s %6d  %9d  %12d  %5d  %13.0f ms  %6d%n", PHASES[phase], t.latencies.size(), t.on("openai"),
+                    t.on("simulator"), t.moved, p95(t.latencies), t.failed);
         }
         try (PreparedStatement s = db.prepareStatement("""
                 SELECT count(*), count(*) FILTER (WHERE status = 'succeeded'),
@@ -265,6 +224,44 @@ final class PoolBench {
                 }
             }
         }
+    }
+
+    /** This run's jobs whose {@code column} falls in [from, to): succeeded per member, the others, accept → final, moved. */
+    private static final class Tally {
+        final Map<String, Long> byMember = new TreeMap<>();
+        final List<Double> latencies = new ArrayList<>();
+        long failed;
+        /** Jobs whose attempts ran on more than one member. */
+        long moved;
+
+        long on(String member) {
+            return byMember.getOrDefault(member, 0L);
+        }
+    }
+
+    private static Tally tally(Connection db, GatewayProcesses parties, String column, long from, long to) throws Exception {
+        Tally t = new Tally();
+        try (PreparedStatement s = db.prepareStatement("SELECT j.provider, j.status, extract(epoch FROM j.finalized_at - j.created_at) * 1000,"
+                + " (SELECT count(DISTINCT a.adapter) FROM attempts a WHERE a.job_id = j.job_id) FROM jobs j"
+                + " WHERE j.tenant_id LIKE ? AND j." + column + " >= ? AND j." + column + " < ?")) {
+            s.setString(1, parties.tenantPattern());
+            s.setTimestamp(2, new java.sql.Timestamp(from));
+            s.setTimestamp(3, new java.sql.Timestamp(to));
+            try (ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    if ("succeeded".equals(rs.getString(2))) {
+                        t.byMember.merge(rs.getString(1), 1L, Long::sum);
+                    } else {
+                        t.failed++;
+                    }
+                    t.latencies.add(rs.getDouble(3));
+                    if (rs.getLong(4) > 1) {
+                        t.moved++;
+                    }
+                }
+            }
+        }
+        return t;
     }
 
     private static double p95(List<Double> values) {
