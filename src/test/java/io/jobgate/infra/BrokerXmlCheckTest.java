@@ -35,6 +35,15 @@ class BrokerXmlCheckTest {
     }
 
     @Test
+    void producersAreBlockedBelowAFloorOfFreeBytesNotAtAShareOfTheDisk(@TempDir Path dir) throws Exception {
+        FileConfiguration shipped = EmbeddedBroker.read(Files.copy(SHIPPED, dir.resolve("broker.xml")), dir.resolve("artemis"));
+
+        // A share blocked every producer on a large disk with gigabytes free (95 % of 252 GB left 11 GB),
+        // and with it the dispatch of every job; a floor in bytes means the same on any disk.
+        assertThat(shipped.getMinDiskFree()).isEqualTo(1024L * 1024 * 1024);
+    }
+
+    @Test
     void anEditThatBreaksTheSchemaIsRefusedEvenAfterAnEarlierCheck(@TempDir Path dir) throws Exception {
         Path xml = Files.copy(SHIPPED, dir.resolve("broker.xml"));
         Path data = dir.resolve("artemis");

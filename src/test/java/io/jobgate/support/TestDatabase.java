@@ -16,7 +16,7 @@ import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
  */
 public final class TestDatabase {
 
-    private static String url;
+    private static volatile String url;
     private static String user;
     private static String password;
 
@@ -57,6 +57,11 @@ public final class TestDatabase {
                 }
             }
         }
+        return url;
+    }
+
+    /** The database's URL if {@link #url()} has run, else null; never starts one (for {@link HangWatchdog}). */
+    static String urlIfStarted() {
         return url;
     }
 
