@@ -22,7 +22,11 @@ import org.apache.camel.Exchange;
  * and kind. The cost comes from the provider's own billing data where it reports it (billed units at
  * its price list: {@code basis: provider_billing}); where it does not, from the price-list metering
  * at admission ({@code basis: price_list_estimate}). Beside it, what the tenant was charged (ledger).
- * Read from the same daily rollups as the tenant's {@code /v1/usage}.
+ * Read from the same daily rollups as the tenant's {@code /v1/usage}. Each line, tenant and member
+ * carries its margin (charged minus cost); {@code members} sums the lines per provider and kind across
+ * tenants, with the pools each provider is a member of: a pool job's charge lands on the member that
+ * served it (the roll-up waits for its job to end), so a member's margin is what its jobs paid
+ * against what it billed.
  */
 public final class AdminUsage {
 
@@ -31,11 +35,13 @@ public final class AdminUsage {
 
     private final UsageReport report;
     private final ProviderCatalog providers;
+    private final io.jobgate.pool.PoolCatalog pools;
     private final Clock clock;
 
-    public AdminUsage(UsageReport report, ProviderCatalog providers, Clock clock) {
+    public AdminUsage(UsageReport report, ProviderCatalog providers, io.jobgate.pool.PoolCatalog pools, Clock clock) {
         this.report = report;
         this.providers = providers;
+        this.pools = pools;
         this.clock = clock;
     }
 
@@ -52,6 +58,7 @@ public final class AdminUsage {
             throw ApiProblem.of(400, "invalid_parameter", "A usage report spans at most 366 days.").with("field", "from");
         }
         List<Map<String, Object>> tenants = new ArrayList<>();
+        Map<String, Map<String, Object>> members = new java.util.TreeMap<>();
         for (String tenant : report.tenants()) {
             List<Map<String, Object>> lines = lines(report.lines(tenant, from, to, now), report.providerBilling(tenant, from, to, now));
             if (lines.isEmpty()) {
@@ -61,14 +68,17 @@ public final class AdminUsage {
             t.put("tenant_id", tenant);
             t.put("cost_micros", lines.stream().mapToLong(l -> (Long) l.get("cost_micros")).sum());
             t.put("charged_micros", lines.stream().mapToLong(l -> (Long) l.get("charged_micros")).sum());
+            t.put("margin_micros", (Long) t.get("charged_micros") - (Long) t.get("cost_micros"));
             t.put("estimated", lines.stream().anyMatch(l -> ESTIMATE.equals(l.get("basis"))));
             t.put("lines", lines);
             tenants.add(t);
+            lines.forEach(line -> addTo(members, line));
         }
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("from", from.toString());
         body.put("to", to.toString());
         body.put("tenants", tenants);
+        body.put("members", new ArrayList<>(members.values()));
         HttpReply.json(exchange, 200, body, Map.of());
     }
 
@@ -78,7 +88,7 @@ public final class AdminUsage {
         for (Map<String, Object> m : metered) {
             Map<String, Object> line = byKey.computeIfAbsent(m.get("provider") + "/" + m.get("kind"), k -> line(m));
             line.put("charged_micros", (Long) line.get("charged_micros") + (Long) m.get("cost_micros"));
-            line.put("estimate_micros", (Long) line.get("estimate_micros") + (Long) m.get("debited_micros"));
+            line.put("estimate_micros", (Long) line.get("estimate_micros") + estimateMicros(m));
         }
         for (Map<String, Object> b : billed) {
             Map<String, Object> line = byKey.computeIfAbsent(b.get("provider") + "/" + b.get("kind"), k -> line(b));
@@ -102,9 +112,41 @@ public final class AdminUsage {
             line.put("basis", billedAll ? BILLED : ESTIMATE);
             line.put("cost_micros", billedAll ? reported.stream().mapToLong(r -> (Long) r.get("cost_micros")).sum()
                     : (Long) line.get("estimate_micros"));
+            line.put("margin_micros", (Long) line.get("charged_micros") - (Long) line.get("cost_micros"));
             lines.add(line);
         }
         return lines;
+    }
+
+    /**
+     * The price-list estimate of a metered line: its units at its provider's own list (a pool's member served
+     * them, and the tenant paid the pool's price), else what was debited for them (a unit the list does not price).
+     */
+    private long estimateMicros(Map<String, Object> metered) {
+        Provider provider = providers.find((String) metered.get("provider")).orElse(null);
+        BigDecimal units = metered.get("units") instanceof BigDecimal d ? d : null;
+        BigDecimal micros = provider == null ? null : Pricing.billedMicros(provider, (String) metered.get("unit"), units);
+        return micros == null ? (Long) metered.get("debited_micros") : micros.setScale(0, RoundingMode.HALF_EVEN).longValueExact();
+    }
+
+    /** A tenant's line added to its provider's and kind's total across tenants. */
+    void addTo(Map<String, Map<String, Object>> members, Map<String, Object> line) {
+        String provider = (String) line.get("provider");
+        Map<String, Object> member = members.computeIfAbsent(provider + "/" + line.get("kind"), k -> {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("provider", provider);
+            m.put("kind", line.get("kind"));
+            m.put("pools", pools.all().stream().filter(p -> p.member(provider).isPresent()).map(io.jobgate.pool.Pool::name).toList());
+            m.put("charged_micros", 0L);
+            m.put("cost_micros", 0L);
+            m.put("margin_micros", 0L);
+            m.put("estimated", false);
+            return m;
+        });
+        for (String field : List.of("charged_micros", "cost_micros", "margin_micros")) {
+            member.put(field, (Long) member.get(field) + (Long) line.get(field));
+        }
+        member.put("estimated", (Boolean) member.get("estimated") || ESTIMATE.equals(line.get("basis")));
     }
 
     private static Map<String, Object> line(Map<String, Object> from) {

@@ -71,7 +71,7 @@ public final class ApiWiring {
         registry.bind("adminApi", new AdminApi(settings.optional("jobgate.admin.api-key-sha256").orElse(null), reconciler, jobs.store(),
                 new Redrives(jdbc, transactions, jobs.transitions())).withEvaluations(evaluations));
         registry.bind("presetsAdmin", new PresetsAdmin(presetDefaults));
-        registry.bind("adminUsage", new AdminUsage(new UsageReport(jdbc), providers, clock));
+        registry.bind("adminUsage", new AdminUsage(new UsageReport(jdbc), providers, pools.pools(), clock));
         registry.bind("jmsIntake", new JmsIntake(tenants, admission, meters));
     }
 }

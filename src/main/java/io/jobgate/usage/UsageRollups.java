@@ -9,13 +9,22 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * neither skips nor counts a row twice; instances drain side by side (SKIP LOCKED). The batch is
  * chosen once (= ANY (ARRAY(...)), an initplan): as "IN (SELECT ...)" a plan made while the queue
  * looked empty ran the locking subquery again for every row it deleted (seen: 584 rows, 92 ms).
+ *
+ * <p>A day row is keyed by the job's provider, so an entry is rolled up only once its job's provider
+ * is final: a pinned job's at once, a pool job's once the job is finalized (until then a move may still
+ * hand it to another member, and the report reads its pending entry with the provider it has now).
+ * The charge then lands on the member that served the job, whenever the roll-up ran.
  */
 public final class UsageRollups {
 
     private static final String LEDGER = """
             WITH taken AS (
                 DELETE FROM usage_pending p
-                 WHERE p.entry_id = ANY (ARRAY(SELECT entry_id FROM usage_pending ORDER BY entry_id LIMIT ? FOR UPDATE SKIP LOCKED))
+                 WHERE p.entry_id = ANY (ARRAY(
+                       SELECT q.entry_id FROM usage_pending q JOIN ledger l ON l.entry_id = q.entry_id
+                              LEFT JOIN jobs j ON j.job_id = l.job_id
+                        WHERE j.pool IS NULL OR j.finalized_at IS NOT NULL
+                        ORDER BY q.entry_id LIMIT ? FOR UPDATE OF q SKIP LOCKED))
                 RETURNING p.entry_id),
             rolled AS (
                 INSERT INTO usage_daily AS d (tenant_id, day, provider, kind, unit, jobs, units, debited_micros, refunded_micros)

@@ -22,7 +22,7 @@ class AdminUsageTest {
         java.nio.file.Files.copy(Path.of("config/providers/openai.properties"), dir.resolve("openai.properties"));
         java.nio.file.Files.copy(Path.of("config/providers/fal.properties"), dir.resolve("fal.properties"));
         usage = new AdminUsage(null, ProviderCatalog.load(List.of(dir),
-                new Settings(new DefaultCamelContext())), java.time.Clock.systemUTC());
+                new Settings(new DefaultCamelContext())), io.jobgate.pool.PoolCatalog.none(), java.time.Clock.systemUTC());
     }
 
     static Map<String, Object> metered(String provider, String kind, long debited, long refunded) {
@@ -43,6 +43,7 @@ class AdminUsageTest {
             assertThat(l.get("basis")).isEqualTo(AdminUsage.BILLED);
             assertThat(l.get("cost_micros")).isEqualTo(9000L);
             assertThat(l.get("charged_micros")).isEqualTo(12000L);
+            assertThat(l.get("margin_micros")).isEqualTo(3000L);
         });
     }
 

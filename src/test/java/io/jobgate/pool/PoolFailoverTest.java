@@ -150,6 +150,66 @@ class PoolFailoverTest extends GatewayTestBase {
         assertThat(view.path("cost").path("amount_micros").asLong()).isEqualTo(3000);
     }
 
+    @org.apache.camel.BeanInject("usageRollups")
+    io.jobgate.usage.UsageRollups rollups;
+
+    @Test
+    void eachMembersChargeIsWhatTheJobsItServedPaidThoughUsageWasRolledUpWhileAJobWaitedOnAnother() {
+        // poola answers its first call 503 after 0.7 s (within its 1.5 s deadline), then renders; poolb renders.
+        a.stubFor(post(PATH).inScenario("first").whenScenarioStateIs(com.github.tomakehurst.wiremock.stubbing.Scenario.STARTED)
+                .willSetStateTo("up").willReturn(aResponse().withStatus(503).withBody("busy").withFixedDelay(700)));
+        a.stubFor(post(PATH).inScenario("first").whenScenarioStateIs("up").willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
+        Map<String, JsonNode> before = members();
+
+        UUID moved = submit("\"pool\": \"images\"");
+        assertThat(job(moved)).containsEntry("provider", "poola");
+        // A roll-up while the job is still poola's leaves its debit pending: the job may yet move.
+        rollups.rollUpAll();
+        assertThat(Jobs.status(moved)).isNotEqualTo("succeeded");
+        assertThat(Db.count("SELECT count(*) FROM usage_pending p JOIN ledger l ON l.entry_id = p.entry_id WHERE l.job_id = ?", moved))
+                .isEqualTo(1);
+        Jobs.awaitStatus(moved, "succeeded");
+        UUID stayed = submit("\"pool\": \"images\"");
+        Jobs.awaitStatus(stayed, "succeeded");
+        rollups.rollUpAll();
+        assertThat(Db.count("SELECT count(*) FROM usage_pending p JOIN ledger l ON l.entry_id = p.entry_id WHERE l.job_id IN (?, ?)",
+                moved, stayed)).isZero();
+        assertThat(attempts(moved)).extracting(r -> r.get("adapter")).containsExactly("poola", "poolb");
+        assertThat(attempts(stayed)).extracting(r -> r.get("adapter")).containsExactly("poola");
+
+        // Each paid the pool's price (poolb's 3000, the dearest). poolb served the moved job: its charge is poolb's, at
+        // poolb's own list (3000), margin 0; poola served the other: 3000 charged against its list's 1000, margin 2000.
+        Map<String, JsonNode> after = members();
+        assertThat(delta(before, after, "poola", "charged_micros")).isEqualTo(3000);
+        assertThat(delta(before, after, "poola", "cost_micros")).isEqualTo(1000);
+        assertThat(delta(before, after, "poola", "margin_micros")).isEqualTo(2000);
+        assertThat(delta(before, after, "poolb", "charged_micros")).isEqualTo(3000);
+        assertThat(delta(before, after, "poolb", "cost_micros")).isEqualTo(3000);
+        assertThat(delta(before, after, "poolb", "margin_micros")).isZero();
+        assertThat(after.get("poola").path("pools").toString()).contains("\"images\"");
+        assertThat(after.get("poola").path("estimated").asBoolean()).as("no billed units from these fakes").isTrue();
+    }
+
+    /** {@code GET /v1/admin/usage}'s members of kind image, by provider. */
+    Map<String, JsonNode> members() {
+        java.time.Instant now = java.time.Instant.now();
+        ApiClient.Response r = api.get(io.jobgate.support.TestTenants.ADMIN, "/v1/admin/usage?from=" + now.minus(Duration.ofDays(1))
+                + "&to=" + now.plus(Duration.ofDays(1)));
+        assertThat(r.status()).as(r.text()).isEqualTo(200);
+        Map<String, JsonNode> members = new java.util.HashMap<>();
+        r.json().path("members").forEach(m -> {
+            if (m.path("kind").asText().equals("image")) {
+                members.put(m.path("provider").asText(), m);
+            }
+        });
+        return members;
+    }
+
+    static long delta(Map<String, JsonNode> before, Map<String, JsonNode> after, String provider, String field) {
+        return after.get(provider).path(field).asLong() - (before.containsKey(provider) ? before.get(provider).path(field).asLong() : 0);
+    }
+
     @Test
     void aReplyLostAfterSendingParksTheJobOnItsMemberAndTheOtherNeverGetsIt() {
         a.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply()).withFixedDelay(4000)));
