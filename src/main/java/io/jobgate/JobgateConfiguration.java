@@ -107,8 +107,8 @@ public class JobgateConfiguration implements CamelConfiguration {
 
         // --- A job's life: the state machine and its one finalize, the provider gates ------------------
         JobWiring.Jobs jobs = JobWiring.bind(context, settings, stores.jdbc(), stores.transactions(), clock, callLimits);
-        // The pools (config/pools/): checked against the providers here, placed by their gates.
-        PoolPlacer pools = PoolWiring.bind(context, settings, stores.jdbc(), providers, jobs.gates(), clock, tenants);
+        // The pools (config/pools/): checked against the providers and presets here, placed by their gates.
+        PoolPlacer pools = PoolWiring.bind(context, settings, stores.jdbc(), providers, presets.catalog(), jobs.gates(), clock, tenants);
 
         // --- Metrics: jobgate's series beside Camel's, and the providers' health -------------------------
         // Health shows each provider: its gate, and whether its route runs and which classes it was left out for;
@@ -137,7 +137,7 @@ public class JobgateConfiguration implements CamelConfiguration {
                     admitted.job().costMicros());
         });
         // The tenant's rules of where its jobs run hold for the summary ordered after its transcript (summary may not use tenant).
-        SummaryWiring.bind(context, settings, stores.jdbc(), clock, presets.catalog(), providers, jobs.store(), admission, stores.s3(),
+        SummaryWiring.bind(context, settings, stores.jdbc(), clock, presets.catalog(), jobs.store(), admission, stores.s3(),
                 stores.bucket(), (tenant, provider) -> tenants.byId(tenant).map(t -> t.whyNot(provider)).orElse(null));
 
         // --- Canary revisions, outputs, reconciliation, evaluation ----------------------------------------

@@ -16,9 +16,6 @@ import io.jobgate.preset.InputValidator;
 import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.preset.VideoOrder;
-import io.jobgate.fate.PoolPlacement;
-import io.jobgate.pool.Pool;
-import io.jobgate.pool.PoolPlacer;
 import io.jobgate.provider.Pricing;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
@@ -43,7 +40,7 @@ public final class AdmissionService {
     private final AdmissionWriter writer;
     private final AdmissionLimits limits;
     private final WebhookEndpointLookup webhookEndpoints;
-    private final PoolPlacer pools;
+    private final AdmissionPlacement placement;
 
     /** A tenant's enabled webhook endpoint at exactly this URL: what a job's {@code webhook_url} names. */
     @FunctionalInterface
@@ -53,8 +50,8 @@ public final class AdmissionService {
 
     public AdmissionService(Clock clock, PresetCatalog presets, ProviderCatalog providers, UploadStore uploads,
                             JobStore jobs, AdmissionWriter writer, AdmissionLimits limits, WebhookEndpointLookup webhookEndpoints,
-                            PoolPlacer pools) {
-        this.pools = pools;
+                            AdmissionPlacement placement) {
+        this.placement = placement;
         this.webhookEndpoints = webhookEndpoints;
         this.clock = clock;
         this.presets = presets;
@@ -109,72 +106,27 @@ public final class AdmissionService {
         // The upload's size is known before the provider is: one whose limit it exceeds is never chosen.
         long inputBytes = source == null ? 0 : source.bytes();
         java.util.UUID jobId = JobIds.next(clock);
-        Pool pool = request.pool() == null ? null : pool(request.pool(), preset, tenant);
-        Provider provider;
-        long cost;
-        String waits = null;
-        if (pool == null) {
-            // The provider named, or the kind's default: one the tenant's rules let it use (provider_not_allowed).
-            provider = providers.choose(request.provider(), preset, request.aspectClass(), inputBytes, tenant::whyNot);
-            cost = Pricing.costMicros(preset, provider, source, video);
-        } else {
-            PoolPlacement.To placed = placed(pool, tenant, preset, request.aspectClass(), inputBytes, jobId);
-            provider = providers.find(placed.member()).orElseThrow();
-            // Placed on a closed member (its dispatch is due at the reopening): the job says why it waits.
-            waits = placed.waitingReason();
-            // Fixed now and never raised by a failover: the dearest member that could serve the job (of those its tenant may use).
-            cost = pools.fitting(pool, tenant.id(), preset, request.aspectClass(), inputBytes).stream()
-                    .mapToLong(p -> Pricing.costMicros(preset, p, source, video)).max().orElseThrow();
-        }
+        // The provider named, the pool named (or the preset's, or the kind's), or the kind's default provider.
+        AdmissionPlacement.Placed placed = placement.place(tenant.id(), tenant::whyNot, request.provider(), request.pool(), preset,
+                request.aspectClass(), inputBytes, jobId, "", p -> Pricing.costMicros(preset, p, source, video));
+        Provider provider = placed.provider();
+        long cost = placed.costMicros();
         Instant now = clock.instant().truncatedTo(ChronoUnit.MICROS); // what PostgreSQL stores
         Job job = new Job(jobId, tenant.id(), idempotencyKey, request.fingerprint(), JobStatus.QUEUED,
                 preset.id(), preset.version(), preset.kind(), request.aspectClass(), provider.name(),
                 source == null ? null : source.id(), source == null ? null : source.sha256(),
                 source == null ? 0 : source.bytes(), correlationId, cost, limits.maxAttempts(),
                 limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null, now, now, null, null, null, null,
-                webhookEndpoint, null, pool == null ? null : pool.name(), waits);
+                webhookEndpoint, null, placed.pool(), placed.waitingReason());
         return new AdmissionWriter.Candidate(job, Json.write(request.inputs()), source == null ? null : source.objectKey(),
                 Pricing.metered(preset, source, video), summary);
     }
 
     /**
-     * The pool a job names: declared ({@code unknown_pool}), of the preset's kind ({@code pool_kind_mismatch}) and with
-     * a member the tenant's rules let it use ({@code pool_not_allowed}).
-     */
-    private Pool pool(String name, Preset preset, Tenant tenant) {
-        Pool pool = pools.pools().find(name).orElseThrow(() -> ApiProblem.of(422, "unknown_pool", "No pool '" + name + "'; declared: "
-                + String.join(", ", pools.pools().all().stream().map(Pool::name).toList()) + ".").with("field", "pool"));
-        if (!pool.kind().equals(preset.kind())) {
-            throw ApiProblem.of(422, "pool_kind_mismatch", "Pool '" + name + "' serves " + pool.kind() + " jobs; preset '" + preset.id()
-                    + "' is of kind " + preset.kind() + ".").with("field", "pool");
-        }
-        if (!pools.usable(pool, tenant.id())) {
-            throw ApiProblem.of(422, "pool_not_allowed", "Tenant " + tenant.id() + " may use no member of pool '" + name + "' ("
-                    + String.join(", ", pool.providers()) + "): its providers rule rules each one out.").with("field", "pool");
-        }
-        return pool;
-    }
-
-    /** The member of {@code pool} the job's first attempt goes to (its gate's reopening is the dispatch's due time). */
-    private PoolPlacement.To placed(Pool pool, Tenant tenant, Preset preset, String aspectClass, long inputBytes, java.util.UUID jobId) {
-        PoolPlacement placement = pools.place(pool, tenant.id(), preset, aspectClass, inputBytes, jobId, 1, null, null, null);
-        if (placement instanceof PoolPlacement.To to) {
-            return to;
-        }
-        PoolPlacement.Unserved unserved = (PoolPlacement.Unserved) placement;
-        if (unserved.drained()) {
-            // An operator's drain, to be brought back: nothing wrong with the request, try again later.
-            throw ApiProblem.of(503, "pool_drained", "Every member of pool '" + pool.name() + "' that could take this job is drained"
-                    + " by an operator: " + unserved.why() + ". Try again later.").with("field", "pool").withHeader("Retry-After", "60");
-        }
-        throw ApiProblem.of(422, "aspect_class_not_rendered", "No member of pool '" + pool.name() + "' can take this job now: "
-                + unserved.why() + ".").with("field", "pool");
-    }
-
-    /**
      * The summary a transcription job asks for, checked now (before the {@code 202}): a summary preset, its
-     * inputs, and a provider that serves summaries and runs (the one named, or one to choose when it is
-     * ordered). Its price is fixed when it is ordered, from the transcript's length. As stored (JSON), or null.
+     * inputs, and a provider that serves summaries and runs or a pool the tenant may use (the one named, or one to
+     * choose when it is ordered). Its price is fixed when it is ordered, from the transcript's length. As stored
+     * (JSON), or null.
      */
     private String summary(Tenant tenant, Preset preset, JobRequest.Summary asked) {
         if (asked == null) {
@@ -190,11 +142,12 @@ public final class AdmissionService {
                     + ", not a summary preset.").with("field", "summary.preset_id");
         }
         InputValidator.validate(summary, asked.inputs());
-        providers.choose(asked.provider(), summary, null, 0, tenant::whyNot);
+        placement.check(tenant.id(), tenant::whyNot, asked.provider(), asked.pool(), summary, "summary.");
         java.util.Map<String, Object> stored = new java.util.LinkedHashMap<>();
         stored.put("preset_id", summary.id());
         stored.put("preset_version", summary.version());
         stored.put("provider", asked.provider());
+        stored.put("pool", asked.pool());
         stored.put("inputs", asked.inputs());
         return Json.write(stored);
     }

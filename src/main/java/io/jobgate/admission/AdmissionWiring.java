@@ -19,7 +19,8 @@ public final class AdmissionWiring {
     private AdmissionWiring() {
     }
 
-    public record Admission(AdmissionLimits limits, AdmissionWriter writer, AdmissionService service) {
+    /** @param placement where a new job goes and what it costs: shared with the summaries ordered for transcriptions */
+    public record Admission(AdmissionLimits limits, AdmissionWriter writer, AdmissionService service, AdmissionPlacement placement) {
     }
 
     /** @param webhookEndpoints a tenant's enabled webhook endpoint at a URL, which a job may name */
@@ -31,9 +32,11 @@ public final class AdmissionWiring {
         AdmissionWriter writer = new AdmissionWriter(stores.dataSource(), limits, relay.instanceId());
         writer.afterCommit(relay.wakeup()::wake);
         context.addService(writer, true, true);
-        AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits, webhookEndpoints, pools);
+        AdmissionPlacement placement = new AdmissionPlacement(providers, pools);
+        AdmissionService admission = new AdmissionService(clock, presets, providers, uploads, jobs, writer, limits, webhookEndpoints,
+                placement);
         registry.bind("admissionWriter", writer);
         registry.bind("admissionService", admission);
-        return new Admission(limits, writer, admission);
+        return new Admission(limits, writer, admission, placement);
     }
 }

@@ -115,9 +115,9 @@ public final class AdmissionWriter extends ServiceSupport {
                   FROM new_jobs n JOIN input i ON i.job_id::uuid = n.job_id),
             -- A transcription job that asks for a summary: the request, waiting for the transcript (V34).
             summaries AS (
-                INSERT INTO job_summaries (job_id, tenant_id, preset_id, preset_version, provider, inputs, updated_at)
+                INSERT INTO job_summaries (job_id, tenant_id, preset_id, preset_version, provider, pool, inputs, updated_at)
                 SELECT n.job_id, n.tenant_id, s.request->>'preset_id', CAST(s.request->>'preset_version' AS int),
-                       s.request->>'provider', s.request->'inputs', n.created_at
+                       s.request->>'provider', s.request->>'pool', s.request->'inputs', n.created_at
                   FROM new_jobs n JOIN input i ON i.job_id::uuid = n.job_id
                  CROSS JOIN LATERAL (SELECT CAST(i.summary AS jsonb) AS request) s
                  WHERE i.summary IS NOT NULL),
@@ -160,7 +160,7 @@ public final class AdmissionWriter extends ServiceSupport {
     /** A job ready to be written, with what the row needs beyond the {@link Job} itself. */
     public record Candidate(Job job, String inputsJson, String sourceKey, io.jobgate.provider.Pricing.Usage usage,
                             String summaryJson) {
-        // summaryJson: the summary a transcription job asks for (preset_id, preset_version, provider, inputs), or null.
+        // summaryJson: the summary a transcription job asks for (preset_id, preset_version, provider, pool, inputs), or null.
 
         public Candidate(Job job, String inputsJson, String sourceKey, io.jobgate.provider.Pricing.Usage usage) {
             this(job, inputsJson, sourceKey, usage, null);

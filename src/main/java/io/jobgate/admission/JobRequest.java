@@ -20,13 +20,14 @@ public record JobRequest(String presetId, Integer presetVersion, String aspectCl
     private static final Set<String> MEMBERS = Set.of("preset_id", "preset_version", "aspect_class", "provider", "pool", "inputs",
             "upload_id", "webhook_url", "summary");
 
-    private static final Set<String> SUMMARY_MEMBERS = Set.of("preset_id", "preset_version", "provider", "inputs");
+    private static final Set<String> SUMMARY_MEMBERS = Set.of("preset_id", "preset_version", "provider", "pool", "inputs");
 
     /**
      * The summary a transcription job asks for (docs/summaries.md): its preset (kind summary), optionally its
-     * version, the provider to run it and the preset's inputs; null when the job asks for none.
+     * version, the provider to run it or the pool of summary providers it may run in, and the preset's inputs;
+     * null when the job asks for none.
      */
-    public record Summary(String presetId, Integer presetVersion, String provider, JsonNode inputs) {
+    public record Summary(String presetId, Integer presetVersion, String provider, String pool, JsonNode inputs) {
     }
 
     /** The digest of the request's canonical JSON: equal for the same request in any member order. */
@@ -47,12 +48,7 @@ public record JobRequest(String presetId, Integer presetVersion, String aspectCl
         String aspectClass = optionalText(body, "aspect_class");
         Integer version = version(body, "");
         String provider = optionalText(body, "provider");
-        String pool = optionalText(body, "pool");
-        if (pool != null && provider != null) {
-            // A named provider pins the job (no failover); a pool lets it move: one or the other, never both.
-            throw ApiProblem.of(422, "pool_or_provider", "Name either 'pool' (the job may move among its members) or 'provider' "
-                    + "(the job is pinned to it), not both.").with("field", "pool");
-        }
+        String pool = poolOrProvider(body, "", provider);
         JsonNode inputs = inputs(body, "", "preset's");
         UUID uploadId = null;
         String upload = optionalText(body, "upload_id");
@@ -94,7 +90,20 @@ public record JobRequest(String presetId, Integer presetVersion, String aspectCl
         if (presetId == null) {
             throw invalid("summary.preset_id", "'summary.preset_id' is required: the summary preset (kind summary) to run.");
         }
-        return new Summary(presetId, version(node, "summary."), optionalText(node, "provider"), inputs(node, "summary.", "summary preset's"));
+        String provider = optionalText(node, "provider");
+        return new Summary(presetId, version(node, "summary."), provider, poolOrProvider(node, "summary.", provider),
+                inputs(node, "summary.", "summary preset's"));
+    }
+
+    /** The member {@code pool} of {@code node}, refused beside a provider ({@code at}: where the node is, for the field). */
+    private static String poolOrProvider(JsonNode node, String at, String provider) {
+        String pool = optionalText(node, "pool");
+        if (pool != null && provider != null) {
+            // A named provider pins the job (no failover); a pool lets it move: one or the other, never both.
+            throw ApiProblem.of(422, "pool_or_provider", "Name either '" + at + "pool' (the job may move among its members) or '"
+                    + at + "provider' (the job is pinned to it), not both.").with("field", at + "pool");
+        }
+        return pool;
     }
 
     /** The member {@code preset_version} of {@code node} (named {@code at + "preset_version"} in errors): a positive whole number, or null. */

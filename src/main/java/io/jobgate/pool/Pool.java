@@ -6,13 +6,21 @@ import java.util.List;
 /**
  * A provider pool as its file declares it (docs/providers.md, "Pools"): a job kind, its members in order.
  *
- * @param kind    the kind of the jobs it serves ({@code image}, {@code transcription}, {@code summary}, {@code video})
- * @param members in their declared order (the order breaks ties and picks among fallbacks of weight 0)
+ * @param kind        the kind of the jobs it serves ({@code image}, {@code transcription}, {@code summary}, {@code video})
+ * @param members     in their declared order (the order breaks ties and picks among fallbacks of weight 0)
+ * @param presets     the presets whose jobs it takes when they name neither a provider nor a pool
+ * @param kindDefault it takes its kind's jobs that name neither and whose preset no pool lists
  */
-public record Pool(String name, String kind, List<Member> members) {
+public record Pool(String name, String kind, List<Member> members, java.util.Set<String> presets, boolean kindDefault) {
 
     public Pool {
         members = List.copyOf(members);
+        presets = java.util.Set.copyOf(presets);
+    }
+
+    /** A pool that jobs take only by naming it. */
+    public Pool(String name, String kind, List<Member> members) {
+        this(name, kind, members, java.util.Set.of(), false);
     }
 
     /**

@@ -23,8 +23,10 @@ import io.jobgate.provider.ProviderCatalog;
  * The pools of {@code <dir>/<pool>.properties} in the pool directories ({@code jobgate.pools.dirs}), read and checked
  * once at start: a file that names an unknown or disabled provider, a member that does not serve the pool's kind, a
  * weight, max-wait, failure threshold, window or cooldown that is not a whole number of at least 0 (a threshold with a
- * window or cooldown of 0), a pool without members or whose weights are all 0, or
- * an entry the pool does not know refuses the start, in one line naming the file and the entry.
+ * window or cooldown of 0), a pool without members or whose weights are all 0, a preset listed by two pools, two
+ * default pools of one kind, or an entry the pool does not know refuses the start, in one line naming the file and
+ * the entry. A job that names neither a provider nor a pool takes its preset's pool ({@code presets}), else its kind's
+ * default pool ({@code default = true}), else its kind's default provider.
  */
 public final class PoolCatalog {
 
@@ -36,6 +38,9 @@ public final class PoolCatalog {
     /** The per-member entries of a pool file, each followed by {@code .<member>}. */
     static final List<String> MEMBER_ENTRIES = List.of("weight", "max-wait-seconds", "failure-threshold", "failure-window-seconds",
             "cooldown-seconds");
+
+    /** The pool-wide entries of a pool file. */
+    static final Set<String> POOL_ENTRIES = Set.of("kind", "members", "presets", "default");
 
     private final Map<String, Pool> pools;
 
@@ -53,7 +58,51 @@ public final class PoolCatalog {
         for (PropertiesFiles.Named file : PropertiesFiles.read(directories)) {
             pools.put(file.name(), parse(file.name(), file.properties(), providers));
         }
+        Map<String, String> presetPools = new TreeMap<>();
+        Map<String, String> kindDefaults = new TreeMap<>();
+        for (Pool pool : pools.values()) {
+            for (String preset : new java.util.TreeSet<>(pool.presets())) {
+                String other = presetPools.putIfAbsent(preset, pool.name());
+                if (other != null) {
+                    throw new StartRefused("pool " + pool.name() + " (pools/" + pool.name() + ".properties): presets names '" + preset
+                            + "', which pool " + other + " names too; a preset's jobs take one pool");
+                }
+            }
+            String other = pool.kindDefault() ? kindDefaults.putIfAbsent(pool.kind(), pool.name()) : null;
+            if (other != null) {
+                throw new StartRefused("pool " + pool.name() + " (pools/" + pool.name() + ".properties): default = true, as pool "
+                        + other + " is for " + pool.kind() + " jobs; a kind has one default pool");
+            }
+        }
         return new PoolCatalog(pools);
+    }
+
+    /**
+     * Refuses the start when a pool's {@code presets} names a preset that does not exist or is of another kind than the
+     * pool's: a typo would otherwise leave the preset's jobs on the kind's default without a word.
+     */
+    public void checkPresets(io.jobgate.preset.PresetCatalog presets) {
+        for (Pool pool : pools.values()) {
+            for (String id : new java.util.TreeSet<>(pool.presets())) {
+                String where = "pool " + pool.name() + " (pools/" + pool.name() + ".properties): presets names '" + id + "'";
+                List<io.jobgate.preset.Preset> versions = presets.all().stream().filter(p -> p.id().equals(id)).toList();
+                if (versions.isEmpty()) {
+                    throw new StartRefused(where + ", which is not a preset (presets: " + String.join(", ", presets.ids()) + ")");
+                }
+                versions.stream().filter(p -> !p.kind().equals(pool.kind())).findFirst().ifPresent(p -> {
+                    throw new StartRefused(where + ", a preset of kind " + p.kind() + "; the pool serves " + pool.kind() + " jobs");
+                });
+            }
+        }
+    }
+
+    /**
+     * The pool a job of {@code preset} takes when it names neither a provider nor a pool: the pool that lists the
+     * preset, else its kind's default pool; empty: the kind's default provider, as without pools.
+     */
+    public Optional<Pool> forPreset(io.jobgate.preset.Preset preset) {
+        return pools.values().stream().filter(p -> p.presets().contains(preset.id())).findFirst()
+                .or(() -> pools.values().stream().filter(p -> p.kindDefault() && p.kind().equals(preset.kind())).findFirst());
     }
 
     /** The pool {@code name} declares, checked against the providers; refuses the start in one line otherwise. */
@@ -74,8 +123,8 @@ public final class PoolCatalog {
         for (String key : file.stringPropertyNames()) {
             String member = MEMBER_ENTRIES.stream().filter(e -> key.startsWith(e + ".")).findFirst()
                     .map(e -> key.substring(e.length() + 1)).orElse(null);
-            if (!key.equals("kind") && !key.equals("members") && (member == null || !names.contains(member))) {
-                throw new StartRefused(where + "unknown entry '" + key + "'; a pool has kind, members, "
+            if (!POOL_ENTRIES.contains(key) && (member == null || !names.contains(member))) {
+                throw new StartRefused(where + "unknown entry '" + key + "'; a pool has kind, members, presets, default, "
                         + String.join(", ", MEMBER_ENTRIES.stream().map(e -> e + ".<member>").toList()) + " for its members "
                         + String.join(", ", names));
             }
@@ -113,7 +162,13 @@ public final class PoolCatalog {
         if (members.stream().allMatch(m -> m.weight() == 0)) {
             throw new StartRefused(where + "every member's weight is 0: it would take no job; give one a weight of at least 1");
         }
-        return new Pool(name, kind, members);
+        Set<String> presets = new LinkedHashSet<>(Arrays.stream(file.getProperty("presets", "").split(",")).map(String::trim)
+                .filter(p -> !p.isEmpty()).toList());
+        String kindDefault = file.getProperty("default", "false").trim();
+        if (!kindDefault.equals("true") && !kindDefault.equals("false")) {
+            throw new StartRefused(where + "default must be true or false, was '" + kindDefault + "'");
+        }
+        return new Pool(name, kind, members, presets, Boolean.parseBoolean(kindDefault));
     }
 
     private static int whole(String where, String key, String value) {

@@ -28,10 +28,14 @@ public final class PoolWiring {
     }
 
     public static PoolPlacer bind(CamelContext context, Settings settings, JdbcTemplate jdbc, ProviderCatalog providers,
-                                  ProviderGates gates, Clock clock, TenantDirectory tenants) throws IOException {
+                                  io.jobgate.preset.PresetCatalog presets, ProviderGates gates, Clock clock, TenantDirectory tenants)
+            throws IOException {
         PoolCatalog pools = PoolCatalog.load(Arrays.stream(settings.required("jobgate.pools.dirs").split(","))
                 .map(String::trim).filter(d -> !d.isEmpty()).map(Path::of).toList(), providers);
-        pools.all().forEach(pool -> LOG.info("pool {} ({} jobs): {}", pool.name(), pool.kind(), pool.members().stream()
+        pools.checkPresets(presets);
+        pools.all().forEach(pool -> LOG.info("pool {} ({} jobs{}): {}", pool.name(), pool.kind(),
+                (pool.kindDefault() ? ", the kind's default" : "") + (pool.presets().isEmpty() ? "" : ", presets "
+                        + String.join(", ", new java.util.TreeSet<>(pool.presets()))), pool.members().stream()
                 .map(m -> m.provider() + " weight " + m.weight() + " max-wait " + m.maxWait().toSeconds() + " s"
                         + (m.failureThreshold() == 0 ? ", never cools" : ", cools " + m.cooldown().toSeconds() + " s after "
                         + m.failureThreshold() + " failures within " + m.failureWindow().toSeconds() + " s"))

@@ -13,6 +13,7 @@ import java.util.UUID;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.jobgate.adapter.TranscriptText;
 import io.jobgate.admission.AdmissionLimits;
+import io.jobgate.admission.AdmissionPlacement;
 import io.jobgate.admission.AdmissionWriter;
 import io.jobgate.admission.IdempotencyKeys;
 import io.jobgate.common.ApiProblem;
@@ -26,7 +27,6 @@ import io.jobgate.preset.Preset;
 import io.jobgate.preset.PresetCatalog;
 import io.jobgate.provider.Pricing;
 import io.jobgate.provider.Provider;
-import io.jobgate.provider.ProviderCatalog;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -59,12 +59,12 @@ public final class SummaryOrders {
                        AND (w.claimed_until IS NULL OR w.claimed_until < ?)
                      ORDER BY w.job_id LIMIT 32 FOR UPDATE OF w SKIP LOCKED) due
              WHERE s.job_id = due.job_id
-            RETURNING s.job_id, s.tenant_id, s.preset_id, s.preset_version, s.provider, s.inputs::text AS inputs""";
+            RETURNING s.job_id, s.tenant_id, s.preset_id, s.preset_version, s.provider, s.pool, s.inputs::text AS inputs""";
 
     private final JdbcTemplate jdbc;
     private final Clock clock;
     private final PresetCatalog presets;
-    private final ProviderCatalog providers;
+    private final AdmissionPlacement placement;
     private final JobStore jobs;
     private final AdmissionWriter writer;
     private final AdmissionLimits limits;
@@ -78,14 +78,14 @@ public final class SummaryOrders {
      * @param whyNotAllowed per tenant and provider, why the tenant's rules of where its jobs run rule the provider out
      *                      (null: it may use it); the summary job is the tenant's job as much as its transcript
      */
-    public SummaryOrders(JdbcTemplate jdbc, Clock clock, PresetCatalog presets, ProviderCatalog providers, JobStore jobs,
+    public SummaryOrders(JdbcTemplate jdbc, Clock clock, PresetCatalog presets, AdmissionPlacement placement, JobStore jobs,
                          AdmissionWriter writer, AdmissionLimits limits, S3Client s3, String bucket, Duration retryEvery,
                          java.util.function.BiFunction<String, String, String> whyNotAllowed) {
         this.whyNotAllowed = whyNotAllowed;
         this.jdbc = jdbc;
         this.clock = clock;
         this.presets = presets;
-        this.providers = providers;
+        this.placement = placement;
         this.jobs = jobs;
         this.writer = writer;
         this.limits = limits;
@@ -142,24 +142,30 @@ public final class SummaryOrders {
         }
         try {
             Preset preset = presets.resolve((String) row.get("preset_id"), ((Number) row.get("preset_version")).intValue());
-            Provider provider = providers.choose((String) row.get("provider"), preset, null, 0, p -> whyNotAllowed.apply(tenant, p));
             JsonNode inputs = Json.parseObject(((String) row.get("inputs")).getBytes(StandardCharsets.UTF_8));
             // The prompt is the preset's instruction and the transcript: both are billed as input tokens.
             long inputTokens = TranscriptText.estimatedTokens(text) + TranscriptText.estimatedTokens(preset.template().render(inputs));
+            UUID summaryId = JobIds.next(clock);
+            // Placed as a client's job is at admission: the provider named, the pool named (or the preset's or the kind's),
+            // or the kind's default provider, within the tenant's rules; priced on each provider from the tokens.
+            AdmissionPlacement.Placed placed = placement.place(tenant, p -> whyNotAllowed.apply(tenant, p), (String) row.get("provider"),
+                    (String) row.get("pool"), preset, null, 0, summaryId, "summary.", p -> Pricing.summaryCostMicros(p, inputTokens));
+            Provider provider = placed.provider();
             Instant now = clock.instant().truncatedTo(ChronoUnit.MICROS);
             String key = key(parentId);
-            Job summary = new Job(JobIds.next(clock), tenant, key, Digests.sha256Hex(key), JobStatus.QUEUED, preset.id(),
+            Job summary = new Job(summaryId, tenant, key, Digests.sha256Hex(key), JobStatus.QUEUED, preset.id(),
                     preset.version(), preset.kind(), null, provider.name(), null, result.path("sha256").asText(),
-                    result.path("bytes").asLong(), parent.correlationId(), Pricing.summaryCostMicros(provider, inputTokens),
+                    result.path("bytes").asLong(), parent.correlationId(), placed.costMicros(),
                     limits.maxAttempts(), limits.maxLifetimeSeconds(), now.plusSeconds(limits.maxLifetimeSeconds()), 0, null, null,
-                    now, now, null, null, null, null, parent.webhookEndpointId(), parentId, null);
+                    now, now, null, null, null, null, parent.webhookEndpointId(), parentId, placed.pool(), placed.waitingReason());
             AdmissionWriter.Candidate candidate = new AdmissionWriter.Candidate(summary, Json.write(inputs), transcriptKey,
                     Pricing.summaryMetered(provider, inputTokens));
             UUID ordered = writer.admit(candidate) == AdmissionWriter.Result.ADMITTED ? summary.id()
                     : jobs.findByKey(tenant, key).orElseThrow(() -> new IllegalStateException("key " + key + " taken without a job")).id();
             jdbc.update("UPDATE job_summaries SET state = 'ordered', summary_job_id = ?, claimed_until = NULL, refused_code = NULL,"
                     + " refused_message = NULL, updated_at = ? WHERE job_id = ?", ordered, Timestamp.from(clock.instant()), parentId);
-            LOG.info("summary of job {} ordered as job {} ({}, {} input tokens estimated)", parentId, ordered, provider.name(), inputTokens);
+            LOG.info("summary of job {} ordered as job {} ({}{}, {} input tokens estimated)", parentId, ordered, provider.name(),
+                    placed.pool() == null ? "" : " in pool " + placed.pool(), inputTokens);
             return true;
         } catch (ApiProblem refused) {
             boolean mayPass = refused.status() == 402 || refused.status() == 429 || refused.status() == 503

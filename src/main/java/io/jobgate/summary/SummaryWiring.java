@@ -7,7 +7,6 @@ import io.jobgate.admission.AdmissionWiring;
 import io.jobgate.common.SettingsReader;
 import io.jobgate.job.JobStore;
 import io.jobgate.preset.PresetCatalog;
-import io.jobgate.provider.ProviderCatalog;
 import org.apache.camel.CamelContext;
 import org.springframework.jdbc.core.JdbcTemplate;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -22,9 +21,9 @@ public final class SummaryWiring {
     }
 
     public static void bind(CamelContext context, SettingsReader settings, JdbcTemplate jdbc, Clock clock, PresetCatalog presets,
-                            ProviderCatalog providers, JobStore jobs, AdmissionWiring.Admission admission, S3Client s3, String bucket,
+                            JobStore jobs, AdmissionWiring.Admission admission, S3Client s3, String bucket,
                             java.util.function.BiFunction<String, String, String> whyNotAllowed) {
-        context.getRegistry().bind("summaryOrders", new SummaryOrders(jdbc, clock, presets, providers, jobs, admission.writer(),
+        context.getRegistry().bind("summaryOrders", new SummaryOrders(jdbc, clock, presets, admission.placement(), jobs, admission.writer(),
                 admission.limits(), s3, bucket, Duration.ofSeconds(settings.intValue("jobgate.summaries.retry-seconds", 1, 86_400)), whyNotAllowed));
     }
 }

@@ -78,6 +78,7 @@ class PoolCatalogTest {
             an unknown kind               | kind = music\\nmembers = openai                          | kind must be one of image, transcription, summary, video
             a max-wait below zero         | kind = image\\nmembers = openai\\nmax-wait-seconds.openai = -5 | max-wait-seconds.openai must be a whole number of at least 0
             an entry for a non-member     | kind = image\\nmembers = openai\\nweight.fakeimg = 2      | unknown entry 'weight.fakeimg'
+            a default that is no boolean  | kind = image\\nmembers = openai\\ndefault = yes          | default must be true or false, was 'yes'
             """)
     void refusesABadPoolInOneLine(String why, String text, String expected, @TempDir Path dir) {
         assertThatThrownBy(() -> load(dir, "bad", text.replace("\\n", "\n")))
@@ -110,5 +111,42 @@ class PoolCatalogTest {
         // A kind without pools is not checked: its jobs go to a provider the tenant may use, or are refused one by one.
         TenantPoolRules.check(List.of(tenant(java.util.Set.of("fakeimg"), java.util.Set.of())), pools, providers);
         TenantPoolRules.check(List.of(tenant(java.util.Set.of("gemini"), java.util.Set.of())), PoolCatalog.none(), providers);
+    }
+
+    @Test
+    void aJobNamingNeitherTakesThePoolOfItsPresetElseItsKindsDefaultPoolElseNone(@TempDir Path dir) throws Exception {
+        load(dir, "scans", "kind = image\nmembers = openai, fakeimg\npresets = invoice-scan\n");
+        load(dir, "images", "kind = image\nmembers = replicate, openai\ndefault = true\n");
+        PoolCatalog pools = load(dir, "talk", "kind = transcription\nmembers = openai\n");
+        io.jobgate.preset.PresetCatalog presets = io.jobgate.preset.PresetCatalog.load(Path.of("config/presets"));
+        pools.checkPresets(presets);
+
+        assertThat(pools.forPreset(presets.resolve("invoice-scan", null))).map(Pool::name).contains("scans");
+        assertThat(pools.forPreset(presets.resolve("invoice-clean", null))).map(Pool::name).contains("images");
+        assertThat(pools.forPreset(presets.resolve("call-transcript", null))).as("pool talk is no default").isEmpty();
+        assertThat(pools.find("scans").orElseThrow().presets()).containsExactly("invoice-scan");
+        assertThat(pools.find("images").orElseThrow().kindDefault()).isTrue();
+    }
+
+    @Test
+    void aPresetOfTwoPoolsTwoDefaultsOfAKindOrAPresetThatIsNoneOfTheKindsRefusesTheStart(@TempDir Path dir) throws Exception {
+        load(dir, "scans", "kind = image\nmembers = openai\npresets = invoice-scan\ndefault = true\n");
+        assertThatThrownBy(() -> load(dir, "more-scans", "kind = image\nmembers = fakeimg\npresets = invoice-clean, invoice-scan\n"))
+                .isInstanceOf(StartRefused.class).hasMessage("pool scans (pools/scans.properties): presets names 'invoice-scan', which pool "
+                        + "more-scans names too; a preset's jobs take one pool");
+        Files.delete(dir.resolve("more-scans.properties"));
+        assertThatThrownBy(() -> load(dir, "images", "kind = image\nmembers = fakeimg\ndefault = true\n"))
+                .isInstanceOf(StartRefused.class).hasMessageContaining("default = true, as pool ")
+                .hasMessageEndingWith("is for image jobs; a kind has one default pool");
+        Files.delete(dir.resolve("images.properties"));
+
+        io.jobgate.preset.PresetCatalog presets = io.jobgate.preset.PresetCatalog.load(Path.of("config/presets"));
+        assertThatThrownBy(() -> load(dir, "typo", "kind = image\nmembers = fakeimg\npresets = invoice-scna\n").checkPresets(presets))
+                .isInstanceOf(StartRefused.class).hasMessageStartingWith("pool typo (pools/typo.properties): presets names 'invoice-scna', "
+                        + "which is not a preset (presets: ");
+        Files.delete(dir.resolve("typo.properties"));
+        assertThatThrownBy(() -> load(dir, "kinds", "kind = image\nmembers = fakeimg\npresets = call-transcript\n").checkPresets(presets))
+                .isInstanceOf(StartRefused.class).hasMessage("pool kinds (pools/kinds.properties): presets names 'call-transcript', "
+                        + "a preset of kind transcription; the pool serves image jobs");
     }
 }

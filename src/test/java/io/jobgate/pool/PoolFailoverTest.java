@@ -103,6 +103,11 @@ class PoolFailoverTest extends GatewayTestBase {
                             "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(target);
     }
 
+    /** The request of {@link #request} naming neither a provider nor a pool. */
+    static String namingNeither() {
+        return request("\"neither\": 0").replace(", \"neither\": 0,", ",");
+    }
+
     static final String EU_ONLY = "test-eu-only-key";
     static final String STICKY = "test-sticky-key";
     static final String BONLY = "test-bonly-key";
@@ -489,6 +494,28 @@ class PoolFailoverTest extends GatewayTestBase {
     }
 
     @Test
+    void aJobNamingNeitherAProviderNorAPoolRunsInItsPresetsPoolAndMovesLikeAnyPoolJob() {
+        a.stubFor(post(PATH).willReturn(aResponse().withStatus(503).withBody("busy")));
+        b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody("{\"created\": 1, \"data\": [{\"b64_json\": \""
+                + Base64.getEncoder().encodeToString(Samples.jpeg(1024, 1536)) + "\"}]}")));
+        // invoice-scan is listed by pool scans (src/test/resources/pools/config/scans.properties); invoice-clean by none.
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), namingNeither().replace("invoice-clean", "invoice-scan"));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        UUID scan = UUID.fromString(r.json().path("job_id").asText());
+        assertThat(r.json().path("pool").asText()).isEqualTo("scans");
+        assertThat(job(scan)).containsEntry("pool", "scans").containsEntry("provider", "poola").containsEntry("cost_micros", 3000L);
+        Jobs.awaitStatus(scan, "succeeded");
+        assertThat(attempts(scan)).extracting(row -> row.get("adapter")).containsExactly("poola", "poolb");
+
+        // A provider named pins the job as before, and a preset no pool lists goes to the kind's default provider.
+        ApiClient.Response pinned = api.postJob(ACME, "k-" + UUID.randomUUID(), request("\"provider\": \"poolb\"")
+                .replace("invoice-clean", "invoice-scan"));
+        assertThat(job(UUID.fromString(pinned.json().path("job_id").asText()))).containsEntry("pool", null).containsEntry("provider", "poolb");
+        ApiClient.Response plain = api.postJob(ACME, "k-" + UUID.randomUUID(), namingNeither());
+        assertThat(job(UUID.fromString(plain.json().path("job_id").asText()))).containsEntry("pool", null);
+    }
+
+    @Test
     void aProviderOrPoolTheTenantMayNotUseIsRefusedAndNothingIsStored() {
         long jobs = Db.count("SELECT count(*) FROM jobs");
         long ledger = Db.count("SELECT count(*) FROM ledger");
@@ -507,8 +534,7 @@ class PoolFailoverTest extends GatewayTestBase {
 
         // Without a pool or a provider named, the job goes to a provider the tenant may use, not the kind's default.
         b.stubFor(post(PATH).willReturn(aResponse().withStatus(200).withBody(pngReply())));
-        ApiClient.Response plain = api.postJob(BONLY, "k-" + UUID.randomUUID(), request("\"correlation_id\": \"default-path\"")
-                .replace(", \"correlation_id\": \"default-path\",", ","));
+        ApiClient.Response plain = api.postJob(BONLY, "k-" + UUID.randomUUID(), namingNeither());
         assertThat(plain.status()).as(plain.text()).isEqualTo(202);
         UUID chosen = UUID.fromString(plain.json().path("job_id").asText());
         assertThat((String) job(chosen).get("provider")).isIn("poolb", "fakeimg");

@@ -45,6 +45,9 @@ class CallSummaryTest extends GatewayTestBase {
                 "jobgate.summaries.period-ms", "100",
                 "jobgate.provider.openai.base-url", openai.baseUrl() + "/v1",
                 "jobgate.provider.openai.api-key", "sk-test-123",
+                "jobgate.pools.dirs", "src/test/resources/summaries/pools",
+                // The pool's fallback member dearer than OpenAI, so a summary in the pool pays the simulator's price.
+                "jobgate.provider.simulator.price.output-ktokens-micros", "3200",
                 "jobgate.tenants.files", "config/tenants.yaml,src/test/resources/test-tenants.yaml,src/test/resources/summaries/tenants.yaml");
     }
 
@@ -121,6 +124,53 @@ class CallSummaryTest extends GatewayTestBase {
         assertThat(summary.path("provider").asText()).as(summary.toString()).isEqualTo("openai");
         Jobs.awaitFinal(UUID.fromString(summary.path("job_id").asText()));
         assertThat(api.get(openaiOnly, "/v1/jobs/" + call).json().path("summary").path("status").asText()).isEqualTo("succeeded");
+    }
+
+    /**
+     * A summary may name a pool of summary providers, as a job names one: placed when it is ordered, priced at the
+     * dearest member (of the tokens' prices), its job showing its pool. A pool that is unknown or named beside a
+     * provider is refused with the transcription job, and nothing is stored.
+     */
+    @Test
+    void aSummaryNamingAPoolIsPlacedInItWhenOrderedAndPricedAtItsDearestMember() {
+        String tag = Jobs.tag();
+        openai.stubFor(post("/v1/chat/completions").withRequestBody(containing(tag))
+                .willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
+                        .withBody(completion("Call back on Friday.", 150, 10))));
+        openai.stubFor(post("/v1/audio/transcriptions").withRequestBody(containing(tag + "-audio"))
+                .willReturn(aResponse().withStatus(200).withHeader("Content-Type", "application/json")
+                        .withBody(transcript("Customer " + tag + " asks for a call back."))));
+        ApiClient.Response upload = api.upload(ACME, "audio/wav", Samples.wav(1800));
+        String call = "{\"preset_id\": \"call-transcript\", \"provider\": \"openai\", \"upload_id\": \""
+                + upload.json().path("upload_id").asText() + "\", \"inputs\": {\"language\": \"en\", \"speakers\": 2, \"glossary\": "
+                + "[{\"term\": \"" + tag + "-audio\"}]}, \"summary\": {\"preset_id\": \"call-summary\", %s, \"inputs\": {\"focus\": \"next_steps\"}}}";
+
+        long jobs = Db.count("SELECT count(*) FROM jobs");
+        ApiClient.Response unknown = api.postJob(ACME, "k-" + UUID.randomUUID(), call.formatted("\"pool\": \"nosuch\""));
+        assertThat(unknown.status()).as(unknown.text()).isEqualTo(422);
+        assertThat(unknown.code()).isEqualTo("unknown_pool");
+        assertThat(unknown.json().path("field").asText()).isEqualTo("summary.pool");
+        ApiClient.Response both = api.postJob(ACME, "k-" + UUID.randomUUID(), call.formatted("\"pool\": \"talks\", \"provider\": \"openai\""));
+        assertThat(both.code()).isEqualTo("pool_or_provider");
+        assertThat(both.json().path("field").asText()).isEqualTo("summary.pool");
+        assertThat(Db.count("SELECT count(*) FROM jobs")).isEqualTo(jobs);
+
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), call.formatted("\"pool\": \"talks\""));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        JsonNode view = awaitSummaryEnded(UUID.fromString(r.json().path("job_id").asText()));
+        assertThat(view.path("summary").path("status").asText()).as("%s", view.path("summary")).isEqualTo("succeeded");
+        UUID summaryJob = UUID.fromString(view.path("summary").path("job_id").asText());
+        JsonNode job = api.get(ACME, "/v1/jobs/" + summaryJob).json();
+        assertThat(job.path("pool").asText()).isEqualTo("talks");
+        assertThat(job.path("provider").asText()).isEqualTo("openai");
+        // Its price: the prompt's tokens and the 1,024 it may answer at the dearer member's prices (the simulator's:
+        // 400 and 3200 micros a thousand, against OpenAI's 400 and 1600), though OpenAI serves it.
+        Map<String, Object> debit = debit(summaryJob);
+        long inputTokens = ((Number) debit.get("units")).longValue() - 1024;
+        assertThat(((Number) debit.get("micros")).longValue()).as("debited for %s input tokens", inputTokens)
+                .isEqualTo(job.path("cost").path("amount_micros").asLong())
+                .isEqualTo((inputTokens * 400 + 1024 * 3200 + 999) / 1000);
+        assertThat(Db.count("SELECT count(*) FROM attempts WHERE job_id = ? AND adapter = 'openai'", summaryJob)).isEqualTo(1);
     }
 
     @Test
