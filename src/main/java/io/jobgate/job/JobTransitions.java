@@ -498,7 +498,7 @@ public final class JobTransitions {
             }
             if (event.has(Effect.STATUS_EVENT)) {
                 p.addValue("category", change.category());
-                writes.statusEvent();
+                writes.statusEvent(event.has(Effect.DISPATCH_AT));
             }
             if (closing != null) {
                 // After the job's row and its slot, before the counters: the order of open_attempts below.

@@ -240,12 +240,17 @@ final class TransitionSql {
                     + "SELECT :job, :tenant, 'dispatch', :at, :now WHERE {after} RETURNING 1");
         }
 
-        /** The job's status event (the relay publishes it on the topic {@code jobs.events}). */
-        void statusEvent() {
+        /**
+         * The job's status event (the relay publishes it on the topic {@code jobs.events}); a change that dispatches the
+         * job again ({@code mayMove}) says in {@code moved_to} the pool member it moved to (null: it stayed).
+         */
+        void statusEvent(boolean mayMove) {
             then("status_event", """
                     INSERT INTO outbox (job_id, tenant_id, event_type, payload, available_at, created_at)
                     SELECT :job, :tenant, 'status', jsonb_build_object('status', CAST(:to AS text),
-                           'attempt', CAST(:attempts AS int), 'error_category', CAST(:category AS text)), :now, :now
+                           'attempt', CAST(:attempts AS int), 'error_category', CAST(:category AS text)"""
+                    + (mayMove ? ", 'moved_to', CAST(:moveTo AS text)" : "") + """
+                    ), :now, :now
                      WHERE {after} RETURNING 1""");
         }
 

@@ -172,7 +172,7 @@ public final class OutboxRelay {
                AND o.published_at IS NULL
             RETURNING o.event_id, o.job_id, o.tenant_id, coalesce(o.payload->>'status', '') AS status,
                       coalesce((o.payload->>'attempt')::int, 0) AS attempt, o.payload->>'error_category' AS error_category,
-                      o.created_at""";
+                      o.created_at, o.payload->>'moved_to' AS moved_to""";
 
     /**
      * One round of status events for followers of the jobs.events topic, in one transaction of the
@@ -234,7 +234,7 @@ public final class OutboxRelay {
         List<io.jobgate.job.StatusEvent> rows = new java.util.ArrayList<>();
         while (rs.next()) {
             rows.add(new io.jobgate.job.StatusEvent(rs.getLong(1), rs.getObject(2, UUID.class), rs.getString(3),
-                    rs.getString(4), rs.getInt(5), rs.getString(6), rs.getTimestamp(7).toInstant()));
+                    rs.getString(4), rs.getInt(5), rs.getString(6), rs.getTimestamp(7).toInstant(), rs.getString(8)));
         }
         rows.sort(java.util.Comparator.comparingLong(io.jobgate.job.StatusEvent::eventId));
         return rows;
@@ -353,6 +353,9 @@ public final class OutboxRelay {
             g.writeNumberField("attempt", event.attempt());
             if (event.errorCategory() != null) {
                 g.writeStringField("error_category", event.errorCategory());
+            }
+            if (event.movedTo() != null) {
+                g.writeStringField("moved_to", event.movedTo()); // a pool job's move to another member
             }
             g.writeStringField("at", event.at().toString());
             g.writeNumberField("event_id", event.eventId());
