@@ -35,6 +35,8 @@ final class GatewayProcesses implements AutoCloseable {
     final Path jar;
     final String run = Long.toHexString(System.nanoTime() & 0xFFFFFFL);
     final List<String> keys = new ArrayList<>();
+    /** Tenants of one bench's own case, outside {@link #tenantPattern()}: their entries, written by {@link #writeTenants}. */
+    private final List<String> ownTenants = new ArrayList<>();
     final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(5)).build();
     private final EmbeddedPostgresServer postgres;
@@ -112,7 +114,31 @@ final class GatewayProcesses implements AutoCloseable {
                         credit_grants: {bench-%s: 1000000000000000}
                     """.formatted(run, i, Digests.sha256Hex(key), maxRunning, run));
         }
+        ownTenants.forEach(yaml::append);
         Files.writeString(dir.resolve("bench-tenants.yaml"), yaml);
+    }
+
+    /**
+     * A tenant of one bench's own case, written with the others by {@link #startGateway}: its id is {@code name-<run>},
+     * outside {@link #tenantPattern()} so that the figures and checks of this run's numbered tenants leave it out;
+     * {@code rules} are more lines of its entry (e.g. {@code providers: {deny: [simulator]}}). Returns its API key.
+     */
+    String ownTenant(String name, String rules) {
+        String key = name + "-" + run + "-" + UUID.randomUUID();
+        ownTenants.add("""
+                  - id: %s
+                    api_key_sha256: %s
+                    max_open_jobs: 10000000
+                    max_queued_bytes: 1000000000000
+                    credit_grants: {bench-%s: 1000000000000000}
+                    %s
+                """.formatted(ownTenantId(name), Digests.sha256Hex(key), run, rules));
+        return key;
+    }
+
+    /** The id of {@link #ownTenant}'s tenant {@code name}. */
+    String ownTenantId(String name) {
+        return name + "-" + run;
     }
 
     /**

@@ -28,9 +28,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * openai answers again, but its gate stays closed for the hour. Every 5 s it prints the jobs finished per member, p95
  * accept → final of those, the open jobs and openai's state in the pool; at the end, per phase, and the money: one
  * debit per job, none refunded, no job succeeded twice. An unmeasured warm-up of {@code --warm-up-seconds} at the same
- * rate comes first.
+ * rate comes first. Then two checks of their own: jobs whose reply the simulator loses, settled there by lookup
+ * ({@link PoolLostReplies}), and a tenant whose rules exclude the simulator, waiting on openai ({@link PoolRuledOutTenant}).
  */
 final class PoolBench {
+
+    /** A pool job: the body every tenant of this bench sends. */
+    static final String POOL_JOB = AdmissionLoad.BODY.replace("{\"preset_id\"", "{\"pool\": \"images\", \"preset_id\"");
+
+    /** The first phase in which openai's gate is closed for the hour (its 429). */
+    private static final int FIRST_GATED_PHASE = 3;
 
     private static final String[] PHASES = {"both healthy", "openai 503", "openai healthy again", "openai 429, Retry-After 1 h",
             "openai answers, its gate closed"};
@@ -61,6 +68,9 @@ final class PoolBench {
                 latencyMillis / 1000.0, rate, tenants, phaseSeconds, String.join(" → ", PHASES), Runtime.version().feature(),
                 Runtime.getRuntime().availableProcessors());
         Path pools = Files.createDirectories(dir.resolve("pools"));
+        // openai's cooldown: 20 s, or a third of a phase when phases are short (CI runs 5 s), so that openai takes traffic
+        // back in the third phase and meets the 429 of the fourth: else it cools through both, and its gate never closes.
+        int cooldownSeconds = Math.max(1, Math.min(20, phaseSeconds / 3));
         Files.writeString(pools.resolve("images.properties"), """
                 # bench --only pool: two image members of different public APIs.
                 kind = image
@@ -70,9 +80,14 @@ final class PoolBench {
                 max-wait-seconds.openai = 60
                 failure-threshold.openai = 5
                 failure-window-seconds.openai = 30
-                cooldown-seconds.openai = 20
-                """);
+                cooldown-seconds.openai = %d
+                # The lost replies this bench causes on the simulator are ambiguous failures, which count against it:
+                # they must not cool down the member the outage phases need.
+                failure-threshold.simulator = 0
+                """.formatted(cooldownSeconds));
         try (GatewayProcesses parties = new GatewayProcesses(jar, dir, java, latencyMillis)) {
+            PoolRuledOutTenant ruledOut = new PoolRuledOutTenant(parties, POOL_JOB, PHASES.length);
+            PoolLostReplies lostReplies = new PoolLostReplies(parties, tenants, POOL_JOB);
             // Each member can carry the whole rate alone (64 calls at once each): what a failover needs of the other member.
             parties.startGateway(tenants, 100_000, 64, Map.of("JOBGATE_POOLS_DIRS", pools.toString(),
                     "JOBGATE_PROVIDER_SIMULATOR_MAX_CONCURRENCY", "64"));
@@ -91,18 +106,33 @@ final class PoolBench {
                 Thread timeline = new Thread(() -> timeline(parties, start), "pool-timeline");
                 timeline.setDaemon(true);
                 timeline.start();
+                // Beside the arrivals: the tenant that may not use the simulator, through every phase; and while both
+                // members are healthy, the jobs whose reply the simulator loses (a handful: 10 at 20 jobs/s).
+                Thread ruledOutArrivals = background("pool-ruled-out", () -> ruledOut.run(start, phaseSeconds));
+                Thread lostReplyArrivals = background("pool-lost-replies", () -> lostReplies.send(start, phaseSeconds, Math.max(3, rate / 2)));
                 for (int phase = 0; phase < PHASES.length; phase++) {
                     fault(parties, phase);
                     System.out.printf("  -- phase %d at %3d s: %s%n", phase + 1, (System.currentTimeMillis() - start) / 1000, PHASES[phase]);
                     send(parties, senders, start + phase * phaseSeconds * 1000L, phaseSeconds, accepted, refused);
                 }
+                lostReplyArrivals.join();
+                ruledOutArrivals.join(); // it reads its last phase's jobs at that phase's end
                 timeline.interrupt();
                 SustainedBench.waitForOpen(db, parties, 0, 300);
                 summary(db, parties, start, accepted.get(), refused.get());
+                lostReplies.check(db);
+                ruledOut.finish(db, PHASES, FIRST_GATED_PHASE);
             } finally {
                 senders.shutdownNow();
             }
         }
+    }
+
+    private static Thread background(String name, Runnable work) {
+        Thread t = new Thread(work, name);
+        t.setDaemon(true);
+        t.start();
+        return t;
     }
 
     /** The stand-in's answers in {@code phase}. */
@@ -129,8 +159,7 @@ final class PoolBench {
             senders.execute(() -> {
                 try {
                     HttpRequest.Builder post = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + parties.port + "/v1/jobs"))
-                            .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofString(
-                                    AdmissionLoad.BODY.replace("{\"preset_id\"", "{\"pool\": \"images\", \"preset_id\"")));
+                            .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofString(POOL_JOB));
                     parties.postHeaders(tenant).forEach(post::header);
                     HttpResponse<String> r = parties.http.send(post.build(), HttpResponse.BodyHandlers.ofString());
                     (r.statusCode() == 202 ? accepted : refused).incrementAndGet();
@@ -169,7 +198,7 @@ final class PoolBench {
     }
 
     /** openai's state as placement sees it: its gate, its cooldown and probe (the table GET /v1/admin/pools reads). */
-    private static String memberState(Connection db) throws Exception {
+    static String memberState(Connection db) throws Exception {
         StringBuilder state = new StringBuilder();
         try (ResultSet rs = db.createStatement().executeQuery("SELECT greatest(0, extract(epoch FROM closed_until - now()))::bigint"
                 + " FROM provider_gates WHERE provider = 'openai' AND closed_until > now()")) {
@@ -197,7 +226,7 @@ final class PoolBench {
             long from = start + phase * phaseSeconds * 1000L;
             long to = from + phaseSeconds * 1000L;
             Tally t = tally(db, parties, "created_at", from, to);
-            System.out.printf("  %-32s %6d  %9d  %12d  %5d  %13.0f ms  %6d%n", PHASES[phase], t.latencies.size(), t.on("openai"),
+            System.out.printf("  %-32s %6d  %9d  %12d  %5d  %13.0f ms  %6d%n", PHASES[phase], t.jobs, t.on("openai"),
                     t.on("simulator"), t.moved, p95(t.latencies), t.failed);
         }
         try (PreparedStatement s = db.prepareStatement("""
@@ -230,6 +259,7 @@ final class PoolBench {
     private static final class Tally {
         final Map<String, Long> byMember = new TreeMap<>();
         final List<Double> latencies = new ArrayList<>();
+        long jobs;
         long failed;
         /** Jobs whose attempts ran on more than one member. */
         long moved;
@@ -242,19 +272,22 @@ final class PoolBench {
     private static Tally tally(Connection db, GatewayProcesses parties, String column, long from, long to) throws Exception {
         Tally t = new Tally();
         try (PreparedStatement s = db.prepareStatement("SELECT j.provider, j.status, extract(epoch FROM j.finalized_at - j.created_at) * 1000,"
-                + " (SELECT count(DISTINCT a.adapter) FROM attempts a WHERE a.job_id = j.job_id) FROM jobs j"
+                + " (SELECT count(DISTINCT a.adapter) FROM attempts a WHERE a.job_id = j.job_id), j.correlation_id FROM jobs j"
                 + " WHERE j.tenant_id LIKE ? AND j." + column + " >= ? AND j." + column + " < ?")) {
             s.setString(1, parties.tenantPattern());
             s.setTimestamp(2, new java.sql.Timestamp(from));
             s.setTimestamp(3, new java.sql.Timestamp(to));
             try (ResultSet rs = s.executeQuery()) {
                 while (rs.next()) {
+                    t.jobs++;
                     if ("succeeded".equals(rs.getString(2))) {
                         t.byMember.merge(rs.getString(1), 1L, Long::sum);
                     } else {
                         t.failed++;
                     }
-                    t.latencies.add(rs.getDouble(3));
+                    if (!PoolLostReplies.isOne(rs.getString(5))) {
+                        t.latencies.add(rs.getDouble(3)); // a lost reply's wait for its lookup is not the pool's
+                    }
                     if (rs.getLong(4) > 1) {
                         t.moved++;
                     }
