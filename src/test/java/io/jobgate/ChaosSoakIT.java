@@ -53,7 +53,9 @@ import static org.awaitility.Awaitility.await;
  * 503, slow calls, lost replies, wrong media types and sizes, prose for an image), under a steady
  * load of several tenants with duplicate submissions, one of whose jobs go to a slow synchronous provider
  * (a stand-in of OpenAI's Images API taking {@link #SLOW_CALL} per image, issue 35), so that every event
- * meets calls in flight and its answers can be counted against the jobs. Meanwhile the gateway is killed with SIGKILL
+ * meets calls in flight and its answers can be counted against the jobs. Two tenants' jobs name a pool of the simulator and
+ * that stand-in ({@link #POOL}) instead of a provider, so that the faults and events meet jobs that may move between
+ * members; the pool's invariants are checked on them beside the rest. Meanwhile the gateway is killed with SIGKILL
  * three times, the broker once, and the gateway is stopped once with SIGTERM; each time it is started
  * again at once. Afterwards every invariant of the design is checked ({@link ChaosChecks}), jobs must have
  * succeeded but for the failures the injected faults explain ({@link #explainedFailures}), and the
@@ -82,6 +84,14 @@ class ChaosSoakIT {
      * counted against the jobs afterwards ({@link ChaosChecks.ProviderAnswer}).
      */
     static final String SLOW_TENANT = "chaos-slow";
+    /**
+     * The pool of two image members of different APIs, the simulator (weight 3) and the slow stand-in of OpenAI's
+     * Images API (weight 1): the jobs of {@link #POOL_TENANTS} (half of the load) name it instead of a provider, so
+     * that the simulator's faults move them to OpenAI and every event meets pool jobs on both members.
+     */
+    static final String POOL = "images";
+    static final List<String> POOL_MEMBERS = List.of("simulator", "openai");
+    static final List<String> POOL_TENANTS = List.of("chaos-a", "chaos-b");
     static final Duration SLOW_CALL = Duration.ofSeconds(3);
     static final String IMAGES = "/v1/images/generations";
     static final Pattern INVOICE = Pattern.compile("CH-(\\d+)");
@@ -167,6 +177,10 @@ class ChaosSoakIT {
             environment.put("JOBGATE_PUBLIC_BASE_URL", "http://127.0.0.1:" + port);
             environment.put("JOBGATE_PROVIDER_OPENAI_BASE_URL", slowImages.baseUrl());
             environment.put("JOBGATE_PROVIDER_OPENAI_API_KEY", "chaos");
+            // The pool: its file in a directory of its own. OpenAI's calls in flight (its file allows 8) take the pool
+            // jobs placed or moved there beside the slow tenant's (2 jobs/s at 3 s a call each).
+            environment.put("JOBGATE_POOLS_DIRS", poolDir().toString());
+            environment.put("JOBGATE_PROVIDER_OPENAI_MAX_CONCURRENCY", "32");
             // OpenAI has no lookup and no idempotent submit: a call a SIGKILL cut short leaves its job in
             // submission_unknown until its lifetime and the reconcile horizon have passed. Both short here,
             // so that such jobs end (expired, refunded) within the run.
@@ -178,7 +192,8 @@ class ChaosSoakIT {
             Instant firstReady = startGateway(api);
             List<Event> events = new ArrayList<>();
             try (ChaosLoad load = new ChaosLoad(port, TENANTS.stream().map(t -> t + "-key").toList(), RATE,
-                    Map.of(SLOW_TENANT + "-key", "openai"))) {
+                    Map.of(SLOW_TENANT + "-key", "openai"), POOL_TENANTS.stream().collect(java.util.stream.Collectors.toMap(
+                    t -> t + "-key", t -> POOL)))) {
                 load.start();
                 Instant began = Instant.now();
                 awaitSucceededSince(db, began, RATE * 10);
@@ -207,9 +222,9 @@ class ChaosSoakIT {
                     List<Instant> kills = events.stream().filter(e -> e.kind() == Kind.GATEWAY_SIGKILL).map(Event::at).toList();
                     checks = new ChaosChecks(db, objects, "jobgate", api, rateLimitBackoff).run(load,
                             explainedFailures(load, Integer.parseInt(shipped.getProperty("jobgate.limits.max-attempts").trim()), kills.size()),
-                            slowImages.answers(), kills);
+                            slowImages.answers(), kills, new ChaosChecks.PoolSpec(POOL, imagePrices()));
                 }
-                String report = report(db, load, events, checks, firstReady, began, drained, accepted)
+                String report = report(db, load, events, checks, firstReady, began, drained, accepted) + poolReport(db)
                         + "slow provider (OpenAI's Images API answering after %d s): %d calls answered; jobs of %s: %s%n".formatted(
                         SLOW_CALL.toSeconds(), slowImages.answers().size(), SLOW_TENANT, rows(db, "SELECT status || coalesce(' ' "
                                 + "|| error_category, ''), count(*) FROM jobs WHERE tenant_id = '" + SLOW_TENANT + "' GROUP BY 1 ORDER BY 1"));
@@ -253,6 +268,8 @@ class ChaosSoakIT {
      * <li>{@link #SLOW_TENANT}: its stand-in injects nothing, but a call a SIGKILL cut short cannot be looked up
      * (OpenAI has none) and its job expires ({@code expired}): at most the calls the tenant had at the provider,
      * {@link RunFigures#MAX_RUNNING}, per SIGKILL.</li>
+     * <li>{@link #POOL_TENANTS}: the simulator's, on the attempts the pool places there, and the slow provider's, on
+     * those it places on OpenAI (a call cut short there never moves: it expires).</li>
      * </ul>
      */
     static Map<String, Map<String, Long>> explainedFailures(ChaosLoad load, int maxAttempts, int gatewayKills) {
@@ -262,11 +279,20 @@ class ChaosSoakIT {
         Map<String, Long> jobs = new LinkedHashMap<>();
         load.accepted().forEach(a -> jobs.merge(a.apiKey().substring(0, a.apiKey().length() - "-key".length()), 1L, Long::sum));
         Map<String, Map<String, Long>> explained = new LinkedHashMap<>();
-        jobs.forEach((tenant, n) -> explained.put(tenant, tenant.equals(SLOW_TENANT)
-                ? Map.of("expired", (long) RunFigures.MAX_RUNNING * gatewayKills)
-                : Map.of("invalid_output", ChaosChecks.explained(rate.get("wrong_media_type") + rate.get("wrong_size"), n),
-                        "unparseable_response", ChaosChecks.explained(rate.get("prose") * rate.get("prose"), n),
-                        "exhausted", ChaosChecks.explained(Math.pow(refused, maxAttempts), n))));
+        jobs.forEach((tenant, n) -> {
+            Map<String, Long> simulator = Map.of("invalid_output", ChaosChecks.explained(rate.get("wrong_media_type") + rate.get("wrong_size"), n),
+                    "unparseable_response", ChaosChecks.explained(rate.get("prose") * rate.get("prose"), n),
+                    "exhausted", ChaosChecks.explained(Math.pow(refused, maxAttempts), n));
+            Map<String, Long> slow = Map.of("expired", (long) RunFigures.MAX_RUNNING * gatewayKills);
+            Map<String, Long> mine = new LinkedHashMap<>();
+            if (!tenant.equals(SLOW_TENANT)) {
+                mine.putAll(simulator);
+            }
+            if (tenant.equals(SLOW_TENANT) || POOL_TENANTS.contains(tenant)) {
+                mine.putAll(slow);
+            }
+            explained.put(tenant, mine);
+        });
         return explained;
     }
 
@@ -280,11 +306,20 @@ class ChaosSoakIT {
 
         SlowImages() {
             server.start();
-            server.stubFor(WireMock.post(WireMock.urlEqualTo(IMAGES)).willReturn(WireMock.aResponse().withStatus(200)
-                    .withHeader("Content-Type", "application/json").withHeader("x-request-id", "req_chaos")
-                    .withBody("{\"created\": 1, \"data\": [{\"b64_json\": \"" + Base64.getEncoder().encodeToString(Samples.png(1024, 1024))
-                            + "\"}], \"usage\": {\"input_tokens\": 20, \"output_tokens\": 1056, \"total_tokens\": 1076}}")
-                    .withFixedDelay((int) SLOW_CALL.toMillis())));
+            // The size and format asked for: the pool's jobs come in every aspect class, PNG or JPEG by their preset.
+            for (int[] size : new int[][] {{1024, 1024}, {1536, 1024}, {1024, 1536}}) {
+                for (String format : List.of("png", "jpeg")) {
+                    byte[] image = format.equals("png") ? Samples.png(size[0], size[1]) : Samples.jpeg(size[0], size[1]);
+                    server.stubFor(WireMock.post(WireMock.urlEqualTo(IMAGES))
+                            .withRequestBody(WireMock.matchingJsonPath("$.size", WireMock.equalTo(size[0] + "x" + size[1])))
+                            .withRequestBody(WireMock.matchingJsonPath("$.output_format", WireMock.equalTo(format)))
+                            .willReturn(WireMock.aResponse().withStatus(200)
+                                    .withHeader("Content-Type", "application/json").withHeader("x-request-id", "req_chaos")
+                                    .withBody("{\"created\": 1, \"data\": [{\"b64_json\": \"" + Base64.getEncoder().encodeToString(image)
+                                            + "\"}], \"usage\": {\"input_tokens\": 20, \"output_tokens\": 1056, \"total_tokens\": 1076}}")
+                                    .withFixedDelay((int) SLOW_CALL.toMillis())));
+                }
+            }
         }
 
         String baseUrl() {
@@ -310,6 +345,54 @@ class ChaosSoakIT {
         public void close() {
             server.stop();
         }
+    }
+
+    /**
+     * The pool's file, {@code <dir>/pools/images.properties}. The simulator's faults fail about one call in twenty
+     * (503s, calls past its deadline, lost replies): its threshold lets that background pass and cools it on a burst.
+     */
+    private Path poolDir() throws Exception {
+        Path pools = dir.resolve("pools");
+        Files.createDirectories(pools);
+        Files.writeString(pools.resolve(POOL + ".properties"), """
+                kind = image
+                members = %s
+                weight.simulator = 3
+                weight.openai = 1
+                failure-threshold.simulator = 15
+                failure-window-seconds.simulator = 60
+                cooldown-seconds.simulator = 20
+                """.formatted(String.join(", ", POOL_MEMBERS)));
+        return pools;
+    }
+
+    /** Each member's price per image, from its provider file (what admission prices a pool job with). */
+    static Map<String, Long> imagePrices() throws Exception {
+        Map<String, Long> prices = new LinkedHashMap<>();
+        for (String member : POOL_MEMBERS) {
+            Properties file = new Properties();
+            try (Reader r = Files.newBufferedReader(Path.of("config/providers/" + member + ".properties"))) {
+                file.load(r);
+            }
+            prices.put(member, Long.parseLong(file.getProperty("jobgate.provider." + member + ".price.image-micros").trim()));
+        }
+        return prices;
+    }
+
+    /** The pool's lines of the report: its jobs, those that moved between members, each member's attempts. */
+    private static String poolReport(Connection db) throws Exception {
+        String ofPool = "FROM jobs WHERE pool = '" + POOL + "'";
+        return "pool %s (%s): %d pool jobs ran (%s), %d moved between members; final member: %s; attempts per member: %s; "
+                .formatted(POOL, String.join(", ", POOL_MEMBERS), scalar(db, "SELECT count(*) " + ofPool),
+                        rows(db, "SELECT status || coalesce(' ' || error_category, ''), count(*) " + ofPool + " GROUP BY 1 ORDER BY 1"),
+                        scalar(db, "SELECT count(*) FROM (SELECT a.job_id FROM attempts a JOIN jobs j USING (job_id) WHERE j.pool = '"
+                                + POOL + "' GROUP BY a.job_id HAVING count(DISTINCT a.adapter) > 1) m"),
+                        rows(db, "SELECT provider, count(*) " + ofPool + " GROUP BY 1 ORDER BY 1"),
+                        rows(db, "SELECT a.adapter, count(*) FROM attempts a JOIN jobs j USING (job_id) WHERE j.pool = '" + POOL
+                                + "' GROUP BY 1 ORDER BY 1"))
+                + "attempts per member and outcome: %s%n".formatted(rows(db, "SELECT a.adapter || ' ' || coalesce(a.outcome, '-')"
+                + " || coalesce(' ' || a.error_category, ''), count(*) FROM attempts a JOIN jobs j USING (job_id) WHERE j.pool = '"
+                + POOL + "' GROUP BY 1 ORDER BY 1"));
     }
 
     /** Starts the gateway and waits for its health; answers the moment it was ready. */

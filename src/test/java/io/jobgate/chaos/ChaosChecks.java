@@ -81,7 +81,7 @@ public final class ChaosChecks {
      *                  job must succeed)
      */
     public List<Check> run(ChaosLoad load, Map<String, Map<String, Long>> explained) throws Exception {
-        return run(load, explained, false, null, List.of());
+        return run(load, explained, false, null, List.of(), null);
     }
 
     /**
@@ -94,11 +94,26 @@ public final class ChaosChecks {
      */
     public List<Check> run(ChaosLoad load, Map<String, Map<String, Long>> explained, List<ProviderAnswer> answers,
                            List<Instant> gatewayKills) throws Exception {
-        return run(load, explained, true, answers, gatewayKills);
+        return run(load, explained, true, answers, gatewayKills, null);
+    }
+
+    /**
+     * The chaos soak with a pool: as {@link #run(ChaosLoad, Map, List, List)}, and the pool's invariants on every job
+     * that named it ({@link PoolInvariants}), each of which must examine something.
+     *
+     * @param pool the pool the run's pool jobs named, with its members' prices
+     */
+    public List<Check> run(ChaosLoad load, Map<String, Map<String, Long>> explained, List<ProviderAnswer> answers,
+                           List<Instant> gatewayKills, PoolSpec pool) throws Exception {
+        return run(load, explained, true, answers, gatewayKills, pool);
+    }
+
+    /** A pool of the run: its name and each member's price per image (micro-units), as its provider file says. */
+    public record PoolSpec(String name, Map<String, Long> imagePrices) {
     }
 
     private List<Check> run(ChaosLoad load, Map<String, Map<String, Long>> explained, boolean rateLimitsInjected,
-                            List<ProviderAnswer> answers, List<Instant> gatewayKills) throws Exception {
+                            List<ProviderAnswer> answers, List<Instant> gatewayKills, PoolSpec pool) throws Exception {
         Map<String, Job> jobs = jobs();
         jobsSucceeded(jobs, explained);
         if (answers != null) {
@@ -117,6 +132,9 @@ public final class ChaosChecks {
             gateClosedForEveryJob();
         }
         readsNeverGoBack(load, jobs);
+        if (pool != null) {
+            poolJobs(pool);
+        }
         nothingHeld();
         paidAnswersKept();
         check("clients never got a 404, a non-JSON body or another job for their key", load.answers().values().stream()
@@ -368,7 +386,8 @@ public final class ChaosChecks {
         long examined = 0;
         try (Statement s = db.createStatement(); ResultSet rs = s.executeQuery("""
                 SELECT a.job_id::text, a.attempt, a.ended_at, a.retry_after, a.retry_after_understood, a.next_attempt_at,
-                       n.started_at, a.started_at + make_interval(secs => coalesce(a.duration_ms, 0) / 1000.0) AS answered
+                       n.started_at, a.started_at + make_interval(secs => coalesce(a.duration_ms, 0) / 1000.0) AS answered,
+                       n.adapter <> a.adapter AS moved
                   FROM attempts a JOIN attempts n ON n.job_id = a.job_id AND n.attempt = a.attempt + 1
                  WHERE a.http_status = 429""")) {
             while (rs.next()) {
@@ -382,6 +401,13 @@ public final class ChaosChecks {
                 // (never later than the gateway read it). Its end is recorded later, by a load-dependent delay.
                 Instant answered = rs.getTimestamp(8).toInstant();
                 Instant due = recorded == null ? ended : recorded.toInstant();
+                // A pool job that moved after the 429: the Retry-After closed the failed member's gate, not the other
+                // member's; its next attempt there is due when the attempt recorded (its back-off).
+                boolean moved = rs.getBoolean(9);
+                if (moved) {
+                    header = null;
+                    understood = null;
+                }
                 if (header != null && Boolean.TRUE.equals(understood)) {
                     Instant said = header.chars().allMatch(Character::isDigit) ? answered.plusSeconds(Long.parseLong(header))
                             : ZonedDateTime.parse(header, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
@@ -395,7 +421,8 @@ public final class ChaosChecks {
                 }
             }
         }
-        check("no retry before its Retry-After (the back-off without one, the provider's rate-limit back-off if unreadable)",
+        check("no retry before its Retry-After (the back-off without one, the provider's rate-limit back-off if unreadable;"
+                        + " a pool job that moved: before the due time its attempt recorded)",
                 examined, wrong);
     }
 
@@ -439,6 +466,78 @@ public final class ChaosChecks {
             }
         });
         check("a terminal state once read never changes", reads.size(), wrong);
+    }
+
+    /**
+     * The pool's invariants ({@link PoolInvariants}) on every job that named {@code pool}: never two renders (no attempt
+     * that may have rendered on one member followed by one on another), its {@code provider} the member of its last
+     * attempt, a succeeded one debited once at the dearest member's price. The invariants every job is held to (one
+     * final event, one debit, a refund per failed job, nothing lost) are checked above for pool jobs as for the rest;
+     * the last row says how many of the jobs they examined named the pool, and fails when none did.
+     */
+    private void poolJobs(PoolSpec pool) throws Exception {
+        Map<String, PoolInvariants.PoolJob> poolJobs = new TreeMap<>();
+        try (var q = db.prepareStatement("SELECT job_id::text, pool, provider, status, cost_micros FROM jobs WHERE pool = ?")) {
+            q.setString(1, pool.name());
+            try (ResultSet rs = q.executeQuery()) {
+                while (rs.next()) {
+                    poolJobs.put(rs.getString(1), new PoolInvariants.PoolJob(rs.getString(1), rs.getString(2), rs.getString(3),
+                            rs.getString(4), rs.getLong(5)));
+                }
+            }
+        }
+        Map<String, List<PoolInvariants.Attempt>> attempts = new HashMap<>();
+        long attemptRows = 0;
+        try (var q = db.prepareStatement("""
+                SELECT a.job_id::text, a.attempt, a.adapter, a.outcome, a.error_category
+                  FROM attempts a JOIN jobs j USING (job_id) WHERE j.pool = ? ORDER BY a.job_id, a.attempt""")) {
+            q.setString(1, pool.name());
+            try (ResultSet rs = q.executeQuery()) {
+                while (rs.next()) {
+                    attemptRows++;
+                    attempts.computeIfAbsent(rs.getString(1), k -> new ArrayList<>()).add(new PoolInvariants.Attempt(rs.getInt(2),
+                            rs.getString(3), rs.getString(4), rs.getString(5)));
+                }
+            }
+        }
+        Map<String, List<PoolInvariants.Entry>> ledger = new HashMap<>();
+        try (var q = db.prepareStatement("""
+                SELECT l.job_id::text, l.entry_type, l.amount_micros, l.units FROM ledger l JOIN jobs j USING (job_id)
+                 WHERE j.pool = ?""")) {
+            q.setString(1, pool.name());
+            try (ResultSet rs = q.executeQuery()) {
+                while (rs.next()) {
+                    java.math.BigDecimal units = rs.getBigDecimal(4);
+                    ledger.computeIfAbsent(rs.getString(1), k -> new ArrayList<>()).add(new PoolInvariants.Entry(rs.getString(2),
+                            rs.getLong(3), units == null ? null : units.longValueExact()));
+                }
+            }
+        }
+        List<String> twoRenders = new ArrayList<>();
+        long mayHaveRendered = 0;
+        List<String> provider = new ArrayList<>();
+        long withAttempts = 0;
+        List<String> money = new ArrayList<>();
+        long succeeded = 0;
+        for (PoolInvariants.PoolJob job : poolJobs.values()) {
+            List<PoolInvariants.Attempt> mine = attempts.getOrDefault(job.id(), List.of());
+            mayHaveRendered += mine.stream().filter(PoolInvariants.Attempt::mayHaveRendered).count();
+            twoRenders.addAll(PoolInvariants.neverTwoRenders(job.id(), mine));
+            if (!mine.isEmpty()) {
+                withAttempts++;
+            }
+            provider.addAll(PoolInvariants.providerIsLastAttemptsMember(job, mine));
+            if (job.status().equals("succeeded")) {
+                succeeded++;
+            }
+            money.addAll(PoolInvariants.chargedOnceAtTheDearest(job, ledger.getOrDefault(job.id(), List.of()), pool.imagePrices()));
+        }
+        check("pool " + pool.name() + ": never two renders (no attempt that may have rendered on one member, "
+                + "submission_unknown or ambiguous, followed by an attempt on another; examined: such attempts)", mayHaveRendered, twoRenders);
+        check("pool " + pool.name() + ": a job's provider is the member of its last attempt", withAttempts, provider);
+        check("pool " + pool.name() + ": a succeeded job debited once, at the dearest member's price " + pool.imagePrices()
+                + " fixed at admission", succeeded, money);
+        check("pool " + pool.name() + ": its jobs held to every invariant above (" + attemptRows + " attempts)", poolJobs.size(), List.of());
     }
 
     /**

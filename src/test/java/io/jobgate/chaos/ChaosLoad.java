@@ -52,6 +52,8 @@ public final class ChaosLoad implements AutoCloseable {
     private final List<String> apiKeys;
     /** Tenants (by API key) whose jobs name a provider of their own: OpenAI's square images, as its stand-in answers them. */
     private final Map<String, String> providerOf;
+    /** Tenants (by API key) whose jobs name a pool instead of a provider: any preset and aspect class, as the default's. */
+    private final Map<String, String> poolOf;
     private final int perSecond;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private final ScheduledExecutorService pace = Executors.newSingleThreadScheduledExecutor();
@@ -81,9 +83,18 @@ public final class ChaosLoad implements AutoCloseable {
 
     /** @param providerOf the provider the jobs of these API keys' tenants name (the rest: the default provider) */
     public ChaosLoad(int port, List<String> apiKeys, int perSecond, Map<String, String> providerOf) {
+        this(port, apiKeys, perSecond, providerOf, Map.of());
+    }
+
+    /**
+     * @param providerOf the provider the jobs of these API keys' tenants name
+     * @param poolOf     the pool the jobs of these API keys' tenants name (the rest: the default provider)
+     */
+    public ChaosLoad(int port, List<String> apiKeys, int perSecond, Map<String, String> providerOf, Map<String, String> poolOf) {
         this.base = "http://127.0.0.1:" + port;
         this.apiKeys = List.copyOf(apiKeys);
         this.providerOf = Map.copyOf(providerOf);
+        this.poolOf = Map.copyOf(poolOf);
         this.perSecond = perSecond;
     }
 
@@ -138,11 +149,13 @@ public final class ChaosLoad implements AutoCloseable {
         String apiKey = apiKeys.get(index % apiKeys.size());
         String key = key(index);
         String provider = providerOf.get(apiKey);
+        String pool = poolOf.get(apiKey);
+        String target = provider != null ? "\"provider\": \"" + provider + "\", " : pool != null ? "\"pool\": \"" + pool + "\", " : "";
         String body = """
                 {%s"preset_id": "%s", "aspect_class": "%s",
                  "inputs": {"supplier_name": "Chaos GmbH", "invoice_id": "%s", "currency": "EUR",
                             "line_items": [{"description": "Soak", "quantity": %d, "unit_price": 3}]}}"""
-                .formatted(provider == null ? "" : "\"provider\": \"" + provider + "\", ", provider == null ? PRESETS.get(index % 2)
+                .formatted(target, provider == null ? PRESETS.get(index % 2)
                         : "invoice-clean", provider == null ? CLASSES.get(index % 3) : "square", invoiceId(index), 1 + index % 5);
         String jobId = postUntilAnswered(apiKey, key, body);
         if (jobId == null) {
