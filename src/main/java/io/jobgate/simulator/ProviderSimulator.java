@@ -61,17 +61,38 @@ public final class ProviderSimulator implements AutoCloseable {
     private final Map<String, String> byKey = new ConcurrentHashMap<>();
     private final java.util.Set<String> faulted = ConcurrentHashMap.newKeySet();
 
+    /**
+     * The bytes of outputs already read that stay readable: beyond it the oldest read ones expire (their file answers
+     * 404, as a provider's expired output does; the task still says what it rendered). Every output was kept before,
+     * and the simulator running in the gateway filled its heap (4,467 renders, 169 MB of bytes, in a 512 MB heap: the
+     * pool bench's gateway spent its time collecting).
+     */
+    static final long READ_OUTPUTS_KEPT_BYTES = 64L << 20;
+    /** How long a task is kept at all (Replicate keeps an API prediction and its output for an hour). */
+    static final Duration TASKS_KEPT = Duration.ofHours(1);
+
+    private final java.util.Queue<Task> readOutputs = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** {@link #READ_OUTPUTS_KEPT_BYTES}, smaller in a test. */
+    volatile long readOutputsKeptBytes = READ_OUTPUTS_KEPT_BYTES;
+    private final java.util.concurrent.atomic.AtomicLong readOutputBytes = new java.util.concurrent.atomic.AtomicLong();
+
     private static final class Task {
         final String id;
-        final JsonNode input;
+        final String key;
         final String webhook;
         final String fault;
+        /** The request's envelope until the render read it. */
+        volatile JsonNode input;
         volatile String status = "starting";
         volatile byte[] output;
         volatile String mediaType;
+        /** Its output was rendered and has since expired. */
+        volatile boolean expired;
+        final java.util.concurrent.atomic.AtomicBoolean read = new java.util.concurrent.atomic.AtomicBoolean();
 
-        Task(String id, JsonNode input, String webhook, String fault) {
+        Task(String id, String key, JsonNode input, String webhook, String fault) {
             this.id = id;
+            this.key = key;
             this.input = input;
             this.webhook = webhook;
             this.fault = fault;
@@ -109,8 +130,8 @@ public final class ProviderSimulator implements AutoCloseable {
             if (http.getRequestMethod().equals("POST") && path.equals("/v1/predictions")) {
                 submit(http);
             } else if (http.getRequestMethod().equals("GET") && path.startsWith("/v1/predictions/by-key/")) {
-                String id = byKey.get(path.substring("/v1/predictions/by-key/".length()));
-                reply(http, id == null ? 404 : 200, id == null ? Map.of("detail", "Not found.") : view(tasks.get(id)));
+                Task task = tasks.get(byKey.getOrDefault(path.substring("/v1/predictions/by-key/".length()), ""));
+                reply(http, task == null ? 404 : 200, task == null ? Map.of("detail", "Not found.") : view(task));
             } else if (http.getRequestMethod().equals("POST") && path.startsWith("/v1/predictions/") && path.endsWith("/cancel")) {
                 Task task = tasks.get(path.substring("/v1/predictions/".length(), path.length() - "/cancel".length()));
                 if (task != null && !task.status.equals("succeeded") && !task.status.equals("failed")) {
@@ -135,9 +156,9 @@ public final class ProviderSimulator implements AutoCloseable {
             return;
         }
         String key = http.getRequestHeaders().getFirst("Idempotency-Key");
-        String existing = key == null ? null : byKey.get(key);
+        Task existing = key == null ? null : tasks.get(byKey.getOrDefault(key, ""));
         if (existing != null) {
-            reply(http, 200, view(tasks.get(existing))); // the same request again: the same prediction
+            reply(http, 200, view(existing)); // the same request again: the same prediction
             return;
         }
         String fault = http.getRequestHeaders().getFirst("X-Simulator-Fault");
@@ -180,12 +201,13 @@ public final class ProviderSimulator implements AutoCloseable {
             }
             default -> { }
         }
-        Task task = new Task("sim_" + UUID.randomUUID().toString().replace("-", "").substring(0, 20), body.path("input"),
+        Task task = new Task("sim_" + UUID.randomUUID().toString().replace("-", "").substring(0, 20), key, body.path("input"),
                 body.path("webhook").asText(null), fault);
         tasks.put(task.id, task);
         if (key != null) {
             byKey.put(key, task.id);
         }
+        work.schedule(() -> forget(task), TASKS_KEPT.toMillis(), TimeUnit.MILLISECONDS);
         work.schedule(() -> complete(task), config.processing().toMillis(), TimeUnit.MILLISECONDS);
         if ("lose_reply".equals(fault) || "slow".equals(fault)) {
             sleep(config.slow()); // the caller's deadline passes; the task exists all the same
@@ -200,6 +222,7 @@ public final class ProviderSimulator implements AutoCloseable {
     private void complete(Task task) {
         try {
             JsonNode envelope = task.input;
+            task.input = null; // read once: a task kept for its lookups keeps no request
             String kind = envelope.path("kind").asText("image");
             if (task.status.equals("canceled")) {
                 return;
@@ -279,18 +302,63 @@ public final class ProviderSimulator implements AutoCloseable {
                 reply(http, 404, Map.of("detail", "Not found."));
                 return;
             }
+            byte[] output = task.output;
             http.getResponseHeaders().add("Content-Type", task.mediaType);
-            http.sendResponseHeaders(200, task.output.length);
-            http.getResponseBody().write(task.output);
+            http.sendResponseHeaders(200, output.length);
+            http.getResponseBody().write(output);
+            if (task.read.compareAndSet(false, true)) {
+                readOutputs.add(task);
+                expireReadOutputsBeyond(readOutputsKeptBytes, readOutputBytes.addAndGet(output.length));
+            }
         }
+    }
+
+    /** The oldest outputs already read expire until those kept fit in {@code budget}. */
+    private void expireReadOutputsBeyond(long budget, long kept) {
+        while (kept > budget) {
+            Task oldest = readOutputs.poll();
+            if (oldest == null) {
+                return;
+            }
+            byte[] output = oldest.output;
+            oldest.expired = true;
+            oldest.output = null;
+            kept = readOutputBytes.addAndGet(output == null ? 0 : -output.length);
+        }
+    }
+
+    /** A task past {@link #TASKS_KEPT}: gone, its key free (a submit with it renders anew). */
+    private void forget(Task task) {
+        tasks.remove(task.id, task);
+        if (task.key != null) {
+            byKey.remove(task.key, task.id);
+        }
+        if (task.read.get() && readOutputs.remove(task)) {
+            byte[] output = task.output;
+            readOutputBytes.addAndGet(output == null ? 0 : -output.length);
+        }
+    }
+
+    /** How many outputs it holds and their bytes (a test's view of what it keeps). */
+    long[] outputsHeld() {
+        long count = 0;
+        long bytes = 0;
+        for (Task task : tasks.values()) {
+            byte[] output = task.output;
+            if (output != null) {
+                count++;
+                bytes += output.length;
+            }
+        }
+        return new long[] {count, bytes};
     }
 
     private Map<String, Object> view(Task task) {
         Map<String, Object> v = new LinkedHashMap<>();
         v.put("id", task.id);
         v.put("status", task.status);
-        v.put("output", task.output == null ? null : java.util.List.of("http://127.0.0.1:" + port() + "/files/" + task.id
-                + MediaTypes.extension(task.mediaType)));
+        v.put("output", task.output == null && !task.expired ? null : java.util.List.of("http://127.0.0.1:" + port() + "/files/"
+                + task.id + MediaTypes.extension(task.mediaType)));
         v.put("error", task.status.equals("failed") ? "render failed" : null);
         v.put("metrics", task.status.equals("succeeded") ? Map.of("predict_time", config.processing().toMillis() / 1000.0)
                 : Map.of());
