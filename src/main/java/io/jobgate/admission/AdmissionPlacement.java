@@ -51,7 +51,7 @@ public final class AdmissionPlacement {
                         String aspectClass, long inputBytes, UUID jobId, String field, ToLongFunction<Provider> price) {
         Pool chosen = pool != null ? named(pool, preset, tenantId, field)
                 : provider != null ? null
-                : pools.pools().forPreset(preset).filter(p -> pools.usable(p, tenantId)).orElse(null);
+                : implied(preset, tenantId).orElse(null);
         if (chosen == null) {
             Provider pinned = providers.choose(provider, preset, aspectClass, inputBytes, whyNot);
             return new Placed(pinned, null, null, price.applyAsLong(pinned));
@@ -69,9 +69,14 @@ public final class AdmissionPlacement {
     public void check(String tenantId, UnaryOperator<String> whyNot, String provider, String pool, Preset preset, String field) {
         if (pool != null) {
             named(pool, preset, tenantId, field);
-        } else if (provider != null || pools.pools().forPreset(preset).filter(p -> pools.usable(p, tenantId)).isEmpty()) {
+        } else if (provider != null || implied(preset, tenantId).isEmpty()) {
             providers.choose(provider, preset, null, 0, whyNot);
         }
+    }
+
+    /** The pool a job naming neither a provider nor a pool runs in (its preset's, else its kind's), if the tenant may use it. */
+    private java.util.Optional<Pool> implied(Preset preset, String tenantId) {
+        return pools.pools().forPreset(preset).filter(p -> pools.usable(p, tenantId));
     }
 
     /**
