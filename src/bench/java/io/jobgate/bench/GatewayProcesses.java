@@ -220,10 +220,15 @@ final class GatewayProcesses implements AutoCloseable {
 
     /** An image job of the OpenAI provider for one of this run's tenants, with a fresh idempotency key. */
     HttpRequest post(int tenant) {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/jobs"))
-                .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofString(IMAGE_JOB));
+        HttpRequest.Builder request = jobPost(IMAGE_JOB);
         postHeaders(tenant).forEach(request::header);
         return request.build();
+    }
+
+    /** {@code POST /v1/jobs} of {@code body} to the gateway, without a tenant's headers yet. */
+    HttpRequest.Builder jobPost(String body) {
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/jobs")).timeout(Duration.ofSeconds(60))
+                .POST(HttpRequest.BodyPublishers.ofString(body));
     }
 
     /** The headers of {@link #post}. */

@@ -9,7 +9,6 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -158,8 +157,7 @@ final class PoolBench {
             int tenant = k % tenants;
             senders.execute(() -> {
                 try {
-                    HttpRequest.Builder post = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + parties.port + "/v1/jobs"))
-                            .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofString(POOL_JOB));
+                    HttpRequest.Builder post = parties.jobPost(POOL_JOB);
                     parties.postHeaders(tenant).forEach(post::header);
                     HttpResponse<String> r = parties.http.send(post.build(), HttpResponse.BodyHandlers.ofString());
                     (r.statusCode() == 202 ? accepted : refused).incrementAndGet();

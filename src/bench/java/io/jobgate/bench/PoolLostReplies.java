@@ -1,14 +1,12 @@
 package io.jobgate.bench;
 
 import java.io.IOException;
-import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -38,7 +36,7 @@ final class PoolLostReplies {
     private static final Pattern LOOKUP_RESOLVED = Pattern.compile(
             "reconcile job=(\\S+) source=poller status=submission_unknown .*changed=true");
 
-    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ObjectMapper JSON = io.jobgate.common.Json.MAPPER;
 
     private final GatewayProcesses parties;
     private final int tenants;
@@ -78,9 +76,7 @@ final class PoolLostReplies {
 
     private void sendOne() throws Exception {
         int k = sent++;
-        HttpRequest.Builder post = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + parties.port + "/v1/jobs"))
-                .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofString(body))
-                .header("X-Correlation-Id", CORRELATION_PREFIX + parties.run + "-" + k);
+        HttpRequest.Builder post = parties.jobPost(body).header("X-Correlation-Id", CORRELATION_PREFIX + parties.run + "-" + k);
         parties.postHeaders(k % tenants).forEach(post::header);
         HttpResponse<String> r = parties.http.send(post.build(), HttpResponse.BodyHandlers.ofString());
         if (r.statusCode() != 202) {

@@ -27,7 +27,7 @@ final class PoolRuledOutTenant {
     static final String NAME = "pool-no-simulator";
     static final String RULES = "providers: {deny: [simulator]}";
 
-    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ObjectMapper JSON = io.jobgate.common.Json.MAPPER;
 
     private final GatewayProcesses parties;
     private final String key;
@@ -91,9 +91,7 @@ final class PoolRuledOutTenant {
     }
 
     private String send() throws Exception {
-        HttpRequest post = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + parties.port + "/v1/jobs"))
-                .timeout(Duration.ofSeconds(60)).POST(HttpRequest.BodyPublishers.ofString(body))
-                .header("Authorization", "Bearer " + key).header("Idempotency-Key", UUID.randomUUID().toString())
+        HttpRequest post = parties.jobPost(body).header("Authorization", "Bearer " + key).header("Idempotency-Key", UUID.randomUUID().toString())
                 .header("Content-Type", "application/json").build();
         HttpResponse<String> r = parties.http.send(post, HttpResponse.BodyHandlers.ofString());
         if (r.statusCode() != 202) {
