@@ -127,6 +127,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         RelayWiring.Relay relay = RelayWiring.bind(context, settings, roles, stores, clock, jobs.transitions(), jobs.finalizer(),
                 AdapterHttpPool.callsAllowed(providers.all()), callLimits, webhooks.fanOut());
         jobs.gates().onDispatchDue(relay.timer()::wakeAt); // a no-op unless the relay (and so its timer) runs here; job may not use relay
+        pools.health().onDispatchDue(relay.timer()::wakeAt); // jobs waiting on a probe, due at its result; pool may not use relay
         // A job may name a tenant's enabled webhook endpoint (webhook_url): admission may not use notify.
         AdmissionWiring.Admission admission = AdmissionWiring.bind(context, settings, stores, clock, presets.catalog(), providers, uploads,
                 jobs.store(), relay, (tenant, url) -> webhooks.endpoints().findByUrl(tenant, url)

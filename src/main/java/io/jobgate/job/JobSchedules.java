@@ -96,6 +96,31 @@ public final class JobSchedules {
     }
 
     /**
+     * The jobs of pool {@code pool} waiting on its member {@code member} for something that ended early — the member's
+     * probe, decided before its time ran out — are due at {@code at}: each not-yet-relayed dispatch event due after
+     * {@code at} and no later than {@code waitedUntil} (what the job was told to wait for), and the job's shown next
+     * attempt with it. A job waiting for something later (its gate's reopening) keeps its time. One statement.
+     *
+     * @return how many jobs were made due sooner
+     */
+    public int poolWaitsDueAt(String pool, String member, Instant waitedUntil, Instant at) {
+        // Outbox rows before job rows, the lock order of the relay and finalize.
+        Integer moved = jdbc.queryForObject("""
+                WITH moved AS (
+                    UPDATE outbox o SET available_at = ?
+                      FROM jobs j
+                     WHERE o.published_at IS NULL AND o.event_type = 'dispatch' AND o.available_at > ? AND o.available_at <= ?
+                       AND j.job_id = o.job_id AND j.pool = ? AND j.provider = ? AND j.finalized_at IS NULL
+                    RETURNING o.job_id),
+                shown AS (
+                    UPDATE jobs j SET next_attempt_at = ?
+                      FROM moved m WHERE j.job_id = m.job_id AND j.status = ? AND j.next_attempt_at > ?)
+                SELECT count(*) FROM moved""", Integer.class, Timestamp.from(at), Timestamp.from(at), Timestamp.from(waitedUntil),
+                pool, member, Timestamp.from(at), JobStatus.RETRY_WAIT.wire(), Timestamp.from(at));
+        return moved == null ? 0 : moved;
+    }
+
+    /**
      * A job in {@code retry_wait} whose next attempt was shown later is shown due at {@code now} (its dispatch
      * event was made due in the same transaction by the caller).
      */

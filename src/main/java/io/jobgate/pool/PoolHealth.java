@@ -25,7 +25,9 @@ import org.springframework.jdbc.core.JdbcTemplate;
  * on it is its probe, whose success gives the member its traffic back and whose failure cools it again. An operator's
  * drain keeps new attempts off a member until it is restored. The state placement reads is a snapshot of the table,
  * read again at most once a second (the starts of pool jobs ask it; a change made here is seen at once).
- * Each change of state writes one line to {@code jobgate.pools}.
+ * Each change of state writes one line to {@code jobgate.pools}. A probe decided before its time ran out makes the
+ * jobs that wait on the member for it due at once (its success) or at the new cooldown's end (its failure): they wait
+ * for the probe's result, not for its deadline.
  */
 public final class PoolHealth {
 
@@ -53,8 +55,14 @@ public final class PoolHealth {
     private final Clock clock;
     private volatile Snapshot snapshot = new Snapshot(Map.of(), Long.MIN_VALUE);
     private volatile java.util.function.BiConsumer<String, String> onCooled = (pool, member) -> { };
+    private volatile java.util.function.Consumer<Instant> dispatchDueAt = at -> { };
+    private final io.jobgate.job.JobSchedules schedules;
 
     private final long snapshotAgeNanos;
+    /** When a decided probe's waiting jobs are woken a second time: every instance's snapshot is newer by then. */
+    private final Duration rewakeAfter;
+    /** Beyond the snapshot's age: a start's read of the state to the write of its wait. */
+    static final Duration REWAKE_MARGIN = Duration.ofSeconds(2);
 
     public PoolHealth(JdbcTemplate jdbc, Clock clock) {
         this(jdbc, clock, SNAPSHOT_AGE);
@@ -63,12 +71,19 @@ public final class PoolHealth {
     PoolHealth(JdbcTemplate jdbc, Clock clock, Duration snapshotAge) {
         this.jdbc = jdbc;
         this.clock = clock;
+        this.schedules = new io.jobgate.job.JobSchedules(jdbc);
         this.snapshotAgeNanos = snapshotAge.toNanos();
+        this.rewakeAfter = snapshotAge.plus(REWAKE_MARGIN);
     }
 
     /** Told of each member that begins to cool down (pool, member): the metrics' count. */
     public void onCooled(java.util.function.BiConsumer<String, String> listener) {
         this.onCooled = listener;
+    }
+
+    /** Told when jobs waiting on a probe were made due sooner (the relay's timer). */
+    public void onDispatchDue(java.util.function.Consumer<Instant> listener) {
+        this.dispatchDueAt = listener;
     }
 
     /**
@@ -164,6 +179,9 @@ public final class PoolHealth {
                     Timestamp.from(until), at, at, pool.name(), member.provider(), jobId);
             if (cooled == 1) {
                 onCooled.accept(pool.name(), member.provider());
+                if (probeFailed) {
+                    probeDecided(pool, member, now, until);
+                }
                 POOLS.warn("pool member cooling pool={} member={} until={} cause=\"{}\" after=\"{}\"", pool.name(), member.provider(),
                         until, cause, probeFailed ? "its probe (job " + jobId + ") failed"
                                 : row.failures() + " failures within " + member.failureWindow().toSeconds() + " s");
@@ -187,6 +205,36 @@ public final class PoolHealth {
         if (recovered == 1) {
             POOLS.info("pool member healthy pool={} member={} probe={} (it takes attempts by its weight again)", pool.name(),
                     member.provider(), jobId);
+            probeDecided(pool, member, at.toInstant(), at.toInstant());
+        }
+    }
+
+    /**
+     * The member's probe was decided at {@code now}: the jobs waiting on the member for the probe's end (placed while it
+     * ran, told to wait at most its time from now) are due at {@code dueAt} — now after a success, the new cooldown's end
+     * after a failure. A job waiting for its gate's reopening before then wakes with them and, finding the gate still
+     * closed, waits again: cheap, and rare (a 429 does not count against a member).
+     */
+    private void probeDecided(Pool pool, Pool.Member member, Instant now, Instant dueAt) {
+        wake(pool, member, now, dueAt, "");
+        // A start that read the state before the decision (its snapshot up to SNAPSHOT_AGE old, on any instance) may
+        // write its wait for the old deadline after this wake: once every snapshot is newer than the decision, wake again.
+        java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                wake(pool, member, now, dueAt, " (again, for starts that read the state before it)");
+            } catch (RuntimeException e) {
+                POOLS.warn("pool member probe decided pool={} member={}: the second wake failed ({}); its stragglers wait for the"
+                        + " probe's deadline", pool.name(), member.provider(), e.toString());
+            }
+        }, java.util.concurrent.CompletableFuture.delayedExecutor(rewakeAfter.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS));
+    }
+
+    private void wake(Pool pool, Pool.Member member, Instant now, Instant dueAt, String which) {
+        int woken = schedules.poolWaitsDueAt(pool.name(), member.provider(), now.plus(probeTime(member)), dueAt);
+        if (woken > 0) {
+            dispatchDueAt.accept(dueAt);
+            POOLS.info("pool member probe decided pool={} member={} jobs_due={} at={}{}", pool.name(), member.provider(), woken, dueAt,
+                    which);
         }
     }
 

@@ -19,9 +19,14 @@ public final class ReconcileWiring {
 
     public static Reconciler bind(CamelContext context, Settings settings, JdbcTemplate jdbc, JobWiring.Jobs jobs, ProviderCatalog providers,
                                   PresetCatalog presets, AdapterCaller adapters, OutputStore outputs, Backoff backoff, Canaries canaries) {
+        ReconcileSettings reconcile = ReconcileSettings.from(settings);
         Reconciler reconciler = new Reconciler(jdbc, jobs.transitions(), jobs.finalizer(), providers, presets, adapters, outputs,
-                jobs.gates(), ReconcileSettings.from(settings), backoff, canaries, jobs.candidateAttempts());
+                jobs.gates(), reconcile, backoff, canaries, jobs.candidateAttempts());
         context.getRegistry().bind("reconciler", reconciler);
+        // A poll's claimed checks run this many at once (routes/reconciler.camel.yaml): one at a time, a provider whose
+        // jobs are all checked by polling was carried only as fast as one thread asked, stored and finalized.
+        context.getRegistry().bind("reconcileChecks", context.getExecutorServiceManager().newFixedThreadPool(reconciler,
+                "reconcile-check", reconcile.concurrency()));
         return reconciler;
     }
 }

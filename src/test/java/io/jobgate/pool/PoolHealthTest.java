@@ -31,6 +31,9 @@ class PoolHealthTest {
     static final Pool.Member B = new Pool.Member("hb", 1, Duration.ofSeconds(60), 0, Duration.ofSeconds(60), Duration.ofSeconds(30));
     static final Pool POOL = new Pool("health-test", "image", List.of(A, B));
 
+    /** Timestamps as stored (microseconds) against the clock's (nanoseconds). */
+    static final org.assertj.core.data.TemporalUnitOffset MS = org.assertj.core.api.Assertions.within(1, java.time.temporal.ChronoUnit.MILLIS);
+
     HikariDataSource db;
     JdbcTemplate jdbc;
     MovableClock clock;
@@ -42,11 +45,14 @@ class PoolHealthTest {
     void migrate() {
         db = TestDatabase.migratedPool(3);
         jdbc = new JdbcTemplate(db);
+        io.jobgate.support.TestTenants.tenant(jdbc, "health-tenant", 100, 10, 1_000_000);
     }
 
     @BeforeEach
     void fresh() {
         jdbc.update("DELETE FROM pool_members WHERE pool = ?", POOL.name());
+        jdbc.update("DELETE FROM outbox WHERE tenant_id = 'health-tenant'");
+        jdbc.update("DELETE FROM jobs WHERE tenant_id = 'health-tenant'");
         clock = new MovableClock();
         // Every read reads the table (an instance's snapshot is at most a second old: PoolHealth.SNAPSHOT_AGE).
         health = new PoolHealth(jdbc, clock, Duration.ZERO);
@@ -152,6 +158,79 @@ class PoolHealthTest {
         assertThat(state(other, A)).isEqualTo(MemberState.HEALTHY);
         assertThatThrownBy(() -> health.drain(POOL, "nobody", "ops", null)).isInstanceOf(ApiProblem.class)
                 .hasMessageContaining("has no member 'nobody'");
+    }
+
+    @Test
+    void theJobsWaitingOnItsProbeAreDueAtItsResultNotItsDeadline() {
+        coolA();
+        clock.advance(Duration.ofSeconds(31));
+        UUID probe = UUID.randomUUID();
+        assertThat(health.claimProbe(POOL, A, probe)).isTrue();
+        java.time.Instant probeEnds = clock.instant().plus(PoolHealth.probeTime(A));
+        // Placed while the probe runs: one waits for its end; one waits for its gate an hour away; one waits on the other member.
+        UUID waitsForProbe = waiting(A, probeEnds);
+        java.time.Instant gateReopens = clock.instant().plusSeconds(3600);
+        UUID waitsForGate = waiting(A, gateReopens);
+        UUID onOther = waiting(B, probeEnds);
+        clock.advance(Duration.ofSeconds(2));
+        List<java.time.Instant> relayTold = new java.util.ArrayList<>();
+        health.onDispatchDue(relayTold::add);
+
+        health.failed(POOL, A, probe, "HTTP 503");
+        java.time.Instant coolsUntil = health.state(POOL, A, UUID.randomUUID()).until();
+        assertThat(dueAt(waitsForProbe)).as("a failed probe: due when the new cooldown ends, not at the probe's deadline")
+                .isCloseTo(coolsUntil, MS);
+        assertThat(shownDue(waitsForProbe)).isCloseTo(coolsUntil, MS);
+        assertThat(dueAt(waitsForGate)).as("waits for its gate: untouched").isCloseTo(gateReopens, MS);
+        assertThat(dueAt(onOther)).as("waits on the other member: untouched").isCloseTo(probeEnds, MS);
+        assertThat(relayTold).hasSize(1);
+        assertThat(relayTold.get(0)).isCloseTo(coolsUntil, MS);
+
+        clock.advance(Duration.ofSeconds(31));
+        UUID second = UUID.randomUUID();
+        assertThat(other.claimProbe(POOL, A, second)).isTrue();
+        // The job woke at the cooldown's end, found the new probe running, and waits for its end again.
+        io.jobgate.support.JobFactory.on(jdbc).waitsUntil(waitsForProbe, clock.instant().plus(PoolHealth.probeTime(A)));
+        health.succeeded(POOL, A, second);
+        java.time.Instant decided = relayTold.get(relayTold.size() - 1);
+        assertThat(decided).isBetween(clock.instant().minusSeconds(5), clock.instant());
+        assertThat(dueAt(waitsForProbe)).as("a probe that succeeded: due now").isCloseTo(decided, MS);
+        assertThat(shownDue(waitsForProbe)).isCloseTo(decided, MS);
+        assertThat(dueAt(onOther)).isCloseTo(probeEnds, MS);
+        assertThat(relayTold).hasSize(2);
+    }
+
+    @Test
+    void aWaitWrittenJustAfterTheProbeSucceededIsWokenAgain() {
+        coolA();
+        clock.advance(Duration.ofSeconds(31));
+        UUID probe = UUID.randomUUID();
+        assertThat(health.claimProbe(POOL, A, probe)).isTrue();
+        health.succeeded(POOL, A, probe);
+        // A start that read "probing" before the success writes its wait for the probe's deadline after the first wake.
+        java.time.Instant staleDeadline = clock.instant().plus(PoolHealth.probeTime(A));
+        UUID straggler = waiting(A, staleDeadline);
+        assertThat(dueAt(straggler)).isCloseTo(staleDeadline, MS);
+        org.awaitility.Awaitility.await("the second wake").atMost(PoolHealth.REWAKE_MARGIN.plusSeconds(10))
+                .pollInterval(Duration.ofMillis(100)).until(() -> dueAt(straggler).isBefore(clock.instant()));
+    }
+
+    /** A job of the pool in retry_wait on {@code member}, its dispatch event due at {@code at}. */
+    private UUID waiting(Pool.Member member, java.time.Instant at) {
+        io.jobgate.support.JobFactory jobs = io.jobgate.support.JobFactory.on(jdbc);
+        UUID job = jobs.job("health-tenant").pool(POOL.name()).provider(member.provider()).status("retry_wait").attempts(1)
+                .nextAttemptAt(at).insert();
+        jobs.dispatch(job, "health-tenant", at);
+        return job;
+    }
+
+    private java.time.Instant dueAt(UUID job) {
+        return jdbc.queryForObject("SELECT available_at FROM outbox WHERE job_id = ? AND event_type = 'dispatch'",
+                java.sql.Timestamp.class, job).toInstant();
+    }
+
+    private java.time.Instant shownDue(UUID job) {
+        return jdbc.queryForObject("SELECT next_attempt_at FROM jobs WHERE job_id = ?", java.sql.Timestamp.class, job).toInstant();
     }
 
     private void coolA() {

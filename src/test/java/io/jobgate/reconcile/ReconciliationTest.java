@@ -109,6 +109,34 @@ class ReconciliationTest extends GatewayTestBase {
         Jobs.awaitStatus(id, "succeeded");
     }
 
+    /**
+     * A poll's claimed checks are asked at once (jobgate.reconcile.concurrency, 4 here): each lookup takes a second,
+     * and every one of them arrives before the first is answered. One at a time, a provider checked only by polling
+     * was carried no faster than one thread could ask, store and finalize (the pool bench's simulator, 2026-12-07).
+     */
+    @Test
+    void aPollsClaimedChecksAreAskedAtOnce() throws Exception {
+        context.getRouteController().suspendRoute("reconciler");
+        List<String> tags = List.of(Jobs.tag(), Jobs.tag(), Jobs.tag(), Jobs.tag());
+        List<UUID> ids = new java.util.ArrayList<>();
+        for (String tag : tags) {
+            ids.add(pendingJob(tag));
+            fake.stubFor(get(PREDICTIONS + "/p-" + tag).willReturn(aResponse().withStatus(200).withFixedDelay(1000)
+                    .withBody(prediction(tag, "succeeded"))));
+        }
+        clock.advance(Duration.ofSeconds(1)); // every next check (at most 400 ms ahead) is due, in one poll's batch
+        context.getRouteController().resumeRoute("reconciler");
+        ids.forEach(id -> Jobs.awaitStatus(id, "succeeded"));
+
+        List<java.util.Date> asked = tags.stream().map(tag -> fake.getAllServeEvents().stream()
+                .filter(e -> e.getRequest().getUrl().equals(PREDICTIONS + "/p-" + tag) && e.getRequest().getMethod().getName().equals("GET"))
+                .map(e -> e.getRequest().getLoggedDate()).min(java.util.Comparator.naturalOrder()).orElseThrow()).toList();
+        long spanMillis = asked.stream().mapToLong(java.util.Date::getTime).max().getAsLong()
+                - asked.stream().mapToLong(java.util.Date::getTime).min().getAsLong();
+        assertThat(spanMillis).as("the four lookups (a second each) were in flight together, not one after another")
+                .isLessThan(1000);
+    }
+
     /** After a (re)start, a job whose next check lies far ahead is asked at once: missed webhooks arrive in seconds. */
     @Test
     void onStartEveryJobWaitingOnAProviderIsAskedSoon() throws Exception {

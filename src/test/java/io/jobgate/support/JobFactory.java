@@ -87,6 +87,12 @@ public final class JobFactory {
         sql.update("UPDATE jobs SET next_check_at = ?, check_claimed_by = NULL WHERE job_id = ?", ts(at), job);
     }
 
+    /** A job in {@code retry_wait} waits again, until {@code at}: its shown next attempt and its unrelayed dispatch event. */
+    public void waitsUntil(UUID job, Instant at) {
+        sql.update("UPDATE outbox SET available_at = ? WHERE job_id = ? AND event_type = 'dispatch' AND published_at IS NULL", ts(at), job);
+        sql.update("UPDATE jobs SET next_attempt_at = ? WHERE job_id = ?", ts(at), job);
+    }
+
     public Job job(String tenant) {
         return new Job(tenant);
     }
