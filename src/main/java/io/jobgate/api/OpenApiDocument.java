@@ -39,7 +39,7 @@ public final class OpenApiDocument {
 
     private static final Pattern PATH_PARAM = Pattern.compile("\\{([^/}]+)}");
     /** Path parameters that are ids of ours: UUIDs. */
-    private static final Set<String> UUID_PARAMS = Set.of("jobId", "endpointId");
+    private static final Set<String> UUID_PARAMS = Set.of("jobId", "endpointId", "taskId");
     static final String COMPONENTS = "openapi/components.json";
     static final String OPERATIONS = "openapi/operations.json";
     private static final String SCHEMAS = "#/components/schemas/";
@@ -82,7 +82,8 @@ public final class OpenApiDocument {
         Map<String, Object> components = new LinkedHashMap<>();
         components.put("securitySchemes", obj(
                 "tenantKey", obj("type", "http", "scheme", "bearer", "description", "A tenant's API key."),
-                "adminKey", obj("type", "http", "scheme", "bearer", "description", "The operator's admin key.")));
+                "adminKey", obj("type", "http", "scheme", "bearer", "description", "The operator's admin key."),
+                "workerKey", obj("type", "http", "scheme", "bearer", "description", "A pull member's worker key (docs/workers.md).")));
         components.put("schemas", schemas);
         doc.put("components", components);
         doc.put("security", List.of(obj("tenantKey", List.of())));
@@ -121,6 +122,8 @@ public final class OpenApiDocument {
             op.put("security", List.of()); // the provider's signature authenticates it, not a tenant key
         } else if (path.startsWith("/v1/admin/")) {
             op.put("security", List.of(obj("adminKey", List.of())));
+        } else if (path.startsWith("/v1/workers/")) {
+            op.put("security", List.of(obj("workerKey", List.of())));
         }
         Map<String, Object> responses = new LinkedHashMap<>();
         Map<String, Object> answers = map(bodies.get("responses"));

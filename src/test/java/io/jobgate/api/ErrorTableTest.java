@@ -45,6 +45,8 @@ class ErrorTableTest extends GatewayTestBase {
 
     @BeanInject
     JobFinalizer finalizer;
+    @BeanInject("workerTasks")
+    io.jobgate.workers.WorkerTasks workerTasks;
     @BeanInject
     org.apache.camel.CamelContext context;
 
@@ -52,9 +54,13 @@ class ErrorTableTest extends GatewayTestBase {
     protected Map<String, String> settings() {
         // A pool of transcription jobs, which an image job may not name (pool_kind_mismatch); tenant picky, which may not
         // use fakeimg (provider_not_allowed) nor so the pool "fakes" (pool_not_allowed).
+        // Pull member gpubox (src/test/resources/workers): the worker protocol's codes.
         return Map.of("jobgate.uploads.max-bytes", Integer.toString(UPLOAD_CAP),
                 "jobgate.pools.dirs", "src/test/resources/pools/kinds,src/test/resources/pools/rules",
-                "jobgate.tenants.files", "config/tenants.yaml,src/test/resources/test-tenants.yaml,src/test/resources/pools/rules/tenants.yaml");
+                "jobgate.tenants.files", "config/tenants.yaml,src/test/resources/test-tenants.yaml,src/test/resources/pools/rules/tenants.yaml",
+                "jobgate.providers.dirs", "config/providers,src/test/resources/providers,src/test/resources/workers/providers",
+                "camel.main.routes-include-pattern", io.jobgate.support.GatewayTestSupport.ROUTES
+                        + ",file:src/test/resources/workers/adapters/*.camel.yaml");
     }
 
     ApiClient.Response admin(String method, String path, String json) {
@@ -97,6 +103,26 @@ class ErrorTableTest extends GatewayTestBase {
         return r;
     }
 
+    /** A task of pull member gpubox (for a job of acme), leased over HTTP: its id and lease token. */
+    String[] leasedTask() {
+        String job = api.postJob(ACME, key(), invoice("Worker")).json().path("job_id").asText();
+        UUID task = workerTasks.submit("gpubox", UUID.fromString(job), 1, "{}").taskId();
+        for (int round = 0; round < 20; round++) {
+            Response r = worker("/v1/workers/gpubox/leases", "{\"worker_id\": \"errors\", \"max\": 32}");
+            for (com.fasterxml.jackson.databind.JsonNode lease : r.json().path("leases")) {
+                if (lease.path("task_id").asText().equals(task.toString())) {
+                    return new String[] {task.toString(), lease.path("lease_token").asText()};
+                }
+            }
+        }
+        throw new AssertionError("task " + task + " was never leased");
+    }
+
+    Response worker(String path, String json) {
+        return api.send(api.request(path, io.jobgate.support.TestTenants.GPUBOX_WORKER).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(json)).build());
+    }
+
     /** One request per code of the table. */
     Map<String, Supplier<Response>> requests() {
         return Map.ofEntries(
@@ -136,6 +162,24 @@ class ErrorTableTest extends GatewayTestBase {
                     } finally {
                         admin("POST", "/v1/admin/pools/fakes/members/fakeimg/restore", "{\"operator\": \"ops\"}");
                     }
+                }),
+                entry("lease_lost", () -> worker("/v1/workers/tasks/" + leasedTask()[0] + "/heartbeat",
+                        "{\"lease_token\": \"" + UUID.randomUUID() + "\"}")),
+                entry("task_cancelled", () -> {
+                    String[] leased = leasedTask();
+                    workerTasks.cancel(UUID.fromString(leased[0]));
+                    return worker("/v1/workers/tasks/" + leased[0] + "/heartbeat", "{\"lease_token\": \"" + leased[1] + "\"}");
+                }),
+                entry("output_missing", () -> {
+                    String[] leased = leasedTask();
+                    return worker("/v1/workers/tasks/" + leased[0] + "/complete", "{\"lease_token\": \"" + leased[1]
+                            + "\", \"media_type\": \"image/png\"}");
+                }),
+                entry("task_ended", () -> {
+                    String[] leased = leasedTask();
+                    String fail = "{\"lease_token\": \"" + leased[1] + "\", \"category\": \"terminal\", \"message\": \"no GPU\"}";
+                    worker("/v1/workers/tasks/" + leased[0] + "/fail", fail);
+                    return worker("/v1/workers/tasks/" + leased[0] + "/fail", fail);
                 }),
                 entry("pool_not_found", () -> admin("POST", "/v1/admin/pools/nosuch/members/fakeimg/drain", "{\"operator\": \"ops\"}")),
                 entry("pool_member_not_found", () -> admin("POST", "/v1/admin/pools/fakes/members/nobody/drain",

@@ -62,7 +62,10 @@ class OpenApiContractTest extends GatewayTestBase {
                 "jobgate.tenant-webhooks.timeout-seconds", "2",
                 "jobgate.tenant-webhooks.retry-schedule", "1s",
                 // Pools of the simulator (sims) and others, for the pools' admin calls.
-                "jobgate.pools.dirs", "src/test/resources/pools/rules"));
+                "jobgate.pools.dirs", "src/test/resources/pools/rules",
+                // Pull member gpubox, for the worker protocol's calls.
+                "jobgate.providers.dirs", "config/providers,src/test/resources/providers,src/test/resources/workers/providers",
+                "camel.main.routes-include-pattern", GatewayTestSupport.ROUTES + ",file:src/test/resources/workers/adapters/*.camel.yaml"));
     }
 
     OpenApiContract contract() {
@@ -383,6 +386,26 @@ class OpenApiContractTest extends GatewayTestBase {
             calls.put("post-admin-pool-member-" + verb, n -> new BodyCall("POST", "/v1/admin/pools/sims/members/simulator/" + verb,
                     "/v1/admin/pools/{pool}/members/{member}/" + verb, ADMIN, operator));
         }
+        // The worker protocol's calls on tasks of pull member gpubox, leased for them: a heartbeat, a complete (its output
+        // stored), a fail. The call with an unknown member is refused before its token is looked at.
+        String worker = io.jobgate.support.TestTenants.GPUBOX_WORKER;
+        List<JsonNode> tasks = leasedWorkerTasks(3);
+        JsonNode completed = tasks.get(1);
+        assertThat(api.send(api.request("/v1/workers/tasks/" + completed.path("task_id").asText() + "/output", worker)
+                .header("Content-Type", "image/png").header("Lease-Token", completed.path("lease_token").asText())
+                .PUT(HttpRequest.BodyPublishers.ofByteArray(io.jobgate.simulator.InvoiceRenderer.render(
+                        completed.path("request").path("inputs"), 1024, 1024, "image/png", false, 1))).build()).status()).isEqualTo(200);
+        calls.put("post-worker-leases", n -> new BodyCall("POST", "/v1/workers/gpubox/leases", "/v1/workers/{provider}/leases", worker,
+                "{\"worker_id\": \"contract\", \"max\": 1}"));
+        String[] ends = {"heartbeat", "complete", "fail"};
+        String[] bodies = {"}", ", \"media_type\": \"image/png\"}", ", \"category\": \"terminal\"}"};
+        for (int i = 0; i < 3; i++) {
+            JsonNode task = tasks.get(i);
+            String end = ends[i];
+            String body = "{\"lease_token\": \"" + task.path("lease_token").asText() + "\"" + bodies[i];
+            calls.put("post-worker-" + end, n -> new BodyCall("POST", "/v1/workers/tasks/" + task.path("task_id").asText() + "/" + end,
+                    "/v1/workers/tasks/{taskId}/" + end, worker, body));
+        }
         Set<String> withJsonBodies = new TreeSet<>();
         contract().document.path("paths").forEach(item -> item.forEach(op -> {
             if (op.path("requestBody").path("content").path("application/json").path("schema").has("$ref")) {
@@ -571,6 +594,56 @@ class OpenApiContractTest extends GatewayTestBase {
         assertThat(get(ADMIN, "/v1/admin/evaluations?since=2020-01-01", "/v1/admin/evaluations").status()).isEqualTo(200);
     }
 
+    /** {@code count} tasks of pull member gpubox, each for a job of its own, leased to this test. */
+    List<JsonNode> leasedWorkerTasks(int count) {
+        List<String> jobs = new java.util.ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            jobs.add(submit(ACME, "contract-" + UUID.randomUUID(), null, Json.parseObject("""
+                    {"preset_id": "invoice-clean", "aspect_class": "square", "provider": "gpubox",
+                     "inputs": {"supplier_name": "Contract", "invoice_id": "W-1", "currency": "EUR", "line_items": []}}"""
+                    .getBytes(java.nio.charset.StandardCharsets.UTF_8)))
+                    .json().path("job_id").asText());
+        }
+        java.util.Map<String, JsonNode> leased = new java.util.HashMap<>();
+        org.awaitility.Awaitility.await("the tasks leased").atMost(java.time.Duration.ofSeconds(30)).until(() -> {
+            for (JsonNode lease : send("POST", io.jobgate.support.TestTenants.GPUBOX_WORKER, "/v1/workers/gpubox/leases",
+                    "/v1/workers/{provider}/leases", "{\"worker_id\": \"contract\", \"max\": 32}").json().path("leases")) {
+                leased.put(lease.path("job_id").asText(), lease);
+            }
+            return leased.keySet().containsAll(jobs);
+        });
+        return jobs.stream().map(leased::get).toList();
+    }
+
+    /** The worker protocol (docs/workers.md): pull member gpubox's tasks leased, kept, stored, completed and failed. */
+    @Test
+    @Order(10)
+    void workerCallsAnswerAsDeclared() throws Exception {
+        String worker = io.jobgate.support.TestTenants.GPUBOX_WORKER;
+        List<JsonNode> tasks = leasedWorkerTasks(2);
+        String[] jobs = {tasks.get(0).path("job_id").asText(), tasks.get(1).path("job_id").asText()};
+        JsonNode done = tasks.get(0);
+        String task = done.path("task_id").asText();
+        String token = "{\"lease_token\": \"" + done.path("lease_token").asText() + "\"";
+        assertThat(send("POST", worker, "/v1/workers/tasks/" + task + "/heartbeat", "/v1/workers/tasks/{taskId}/heartbeat", token + "}")
+                .status()).isEqualTo(200);
+        byte[] png = io.jobgate.simulator.InvoiceRenderer.render(done.path("request").path("inputs"), 1024, 1024, "image/png", false, 1);
+        Response stored = contract().check("PUT", "/v1/workers/tasks/{taskId}/output", api.send(api.request("/v1/workers/tasks/"
+                + task + "/output", worker).header("Content-Type", "image/png").header("Lease-Token", done.path("lease_token").asText())
+                .PUT(HttpRequest.BodyPublishers.ofByteArray(png)).build()));
+        assertThat(stored.status()).as(stored.text()).isEqualTo(200);
+        assertThat(send("POST", worker, "/v1/workers/tasks/" + task + "/complete", "/v1/workers/tasks/{taskId}/complete",
+                token + ", \"media_type\": \"image/png\", \"billed_units\": 1.5, \"billed_unit\": \"gpu_seconds\"}").status()).isEqualTo(200);
+        assertThat(awaitTerminal(ACME, jobs[0]).path("status").asText()).isEqualTo("succeeded");
+        JsonNode broken = tasks.get(1);
+        assertThat(send("POST", worker, "/v1/workers/tasks/" + broken.path("task_id").asText() + "/fail", "/v1/workers/tasks/{taskId}/fail",
+                "{\"lease_token\": \"" + broken.path("lease_token").asText() + "\", \"category\": \"terminal\", \"message\": \"no GPU\"}")
+                .status()).isEqualTo(200);
+        assertThat(awaitTerminal(ACME, jobs[1]).path("status").asText()).isEqualTo("failed");
+        refused(send("POST", worker, "/v1/workers/tasks/" + task + "/heartbeat", "/v1/workers/tasks/{taskId}/heartbeat", token + "}"),
+                409, "task_ended");
+    }
+
     private List<LoggedRequest> received(String path) {
         return receiver.findAll(postRequestedFor(urlEqualTo(path)));
     }
@@ -592,6 +665,7 @@ class OpenApiContractTest extends GatewayTestBase {
         all.put("theDocumentsStatesAreTheDatabases", this::theDocumentsStatesAreTheDatabases);
         all.put("webhookEndpointsDeliveriesAndPayloadsAnswerAsDeclared", this::webhookEndpointsDeliveriesAndPayloadsAnswerAsDeclared);
         all.put("operatorCallsAnswerAsDeclared", this::operatorCallsAnswerAsDeclared);
+        all.put("workerCallsAnswerAsDeclared", this::workerCallsAnswerAsDeclared);
         return all;
     }
 

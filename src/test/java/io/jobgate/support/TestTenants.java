@@ -31,6 +31,9 @@ public final class TestTenants {
     /** Tenant duo: two jobs running at most. */
     public static final String DUO = "test-duo-key";
 
+    /** The worker key of pull member gpubox (src/test/resources/workers; docs/workers.md): no tenant's, nor the admin's. */
+    public static final String GPUBOX_WORKER = "test-gpubox-worker-key";
+
     /** The tenant row alone (its limits as given; its API key a digest nobody holds), if not there yet. */
     public static void tenant(JdbcTemplate jdbc, String id, long maxOpenJobs, int maxRunningJobs, long maxQueuedBytes) {
         jdbc.update("""

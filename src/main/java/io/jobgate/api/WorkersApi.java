@@ -1,0 +1,252 @@
+package io.jobgate.api;
+
+import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.jobgate.common.ApiProblem;
+import io.jobgate.common.Digests;
+import io.jobgate.common.Json;
+import io.jobgate.provider.Provider;
+import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.reconcile.Reconciler;
+import io.jobgate.workers.PullAdapter;
+import io.jobgate.workers.WorkerFailure;
+import io.jobgate.workers.WorkerTasks;
+import org.apache.camel.Exchange;
+
+/**
+ * The worker protocol (docs/workers.md): external workers of a pull member lease its tasks, extend their leases, store
+ * their output and end each task — over HTTP, with the member's worker key ({@code Authorization: Bearer}; its SHA-256
+ * in {@code jobgate.provider.<name>.worker-key-sha256}), never a tenant's or the admin's. Every call under a lease
+ * names its token; a token that is not the task's live one changes nothing ({@code 409 lease_lost}, or
+ * {@code task_cancelled} once its job was cancelled: the worker stops). A worker's complete or fail is applied to the
+ * job at once, as a provider's webhook is, not at the poller's next check.
+ */
+public final class WorkersApi {
+
+    /** The most tasks one lease call takes. */
+    static final int MAX_LEASES = 32;
+    /** The longest output a worker may store through the gateway. */
+    static final int MAX_OUTPUT_BYTES = 64 << 20;
+    static final int MAX_WORKER_ID = 128;
+    static final int MAX_MESSAGE = 500;
+
+    private final ProviderCatalog providers;
+    private final WorkerTasks tasks;
+    private final PullAdapter adapter;
+    private final Reconciler reconciler;
+    private final Duration leaseFor;
+
+    public WorkersApi(ProviderCatalog providers, WorkerTasks tasks, PullAdapter adapter, Reconciler reconciler, Duration leaseFor) {
+        this.providers = providers;
+        this.tasks = tasks;
+        this.adapter = adapter;
+        this.reconciler = reconciler;
+        this.leaseFor = leaseFor;
+    }
+
+    /** {@code POST /v1/workers/{provider}/leases} {@code {worker_id, max}}: up to {@code max} tasks, each leased to the caller. */
+    public void lease(Exchange exchange) {
+        Provider member = member(exchange.getIn().getHeader("provider", String.class));
+        authenticate(exchange, member);
+        JsonNode request = body(exchange, Set.of("worker_id", "max"));
+        String workerId = AdminApi.text(request, "worker_id", MAX_WORKER_ID);
+        if (workerId == null || workerId.isBlank()) {
+            throw ApiProblem.of(400, "invalid_parameter", "Name the worker: \"worker_id\" (1 to " + MAX_WORKER_ID + " characters).")
+                    .with("field", "worker_id");
+        }
+        JsonNode max = request.path("max");
+        if (!max.isMissingNode() && (!max.isInt() || max.asInt() < 1 || max.asInt() > MAX_LEASES)) {
+            throw ApiProblem.of(400, "invalid_parameter", "\"max\" is a whole number from 1 to " + MAX_LEASES + ".").with("field", "max");
+        }
+        List<Map<String, Object>> leases = new ArrayList<>();
+        for (WorkerTasks.Task task : tasks.lease(member.name(), workerId.strip(), max.isMissingNode() ? 1 : max.asInt(), leaseFor)) {
+            leases.add(envelope(task));
+        }
+        HttpReply.json(exchange, 200, Map.of("leases", leases), Map.of());
+    }
+
+    /** {@code POST /v1/workers/tasks/{taskId}/heartbeat} {@code {lease_token}}: the lease extended, or why it is gone. */
+    public void heartbeat(Exchange exchange) {
+        WorkerTasks.Task task = task(exchange);
+        UUID token = token(body(exchange, Set.of("lease_token")));
+        WorkerTasks.Written beat = refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor));
+        HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "lease_expires_at",
+                beat.task().leaseExpiresAt().toString()), Map.of());
+    }
+
+    /**
+     * {@code PUT /v1/workers/tasks/{taskId}/output} (raw bytes; {@code Content-Type} their media type, header
+     * {@code Lease-Token}): the output stored where the complete will name it. Stored again, it replaces the earlier.
+     */
+    public void putOutput(Exchange exchange) {
+        WorkerTasks.Task task = task(exchange);
+        UUID token = token(exchange.getIn().getHeader("Lease-Token", String.class), "Lease-Token");
+        refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor)); // only the live lease stores, and storing keeps it
+        byte[] bytes = exchange.getIn().getBody(byte[].class);
+        if (bytes == null || bytes.length == 0) {
+            throw ApiProblem.of(400, "invalid_parameter", "The output is the request's body: it was empty.");
+        }
+        if (bytes.length > MAX_OUTPUT_BYTES) {
+            throw ApiProblem.of(413, "request_too_large", "An output stored through the gateway is at most " + MAX_OUTPUT_BYTES + " bytes.");
+        }
+        String mediaType = mediaType(exchange.getIn().getHeader("Content-Type", String.class));
+        adapter.storeOutput(task.taskId(), bytes, mediaType);
+        HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "bytes", bytes.length, "media_type", mediaType), Map.of());
+    }
+
+    /**
+     * {@code POST /v1/workers/tasks/{taskId}/complete} {@code {lease_token, media_type, billed_units, billed_unit}}: the
+     * task rendered, its output stored before; the gateway checks and promotes it as any output and finalizes the job.
+     */
+    public void complete(Exchange exchange) {
+        WorkerTasks.Task task = task(exchange);
+        JsonNode request = body(exchange, Set.of("lease_token", "media_type", "billed_units", "billed_unit"));
+        UUID token = token(request);
+        String mediaType = mediaType(AdminApi.text(request, "media_type", 100));
+        BigDecimal units = null;
+        JsonNode billed = request.path("billed_units");
+        if (!billed.isMissingNode() && !billed.isNull()) {
+            if (!billed.isNumber() || billed.decimalValue().signum() < 0) {
+                throw ApiProblem.of(400, "invalid_parameter", "\"billed_units\" is a number, 0 or more.").with("field", "billed_units");
+            }
+            units = billed.decimalValue();
+        }
+        String unit = AdminApi.text(request, "billed_unit", 40);
+        if (units != null && (unit == null || unit.isBlank())) {
+            throw ApiProblem.of(400, "invalid_parameter", "Name what \"billed_units\" counts: \"billed_unit\" (e.g. gpu_seconds).")
+                    .with("field", "billed_unit");
+        }
+        String key = adapter.storedOutput(task.taskId())
+                .orElseThrow(() -> ApiProblem.of(409, "output_missing", "Store the output first: PUT /v1/workers/tasks/"
+                        + task.taskId() + "/output."));
+        WorkerTasks.Written done = refusedUnlessOk(tasks.complete(task.taskId(), token, key, mediaType, units, unit));
+        applyNow(done.task());
+        HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "succeeded"), Map.of());
+    }
+
+    /** {@code POST /v1/workers/tasks/{taskId}/fail} {@code {lease_token, category, message, retry_after_seconds}}. */
+    public void fail(Exchange exchange) {
+        WorkerTasks.Task task = task(exchange);
+        JsonNode request = body(exchange, Set.of("lease_token", "category", "message", "retry_after_seconds"));
+        UUID token = token(request);
+        String category = AdminApi.text(request, "category", 20);
+        WorkerFailure failure = WorkerFailure.parse(category).orElseThrow(() -> ApiProblem.of(400, "invalid_parameter",
+                "\"category\" is terminal, transient or unknown.").with("field", "category"));
+        String message = AdminApi.text(request, "message", MAX_MESSAGE);
+        JsonNode after = request.path("retry_after_seconds");
+        Integer retryAfter = null;
+        if (!after.isMissingNode() && !after.isNull()) {
+            if (!after.isInt() || after.asInt() < 0 || after.asInt() > 86_400 || failure != WorkerFailure.TRANSIENT) {
+                throw ApiProblem.of(400, "invalid_parameter", "\"retry_after_seconds\" (0 to 86400) goes with category transient.")
+                        .with("field", "retry_after_seconds");
+            }
+            retryAfter = after.asInt();
+        }
+        WorkerTasks.Written failed = refusedUnlessOk(tasks.fail(task.taskId(), token, failure.wire(), message, retryAfter));
+        applyNow(failed.task());
+        HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "failed"), Map.of());
+    }
+
+    /** The worker's end of the task reaches its job now: the lookup the poller would make, made at once. */
+    private void applyNow(WorkerTasks.Task task) {
+        reconciler.find(task.jobId()).ifPresent(job -> reconciler.check(job, "worker"));
+    }
+
+    private Map<String, Object> envelope(WorkerTasks.Task task) {
+        Map<String, Object> lease = new LinkedHashMap<>();
+        lease.put("task_id", task.taskId().toString());
+        lease.put("job_id", task.jobId().toString());
+        lease.put("attempt", task.attempt());
+        lease.put("lease_token", task.leaseToken().toString());
+        lease.put("lease_expires_at", task.leaseExpiresAt().toString());
+        lease.put("request", Json.parseObject(task.envelope().getBytes(StandardCharsets.UTF_8)));
+        return lease;
+    }
+
+    private Provider member(String name) {
+        return providers.find(name).filter(p -> p.settings().containsKey(WORKER_KEY))
+                .orElseThrow(() -> ApiProblem.of(404, "not_found", "No pull member '" + name + "' (a provider with "
+                        + "jobgate.provider.<name>." + WORKER_KEY + ").").with("field", "provider"));
+    }
+
+    /** The setting that makes a provider a pull member: the SHA-256 (hex) of its workers' key. */
+    public static final String WORKER_KEY = "worker-key-sha256";
+
+    private static void authenticate(Exchange exchange, Provider member) {
+        String header = exchange.getIn().getHeader("Authorization", String.class);
+        String key = header != null && header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : null;
+        String digest = member.settings().get(WORKER_KEY).trim().toLowerCase(java.util.Locale.ROOT);
+        if (key == null || !MessageDigest.isEqual(Digests.sha256Hex(key).getBytes(StandardCharsets.US_ASCII),
+                digest.getBytes(StandardCharsets.US_ASCII))) {
+            throw ApiProblem.unauthorized("A worker key of pull member " + member.name() + " is required (Authorization: Bearer <worker key>).");
+        }
+    }
+
+    /** The task of the path, found and authenticated by its member's worker key (an unknown task: 404 only after the key). */
+    private WorkerTasks.Task task(Exchange exchange) {
+        String id = exchange.getIn().getHeader("taskId", String.class);
+        UUID taskId;
+        try {
+            taskId = UUID.fromString(id);
+        } catch (IllegalArgumentException | NullPointerException e) {
+            throw ApiProblem.of(404, "not_found", "No task '" + id + "'.");
+        }
+        WorkerTasks.Task task = tasks.find(taskId).orElseThrow(() -> ApiProblem.of(404, "not_found", "No task " + taskId + "."));
+        authenticate(exchange, member(task.provider()));
+        return task;
+    }
+
+    private static JsonNode body(Exchange exchange, Set<String> fields) {
+        JsonNode request = AdminApi.request(exchange);
+        request.fieldNames().forEachRemaining(field -> {
+            if (!fields.contains(field)) {
+                throw ApiProblem.of(422, "invalid_request", "\"" + field + "\" is not a field of this call; its fields: "
+                        + String.join(", ", new java.util.TreeSet<>(fields)) + ".").with("field", field);
+            }
+        });
+        return request;
+    }
+
+    private static UUID token(JsonNode request) {
+        return token(AdminApi.text(request, "lease_token", 36), "lease_token");
+    }
+
+    private static UUID token(String text, String field) {
+        try {
+            return UUID.fromString(text);
+        } catch (IllegalArgumentException | NullPointerException e) {
+            throw ApiProblem.of(400, "invalid_parameter", "\"" + field + "\" is the lease's token, as the lease gave it.").with("field", field);
+        }
+    }
+
+    private static String mediaType(String header) {
+        String type = header == null ? "" : header.split(";")[0].trim().toLowerCase(java.util.Locale.ROOT);
+        if (!type.matches("[a-z]+/[a-z0-9.+-]+")) {
+            throw ApiProblem.of(400, "invalid_parameter", "Name the output's media type (e.g. image/png).").with("field", "media_type");
+        }
+        return type;
+    }
+
+    private static WorkerTasks.Written refusedUnlessOk(WorkerTasks.Written written) {
+        if (written.ok()) {
+            return written;
+        }
+        throw switch (written.refusal()) {
+            case NOT_FOUND -> ApiProblem.of(404, "not_found", "No such task.");
+            case CANCELLED -> ApiProblem.of(409, "task_cancelled", "The task's job was cancelled: stop working on it.");
+            case ENDED -> ApiProblem.of(409, "task_ended", "The task has ended already; this call changed nothing.");
+            case LEASE_LOST -> ApiProblem.of(409, "lease_lost", "This lease token is not the task's live one (its lease ran out, "
+                    + "or another worker holds it now): this call changed nothing; stop working on it.");
+        };
+    }
+}

@@ -1,0 +1,186 @@
+package io.jobgate.workers;
+
+import java.math.BigDecimal;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Timestamp;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * The tasks of pull members (table {@code worker_tasks}, V40; docs/workers.md): the attempts external workers lease
+ * over HTTP. The member's adapter writes one at submit and reads it at each lookup; a worker leases waiting tasks
+ * under a fresh token, extends its lease by heartbeats, and ends the task with its token (complete or fail). A call
+ * with a token that is not the task's live one changes nothing. A lease that ran out makes the task leasable again,
+ * under the same job and attempt: the next worker renders it, the late one's token is refused. Every statement is
+ * here; every write is conditional on the status (and the token) it was meant for.
+ */
+public final class WorkerTasks {
+
+    /** A task's status: waiting to be leased, leased, or ended. */
+    public enum Status {
+        WAITING, LEASED, SUCCEEDED, FAILED, CANCELLED;
+
+        String wire() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+
+        static Status of(String wire) {
+            return valueOf(wire.toUpperCase(java.util.Locale.ROOT));
+        }
+    }
+
+    /** A task as stored. */
+    public record Task(UUID taskId, String provider, UUID jobId, int attempt, String envelope, Status status, UUID leaseToken,
+                       Instant leaseExpiresAt, String workerId, int leases, String outputKey, String outputMediaType,
+                       BigDecimal billedUnits, String billedUnit, String errorCategory, String errorMessage,
+                       Integer retryAfterSeconds, Instant createdAt) {
+
+        /** Is it leased under a lease that has not run out at {@code now}? */
+        public boolean leasedAt(Instant now) {
+            return status == Status.LEASED && leaseExpiresAt != null && !leaseExpiresAt.isBefore(now);
+        }
+    }
+
+    /** Why a call under a token changed nothing: the task is gone, ended, cancelled, or its lease is another's or ran out. */
+    public enum Refusal {
+        NOT_FOUND, CANCELLED, LEASE_LOST, ENDED
+    }
+
+    /** The outcome of a call under a token: the task as written, or why nothing was written. */
+    public record Written(Task task, Refusal refusal) {
+        public boolean ok() {
+            return refusal == null;
+        }
+    }
+
+    private static final String OPEN = "status IN ('waiting', 'leased')";
+
+    private final JdbcTemplate jdbc;
+    private final Clock clock;
+
+    public WorkerTasks(JdbcTemplate jdbc, Clock clock) {
+        this.jdbc = jdbc;
+        this.clock = clock;
+    }
+
+    /**
+     * The task of attempt {@code attempt} of {@code jobId} on pull member {@code provider}, waiting to be leased; a
+     * submit sent again finds the one it wrote (its envelope kept).
+     */
+    public Task submit(String provider, UUID jobId, int attempt, String envelope) {
+        Timestamp now = Timestamp.from(clock.instant());
+        return jdbc.queryForObject("""
+                INSERT INTO worker_tasks (task_id, provider, job_id, attempt, envelope, status, created_at, updated_at)
+                VALUES (?, ?, ?, ?, CAST(? AS jsonb), 'waiting', ?, ?)
+                ON CONFLICT (job_id, attempt) DO UPDATE SET updated_at = worker_tasks.updated_at
+                RETURNING *""", WorkerTasks::task, UUID.randomUUID(), provider, jobId, attempt, envelope, now, now);
+    }
+
+    public Optional<Task> find(UUID taskId) {
+        return jdbc.query("SELECT * FROM worker_tasks WHERE task_id = ?", WorkerTasks::task, taskId).stream().findFirst();
+    }
+
+    /**
+     * Leases up to {@code max} of the member's tasks, oldest first, to {@code workerId} for {@code leaseFor}: those
+     * waiting, and those whose lease ran out (their worker is gone or too slow; its token dies here). Each gets a fresh
+     * token. Tasks another round holds are skipped, not waited for.
+     */
+    public List<Task> lease(String provider, String workerId, int max, Duration leaseFor) {
+        Instant now = clock.instant();
+        return jdbc.query("""
+                UPDATE worker_tasks t
+                   SET status = 'leased', lease_token = gen_random_uuid(), lease_expires_at = ?, worker_id = ?,
+                       leases = t.leases + 1, updated_at = ?
+                  FROM (SELECT task_id FROM worker_tasks
+                         WHERE provider = ? AND %s AND (status = 'waiting' OR lease_expires_at < ?)
+                         ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED) leasable
+                 WHERE t.task_id = leasable.task_id
+                RETURNING t.*""".formatted(OPEN), WorkerTasks::task, Timestamp.from(now.plus(leaseFor)), workerId,
+                Timestamp.from(now), provider, Timestamp.from(now), max).stream()
+                .sorted(java.util.Comparator.comparing(Task::createdAt)).toList();
+    }
+
+    /** Extends the lease of {@code token} on the task to {@code leaseFor} from now; refused once it is not the live one. */
+    public Written heartbeat(UUID taskId, UUID token, Duration leaseFor) {
+        Instant now = clock.instant();
+        return written(taskId, jdbc.query("""
+                UPDATE worker_tasks SET lease_expires_at = ?, updated_at = ?
+                 WHERE task_id = ? AND lease_token = ? AND status = 'leased' AND lease_expires_at >= ?
+                RETURNING *""", WorkerTasks::task, Timestamp.from(now.plus(leaseFor)), Timestamp.from(now), taskId, token,
+                Timestamp.from(now)));
+    }
+
+    /**
+     * The worker holding {@code token} rendered the task: its output is stored under {@code outputKey} (checked and
+     * promoted by the gateway as any output), with what it billed.
+     */
+    public Written complete(UUID taskId, UUID token, String outputKey, String mediaType, BigDecimal billedUnits, String billedUnit) {
+        Instant now = clock.instant();
+        return written(taskId, jdbc.query("""
+                UPDATE worker_tasks SET status = 'succeeded', output_key = ?, output_media_type = ?, billed_units = ?,
+                       billed_unit = ?, lease_expires_at = NULL, updated_at = ?
+                 WHERE task_id = ? AND lease_token = ? AND status = 'leased' AND lease_expires_at >= ?
+                RETURNING *""", WorkerTasks::task, outputKey, mediaType, billedUnits, billedUnit, Timestamp.from(now), taskId, token,
+                Timestamp.from(now)));
+    }
+
+    /** The worker holding {@code token} could not render the task: its category ({@code WorkerFailure}) and message. */
+    public Written fail(UUID taskId, UUID token, String category, String message, Integer retryAfterSeconds) {
+        Instant now = clock.instant();
+        return written(taskId, jdbc.query("""
+                UPDATE worker_tasks SET status = 'failed', error_category = ?, error_message = ?, retry_after_seconds = ?,
+                       lease_expires_at = NULL, updated_at = ?
+                 WHERE task_id = ? AND lease_token = ? AND status = 'leased' AND lease_expires_at >= ?
+                RETURNING *""", WorkerTasks::task, category, message, retryAfterSeconds, Timestamp.from(now), taskId, token,
+                Timestamp.from(now)));
+    }
+
+    /** The job was cancelled: its open task ends; the worker holding it hears so at its next heartbeat. */
+    public boolean cancel(UUID taskId) {
+        return jdbc.update("UPDATE worker_tasks SET status = 'cancelled', updated_at = ? WHERE task_id = ? AND " + OPEN,
+                Timestamp.from(clock.instant()), taskId) == 1;
+    }
+
+    /** How many of the member's tasks wait to be leased now (waiting, or leased under a lease that ran out). */
+    public int leasable(String provider) {
+        Integer n = jdbc.queryForObject("SELECT count(*) FROM worker_tasks WHERE provider = ? AND " + OPEN
+                + " AND (status = 'waiting' OR lease_expires_at < ?)", Integer.class, provider, Timestamp.from(clock.instant()));
+        return n == null ? 0 : n;
+    }
+
+    private Written written(UUID taskId, List<Task> updated) {
+        if (!updated.isEmpty()) {
+            return new Written(updated.get(0), null);
+        }
+        Optional<Task> task = find(taskId);
+        // Waiting again, or leased under another token or a lease that ran out: this worker's lease is lost.
+        Refusal why = task.isEmpty() ? Refusal.NOT_FOUND
+                : switch (task.get().status()) {
+                    case CANCELLED -> Refusal.CANCELLED;
+                    case SUCCEEDED, FAILED -> Refusal.ENDED;
+                    case WAITING, LEASED -> Refusal.LEASE_LOST;
+                };
+        return new Written(task.orElse(null), why);
+    }
+
+    private static Task task(ResultSet rs, int i) throws SQLException {
+        return new Task(rs.getObject("task_id", UUID.class), rs.getString("provider"), rs.getObject("job_id", UUID.class),
+                rs.getInt("attempt"), rs.getString("envelope"), Status.of(rs.getString("status")), rs.getObject("lease_token", UUID.class),
+                instant(rs, "lease_expires_at"), rs.getString("worker_id"), rs.getInt("leases"), rs.getString("output_key"),
+                rs.getString("output_media_type"), rs.getBigDecimal("billed_units"), rs.getString("billed_unit"),
+                rs.getString("error_category"), rs.getString("error_message"), (Integer) rs.getObject("retry_after_seconds"),
+                instant(rs, "created_at"));
+    }
+
+    private static Instant instant(ResultSet rs, String column) throws SQLException {
+        Timestamp t = rs.getTimestamp(column);
+        return t == null ? null : t.toInstant();
+    }
+}

@@ -1,0 +1,210 @@
+package io.jobgate.workers;
+
+import java.net.http.HttpRequest;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.jobgate.simulator.InvoiceRenderer;
+import io.jobgate.support.ApiClient;
+import io.jobgate.support.Db;
+import io.jobgate.support.GatewayTestBase;
+import io.jobgate.support.GatewayTestSupport;
+import io.jobgate.support.Jobs;
+import org.junit.jupiter.api.Test;
+
+import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The worker protocol end to end (docs/workers.md), the gateway on its real parts and this test as the external
+ * worker of pull member {@code gpubox} (src/test/resources/workers): a job naming it waits in {@code provider_pending}
+ * until a worker leases its task, stores the rendered invoice and completes it; the gateway checks and promotes the
+ * output, finalizes once and debits once. A stale token, a wrong key, an invented field change nothing; an output of
+ * the wrong size fails the job as {@code invalid_output}; a lease that ran out goes to another worker under the same
+ * job; a cancel reaches the worker at its next heartbeat.
+ */
+class WorkerProtocolTest extends GatewayTestBase {
+
+    static final String WORKER_KEY = io.jobgate.support.TestTenants.GPUBOX_WORKER;
+
+    final io.jobgate.support.MovableClock clock = movableClock();
+
+    @Override
+    protected Map<String, String> settings() throws Exception {
+        return GatewayTestSupport.with(GatewayTestSupport.RECONCILING, Map.of(
+                "jobgate.providers.dirs", "config/providers,src/test/resources/providers,src/test/resources/workers/providers",
+                "camel.main.routes-include-pattern", GatewayTestSupport.ROUTES + ",file:src/test/resources/workers/adapters/*.camel.yaml"));
+    }
+
+    @Test
+    void aLeasedTaskRenderedByTheWorkerIsCheckedPromotedAndChargedOnce() throws Exception {
+        UUID id = submit("portrait");
+        JsonNode lease = leaseOf(id, "worker-1");
+        assertThat(lease.path("attempt").asInt()).isEqualTo(1);
+        JsonNode request = lease.path("request");
+        assertThat(request.path("width").asInt()).isEqualTo(1024);
+        assertThat(request.path("height").asInt()).isEqualTo(1536);
+        assertThat(request.path("preset_id").asText()).isEqualTo("invoice-clean");
+        String task = lease.path("task_id").asText();
+        String token = lease.path("lease_token").asText();
+
+        byte[] png = InvoiceRenderer.render(request.path("inputs"), 1024, 1536, "image/png", false, 1);
+        assertThat(complete(task, token).code()).as("no output stored yet").isEqualTo("output_missing");
+        assertThat(putOutput(task, UUID.randomUUID().toString(), png).code()).as("a stale token").isEqualTo("lease_lost");
+        assertThat(putOutput(task, token, png).status()).isEqualTo(200);
+        assertThat(call("/v1/workers/tasks/" + task + "/heartbeat", ACME, "{\"lease_token\": \"" + token + "\"}").status())
+                .as("a tenant's key").isEqualTo(401);
+        assertThat(call("/v1/workers/tasks/" + task + "/complete", WORKER_KEY, "{\"lease_token\": \"" + token
+                + "\", \"media_type\": \"image/png\", \"output_url\": \"http://elsewhere\"}").code()).as("an invented field").isEqualTo("invalid_request");
+        assertThat(Jobs.status(id)).isEqualTo("provider_pending");
+
+        ApiClient.Response done = complete(task, token);
+        assertThat(done.status()).as(done.text()).isEqualTo(200);
+        Jobs.awaitStatus(id, "succeeded");
+        assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+        assertThat(complete(task, token).code()).as("complete again").isEqualTo("task_ended");
+        assertThat(Db.rows("SELECT adapter, outcome FROM attempts WHERE job_id = '" + id + "'"))
+                .extracting(a -> a.get("adapter") + ":" + a.get("outcome")).containsExactly("gpubox:pending");
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id)).isEqualTo(1);
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'refund'", id)).isZero();
+    }
+
+    @Test
+    void anOutputOfTheWrongSizeFailsTheJobAsInvalidOutputAndIsNeverReadable() {
+        UUID id = submit("square");
+        JsonNode lease = leaseOf(id, "worker-1");
+        String task = lease.path("task_id").asText();
+        String token = lease.path("lease_token").asText();
+        byte[] wrong = InvoiceRenderer.render(lease.path("request").path("inputs"), 1088, 1024, "image/png", false, 1);
+        assertThat(putOutput(task, token, wrong).status()).isEqualTo(200);
+        assertThat(complete(task, token).status()).isEqualTo(200);
+        Jobs.awaitStatus(id, "failed");
+        assertThat(api.get(ACME, "/v1/jobs/" + id).json().path("error").path("category").asText()).isEqualTo("invalid_output");
+        assertThat(api.get(ACME, "/v1/jobs/" + id + "/output").status()).isEqualTo(409);
+    }
+
+    @Test
+    void aLeaseThatRanOutGoesToAnotherWorkerUnderTheSameJobAndTheFirstIsRefused() {
+        UUID id = submit("square");
+        JsonNode first = leaseOf(id, "worker-killed");
+        clock.advance(Duration.ofSeconds(61)); // jobgate.workers.lease-seconds: 60, and no heartbeat came
+        try {
+            leaseRanOut(id, first);
+        } finally {
+            clock.reset();
+        }
+    }
+
+    private void leaseRanOut(UUID id, JsonNode first) {
+        JsonNode second = leaseOf(id, "worker-2");
+        assertThat(second.path("task_id").asText()).isEqualTo(first.path("task_id").asText());
+        assertThat(second.path("job_id").asText()).isEqualTo(id.toString());
+        assertThat(second.path("lease_token").asText()).isNotEqualTo(first.path("lease_token").asText());
+        assertThat(call("/v1/workers/tasks/" + first.path("task_id").asText() + "/heartbeat", WORKER_KEY,
+                "{\"lease_token\": \"" + first.path("lease_token").asText() + "\"}").code()).isEqualTo("lease_lost");
+        String task = second.path("task_id").asText();
+        String token = second.path("lease_token").asText();
+        assertThat(putOutput(task, token, InvoiceRenderer.render(second.path("request").path("inputs"), 1024, 1024, "image/png", false, 1))
+                .status()).isEqualTo(200);
+        assertThat(complete(task, token).status()).isEqualTo(200);
+        Jobs.awaitStatus(id, "succeeded");
+    }
+
+    @Test
+    void aCancelReachesTheWorkerAtItsNextHeartbeat() {
+        UUID id = submit("square");
+        JsonNode lease = leaseOf(id, "worker-1");
+        assertThat(api.post(ACME, "/v1/jobs/" + id + "/cancel").status()).isEqualTo(200);
+        Jobs.awaitStatus(id, "cancelled");
+        // The cancel reaches the provider (here the board) beside the job's own change: the next heartbeat hears it.
+        String beat = "{\"lease_token\": \"" + lease.path("lease_token").asText() + "\"}";
+        org.awaitility.Awaitility.await("the worker hears of the cancel").atMost(Duration.ofSeconds(20))
+                .pollInterval(Duration.ofMillis(200)).until(() -> "task_cancelled".equals(
+                        call("/v1/workers/tasks/" + lease.path("task_id").asText() + "/heartbeat", WORKER_KEY, beat).code()));
+    }
+
+    /** The Python reference worker (examples/workers/worker.py, standard library only), as a process of its own. */
+    @Test
+    void thePythonReferenceWorkerRendersAJobEndToEnd() throws Exception {
+        referenceWorkerRendersAJob("python3", "examples/workers/worker.py");
+    }
+
+    /** The Java reference worker (examples/workers/Worker.java, one file, no library), run from its source. */
+    @Test
+    void theJavaReferenceWorkerRendersAJobEndToEnd() throws Exception {
+        referenceWorkerRendersAJob(System.getProperty("java.home") + "/bin/java", "examples/workers/Worker.java");
+    }
+
+    private void referenceWorkerRendersAJob(String runtime, String source) throws Exception {
+        UUID id = submit("landscape");
+        Process worker = new ProcessBuilder(runtime, source, "--gateway", api.base(), "--member", "gpubox",
+                "--key", WORKER_KEY, "--worker-id", "reference-1", "--once").redirectErrorStream(true).start();
+        try {
+            assertThat(worker.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as("the worker ends once no task waits").isTrue();
+            String printed = new String(worker.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertThat(worker.exitValue()).as(printed).isZero();
+            assertThat(printed).contains("job " + id);
+        } finally {
+            worker.destroyForcibly();
+        }
+        Jobs.awaitStatus(id, "succeeded");
+        byte[] output = api.getBytes(ACME, "/v1/jobs/" + id + "/output");
+        java.awt.image.BufferedImage image = javax.imageio.ImageIO.read(new java.io.ByteArrayInputStream(output));
+        assertThat(image.getWidth()).isEqualTo(1536);
+        assertThat(image.getHeight()).isEqualTo(1024);
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id)).isEqualTo(1);
+    }
+
+    @Test
+    void onlyItsWorkerKeyLeasesAMembersTasks() {
+        assertThat(call("/v1/workers/gpubox/leases", ACME, "{\"worker_id\": \"w\"}").status()).isEqualTo(401);
+        assertThat(call("/v1/workers/gpubox/leases", ADMIN, "{\"worker_id\": \"w\"}").status()).isEqualTo(401);
+        assertThat(call("/v1/workers/gpubox/leases", null, "{\"worker_id\": \"w\"}").status()).isEqualTo(401);
+        assertThat(call("/v1/workers/simulator/leases", WORKER_KEY, "{\"worker_id\": \"w\"}").code()).isEqualTo("not_found");
+        assertThat(call("/v1/workers/gpubox/leases", WORKER_KEY, "{\"worker_id\": \"w\", \"max\": 0}").code()).isEqualTo("invalid_parameter");
+    }
+
+    /** A job naming the pull member, waiting for a worker. */
+    private UUID submit(String aspectClass) {
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
+                {"preset_id": "invoice-clean", "aspect_class": "%s", "provider": "gpubox",
+                 "inputs": {"supplier_name": "Workers", "invoice_id": "W-1", "currency": "EUR",
+                            "line_items": [{"description": "GPU time", "quantity": 1, "unit_price": 10}]}}""".formatted(aspectClass));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        UUID id = UUID.fromString(r.json().path("job_id").asText());
+        Jobs.awaitStatus(id, "provider_pending");
+        return id;
+    }
+
+    /** Leases until the job's task comes (other tests' tasks may come first: each is left to its lease). */
+    private JsonNode leaseOf(UUID job, String worker) {
+        for (int round = 0; round < 50; round++) {
+            ApiClient.Response r = call("/v1/workers/gpubox/leases", WORKER_KEY, "{\"worker_id\": \"" + worker + "\", \"max\": 8}");
+            assertThat(r.status()).as(r.text()).isEqualTo(200);
+            for (JsonNode lease : r.json().path("leases")) {
+                if (lease.path("job_id").asText().equals(job.toString())) {
+                    return lease;
+                }
+            }
+        }
+        throw new AssertionError("the task of job " + job + " was never leased");
+    }
+
+    private ApiClient.Response putOutput(String task, String token, byte[] bytes) {
+        return api.send(api.request("/v1/workers/tasks/" + task + "/output", WORKER_KEY).header("Content-Type", "image/png")
+                .header("Lease-Token", token).PUT(HttpRequest.BodyPublishers.ofByteArray(bytes)).build());
+    }
+
+    private ApiClient.Response complete(String task, String token) {
+        return call("/v1/workers/tasks/" + task + "/complete", WORKER_KEY, "{\"lease_token\": \"" + token
+                + "\", \"media_type\": \"image/png\", \"billed_units\": 2.5, \"billed_unit\": \"gpu_seconds\"}");
+    }
+
+    private ApiClient.Response call(String path, String key, String json) {
+        return api.send(api.request(path, key).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(json)).build());
+    }
+}

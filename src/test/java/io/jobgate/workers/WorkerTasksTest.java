@@ -1,0 +1,164 @@
+package io.jobgate.workers;
+
+import java.math.BigDecimal;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.jobgate.support.JobFactory;
+import io.jobgate.support.MovableClock;
+import io.jobgate.support.TestDatabase;
+import io.jobgate.support.TestTenants;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The pull members' tasks on a real PostgreSQL (V40): leased oldest first under fresh tokens, never to two workers at
+ * once; heartbeats extend only the live token; complete and fail end only under it; a lease that ran out is leased
+ * again under the same job and attempt while the late token changes nothing; a cancel reaches the holder's heartbeat.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class WorkerTasksTest {
+
+    static final String TENANT = "workers-tenant";
+    static final Duration LEASE = Duration.ofSeconds(30);
+
+    HikariDataSource db;
+    JdbcTemplate jdbc;
+    MovableClock clock;
+    WorkerTasks tasks;
+    String member;
+
+    @BeforeAll
+    void migrate() {
+        db = TestDatabase.migratedPool(4);
+        jdbc = new JdbcTemplate(db);
+        TestTenants.tenant(jdbc, TENANT, 100, 10, 1_000_000);
+    }
+
+    @BeforeEach
+    void fresh() {
+        clock = new MovableClock();
+        tasks = new WorkerTasks(jdbc, clock);
+        member = "gpubox-" + UUID.randomUUID().toString().substring(0, 8); // each test its own member: nothing shared
+    }
+
+    @AfterAll
+    void close() {
+        jdbc.update("DELETE FROM worker_tasks WHERE provider LIKE 'gpubox-%'");
+        db.close();
+    }
+
+    @Test
+    void aSubmitSentAgainFindsTheTaskItWrote() {
+        UUID job = job();
+        WorkerTasks.Task first = tasks.submit(member, job, 1, "{\"n\": 1}");
+        WorkerTasks.Task again = tasks.submit(member, job, 1, "{\"n\": 2}");
+        assertThat(again.taskId()).isEqualTo(first.taskId());
+        assertThat(again.envelope()).contains("1");
+        assertThat(again.status()).isEqualTo(WorkerTasks.Status.WAITING);
+        assertThat(tasks.submit(member, job, 2, "{}").taskId()).as("the next attempt: a task of its own").isNotEqualTo(first.taskId());
+    }
+
+    @Test
+    void tasksAreLeasedOldestFirstUnderFreshTokensAndNeverTwice() {
+        UUID a = tasks.submit(member, job(), 1, "{}").taskId();
+        clock.advance(Duration.ofMillis(10));
+        UUID b = tasks.submit(member, job(), 1, "{}").taskId();
+        clock.advance(Duration.ofMillis(10));
+        UUID c = tasks.submit(member, job(), 1, "{}").taskId();
+
+        List<WorkerTasks.Task> one = tasks.lease(member, "w1", 2, LEASE);
+        assertThat(one).extracting(WorkerTasks.Task::taskId).containsExactly(a, b);
+        assertThat(one).extracting(WorkerTasks.Task::leaseToken).doesNotContainNull().doesNotHaveDuplicates();
+        assertThat(one).allSatisfy(t -> assertThat(t.workerId()).isEqualTo("w1"));
+        List<WorkerTasks.Task> two = tasks.lease(member, "w2", 5, LEASE);
+        assertThat(two).extracting(WorkerTasks.Task::taskId).containsExactly(c);
+        assertThat(tasks.lease(member, "w3", 5, LEASE)).isEmpty();
+        assertThat(tasks.leasable(member)).isZero();
+        assertThat(tasks.lease("gpubox-other", "w1", 5, LEASE)).as("another member's round").isEmpty();
+    }
+
+    @Test
+    void aHeartbeatExtendsOnlyTheLiveLease() {
+        tasks.submit(member, job(), 1, "{}");
+        WorkerTasks.Task leased = tasks.lease(member, "w1", 1, LEASE).get(0);
+        clock.advance(Duration.ofSeconds(20));
+        WorkerTasks.Written beat = tasks.heartbeat(leased.taskId(), leased.leaseToken(), LEASE);
+        assertThat(beat.ok()).isTrue();
+        assertThat(beat.task().leaseExpiresAt()).isAfter(leased.leaseExpiresAt());
+        assertThat(tasks.heartbeat(leased.taskId(), UUID.randomUUID(), LEASE).refusal()).isEqualTo(WorkerTasks.Refusal.LEASE_LOST);
+        assertThat(tasks.heartbeat(UUID.randomUUID(), leased.leaseToken(), LEASE).refusal()).isEqualTo(WorkerTasks.Refusal.NOT_FOUND);
+    }
+
+    @Test
+    void aLeaseThatRanOutIsLeasedAgainUnderTheSameJobAndTheLateTokenChangesNothing() {
+        UUID job = job();
+        tasks.submit(member, job, 1, "{}");
+        WorkerTasks.Task first = tasks.lease(member, "killed", 1, LEASE).get(0);
+        clock.advance(LEASE.plusSeconds(1));
+        assertThat(tasks.leasable(member)).isOne();
+        WorkerTasks.Task second = tasks.lease(member, "w2", 1, LEASE).get(0);
+        assertThat(second.taskId()).isEqualTo(first.taskId());
+        assertThat(second.jobId()).isEqualTo(job);
+        assertThat(second.attempt()).isEqualTo(1);
+        assertThat(second.leases()).isEqualTo(2);
+        assertThat(second.leaseToken()).isNotEqualTo(first.leaseToken());
+
+        // The first worker comes back: its heartbeat, complete and fail are refused and change nothing.
+        assertThat(tasks.heartbeat(first.taskId(), first.leaseToken(), LEASE).refusal()).isEqualTo(WorkerTasks.Refusal.LEASE_LOST);
+        assertThat(tasks.complete(first.taskId(), first.leaseToken(), "late", "image/png", BigDecimal.ONE, "gpu_seconds").refusal())
+                .isEqualTo(WorkerTasks.Refusal.LEASE_LOST);
+        assertThat(tasks.fail(first.taskId(), first.leaseToken(), "terminal", "late", null).refusal())
+                .isEqualTo(WorkerTasks.Refusal.LEASE_LOST);
+        WorkerTasks.Task now = tasks.find(first.taskId()).orElseThrow();
+        assertThat(now.status()).isEqualTo(WorkerTasks.Status.LEASED);
+        assertThat(now.leaseToken()).isEqualTo(second.leaseToken());
+        assertThat(now.outputKey()).isNull();
+    }
+
+    @Test
+    void completeAndFailEndTheTaskOnceUnderItsToken() {
+        tasks.submit(member, job(), 1, "{}");
+        tasks.submit(member, job(), 1, "{}");
+        List<WorkerTasks.Task> leased = tasks.lease(member, "w1", 2, LEASE);
+        WorkerTasks.Task done = leased.get(0);
+        WorkerTasks.Task broken = leased.get(1);
+
+        WorkerTasks.Written completed = tasks.complete(done.taskId(), done.leaseToken(), "worker-outputs/x", "image/png",
+                new BigDecimal("2.5"), "gpu_seconds");
+        assertThat(completed.ok()).isTrue();
+        assertThat(completed.task().status()).isEqualTo(WorkerTasks.Status.SUCCEEDED);
+        assertThat(completed.task().billedUnits()).isEqualByComparingTo("2.5");
+        assertThat(tasks.complete(done.taskId(), done.leaseToken(), "again", "image/png", null, null).refusal())
+                .as("a second complete").isEqualTo(WorkerTasks.Refusal.ENDED);
+        assertThat(tasks.find(done.taskId()).orElseThrow().outputKey()).isEqualTo("worker-outputs/x");
+
+        WorkerTasks.Written failed = tasks.fail(broken.taskId(), broken.leaseToken(), "transient", "GPU out of memory", 30);
+        assertThat(failed.task().status()).isEqualTo(WorkerTasks.Status.FAILED);
+        assertThat(failed.task().retryAfterSeconds()).isEqualTo(30);
+        assertThat(tasks.lease(member, "w2", 5, LEASE)).as("ended tasks are never leased").isEmpty();
+    }
+
+    @Test
+    void aCancelReachesTheHolderAtItsNextHeartbeat() {
+        tasks.submit(member, job(), 1, "{}");
+        WorkerTasks.Task leased = tasks.lease(member, "w1", 1, LEASE).get(0);
+        assertThat(tasks.cancel(leased.taskId())).isTrue();
+        assertThat(tasks.heartbeat(leased.taskId(), leased.leaseToken(), LEASE).refusal()).isEqualTo(WorkerTasks.Refusal.CANCELLED);
+        assertThat(tasks.complete(leased.taskId(), leased.leaseToken(), "k", "image/png", null, null).refusal())
+                .isEqualTo(WorkerTasks.Refusal.CANCELLED);
+        assertThat(tasks.cancel(leased.taskId())).as("once").isFalse();
+    }
+
+    private UUID job() {
+        return JobFactory.on(jdbc).job(TENANT).provider(member).status("provider_pending").attempts(1).insert();
+    }
+}
