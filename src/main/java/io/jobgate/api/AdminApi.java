@@ -2,8 +2,6 @@ package io.jobgate.api;
 
 import io.jobgate.job.JobView;
 import io.jobgate.common.ApiProblem;
-import java.security.MessageDigest;
-import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
@@ -132,12 +130,15 @@ public final class AdminApi {
     }
 
     public void authenticate(Exchange exchange) {
-        String header = exchange.getIn().getHeader("Authorization", String.class);
-        String key = header != null && header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : null;
-        if (keySha256 == null || key == null || !MessageDigest.isEqual(Digests.sha256Hex(key).getBytes(StandardCharsets.US_ASCII),
-                keySha256.getBytes(StandardCharsets.US_ASCII))) {
+        if (!Digests.sha256Matches(bearer(exchange), keySha256)) {
             throw ApiProblem.unauthorized("An admin key is required (Authorization: Bearer <admin key>).");
         }
+    }
+
+    /** The key of the call's {@code Authorization: Bearer <key>}, or null. */
+    static String bearer(Exchange exchange) {
+        String header = exchange.getIn().getHeader("Authorization", String.class);
+        return header != null && header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : null;
     }
 
     public void reconcile(Exchange exchange) {

@@ -1,7 +1,6 @@
 package io.jobgate.api;
 
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.util.Base64;
 
 import io.jobgate.common.ApiProblem;
@@ -78,8 +77,7 @@ public final class ManagementAccess {
             return Verdict.ALLOWED;
         }
         String key = presentedKey(authorization);
-        if (adminKeySha256 != null && key != null && MessageDigest.isEqual(
-                Digests.sha256Hex(key).getBytes(StandardCharsets.US_ASCII), adminKeySha256.getBytes(StandardCharsets.US_ASCII))) {
+        if (Digests.sha256Matches(key, adminKeySha256)) {
             return Verdict.ALLOWED;
         }
         return Verdict.REFUSED;

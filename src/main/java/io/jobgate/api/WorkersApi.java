@@ -2,7 +2,6 @@ package io.jobgate.api;
 
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -183,11 +182,8 @@ public final class WorkersApi {
     public static final String WORKER_KEY = "worker-key-sha256";
 
     private static void authenticate(Exchange exchange, Provider member) {
-        String header = exchange.getIn().getHeader("Authorization", String.class);
-        String key = header != null && header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : null;
         String digest = member.settings().get(WORKER_KEY).trim().toLowerCase(java.util.Locale.ROOT);
-        if (key == null || !MessageDigest.isEqual(Digests.sha256Hex(key).getBytes(StandardCharsets.US_ASCII),
-                digest.getBytes(StandardCharsets.US_ASCII))) {
+        if (!Digests.sha256Matches(AdminApi.bearer(exchange), digest)) {
             throw ApiProblem.unauthorized("A worker key of pull member " + member.name() + " is required (Authorization: Bearer <worker key>).");
         }
     }

@@ -19,6 +19,15 @@ public final class Digests {
         return sha256Hex(text.getBytes(StandardCharsets.UTF_8));
     }
 
+    /**
+     * Does {@code secret} hash to {@code sha256Hex} (the stored digest of a key)? Compared in constant time; a missing
+     * secret or digest never matches.
+     */
+    public static boolean sha256Matches(String secret, String sha256Hex) {
+        return secret != null && sha256Hex != null && MessageDigest.isEqual(sha256Hex(secret).getBytes(StandardCharsets.US_ASCII),
+                sha256Hex.getBytes(StandardCharsets.US_ASCII));
+    }
+
     /** Copied per digest: a clone skips the security providers' lookup that getInstance does (twice per admission). */
     private static final MessageDigest SHA_256;
 

@@ -25,17 +25,11 @@ public final class PullAdapter {
     private final WorkerTasks tasks;
     private final S3Client s3;
     private final String bucket;
-    private volatile Runnable onSubmitted = () -> { };
 
     public PullAdapter(WorkerTasks tasks, S3Client s3, String bucket) {
         this.tasks = tasks;
         this.s3 = s3;
         this.bucket = bucket;
-    }
-
-    /** Told after each task written (the long polls of this instance look again). */
-    public void onSubmitted(Runnable listener) {
-        this.onSubmitted = listener;
     }
 
     /** The adapter route's one step. */
@@ -55,7 +49,6 @@ public final class PullAdapter {
                 exchange.getProperty("JobgateAttempt", Integer.class), exchange.getIn().getBody(String.class));
         exchange.setProperty("JobgateProviderTask", task.taskId().toString());
         exchange.setProperty("JobgateOutcome", "pending");
-        onSubmitted.run();
     }
 
     private void lookup(Exchange exchange) {

@@ -41,11 +41,6 @@ public final class WorkerTasks {
                        Instant leaseExpiresAt, String workerId, int leases, String outputKey, String outputMediaType,
                        BigDecimal billedUnits, String billedUnit, String errorCategory, String errorMessage,
                        Integer retryAfterSeconds, Instant createdAt) {
-
-        /** Is it leased under a lease that has not run out at {@code now}? */
-        public boolean leasedAt(Instant now) {
-            return status == Status.LEASED && leaseExpiresAt != null && !leaseExpiresAt.isBefore(now);
-        }
     }
 
     /** Why a call under a token changed nothing: the task is gone, ended, cancelled, or its lease is another's or ran out. */
