@@ -137,7 +137,11 @@ public final class AdminApi {
 
     /** The key of the call's {@code Authorization: Bearer <key>}, or null. */
     static String bearer(Exchange exchange) {
-        String header = exchange.getIn().getHeader("Authorization", String.class);
+        return bearer(exchange.getIn().getHeader("Authorization", String.class));
+    }
+
+    /** The key of an {@code Authorization: Bearer <key>} header, or null. */
+    static String bearer(String header) {
         return header != null && header.regionMatches(true, 0, "Bearer ", 0, 7) ? header.substring(7).trim() : null;
     }
 

@@ -2,6 +2,7 @@ package io.jobgate.api;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 
 import io.jobgate.adapter.AdapterCaller;
 import io.jobgate.admission.AdmissionService;
@@ -37,7 +38,8 @@ public final class ApiWiring {
                             PresetDefaults presetDefaults, ProviderCatalog providers, UploadStore uploads, JobWiring.Jobs jobs,
                             AdmissionService admission, Meters meters, AdapterCaller adapters, Reconciler reconciler,
                             CanaryWiring.Canary canary, Evaluations evaluations, NotifyWiring.Webhooks webhooks,
-                            io.jobgate.pool.PoolPlacer pools, io.jobgate.pool.PoolViews poolViews) throws Exception {
+                            io.jobgate.pool.PoolPlacer pools, io.jobgate.pool.PoolViews poolViews,
+                            io.jobgate.workers.WorkersWiring.Workers workers) throws Exception {
         Registry registry = context.getRegistry();
         // Where no route answers (starting, stopping, unknown paths): problem documents, never a bare 404.
         HttpEdges.install(context);
@@ -57,10 +59,20 @@ public final class ApiWiring {
                 settings.millis("jobgate.api.waiting-reads-period-ms", 50, 10_000), meters::waitingReadEnded);
         meters.waitingReads(waitingReads::waiting);
         registry.bind("waitingReads", waitingReads);
+        // A worker's lease with wait_seconds: a long poll, held as those reads are (LeaseWaits).
+        LeaseWaits leaseWaits = new LeaseWaits(context, providers, workers.tasks(),
+                settings.intValue("jobgate.workers.max-waiting-leases", 0, 1_000_000),
+                settings.millis("jobgate.workers.lease-waits-period-ms", 50, 60_000), meters::leaseWaitEnded);
+        meters.leaseWaits(leaseWaits::waiting);
+        registry.bind("leaseWaits", leaseWaits);
         if (servesApi) {
-            waitingReads.install();
+            HeldRequests.install(context, List.of(waitingReads, leaseWaits));
             context.addService(waitingReads, true, true);
+            context.addService(leaseWaits, true, true);
+            workers.adapter().onTaskWaiting(member -> leaseWaits.tasksWaiting(member, 1));
         }
+        registry.bind("workersApi", new WorkersApi(providers, workers.tasks(), workers.adapter(), reconciler, workers.leaseFor(),
+                servesApi ? leaseWaits : null));
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, settings.longValue("jobgate.uploads.max-bytes", 1, 1L << 31),
                 s3, bucket));
         registry.bind("usageApi", new UsageApi(new UsageReport(jdbc), clock));

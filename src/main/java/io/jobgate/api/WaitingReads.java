@@ -20,7 +20,6 @@ import io.jobgate.tenant.TenantDirectory;
 import io.vertx.core.Context;
 import io.vertx.ext.web.RoutingContext;
 import org.apache.camel.CamelContext;
-import org.apache.camel.support.LifecycleStrategySupport;
 import org.apache.camel.support.service.ServiceSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,11 +29,7 @@ import org.slf4j.LoggerFactory;
  * asked for too: {@link JobStore#terminalAmong}), or after N
  * seconds with the job as it is then, holding no thread while it waits.
  *
- * <p>Why in front of the route and not in it: platform-http's Vert.x consumer (Camel 4.18) runs the
- * whole exchange inside {@code vertx.executeBlocking} and calls the route's processor synchronously,
- * so an asynchronous processor in {@code get-job} would still hold a Vert.x worker until it completed
- * (20 by default: the 21st waiter would stall every call of the API). So a Vert.x handler ahead of the
- * exchange (in the consumer's own Vert.x route, after its body handler) does the waiting: it checks the caller's key and job on a worker (a refused key, another
+ * <p>A held call ({@link HeldRequests} says why ahead of the route): it checks the caller's key and job on a worker (a refused key, another
  * tenant's or no job, a terminal job, a bad {@code wait}: no waiting, the route answers as ever),
  * then parks the request — a timer on its event loop, an entry in a set — and passes it on to the
  * route when the job ended, the time is up, or the gateway stops. The route then reads the job and
@@ -47,7 +42,7 @@ import org.slf4j.LoggerFactory;
  * went away is dropped; beyond {@code jobgate.api.max-waiting-reads} waiters on this instance a read
  * answers at once (the job as it is), never refused.
  */
-public final class WaitingReads extends ServiceSupport {
+public final class WaitingReads extends ServiceSupport implements HeldRequests.Holder {
 
     private static final Logger LOG = LoggerFactory.getLogger(WaitingReads.class);
 
@@ -129,40 +124,6 @@ public final class WaitingReads extends ServiceSupport {
         return waiting.get();
     }
 
-    /**
-     * Makes platform-http build its consumers with this handler (the engine it looks up by name before
-     * making one of its own), and lets every waiter go as soon as the context begins to stop, while the
-     * routes still answer. Each consumer's Vert.x route runs the body handler, then the engine's
-     * handlers, then the exchange: this one sees every request after its body was read (waiting before
-     * that would let an HTTP/2 request end unread, which the body handler then refuses), and passes on at
-     * once all but {@code GET /v1/jobs/{id}?wait=N}.
-     */
-    public void install() throws Exception {
-        org.apache.camel.component.platform.http.vertx.VertxPlatformHttpEngine engine =
-                new org.apache.camel.component.platform.http.vertx.VertxPlatformHttpEngine();
-        engine.setCamelContext(context);
-        engine.setHandlers(List.of(this::handle));
-        context.getRegistry().bind(org.apache.camel.component.platform.http.PlatformHttpConstants.PLATFORM_HTTP_ENGINE_NAME,
-                engine);
-        context.addStartupListener(new org.apache.camel.StartupListener() {
-            @Override
-            public void onCamelContextStarted(CamelContext started, boolean alreadyStarted) {
-                // A Camel that made its own engine would serve every wait at once: refuse to run so.
-                var component = started.getComponent("platform-http",
-                        org.apache.camel.component.platform.http.PlatformHttpComponent.class);
-                if (component.getEngine() != engine) {
-                    throw new IllegalStateException("platform-http does not use the engine of waiting reads");
-                }
-            }
-        });
-        context.getLifecycleStrategies().add(new LifecycleStrategySupport() {
-            @Override
-            public void onContextStopping(CamelContext stopping) {
-                releaseAll();
-            }
-        });
-    }
-
     @Override
     protected void doStart() {
         checks = context.getExecutorServiceManager().newSingleThreadScheduledExecutor(this, "waiting-reads");
@@ -178,7 +139,8 @@ public final class WaitingReads extends ServiceSupport {
         }
     }
 
-    private void releaseAll() {
+    @Override
+    public void releaseAll() {
         for (Waiter w : waiters) {
             w.release(Ended.STOPPED);
         }
@@ -190,7 +152,8 @@ public final class WaitingReads extends ServiceSupport {
     }
 
     /** The Vert.x handler, on the request's event loop: waits only where the route would answer the job at once. */
-    void handle(RoutingContext rc) {
+    @Override
+    public void handle(RoutingContext rc) {
         if (rc.request().method() != io.vertx.core.http.HttpMethod.GET || !PATH.matcher(rc.request().path()).matches()) {
             rc.next(); // any other call of any route
             return;

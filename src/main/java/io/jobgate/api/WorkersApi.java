@@ -44,31 +44,68 @@ public final class WorkersApi {
     private final PullAdapter adapter;
     private final Reconciler reconciler;
     private final Duration leaseFor;
+    private final LeaseWaits waits;
 
-    public WorkersApi(ProviderCatalog providers, WorkerTasks tasks, PullAdapter adapter, Reconciler reconciler, Duration leaseFor) {
+    /** @param waits the long polls of this instance; null where it serves no API (nothing is parked) */
+    public WorkersApi(ProviderCatalog providers, WorkerTasks tasks, PullAdapter adapter, Reconciler reconciler, Duration leaseFor,
+                      LeaseWaits waits) {
         this.providers = providers;
         this.tasks = tasks;
         this.adapter = adapter;
         this.reconciler = reconciler;
         this.leaseFor = leaseFor;
+        this.waits = waits;
     }
 
-    /** {@code POST /v1/workers/{provider}/leases} {@code {worker_id, max}}: up to {@code max} tasks, each leased to the caller. */
+    /**
+     * A lease call's body: who asks, for how many tasks at most, and how long it may wait for one
+     * ({@code wait_seconds}, 0: answer at once; {@link LeaseWaits}).
+     */
+    record LeaseRequest(String workerId, int max, int waitSeconds) {
+
+        static final Set<String> FIELDS = Set.of("worker_id", "max", "wait_seconds");
+
+        /** The body as the route takes it, or the problem it gets. */
+        static LeaseRequest of(JsonNode request) {
+            closed(request, FIELDS);
+            String workerId = AdminApi.text(request, "worker_id", MAX_WORKER_ID);
+            if (workerId == null || workerId.isBlank()) {
+                throw ApiProblem.of(400, "invalid_parameter", "Name the worker: \"worker_id\" (1 to " + MAX_WORKER_ID + " characters).")
+                        .with("field", "worker_id");
+            }
+            return new LeaseRequest(workerId.strip(), whole(request, "max", 1, MAX_LEASES, 1),
+                    whole(request, "wait_seconds", 0, LeaseWaits.MAX_SECONDS, 0));
+        }
+
+        private static int whole(JsonNode request, String field, int min, int max, int absent) {
+            JsonNode value = request.path(field);
+            if (value.isMissingNode()) {
+                return absent;
+            }
+            if (!value.isInt() || value.asInt() < min || value.asInt() > max) {
+                throw ApiProblem.of(400, "invalid_parameter", "\"" + field + "\" is a whole number from " + min + " to " + max + ".")
+                        .with("field", field);
+            }
+            return value.asInt();
+        }
+    }
+
+    /**
+     * {@code POST /v1/workers/{provider}/leases} {@code {worker_id, max, wait_seconds}}: up to {@code max} tasks, each
+     * leased to the caller. A poll that may wait and finds none was parked ahead of the route ({@link LeaseWaits}) when
+     * this instance knew the member idle; one that finds fewer than asked tells it so.
+     */
     public void lease(Exchange exchange) {
         Provider member = member(exchange.getIn().getHeader("provider", String.class));
         authenticate(exchange, member);
-        JsonNode request = body(exchange, Set.of("worker_id", "max"));
-        String workerId = AdminApi.text(request, "worker_id", MAX_WORKER_ID);
-        if (workerId == null || workerId.isBlank()) {
-            throw ApiProblem.of(400, "invalid_parameter", "Name the worker: \"worker_id\" (1 to " + MAX_WORKER_ID + " characters).")
-                    .with("field", "worker_id");
-        }
-        JsonNode max = request.path("max");
-        if (!max.isMissingNode() && (!max.isInt() || max.asInt() < 1 || max.asInt() > MAX_LEASES)) {
-            throw ApiProblem.of(400, "invalid_parameter", "\"max\" is a whole number from 1 to " + MAX_LEASES + ".").with("field", "max");
+        LeaseRequest request = LeaseRequest.of(AdminApi.request(exchange));
+        long seen = waits == null ? 0 : waits.beforeLease(member.name());
+        List<WorkerTasks.Task> leased = tasks.lease(member.name(), request.workerId(), request.max(), leaseFor);
+        if (waits != null) {
+            waits.leased(member.name(), seen, request.max(), leased.size());
         }
         List<Map<String, Object>> leases = new ArrayList<>();
-        for (WorkerTasks.Task task : tasks.lease(member.name(), workerId.strip(), max.isMissingNode() ? 1 : max.asInt(), leaseFor)) {
+        for (WorkerTasks.Task task : leased) {
             leases.add(envelope(task));
         }
         HttpReply.json(exchange, 200, Map.of("leases", leases), Map.of());
@@ -172,8 +209,19 @@ public final class WorkersApi {
         return lease;
     }
 
+    /** The pull member of that name: a provider with a worker key. */
+    static java.util.Optional<Provider> pullMember(ProviderCatalog providers, String name) {
+        return providers.find(name).filter(p -> p.settings().containsKey(WORKER_KEY));
+    }
+
+    /** Whether {@code authorization} ({@code Bearer <key>}) carries a worker key of {@code member}. */
+    static boolean keyMatches(Provider member, String authorization) {
+        String digest = member.settings().get(WORKER_KEY).trim().toLowerCase(java.util.Locale.ROOT);
+        return Digests.sha256Matches(AdminApi.bearer(authorization), digest);
+    }
+
     private Provider member(String name) {
-        return providers.find(name).filter(p -> p.settings().containsKey(WORKER_KEY))
+        return pullMember(providers, name)
                 .orElseThrow(() -> ApiProblem.of(404, "not_found", "No pull member '" + name + "' (a provider with "
                         + "jobgate.provider.<name>." + WORKER_KEY + ").").with("field", "provider"));
     }
@@ -182,8 +230,7 @@ public final class WorkersApi {
     public static final String WORKER_KEY = "worker-key-sha256";
 
     private static void authenticate(Exchange exchange, Provider member) {
-        String digest = member.settings().get(WORKER_KEY).trim().toLowerCase(java.util.Locale.ROOT);
-        if (!Digests.sha256Matches(AdminApi.bearer(exchange), digest)) {
+        if (!keyMatches(member, exchange.getIn().getHeader("Authorization", String.class))) {
             throw ApiProblem.unauthorized("A worker key of pull member " + member.name() + " is required (Authorization: Bearer <worker key>).");
         }
     }
@@ -203,7 +250,11 @@ public final class WorkersApi {
     }
 
     private static JsonNode body(Exchange exchange, Set<String> fields) {
-        JsonNode request = AdminApi.request(exchange);
+        return closed(AdminApi.request(exchange), fields);
+    }
+
+    /** The request, refused if it has a field the call does not (a worker must not invent envelope fields). */
+    private static JsonNode closed(JsonNode request, Set<String> fields) {
         request.fieldNames().forEachRemaining(field -> {
             if (!fields.contains(field)) {
                 throw ApiProblem.of(422, "invalid_request", "\"" + field + "\" is not a field of this call; its fields: "

@@ -232,7 +232,25 @@ public final class Meters {
                 .increment();
     }
 
+    private volatile java.util.function.IntSupplier leaseWaits;
+
+    /** Workers' long polls waiting on this instance for tasks ({@code POST /v1/workers/{member}/leases}, wait_seconds). */
+    public void leaseWaits(java.util.function.IntSupplier waiting) {
+        this.leaseWaits = waiting;
+    }
+
+    /** A long poll ended: {@code tasks}, {@code timed_out}, {@code disconnected}, {@code over_cap}, {@code stopped}. */
+    public void leaseWaitEnded(String ended) {
+        counter("jobgate_worker_lease_waits_ended_total", "workers' long polls of this instance by how their wait ended", "ended",
+                ended).increment();
+    }
+
     private void registerWaitingReads() {
+        if (leaseWaits != null) {
+            io.micrometer.core.instrument.Gauge.builder("jobgate_worker_lease_waits", leaseWaits, s -> s.getAsInt())
+                    .description("workers' long polls of this instance waiting now for tasks to lease")
+                    .register(registry());
+        }
         if (waitingReads != null) {
             io.micrometer.core.instrument.Gauge.builder("jobgate_api_waiting_reads", waitingReads, s -> s.getAsInt())
                     .description("reads of this instance waiting now for their job to end (GET /v1/jobs/{id}?wait=N)")

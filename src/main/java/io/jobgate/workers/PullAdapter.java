@@ -25,11 +25,18 @@ public final class PullAdapter {
     private final WorkerTasks tasks;
     private final S3Client s3;
     private final String bucket;
+    /** Told the member of each task written: a worker waiting on this instance may lease it now. */
+    private volatile java.util.function.Consumer<String> taskWaiting = member -> { };
 
     public PullAdapter(WorkerTasks tasks, S3Client s3, String bucket) {
         this.tasks = tasks;
         this.s3 = s3;
         this.bucket = bucket;
+    }
+
+    /** Whom to tell, with the member's name, that a task waits to be leased (the long polls of its workers). */
+    public void onTaskWaiting(java.util.function.Consumer<String> listener) {
+        this.taskWaiting = listener;
     }
 
     /** The adapter route's one step. */
@@ -49,6 +56,7 @@ public final class PullAdapter {
                 exchange.getProperty("JobgateAttempt", Integer.class), exchange.getIn().getBody(String.class));
         exchange.setProperty("JobgateProviderTask", task.taskId().toString());
         exchange.setProperty("JobgateOutcome", "pending");
+        taskWaiting.accept(task.provider()); // were it not visible yet, the long polls' periodic check finds it
     }
 
     private void lookup(Exchange exchange) {

@@ -150,6 +150,23 @@ public final class WorkerTasks {
         return n == null ? 0 : n;
     }
 
+    /**
+     * Of {@code providers}, those with tasks to lease now, and how many: one statement for every member someone waits
+     * on (the index {@code worker_tasks_open} holds open tasks only).
+     */
+    public java.util.Map<String, Integer> leasableAmong(java.util.Collection<String> providers) {
+        java.util.Map<String, Integer> leasable = new java.util.HashMap<>();
+        if (providers.isEmpty()) {
+            return leasable;
+        }
+        jdbc.query("SELECT provider, count(*) AS n FROM worker_tasks WHERE provider = ANY(?) AND " + OPEN
+                + " AND (status = 'waiting' OR lease_expires_at < ?) GROUP BY provider",
+                rs -> {
+                    leasable.put(rs.getString("provider"), rs.getInt("n"));
+                }, (Object) providers.toArray(String[]::new), Timestamp.from(clock.instant()));
+        return leasable;
+    }
+
     private Written written(UUID taskId, List<Task> updated) {
         if (!updated.isEmpty()) {
             return new Written(updated.get(0), null);

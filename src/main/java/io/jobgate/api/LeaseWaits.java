@@ -1,0 +1,290 @@
+package io.jobgate.api;
+
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import io.jobgate.common.Json;
+import io.jobgate.provider.ProviderCatalog;
+import io.jobgate.workers.WorkerTasks;
+import io.vertx.core.Context;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.ext.web.RoutingContext;
+import org.apache.camel.CamelContext;
+import org.apache.camel.support.service.ServiceSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A worker's long poll ({@code POST /v1/workers/{member}/leases} with {@code "wait_seconds": N}, docs/workers.md): when
+ * its member has no task to lease, the call waits until one does, or N seconds, holding no thread and no database
+ * connection meanwhile — a held call ({@link HeldRequests}), so thousands of idle workers cost an entry in a set each.
+ *
+ * <p>Which polls wait: this instance remembers, per member, whether its last lease found fewer tasks than it asked
+ * for (the member is idle) and nothing woke it since. A poll of an idle member (its key and body checked here as the
+ * route checks them; anything else goes to the route, which answers or refuses it) is parked; every other goes to the
+ * route at once, which leases. A parked poll whose time is up answers an empty list itself, with no statement.
+ *
+ * <p>What wakes waiters: a task written on this instance ({@code PullAdapter}'s submit) at once; and, while anyone
+ * waits, one statement every {@code jobgate.workers.lease-waits-period-ms} asks which of the waited-on members have
+ * tasks to lease (written by another instance, or leased under a lease that ran out). Either wakes the oldest waiters
+ * of the member, enough of them to take the tasks found; a woken poll goes to the route and leases. Beyond
+ * {@code jobgate.workers.max-waiting-leases} waiters a poll goes to the route at once.
+ */
+public final class LeaseWaits extends ServiceSupport implements HeldRequests.Holder {
+
+    private static final Logger LOG = LoggerFactory.getLogger(LeaseWaits.class);
+
+    /** The longest wait a poll may ask for, in seconds. */
+    public static final int MAX_SECONDS = 30;
+
+    private static final Pattern PATH = Pattern.compile("/v1/workers/([^/]+)/leases");
+    private static final String NO_LEASES = "{\"leases\":[]}";
+
+    /** Why a wait ended, the label of {@code jobgate_worker_lease_waits_ended_total}. */
+    enum Ended {
+        TASKS, TIMED_OUT, DISCONNECTED, OVER_CAP, STOPPED;
+
+        String label() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
+
+    private final CamelContext context;
+    private final ProviderCatalog providers;
+    private final WorkerTasks tasks;
+    private final int maxWaiting;
+    private final Duration period;
+    private final Consumer<String> ended;
+    private final Map<String, Member> members = new ConcurrentHashMap<>();
+    private final AtomicInteger waiting = new AtomicInteger();
+    private volatile ScheduledExecutorService checks;
+    private volatile boolean failing;
+
+    /**
+     * @param maxWaiting polls that may wait at once on this instance
+     * @param period     how often PostgreSQL is asked which waited-on members have tasks
+     * @param ended      told why each wait ended (metrics)
+     */
+    public LeaseWaits(CamelContext context, ProviderCatalog providers, WorkerTasks tasks, int maxWaiting, Duration period,
+                      Consumer<String> ended) {
+        this.context = context;
+        this.providers = providers;
+        this.tasks = tasks;
+        this.maxWaiting = maxWaiting;
+        this.period = period;
+        this.ended = ended;
+    }
+
+    /** Polls waiting now on this instance. */
+    public int waiting() {
+        return waiting.get();
+    }
+
+    /** Before the route's lease: what it saw, for {@link #leased}. */
+    public long beforeLease(String member) {
+        return member(member).woken.get();
+    }
+
+    /**
+     * After the route's lease, begun at {@code seen} ({@link #beforeLease}): fewer tasks than asked means none is left,
+     * unless a task was written meanwhile (then the member is not idle: the next poll leases at once).
+     */
+    public void leased(String member, long seen, int asked, int got) {
+        if (got < asked) {
+            member(member).idleAt.accumulateAndGet(seen, Math::max);
+        }
+    }
+
+    /** {@code count} tasks of {@code member} wait to be leased: the member is not idle, its oldest waiters lease them. */
+    public void tasksWaiting(String member, int count) {
+        Member m = member(member);
+        m.woken.incrementAndGet();
+        int covered = 0;
+        Waiter w;
+        while (covered < count && (w = m.waiters.pollFirst()) != null) {
+            if (w.release(Ended.TASKS)) {
+                covered += w.max;
+            }
+        }
+    }
+
+    private Member member(String name) {
+        return members.computeIfAbsent(name, n -> new Member());
+    }
+
+    @Override
+    protected void doStart() {
+        checks = context.getExecutorServiceManager().newSingleThreadScheduledExecutor(this, "lease-waits");
+        checks.scheduleWithFixedDelay(this::check, period.toMillis(), period.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    @Override
+    protected void doStop() {
+        releaseAll();
+        if (checks != null) {
+            context.getExecutorServiceManager().shutdown(checks);
+            checks = null;
+        }
+    }
+
+    @Override
+    public void releaseAll() {
+        for (Member m : members.values()) {
+            Waiter w;
+            while ((w = m.waiters.pollFirst()) != null) {
+                w.release(Ended.STOPPED);
+            }
+        }
+    }
+
+    /** Waiting is possible: this service and the context run (not starting, not stopping). */
+    private boolean open() {
+        return isStarted() && context.getStatus().isStarted();
+    }
+
+    /** The Vert.x handler, on the request's event loop: parks a valid poll of an idle member, passes on all else. */
+    @Override
+    public void handle(RoutingContext rc) {
+        Matcher path = rc.request().method() == HttpMethod.POST ? PATH.matcher(rc.request().path()) : null;
+        if (path == null || !path.matches() || !open()) {
+            rc.next(); // any other call, or stopping
+            return;
+        }
+        String name = path.group(1);
+        WorkersApi.LeaseRequest poll = poll(name, rc);
+        if (poll == null || poll.waitSeconds() == 0 || !member(name).idle()) {
+            rc.next(); // the route answers: it leases, or refuses what is wrong
+            return;
+        }
+        if (waiting.incrementAndGet() > maxWaiting) {
+            waiting.decrementAndGet();
+            ended.accept(Ended.OVER_CAP.label());
+            rc.next();
+            return;
+        }
+        Member m = member(name);
+        Waiter waiter = new Waiter(m, rc, rc.vertx().getOrCreateContext(), poll.max());
+        m.waiters.addLast(waiter);
+        waiter.timer = rc.vertx().setTimer(poll.waitSeconds() * 1000L, t -> waiter.release(Ended.TIMED_OUT));
+        rc.response().closeHandler(v -> waiter.release(Ended.DISCONNECTED));
+        if (!m.idle() || !open()) {
+            // Woken or stopped between the look above and the park: a wake that found no waiter, or a stop's release
+            // that ran before this one was there.
+            waiter.release(open() ? Ended.TASKS : Ended.STOPPED);
+        }
+    }
+
+    /** The poll, if its key is its member's and its body one the route takes; else null (the route answers). */
+    private WorkersApi.LeaseRequest poll(String name, RoutingContext rc) {
+        try {
+            if (!WorkersApi.pullMember(providers, name).map(p -> WorkersApi.keyMatches(p, rc.request().getHeader("Authorization")))
+                    .orElse(false)) {
+                return null;
+            }
+            var body = rc.body();
+            return body == null || body.buffer() == null ? null
+                    : WorkersApi.LeaseRequest.of(Json.parseObject(body.buffer().getBytes()));
+        } catch (RuntimeException refused) {
+            return null;
+        }
+    }
+
+    /** On the scheduler's thread: one statement for every member someone waits on here. */
+    private void check() {
+        try {
+            Set<String> waitedOn = new HashSet<>();
+            members.forEach((name, m) -> {
+                if (!m.waiters.isEmpty()) {
+                    waitedOn.add(name);
+                }
+            });
+            if (waitedOn.isEmpty()) {
+                return;
+            }
+            tasks.leasableAmong(waitedOn).forEach((name, count) -> {
+                if (count > 0) {
+                    tasksWaiting(name, count);
+                }
+            });
+            if (failing) {
+                failing = false;
+                LOG.info("lease waits: PostgreSQL answers again");
+            }
+        } catch (RuntimeException e) {
+            if (!failing) {
+                failing = true; // once per outage: the waiters still end with their time
+                LOG.warn("lease waits: cannot ask PostgreSQL which members have tasks ({}); asking again every {} ms",
+                        e.getMessage(), period.toMillis());
+            }
+        }
+    }
+
+    /** What this instance knows of a member: whether its tasks ran out, and the polls waiting for more. */
+    private static final class Member {
+        /** Counts the wakes: a task written, or found by the periodic check. */
+        final AtomicLong woken = new AtomicLong();
+        /** The wake count a lease that found too few tasks began at; -1: none did yet (the member is not known idle). */
+        final AtomicLong idleAt = new AtomicLong(-1);
+        final ConcurrentLinkedDeque<Waiter> waiters = new ConcurrentLinkedDeque<>();
+
+        /** A lease found the tasks gone, and nothing woke the member after that lease began. */
+        boolean idle() {
+            return idleAt.get() == woken.get();
+        }
+    }
+
+    /** One parked poll; released once, by whichever comes first. */
+    private final class Waiter {
+        final Member member;
+        final RoutingContext rc;
+        final Context loop;
+        final int max;
+        final AtomicBoolean released = new AtomicBoolean();
+        /** Set and read on the event loop only. */
+        long timer = -1;
+
+        Waiter(Member member, RoutingContext rc, Context loop, int max) {
+            this.member = member;
+            this.rc = rc;
+            this.loop = loop;
+            this.max = max;
+        }
+
+        boolean release(Ended why) {
+            if (!released.compareAndSet(false, true)) {
+                return false;
+            }
+            member.waiters.remove(this);
+            waiting.decrementAndGet();
+            ended.accept(why.label());
+            loop.runOnContext(v -> {
+                if (timer >= 0) {
+                    rc.vertx().cancelTimer(timer);
+                }
+                rc.response().closeHandler(null);
+                if (why == Ended.DISCONNECTED || rc.response().closed()) {
+                    return;
+                }
+                if (why == Ended.TIMED_OUT) {
+                    // Nothing came: answered here, as the route would (no statement for a poll that found nothing).
+                    rc.response().setStatusCode(200).putHeader("Content-Type", HttpReply.JSON).end(NO_LEASES);
+                } else {
+                    rc.next(); // the route leases now
+                }
+            });
+            return true;
+        }
+    }
+}
