@@ -71,7 +71,7 @@ public final class ApiWiring {
             context.addService(leaseWaits, true, true);
             workers.adapter().onTaskWaiting(member -> leaseWaits.tasksWaiting(member, 1));
         }
-        registry.bind("workersApi", new WorkersApi(providers, workers.tasks(), workers.adapter(), reconciler, workers.leaseFor(),
+        registry.bind("workersApi", new WorkersApi(providers, workers.tasks(), workers.objects(), reconciler, workers.leaseFor(),
                 servesApi ? leaseWaits : null));
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, settings.longValue("jobgate.uploads.max-bytes", 1, 1L << 31),
                 s3, bucket));

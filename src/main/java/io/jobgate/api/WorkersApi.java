@@ -17,7 +17,7 @@ import io.jobgate.common.Json;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.reconcile.Reconciler;
-import io.jobgate.workers.PullAdapter;
+import io.jobgate.workers.TaskObjects;
 import io.jobgate.workers.WorkerFailure;
 import io.jobgate.workers.WorkerTasks;
 import org.apache.camel.Exchange;
@@ -41,17 +41,17 @@ public final class WorkersApi {
 
     private final ProviderCatalog providers;
     private final WorkerTasks tasks;
-    private final PullAdapter adapter;
+    private final TaskObjects objects;
     private final Reconciler reconciler;
     private final Duration leaseFor;
     private final LeaseWaits waits;
 
     /** @param waits the long polls of this instance; null where it serves no API (nothing is parked) */
-    public WorkersApi(ProviderCatalog providers, WorkerTasks tasks, PullAdapter adapter, Reconciler reconciler, Duration leaseFor,
+    public WorkersApi(ProviderCatalog providers, WorkerTasks tasks, TaskObjects objects, Reconciler reconciler, Duration leaseFor,
                       LeaseWaits waits) {
         this.providers = providers;
         this.tasks = tasks;
-        this.adapter = adapter;
+        this.objects = objects;
         this.reconciler = reconciler;
         this.leaseFor = leaseFor;
         this.waits = waits;
@@ -116,8 +116,11 @@ public final class WorkersApi {
         WorkerTasks.Task task = task(exchange);
         UUID token = token(body(exchange, Set.of("lease_token")));
         WorkerTasks.Written beat = refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor));
+        // A fresh output URL with the extended lease: one rendering longer than a lease can still write directly.
+        TaskObjects.Urls urls = objects.urls(beat.task());
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "lease_expires_at",
-                beat.task().leaseExpiresAt().toString()), Map.of());
+                beat.task().leaseExpiresAt().toString(), "output_url", urls.output().toString(), "urls_expire_at",
+                urls.expiresAt().toString()), Map.of());
     }
 
     /**
@@ -136,7 +139,7 @@ public final class WorkersApi {
             throw ApiProblem.of(413, "request_too_large", "An output stored through the gateway is at most " + MAX_OUTPUT_BYTES + " bytes.");
         }
         String mediaType = mediaType(exchange.getIn().getHeader("Content-Type", String.class));
-        adapter.storeOutput(task.taskId(), bytes, mediaType);
+        objects.storeOutput(task.taskId(), token, bytes, mediaType);
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "bytes", bytes.length, "media_type", mediaType), Map.of());
     }
 
@@ -162,9 +165,10 @@ public final class WorkersApi {
             throw ApiProblem.of(400, "invalid_parameter", "Name what \"billed_units\" counts: \"billed_unit\" (e.g. gpu_seconds).")
                     .with("field", "billed_unit");
         }
-        String key = adapter.storedOutput(task.taskId())
+        refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor)); // a lost lease hears so first, whatever it stored
+        String key = objects.storedOutput(task.taskId(), token)
                 .orElseThrow(() -> ApiProblem.of(409, "output_missing", "Store the output first: PUT /v1/workers/tasks/"
-                        + task.taskId() + "/output."));
+                        + task.taskId() + "/output, or to the lease's output_url."));
         WorkerTasks.Written done = refusedUnlessOk(tasks.complete(task.taskId(), token, key, mediaType, units, unit));
         applyNow(done.task());
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "succeeded"), Map.of());
@@ -206,6 +210,13 @@ public final class WorkersApi {
         lease.put("lease_token", task.leaseToken().toString());
         lease.put("lease_expires_at", task.leaseExpiresAt().toString());
         lease.put("request", Json.parseObject(task.envelope().getBytes(StandardCharsets.UTF_8)));
+        TaskObjects.Urls urls = objects.urls(task);
+        if (urls.source() != null) {
+            lease.put("source_url", urls.source().toString());
+            lease.put("source_media_type", urls.sourceMediaType());
+        }
+        lease.put("output_url", urls.output().toString());
+        lease.put("urls_expire_at", urls.expiresAt().toString());
         return lease;
     }
 

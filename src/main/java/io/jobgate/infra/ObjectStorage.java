@@ -30,8 +30,8 @@ public final class ObjectStorage {
         }
     }
 
-    /** The client, usable at once, and what stands behind it starting in the background. */
-    public record Starting(S3Client client, BackgroundStart<Started> started) {
+    /** The client, usable at once, its objects' time-limited URLs, and what stands behind it starting in the background. */
+    public record Starting(S3Client client, ObjectUrls urls, BackgroundStart<Started> started) {
     }
 
     /**
@@ -77,7 +77,10 @@ public final class ObjectStorage {
                 throw e;
             }
         });
-        return new Starting(client, started);
+        // Time-limited URLs name the endpoint callers outside reach, where that is another.
+        CompletableFuture<URI> publicEndpoint = settings.optional("jobgate.s3.public-endpoint")
+                .map(url -> CompletableFuture.completedFuture(URI.create(url))).orElse(serverEndpoint);
+        return new Starting(client, new ObjectUrls(publicEndpoint, region, accessKey, secretKey), started);
     }
 
     /**

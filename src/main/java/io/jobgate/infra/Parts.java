@@ -26,7 +26,8 @@ import software.amazon.awssdk.services.s3.S3Client;
  * @param jms             the JMS connection factory
  * @param s3              the S3 client, its bucket ensured
  */
-public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSource, CachingConnectionFactory jms, S3Client s3) {
+public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSource, CachingConnectionFactory jms, S3Client s3,
+                    ObjectUrls urls) {
 
     /**
      * The relay pool's sessions. Its claims and published marks commit without waiting for the WAL
@@ -107,7 +108,7 @@ public record Parts(HikariDataSource dataSource, HikariDataSource relayDataSourc
                 context.addService(ManagedResource.stoppedBy(side.getKey().name(), running::close), true, true);
                 running.overrides().forEach(context.getPropertiesComponent()::addOverrideProperty);
             }
-            return new Parts(pools[0], pools[1], jms, s3Client);
+            return new Parts(pools[0], pools[1], jms, s3Client, s3.urls());
         } catch (Exception e) {
             if (embeddedBroker != null) {
                 embeddedBroker.stopIfUnclaimed(EmbeddedBroker::stop);

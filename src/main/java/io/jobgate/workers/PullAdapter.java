@@ -4,10 +4,6 @@ import java.util.Optional;
 import java.util.UUID;
 
 import org.apache.camel.Exchange;
-import software.amazon.awssdk.core.sync.RequestBody;
-import software.amazon.awssdk.services.s3.S3Client;
-import software.amazon.awssdk.services.s3.model.GetObjectRequest;
-import software.amazon.awssdk.services.s3.model.PutObjectRequest;
 
 /**
  * The adapter of a pull member (docs/workers.md): its route ({@code routes/providers/<name>.camel.yaml}, drop-in like
@@ -19,19 +15,14 @@ import software.amazon.awssdk.services.s3.model.PutObjectRequest;
  */
 public final class PullAdapter {
 
-    /** Where a worker's output waits in the bucket until the gateway checks and promotes it. */
-    static final String OUTPUT_PREFIX = "worker-outputs/";
-
     private final WorkerTasks tasks;
-    private final S3Client s3;
-    private final String bucket;
+    private final TaskObjects objects;
     /** Told the member of each task written: a worker waiting on this instance may lease it now. */
     private volatile java.util.function.Consumer<String> taskWaiting = member -> { };
 
-    public PullAdapter(WorkerTasks tasks, S3Client s3, String bucket) {
+    public PullAdapter(WorkerTasks tasks, TaskObjects objects) {
         this.tasks = tasks;
-        this.s3 = s3;
-        this.bucket = bucket;
+        this.objects = objects;
     }
 
     /** Whom to tell, with the member's name, that a task waits to be leased (the long polls of its workers). */
@@ -53,7 +44,8 @@ public final class PullAdapter {
     private void submit(Exchange exchange) {
         WorkerTasks.Task task = tasks.submit(exchange.getProperty("JobgateProvider", String.class),
                 UUID.fromString(exchange.getProperty("JobgateJobId", String.class)),
-                exchange.getProperty("JobgateAttempt", Integer.class), exchange.getIn().getBody(String.class));
+                exchange.getProperty("JobgateAttempt", Integer.class), exchange.getIn().getBody(String.class),
+                exchange.getProperty("JobgateSourceKey", String.class), exchange.getProperty("JobgateSourceMediaType", String.class));
         exchange.setProperty("JobgateProviderTask", task.taskId().toString());
         exchange.setProperty("JobgateOutcome", "pending");
         taskWaiting.accept(task.provider()); // were it not visible yet, the long polls' periodic check finds it
@@ -71,8 +63,7 @@ public final class PullAdapter {
             case WAITING, LEASED -> exchange.setProperty("JobgateOutcome", "pending");
             case SUCCEEDED -> {
                 exchange.setProperty("JobgateOutcome", "succeeded");
-                exchange.setProperty("JobgateOutputBytes", s3.getObjectAsBytes(GetObjectRequest.builder().bucket(bucket)
-                        .key(task.outputKey()).build()).asByteArray());
+                exchange.setProperty("JobgateOutputBytes", objects.read(task.outputKey()));
                 exchange.setProperty("JobgateOutputMediaType", task.outputMediaType());
                 if (task.billedUnits() != null) {
                     exchange.setProperty("JobgateBilledUnits", task.billedUnits().toPlainString());
@@ -108,28 +99,5 @@ public final class PullAdapter {
         } catch (IllegalArgumentException notOurs) {
             return Optional.empty();
         }
-    }
-
-    /** The key of the output stored for the task, if one was. */
-    public Optional<String> storedOutput(UUID taskId) {
-        String key = OUTPUT_PREFIX + taskId;
-        try {
-            s3.headObject(software.amazon.awssdk.services.s3.model.HeadObjectRequest.builder().bucket(bucket).key(key).build());
-            return Optional.of(key);
-        } catch (software.amazon.awssdk.services.s3.model.NoSuchKeyException missing) {
-            return Optional.empty();
-        } catch (software.amazon.awssdk.services.s3.model.S3Exception e) {
-            if (e.statusCode() == 404) {
-                return Optional.empty();
-            }
-            throw e;
-        }
-    }
-
-    /** Stores a worker's output where its task's complete will name it (the bucket's {@code worker-outputs/}). */
-    public String storeOutput(UUID taskId, byte[] bytes, String mediaType) {
-        String key = OUTPUT_PREFIX + taskId;
-        s3.putObject(PutObjectRequest.builder().bucket(bucket).key(key).contentType(mediaType).build(), RequestBody.fromBytes(bytes));
-        return key;
     }
 }

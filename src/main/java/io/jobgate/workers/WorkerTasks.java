@@ -40,7 +40,7 @@ public final class WorkerTasks {
     public record Task(UUID taskId, String provider, UUID jobId, int attempt, String envelope, Status status, UUID leaseToken,
                        Instant leaseExpiresAt, String workerId, int leases, String outputKey, String outputMediaType,
                        BigDecimal billedUnits, String billedUnit, String errorCategory, String errorMessage,
-                       Integer retryAfterSeconds, Instant createdAt) {
+                       Integer retryAfterSeconds, Instant createdAt, String sourceKey, String sourceMediaType) {
     }
 
     /** Why a call under a token changed nothing: the task is gone, ended, cancelled, or its lease is another's or ran out. */
@@ -70,12 +70,19 @@ public final class WorkerTasks {
      * submit sent again finds the one it wrote (its envelope kept).
      */
     public Task submit(String provider, UUID jobId, int attempt, String envelope) {
+        return submit(provider, jobId, attempt, envelope, null, null);
+    }
+
+    /** As {@link #submit(String, UUID, int, String)}, for a job whose worker reads a source: its key in the bucket. */
+    public Task submit(String provider, UUID jobId, int attempt, String envelope, String sourceKey, String sourceMediaType) {
         Timestamp now = Timestamp.from(clock.instant());
         return jdbc.queryForObject("""
-                INSERT INTO worker_tasks (task_id, provider, job_id, attempt, envelope, status, created_at, updated_at)
-                VALUES (?, ?, ?, ?, CAST(? AS jsonb), 'waiting', ?, ?)
+                INSERT INTO worker_tasks (task_id, provider, job_id, attempt, envelope, status, created_at, updated_at,
+                                          source_key, source_media_type)
+                VALUES (?, ?, ?, ?, CAST(? AS jsonb), 'waiting', ?, ?, ?, ?)
                 ON CONFLICT (job_id, attempt) DO UPDATE SET updated_at = worker_tasks.updated_at
-                RETURNING *""", WorkerTasks::task, UUID.randomUUID(), provider, jobId, attempt, envelope, now, now);
+                RETURNING *""", WorkerTasks::task, UUID.randomUUID(), provider, jobId, attempt, envelope, now, now, sourceKey,
+                sourceMediaType);
     }
 
     public Optional<Task> find(UUID taskId) {
@@ -188,7 +195,7 @@ public final class WorkerTasks {
                 instant(rs, "lease_expires_at"), rs.getString("worker_id"), rs.getInt("leases"), rs.getString("output_key"),
                 rs.getString("output_media_type"), rs.getBigDecimal("billed_units"), rs.getString("billed_unit"),
                 rs.getString("error_category"), rs.getString("error_message"), (Integer) rs.getObject("retry_after_seconds"),
-                instant(rs, "created_at"));
+                instant(rs, "created_at"), rs.getString("source_key"), rs.getString("source_media_type"));
     }
 
     private static Instant instant(ResultSet rs, String column) throws SQLException {

@@ -3,6 +3,7 @@ package io.jobgate.workers;
 import java.time.Clock;
 import java.time.Duration;
 
+import io.jobgate.infra.ObjectUrls;
 import io.jobgate.infra.Settings;
 import org.apache.camel.CamelContext;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -15,14 +16,16 @@ public final class WorkersWiring {
     }
 
     /** @param leaseFor how long a lease lasts without a heartbeat ({@code jobgate.workers.lease-seconds}) */
-    public record Workers(WorkerTasks tasks, PullAdapter adapter, Duration leaseFor) {
+    public record Workers(WorkerTasks tasks, PullAdapter adapter, TaskObjects objects, Duration leaseFor) {
     }
 
-    public static Workers bind(CamelContext context, Settings settings, JdbcTemplate jdbc, Clock clock, S3Client s3, String bucket) {
+    public static Workers bind(CamelContext context, Settings settings, JdbcTemplate jdbc, Clock clock, S3Client s3, ObjectUrls urls,
+                               String bucket) {
         WorkerTasks tasks = new WorkerTasks(jdbc, clock);
-        PullAdapter adapter = new PullAdapter(tasks, s3, bucket);
+        TaskObjects objects = new TaskObjects(s3, urls, bucket, clock);
+        PullAdapter adapter = new PullAdapter(tasks, objects);
         context.getRegistry().bind("workerTasks", tasks);
         context.getRegistry().bind("pullAdapter", adapter);
-        return new Workers(tasks, adapter, Duration.ofSeconds(settings.intValue("jobgate.workers.lease-seconds", 5, 3600)));
+        return new Workers(tasks, adapter, objects, Duration.ofSeconds(settings.intValue("jobgate.workers.lease-seconds", 5, 3600)));
     }
 }

@@ -126,6 +126,67 @@ class WorkerProtocolTest extends GatewayTestBase {
                         call("/v1/workers/tasks/" + lease.path("task_id").asText() + "/heartbeat", WORKER_KEY, beat).code()));
     }
 
+    /**
+     * Time-limited URLs: the worker writes its output straight to the S3 API (no key of the gateway's), and a worker
+     * whose lease ran out can still write to its own URL, but never where the live lease's complete reads.
+     */
+    @Test
+    void aWorkerWritesItsOutputToItsLeasesUrlAndALostLeasesWriteIsNeverRead() throws Exception {
+        UUID id = submit("square");
+        JsonNode lost = leaseOf(id, "worker-slow");
+        clock.advance(Duration.ofSeconds(61));
+        JsonNode live;
+        try {
+            live = leaseOf(id, "worker-2");
+        } finally {
+            clock.reset();
+        }
+        assertThat(live.path("output_url").asText()).isNotEqualTo(lost.path("output_url").asText());
+        assertThat(live.path("source_url").isMissingNode()).as("the job has no upload").isTrue();
+        byte[] right = InvoiceRenderer.render(live.path("request").path("inputs"), 1024, 1024, "image/png", false, 1);
+        byte[] stale = InvoiceRenderer.render(live.path("request").path("inputs"), 1024, 1024, "image/png", true, 7);
+        assertThat(stale).isNotEqualTo(right);
+        assertThat(putTo(live.path("output_url").asText(), right)).isEqualTo(200);
+        assertThat(putTo(lost.path("output_url").asText(), stale)).as("S3 takes it: the URL is still valid").isEqualTo(200);
+
+        assertThat(complete(lost.path("task_id").asText(), lost.path("lease_token").asText()).code()).isEqualTo("lease_lost");
+        ApiClient.Response beat = call("/v1/workers/tasks/" + live.path("task_id").asText() + "/heartbeat", WORKER_KEY,
+                "{\"lease_token\": \"" + live.path("lease_token").asText() + "\"}");
+        assertThat(beat.json().path("output_url").asText()).as("a fresh URL with the extended lease").contains("X-Amz-Signature=");
+        ApiClient.Response done = complete(live.path("task_id").asText(), live.path("lease_token").asText());
+        assertThat(done.status()).as(done.text()).isEqualTo(200);
+        Jobs.awaitStatus(id, "succeeded");
+        assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(right);
+    }
+
+    /** A job with an upload: its worker reads the source with the lease's URL, the bytes uploaded, with no key. */
+    @Test
+    void aWorkerReadsTheJobsSourceWithItsLeasesUrl() throws Exception {
+        byte[] audio = io.jobgate.support.Samples.wav(1500);
+        ApiClient.Response upload = api.upload(ACME, "audio/wav", audio);
+        assertThat(upload.status()).as(upload.text()).isEqualTo(201);
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), "{\"preset_id\": \"call-transcript\", "
+                + "\"provider\": \"gpubox\", \"upload_id\": \"" + upload.json().path("upload_id").asText()
+                + "\", \"inputs\": {\"language\": \"en\", \"speakers\": 2}}");
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        UUID id = UUID.fromString(r.json().path("job_id").asText());
+        Jobs.awaitStatus(id, "provider_pending");
+        JsonNode lease = leaseOf(id, "worker-1");
+        assertThat(lease.path("source_media_type").asText()).isEqualTo("audio/wav");
+        java.net.http.HttpResponse<byte[]> source = java.net.http.HttpClient.newHttpClient().send(
+                HttpRequest.newBuilder(java.net.URI.create(lease.path("source_url").asText())).GET().build(),
+                java.net.http.HttpResponse.BodyHandlers.ofByteArray());
+        assertThat(source.statusCode()).isEqualTo(200);
+        assertThat(source.body()).isEqualTo(audio);
+        assertThat(api.post(ACME, "/v1/jobs/" + id + "/cancel").status()).isEqualTo(200);
+    }
+
+    private static int putTo(String url, byte[] bytes) throws Exception {
+        return java.net.http.HttpClient.newHttpClient().send(HttpRequest.newBuilder(java.net.URI.create(url))
+                .header("Content-Type", "image/png").PUT(HttpRequest.BodyPublishers.ofByteArray(bytes)).build(),
+                java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
+    }
+
     /** The Python reference worker (examples/workers/worker.py, standard library only), as a process of its own. */
     @Test
     void thePythonReferenceWorkerRendersAJobEndToEnd() throws Exception {

@@ -1,0 +1,3 @@
+-- Issue 66: where a pull member's task reads its source (the job's upload, sources/sha256/<digest>), so a lease can
+-- hand its worker a time-limited URL of it; null for a job without one.
+ALTER TABLE worker_tasks ADD COLUMN source_key text, ADD COLUMN source_media_type text;
