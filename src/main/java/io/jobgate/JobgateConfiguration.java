@@ -169,8 +169,8 @@ public class JobgateConfiguration implements CamelConfiguration {
         // --- The doors: HTTP API, webhooks, admin, JMS intake ----------------------------------------
         UsageWiring.bind(context, stores.jdbc(), settings.intValue("jobgate.usage.rollup-batch", 1, 100_000));
         // External workers (docs/workers.md): the pull members' tasks; the protocol their workers speak is the API's.
-        io.jobgate.workers.WorkersWiring.Workers workers = io.jobgate.workers.WorkersWiring.bind(context, settings, stores.jdbc(), clock,
-                stores.s3(), stores.parts().urls(), stores.bucket());
+        io.jobgate.workers.WorkersWiring.Workers workers = io.jobgate.workers.WorkersWiring.bind(context, settings, stores.jdbc(),
+                stores.transactions(), clock, stores.s3(), stores.parts().urls(), stores.bucket());
         ApiWiring.bind(context, settings, roles.runs(Roles.Role.API), stores.jdbc(), stores.transactions(), stores.s3(), stores.bucket(),
                 clock, tenants, presets.defaults(), providers, uploads, jobs, admission.service(), meters, adapters.caller(), reconciler,
                 canary, evaluations, webhooks, pools, poolViews, workers);

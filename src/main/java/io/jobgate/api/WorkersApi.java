@@ -100,7 +100,8 @@ public final class WorkersApi {
         authenticate(exchange, member);
         LeaseRequest request = LeaseRequest.of(AdminApi.request(exchange));
         long seen = waits == null ? 0 : waits.beforeLease(member.name());
-        List<WorkerTasks.Task> leased = tasks.lease(member.name(), request.workerId(), request.max(), leaseFor);
+        List<WorkerTasks.Task> leased = tasks.lease(member.name(), request.workerId(), request.max(), leaseFor,
+                member.maxConcurrency());
         if (waits != null) {
             waits.leased(member.name(), seen, request.max(), leased.size());
         }

@@ -58,10 +58,12 @@ public final class WorkerTasks {
     private static final String OPEN = "status IN ('waiting', 'leased')";
 
     private final JdbcTemplate jdbc;
+    private final org.springframework.transaction.support.TransactionTemplate transactions;
     private final Clock clock;
 
-    public WorkerTasks(JdbcTemplate jdbc, Clock clock) {
+    public WorkerTasks(JdbcTemplate jdbc, org.springframework.transaction.support.TransactionTemplate transactions, Clock clock) {
         this.jdbc = jdbc;
+        this.transactions = transactions;
         this.clock = clock;
     }
 
@@ -90,23 +92,37 @@ public final class WorkerTasks {
     }
 
     /**
-     * Leases up to {@code max} of the member's tasks, oldest first, to {@code workerId} for {@code leaseFor}: those
-     * waiting, and those whose lease ran out (their worker is gone or too slow; its token dies here). Each gets a fresh
-     * token. Tasks another round holds are skipped, not waited for.
+     * Leases up to {@code max} of the member's tasks to {@code workerId} for {@code leaseFor}: those waiting, and those
+     * whose lease ran out (their worker is gone or too slow; its token dies here). Each gets a fresh token. Tasks are
+     * handed out in the relay's fair order: one per tenant per round (each tenant's oldest first, then each one's
+     * second, ...), so a tenant with a thousand tasks waiting does not push another's few behind them. At most
+     * {@code memberLimit} of the member's tasks are leased at once over all its workers (its {@code max-concurrency}):
+     * the leases of a member are taken one call at a time (a transaction-scoped advisory lock), so two calls never both
+     * take its last free place. Tasks another call holds are skipped, not waited for.
      */
-    public List<Task> lease(String provider, String workerId, int max, Duration leaseFor) {
+    public List<Task> lease(String provider, String workerId, int max, Duration leaseFor, int memberLimit) {
         Instant now = clock.instant();
-        return jdbc.query("""
-                UPDATE worker_tasks t
-                   SET status = 'leased', lease_token = gen_random_uuid(), lease_expires_at = ?, worker_id = ?,
-                       leases = t.leases + 1, updated_at = ?
-                  FROM (SELECT task_id FROM worker_tasks
-                         WHERE provider = ? AND %s AND (status = 'waiting' OR lease_expires_at < ?)
-                         ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED) leasable
-                 WHERE t.task_id = leasable.task_id
-                RETURNING t.*""".formatted(OPEN), WorkerTasks::task, Timestamp.from(now.plus(leaseFor)), workerId,
-                Timestamp.from(now), provider, Timestamp.from(now), max).stream()
-                .sorted(java.util.Comparator.comparing(Task::createdAt)).toList();
+        return transactions.execute(tx -> {
+            jdbc.query("SELECT pg_advisory_xact_lock(hashtext(?))", rs -> { }, "worker_tasks:" + provider);
+            return jdbc.query("""
+                    WITH ranked AS (
+                        SELECT t.task_id, t.created_at, row_number() OVER (PARTITION BY j.tenant_id ORDER BY t.created_at) AS turn
+                          FROM worker_tasks t JOIN jobs j ON j.job_id = t.job_id
+                         WHERE t.provider = ? AND t.%s AND (t.status = 'waiting' OR t.lease_expires_at < ?)),
+                    picked AS (
+                        SELECT w.task_id FROM worker_tasks w JOIN ranked r ON r.task_id = w.task_id
+                         ORDER BY r.turn, r.created_at
+                         LIMIT GREATEST(0, LEAST(?, ? - (SELECT count(*) FROM worker_tasks
+                                                          WHERE provider = ? AND status = 'leased' AND lease_expires_at >= ?)))
+                           FOR UPDATE OF w SKIP LOCKED)
+                    UPDATE worker_tasks t
+                       SET status = 'leased', lease_token = gen_random_uuid(), lease_expires_at = ?, worker_id = ?,
+                           leases = t.leases + 1, updated_at = ?
+                      FROM picked
+                     WHERE t.task_id = picked.task_id
+                    RETURNING t.*""".formatted(OPEN), WorkerTasks::task, provider, Timestamp.from(now), max, memberLimit, provider,
+                    Timestamp.from(now), Timestamp.from(now.plus(leaseFor)), workerId, Timestamp.from(now));
+        }).stream().sorted(java.util.Comparator.comparing(Task::createdAt)).toList();
     }
 
     /** Extends the lease of {@code token} on the task to {@code leaseFor} from now; refused once it is not the live one. */

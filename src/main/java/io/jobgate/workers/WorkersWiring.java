@@ -19,9 +19,10 @@ public final class WorkersWiring {
     public record Workers(WorkerTasks tasks, PullAdapter adapter, TaskObjects objects, Duration leaseFor) {
     }
 
-    public static Workers bind(CamelContext context, Settings settings, JdbcTemplate jdbc, Clock clock, S3Client s3, ObjectUrls urls,
-                               String bucket) {
-        WorkerTasks tasks = new WorkerTasks(jdbc, clock);
+    public static Workers bind(CamelContext context, Settings settings, JdbcTemplate jdbc,
+                               org.springframework.transaction.support.TransactionTemplate transactions, Clock clock, S3Client s3,
+                               ObjectUrls urls, String bucket) {
+        WorkerTasks tasks = new WorkerTasks(jdbc, transactions, clock);
         TaskObjects objects = new TaskObjects(s3, urls, bucket, clock);
         PullAdapter adapter = new PullAdapter(tasks, objects);
         context.getRegistry().bind("workerTasks", tasks);

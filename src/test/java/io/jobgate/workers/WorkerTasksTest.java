@@ -29,6 +29,9 @@ class WorkerTasksTest {
 
     static final String TENANT = "workers-tenant";
     static final Duration LEASE = Duration.ofSeconds(30);
+    static final String OTHER_TENANT = "workers-tenant-2";
+    /** A member limit no test reaches. */
+    static final int UNCAPPED = 1000;
 
     HikariDataSource db;
     JdbcTemplate jdbc;
@@ -41,12 +44,14 @@ class WorkerTasksTest {
         db = TestDatabase.migratedPool(4);
         jdbc = new JdbcTemplate(db);
         TestTenants.tenant(jdbc, TENANT, 100, 10, 1_000_000);
+        TestTenants.tenant(jdbc, OTHER_TENANT, 100, 10, 1_000_000);
     }
 
     @BeforeEach
     void fresh() {
         clock = new MovableClock();
-        tasks = new WorkerTasks(jdbc, clock);
+        tasks = new WorkerTasks(jdbc, new org.springframework.transaction.support.TransactionTemplate(
+                new org.springframework.jdbc.datasource.DataSourceTransactionManager(db)), clock);
         member = "gpubox-" + UUID.randomUUID().toString().substring(0, 8); // each test its own member: nothing shared
     }
 
@@ -75,21 +80,21 @@ class WorkerTasksTest {
         clock.advance(Duration.ofMillis(10));
         UUID c = tasks.submit(member, job(), 1, "{}").taskId();
 
-        List<WorkerTasks.Task> one = tasks.lease(member, "w1", 2, LEASE);
+        List<WorkerTasks.Task> one = tasks.lease(member, "w1", 2, LEASE, UNCAPPED);
         assertThat(one).extracting(WorkerTasks.Task::taskId).containsExactly(a, b);
         assertThat(one).extracting(WorkerTasks.Task::leaseToken).doesNotContainNull().doesNotHaveDuplicates();
         assertThat(one).allSatisfy(t -> assertThat(t.workerId()).isEqualTo("w1"));
-        List<WorkerTasks.Task> two = tasks.lease(member, "w2", 5, LEASE);
+        List<WorkerTasks.Task> two = tasks.lease(member, "w2", 5, LEASE, UNCAPPED);
         assertThat(two).extracting(WorkerTasks.Task::taskId).containsExactly(c);
-        assertThat(tasks.lease(member, "w3", 5, LEASE)).isEmpty();
+        assertThat(tasks.lease(member, "w3", 5, LEASE, UNCAPPED)).isEmpty();
         assertThat(tasks.leasable(member)).isZero();
-        assertThat(tasks.lease("gpubox-other", "w1", 5, LEASE)).as("another member's round").isEmpty();
+        assertThat(tasks.lease("gpubox-other", "w1", 5, LEASE, UNCAPPED)).as("another member's round").isEmpty();
     }
 
     @Test
     void aHeartbeatExtendsOnlyTheLiveLease() {
         tasks.submit(member, job(), 1, "{}");
-        WorkerTasks.Task leased = tasks.lease(member, "w1", 1, LEASE).get(0);
+        WorkerTasks.Task leased = tasks.lease(member, "w1", 1, LEASE, UNCAPPED).get(0);
         clock.advance(Duration.ofSeconds(20));
         WorkerTasks.Written beat = tasks.heartbeat(leased.taskId(), leased.leaseToken(), LEASE);
         assertThat(beat.ok()).isTrue();
@@ -102,10 +107,10 @@ class WorkerTasksTest {
     void aLeaseThatRanOutIsLeasedAgainUnderTheSameJobAndTheLateTokenChangesNothing() {
         UUID job = job();
         tasks.submit(member, job, 1, "{}");
-        WorkerTasks.Task first = tasks.lease(member, "killed", 1, LEASE).get(0);
+        WorkerTasks.Task first = tasks.lease(member, "killed", 1, LEASE, UNCAPPED).get(0);
         clock.advance(LEASE.plusSeconds(1));
         assertThat(tasks.leasable(member)).isOne();
-        WorkerTasks.Task second = tasks.lease(member, "w2", 1, LEASE).get(0);
+        WorkerTasks.Task second = tasks.lease(member, "w2", 1, LEASE, UNCAPPED).get(0);
         assertThat(second.taskId()).isEqualTo(first.taskId());
         assertThat(second.jobId()).isEqualTo(job);
         assertThat(second.attempt()).isEqualTo(1);
@@ -128,7 +133,7 @@ class WorkerTasksTest {
     void completeAndFailEndTheTaskOnceUnderItsToken() {
         tasks.submit(member, job(), 1, "{}");
         tasks.submit(member, job(), 1, "{}");
-        List<WorkerTasks.Task> leased = tasks.lease(member, "w1", 2, LEASE);
+        List<WorkerTasks.Task> leased = tasks.lease(member, "w1", 2, LEASE, UNCAPPED);
         WorkerTasks.Task done = leased.get(0);
         WorkerTasks.Task broken = leased.get(1);
 
@@ -144,13 +149,13 @@ class WorkerTasksTest {
         WorkerTasks.Written failed = tasks.fail(broken.taskId(), broken.leaseToken(), "transient", "GPU out of memory", 30);
         assertThat(failed.task().status()).isEqualTo(WorkerTasks.Status.FAILED);
         assertThat(failed.task().retryAfterSeconds()).isEqualTo(30);
-        assertThat(tasks.lease(member, "w2", 5, LEASE)).as("ended tasks are never leased").isEmpty();
+        assertThat(tasks.lease(member, "w2", 5, LEASE, UNCAPPED)).as("ended tasks are never leased").isEmpty();
     }
 
     @Test
     void aCancelReachesTheHolderAtItsNextHeartbeat() {
         tasks.submit(member, job(), 1, "{}");
-        WorkerTasks.Task leased = tasks.lease(member, "w1", 1, LEASE).get(0);
+        WorkerTasks.Task leased = tasks.lease(member, "w1", 1, LEASE, UNCAPPED).get(0);
         assertThat(tasks.cancel(leased.taskId())).isTrue();
         assertThat(tasks.heartbeat(leased.taskId(), leased.leaseToken(), LEASE).refusal()).isEqualTo(WorkerTasks.Refusal.CANCELLED);
         assertThat(tasks.complete(leased.taskId(), leased.leaseToken(), "k", "image/png", null, null).refusal())
@@ -159,6 +164,52 @@ class WorkerTasksTest {
     }
 
     private UUID job() {
-        return JobFactory.on(jdbc).job(TENANT).provider(member).status("provider_pending").attempts(1).insert();
+        return job(TENANT);
+    }
+
+    private UUID job(String tenant) {
+        return JobFactory.on(jdbc).job(tenant).provider(member).status("provider_pending").attempts(1).insert();
+    }
+
+    @Test
+    void leasesGoOnePerTenantPerRoundSoAFewTasksAreNotPushedBehindMany() {
+        List<UUID> many = new java.util.ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            many.add(tasks.submit(member, job(TENANT), 1, "{}").taskId());
+            clock.advance(Duration.ofSeconds(1));
+        }
+        List<UUID> few = new java.util.ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            few.add(tasks.submit(member, job(OTHER_TENANT), 1, "{}").taskId());
+            clock.advance(Duration.ofSeconds(1));
+        }
+        // Oldest first would hand out the first tenant's five before the other's two.
+        assertThat(tasks.lease(member, "w1", 4, LEASE, UNCAPPED)).extracting(WorkerTasks.Task::taskId)
+                .containsExactlyInAnyOrder(many.get(0), few.get(0), many.get(1), few.get(1));
+        assertThat(tasks.lease(member, "w2", 10, LEASE, UNCAPPED)).extracting(WorkerTasks.Task::taskId)
+                .containsExactly(many.get(2), many.get(3), many.get(4));
+    }
+
+    @Test
+    void noMoreThanTheMembersLimitAreLeasedAtOnceOverAllItsWorkers() throws Exception {
+        for (int i = 0; i < 6; i++) {
+            tasks.submit(member, job(), 1, "{}");
+        }
+        // Two workers asking at once for more than the limit: together they get the limit, never more.
+        var asks = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            var a = asks.submit(() -> tasks.lease(member, "w1", 3, LEASE, 4));
+            var b = asks.submit(() -> tasks.lease(member, "w2", 3, LEASE, 4));
+            assertThat(a.get().size() + b.get().size()).isEqualTo(4);
+        } finally {
+            asks.shutdown();
+        }
+        assertThat(tasks.lease(member, "w3", 3, LEASE, 4)).as("all four places held").isEmpty();
+        WorkerTasks.Task held = jdbc.query("SELECT * FROM worker_tasks WHERE provider = ? AND status = 'leased' LIMIT 1",
+                (rs, i) -> tasks.find(rs.getObject("task_id", UUID.class)).orElseThrow(), member).get(0);
+        assertThat(tasks.fail(held.taskId(), held.leaseToken(), "terminal", "done", null).ok()).isTrue();
+        assertThat(tasks.lease(member, "w3", 3, LEASE, 4)).as("one place freed").hasSize(1);
+        clock.advance(LEASE.plusSeconds(1));
+        assertThat(tasks.lease(member, "w4", 10, LEASE, 4)).as("leases that ran out hold no place").hasSize(4);
     }
 }
