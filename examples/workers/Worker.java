@@ -8,6 +8,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -17,8 +18,9 @@ import javax.imageio.ImageIO;
 
 /**
  * A jobgate external worker (docs/workers.md) in one file of plain Java 17, no library: leases tasks of one pull member,
- * renders each (a PNG of the size asked, one colour taken from its job id, standing in for a model), heartbeats while
- * it works, stores the output and completes the task.
+ * renders each (a PNG of the size asked, one colour taken from its job id, standing in for a model; --render-seconds
+ * makes the model that slow), heartbeats while it works, stores the output and completes the task; a refused heartbeat
+ * (lease lost, job cancelled) stops the task, and it leases the next.
  *
  * <pre>java examples/workers/Worker.java --gateway http://127.0.0.1:8080 --member gpubox --key "$JOBGATE_WORKER_KEY"</pre>
  */
@@ -26,7 +28,7 @@ public class Worker {
 
     static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     static Map<String, String> opts = new HashMap<>(Map.of("gateway", "http://127.0.0.1:8080", "worker-id", "java-worker",
-            "heartbeat-seconds", "20", "idle-seconds", "1"));
+            "heartbeat-seconds", "20", "idle-seconds", "1", "render-seconds", "0"));
 
     public static void main(String[] args) throws Exception {
         for (int i = 0; i < args.length; i++) {
@@ -55,15 +57,29 @@ public class Worker {
             String token = field(leased.body(), "lease_token");
             String tokenJson = "{\"lease_token\": \"" + token + "\"";
             long every = (long) (Double.parseDouble(opts.get("heartbeat-seconds")) * 1000);
+            CompletableFuture<String> refused = new CompletableFuture<>(); // a refused heartbeat says why: stop
             var heartbeat = beats.scheduleAtFixedRate(() -> {
                 try {
-                    call("POST", "/v1/workers/tasks/" + task + "/heartbeat", tokenJson + "}", "application/json", Map.of());
+                    HttpResponse<String> beat = call("POST", "/v1/workers/tasks/" + task + "/heartbeat", tokenJson + "}",
+                            "application/json", Map.of());
+                    if (beat.statusCode() != 200 && !refused.isDone()) {
+                        String why = beat.statusCode() + " " + field(beat.body(), "code");
+                        System.err.println("task " + task + ": " + why + " - stopping");
+                        refused.complete(why);
+                    }
                 } catch (Exception e) {
                     System.err.println("heartbeat of task " + task + ": " + e);
                 }
             }, every, every, TimeUnit.MILLISECONDS);
             long started = System.nanoTime();
             byte[] png = render(Integer.parseInt(field(leased.body(), "width")), Integer.parseInt(field(leased.body(), "height")), job);
+            // Its time, if slow; ended early when a heartbeat is refused.
+            long renderMillis = (long) (Double.parseDouble(opts.get("render-seconds")) * 1000);
+            if (refused.completeOnTimeout(null, renderMillis, TimeUnit.MILLISECONDS).get() != null) {
+                heartbeat.cancel(false);
+                System.out.println("task " + task + " (job " + job + "): stopped");
+                continue;
+            }
             HttpResponse<String> reply = call("PUT", "/v1/workers/tasks/" + task + "/output", png, "image/png", Map.of("Lease-Token", token));
             if (reply.statusCode() == 200) {
                 reply = call("POST", "/v1/workers/tasks/" + task + "/complete", tokenJson + ", \"media_type\": \"image/png\", "

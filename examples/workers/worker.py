@@ -2,8 +2,9 @@
 """A jobgate external worker (docs/workers.md), standard library only.
 
 Leases tasks of one pull member, renders each (here: a PNG of the size the task asks, one flat colour
-taken from its job id, standing in for a model), stores the output, and completes the task; it
-heartbeats while it renders and stops a task whose lease is lost or whose job was cancelled.
+taken from its job id, standing in for a model; --render-seconds makes the model that slow), stores the
+output, and completes the task; it heartbeats while it renders and stops a task whose lease is lost or
+whose job was cancelled, then leases the next.
 
     python3 examples/workers/worker.py --gateway http://127.0.0.1:8080 --member gpubox \
         --key "$JOBGATE_WORKER_KEY" --worker-id box-1
@@ -51,13 +52,14 @@ def work(args, lease):
         while not stop.wait(args.heartbeat_seconds):
             status, reply = call(args, "POST", f"/v1/workers/tasks/{task}/heartbeat", {"lease_token": token})
             if status != 200:
-                print(f"task {task}: {reply.get('code')} - stopping", file=sys.stderr)
+                print(f"task {task}: {reply.get('code')} - stopping", file=sys.stderr, flush=True)
                 stop.set()
     threading.Thread(target=heartbeat, daemon=True).start()
     started = time.monotonic()
     colour = bytes.fromhex(lease["job_id"].replace("-", "")[:6])
     output = png(int(request["width"]), int(request["height"]), colour)  # the "model"
-    if stop.is_set():
+    if stop.wait(args.render_seconds):  # its time, if slow; ended early when a heartbeat is refused
+        print(f"task {task} (job {lease['job_id']}): stopped", flush=True)
         return
     status, reply = call(args, "PUT", f"/v1/workers/tasks/{task}/output", raw=output,
                          headers={"Content-Type": "image/png", "Lease-Token": token})
@@ -66,7 +68,8 @@ def work(args, lease):
             "lease_token": token, "media_type": "image/png",
             "billed_units": round(time.monotonic() - started, 3), "billed_unit": "gpu_seconds"})
     stop.set()
-    print(f"task {task} (job {lease['job_id']}, attempt {lease['attempt']}): {status} {reply.get('code', reply.get('status'))}")
+    print(f"task {task} (job {lease['job_id']}, attempt {lease['attempt']}): {status} {reply.get('code', reply.get('status'))}",
+          flush=True)
 
 
 def main():
@@ -77,6 +80,7 @@ def main():
     parser.add_argument("--worker-id", default="python-worker")
     parser.add_argument("--heartbeat-seconds", type=float, default=20)
     parser.add_argument("--idle-seconds", type=float, default=1, help="pause when no task waits")
+    parser.add_argument("--render-seconds", type=float, default=0, help="how long each render takes (a slow model)")
     parser.add_argument("--once", action="store_true", help="stop when no task waits")
     args = parser.parse_args()
     while True:
