@@ -175,7 +175,11 @@ public class JobgateConfiguration implements CamelConfiguration {
         io.jobgate.workers.WorkersWiring.Workers workers = io.jobgate.workers.WorkersWiring.bind(context, settings, stores.jdbc(), clock,
                 stores.s3(), stores.bucket());
         context.getRegistry().bind("workersApi", new io.jobgate.api.WorkersApi(providers, workers.tasks(), workers.adapter(), reconciler,
-                workers.leaseFor()));
+                workers.leaseFor(), workers.seen()));
+        // What operators see of them: GET /v1/admin/workers and the jobgate_pull_* series.
+        io.jobgate.workers.WorkersWiring.meter(workers, meters, clock,
+                io.jobgate.api.WorkersAdmin.pullMembers(providers).stream().map(Provider::name).toList());
+        context.getRegistry().bind("workersAdmin", new io.jobgate.api.WorkersAdmin(providers, workers.view(), pools.pools()));
         context.getRegistry().bind("startupTimes", startupTimes);
         startupTimes.wired();
     }

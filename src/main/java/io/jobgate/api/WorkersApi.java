@@ -20,6 +20,7 @@ import io.jobgate.reconcile.Reconciler;
 import io.jobgate.workers.PullAdapter;
 import io.jobgate.workers.WorkerFailure;
 import io.jobgate.workers.WorkerTasks;
+import io.jobgate.workers.WorkersSeen;
 import org.apache.camel.Exchange;
 
 /**
@@ -44,13 +45,16 @@ public final class WorkersApi {
     private final PullAdapter adapter;
     private final Reconciler reconciler;
     private final Duration leaseFor;
+    private final WorkersSeen seen;
 
-    public WorkersApi(ProviderCatalog providers, WorkerTasks tasks, PullAdapter adapter, Reconciler reconciler, Duration leaseFor) {
+    public WorkersApi(ProviderCatalog providers, WorkerTasks tasks, PullAdapter adapter, Reconciler reconciler, Duration leaseFor,
+                      WorkersSeen seen) {
         this.providers = providers;
         this.tasks = tasks;
         this.adapter = adapter;
         this.reconciler = reconciler;
         this.leaseFor = leaseFor;
+        this.seen = seen;
     }
 
     /** {@code POST /v1/workers/{provider}/leases} {@code {worker_id, max}}: up to {@code max} tasks, each leased to the caller. */
@@ -67,6 +71,7 @@ public final class WorkersApi {
         if (!max.isMissingNode() && (!max.isInt() || max.asInt() < 1 || max.asInt() > MAX_LEASES)) {
             throw ApiProblem.of(400, "invalid_parameter", "\"max\" is a whole number from 1 to " + MAX_LEASES + ".").with("field", "max");
         }
+        seen.saw(member.name(), workerId.strip(), "lease");
         List<Map<String, Object>> leases = new ArrayList<>();
         for (WorkerTasks.Task task : tasks.lease(member.name(), workerId.strip(), max.isMissingNode() ? 1 : max.asInt(), leaseFor)) {
             leases.add(envelope(task));
@@ -79,6 +84,7 @@ public final class WorkersApi {
         WorkerTasks.Task task = task(exchange);
         UUID token = token(body(exchange, Set.of("lease_token")));
         WorkerTasks.Written beat = refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor));
+        seen.saw(beat.task(), "heartbeat");
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "lease_expires_at",
                 beat.task().leaseExpiresAt().toString()), Map.of());
     }
@@ -91,6 +97,7 @@ public final class WorkersApi {
         WorkerTasks.Task task = task(exchange);
         UUID token = token(exchange.getIn().getHeader("Lease-Token", String.class), "Lease-Token");
         refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor)); // only the live lease stores, and storing keeps it
+        seen.saw(task, "output");
         byte[] bytes = exchange.getIn().getBody(byte[].class);
         if (bytes == null || bytes.length == 0) {
             throw ApiProblem.of(400, "invalid_parameter", "The output is the request's body: it was empty.");
@@ -129,6 +136,7 @@ public final class WorkersApi {
                 .orElseThrow(() -> ApiProblem.of(409, "output_missing", "Store the output first: PUT /v1/workers/tasks/"
                         + task.taskId() + "/output."));
         WorkerTasks.Written done = refusedUnlessOk(tasks.complete(task.taskId(), token, key, mediaType, units, unit));
+        seen.saw(done.task(), "complete");
         applyNow(done.task());
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "succeeded"), Map.of());
     }
@@ -152,6 +160,7 @@ public final class WorkersApi {
             retryAfter = after.asInt();
         }
         WorkerTasks.Written failed = refusedUnlessOk(tasks.fail(task.taskId(), token, failure.wire(), message, retryAfter));
+        seen.saw(failed.task(), "fail");
         applyNow(failed.task());
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "failed"), Map.of());
     }
