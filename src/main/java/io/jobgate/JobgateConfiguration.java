@@ -174,6 +174,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         ApiWiring.bind(context, settings, roles.runs(Roles.Role.API), stores.jdbc(), stores.transactions(), stores.s3(), stores.bucket(),
                 clock, tenants, presets.defaults(), providers, uploads, jobs, admission.service(), meters, adapters.caller(), reconciler,
                 canary, evaluations, webhooks, pools, poolViews, workers);
+        // What operators see of them: GET /v1/admin/workers and the jobgate_pull_* series.
+        io.jobgate.workers.WorkersWiring.meter(workers, meters, clock,
+                io.jobgate.api.WorkersAdmin.pullMembers(providers).stream().map(Provider::name).toList());
+        context.getRegistry().bind("workersAdmin", new io.jobgate.api.WorkersAdmin(providers, workers.view(), pools.pools()));
         context.getRegistry().bind("startupTimes", startupTimes);
         startupTimes.wired();
     }

@@ -20,6 +20,7 @@ import io.jobgate.reconcile.Reconciler;
 import io.jobgate.workers.TaskObjects;
 import io.jobgate.workers.WorkerFailure;
 import io.jobgate.workers.WorkerTasks;
+import io.jobgate.workers.WorkersSeen;
 import org.apache.camel.Exchange;
 
 /**
@@ -45,16 +46,21 @@ public final class WorkersApi {
     private final Reconciler reconciler;
     private final Duration leaseFor;
     private final LeaseWaits waits;
+    private final WorkersSeen seen;
 
-    /** @param waits the long polls of this instance; null where it serves no API (nothing is parked) */
+    /**
+     * @param waits the long polls of this instance; null where it serves no API (nothing is parked)
+     * @param seen  who called: the workers operators see
+     */
     public WorkersApi(ProviderCatalog providers, WorkerTasks tasks, TaskObjects objects, Reconciler reconciler, Duration leaseFor,
-                      LeaseWaits waits) {
+                      LeaseWaits waits, WorkersSeen seen) {
         this.providers = providers;
         this.tasks = tasks;
         this.objects = objects;
         this.reconciler = reconciler;
         this.leaseFor = leaseFor;
         this.waits = waits;
+        this.seen = seen;
     }
 
     /**
@@ -99,12 +105,13 @@ public final class WorkersApi {
         Provider member = member(exchange.getIn().getHeader("provider", String.class));
         authenticate(exchange, member);
         LeaseRequest request = LeaseRequest.of(AdminApi.request(exchange));
-        long seen = waits == null ? 0 : waits.beforeLease(member.name());
+        long woken = waits == null ? 0 : waits.beforeLease(member.name());
         List<WorkerTasks.Task> leased = tasks.lease(member.name(), request.workerId(), request.max(), leaseFor,
                 member.maxConcurrency());
         if (waits != null) {
-            waits.leased(member.name(), seen, request.max(), leased.size());
+            waits.leased(member.name(), woken, request.max(), leased.size());
         }
+        seen.saw(member.name(), request.workerId(), "lease");
         List<Map<String, Object>> leases = new ArrayList<>();
         for (WorkerTasks.Task task : leased) {
             leases.add(envelope(task));
@@ -119,6 +126,7 @@ public final class WorkersApi {
         WorkerTasks.Written beat = refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor));
         // A fresh output URL with the extended lease: one rendering longer than a lease can still write directly.
         TaskObjects.Urls urls = objects.urls(beat.task());
+        seen.saw(beat.task(), "heartbeat");
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "lease_expires_at",
                 beat.task().leaseExpiresAt().toString(), "output_url", urls.output().toString(), "urls_expire_at",
                 urls.expiresAt().toString()), Map.of());
@@ -131,7 +139,8 @@ public final class WorkersApi {
     public void putOutput(Exchange exchange) {
         WorkerTasks.Task task = task(exchange);
         UUID token = token(exchange.getIn().getHeader("Lease-Token", String.class), "Lease-Token");
-        refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor)); // only the live lease stores, and storing keeps it
+        WorkerTasks.Task live = refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor)).task(); // only the live lease stores
+        seen.saw(task, "output");
         byte[] bytes = exchange.getIn().getBody(byte[].class);
         if (bytes == null || bytes.length == 0) {
             throw ApiProblem.of(400, "invalid_parameter", "The output is the request's body: it was empty.");
@@ -140,7 +149,7 @@ public final class WorkersApi {
             throw ApiProblem.of(413, "request_too_large", "An output stored through the gateway is at most " + MAX_OUTPUT_BYTES + " bytes.");
         }
         String mediaType = mediaType(exchange.getIn().getHeader("Content-Type", String.class));
-        objects.storeOutput(task.taskId(), token, bytes, mediaType);
+        objects.storeOutput(live, bytes, mediaType);
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "bytes", bytes.length, "media_type", mediaType), Map.of());
     }
 
@@ -166,11 +175,13 @@ public final class WorkersApi {
             throw ApiProblem.of(400, "invalid_parameter", "Name what \"billed_units\" counts: \"billed_unit\" (e.g. gpu_seconds).")
                     .with("field", "billed_unit");
         }
-        refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor)); // a lost lease hears so first, whatever it stored
-        String key = objects.storedOutput(task.taskId(), token)
+        // A lost lease hears so first, whatever it stored.
+        WorkerTasks.Task live = refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor)).task();
+        String key = objects.storedOutput(live)
                 .orElseThrow(() -> ApiProblem.of(409, "output_missing", "Store the output first: PUT /v1/workers/tasks/"
                         + task.taskId() + "/output, or to the lease's output_url."));
         WorkerTasks.Written done = refusedUnlessOk(tasks.complete(task.taskId(), token, key, mediaType, units, unit));
+        seen.saw(done.task(), "complete");
         applyNow(done.task());
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "succeeded"), Map.of());
     }
@@ -194,6 +205,7 @@ public final class WorkersApi {
             retryAfter = after.asInt();
         }
         WorkerTasks.Written failed = refusedUnlessOk(tasks.fail(task.taskId(), token, failure.wire(), message, retryAfter));
+        seen.saw(failed.task(), "fail");
         applyNow(failed.task());
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "failed"), Map.of());
     }

@@ -427,6 +427,24 @@ public final class Meters {
                 .increment();
     }
 
+    /** External workers of pull member {@code provider} leased {@code tasks} of its tasks (a task leased again counts again). */
+    public void pullLeases(String provider, int tasks) {
+        counter("jobgate_pull_leases_total", "tasks of pull members leased by their external workers", "provider", provider)
+                .increment(tasks);
+    }
+
+    /** A pull member's task ended: {@code succeeded} or {@code failed} by its worker, {@code cancelled} with its job. */
+    public void pullTaskEnded(String provider, String outcome) {
+        counter("jobgate_pull_task_ends_total", "tasks of pull members that ended, by how", "provider", provider, "outcome", outcome)
+                .increment();
+    }
+
+    /** A worker's call under a lease token changed nothing: {@code lease_lost}, {@code task_cancelled}, {@code task_ended}. */
+    public void pullCallRefused(String provider, String code) {
+        counter("jobgate_pull_calls_refused_total", "external workers' calls under a lease token refused, by problem code",
+                "provider", provider, "code", code).increment();
+    }
+
     /** The configured providers and any other the database names (a provider removed from the settings). */
     private java.util.Collection<String> withEveryProvider(java.util.Collection<String> seen) {
         java.util.Set<String> all = new java.util.TreeSet<>(providers);

@@ -2,6 +2,7 @@ package io.jobgate.workers;
 
 import java.net.URI;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 
@@ -17,8 +18,9 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
 /**
  * A task's objects in the gateway's bucket: the source its worker reads, and the output it writes, each through the
  * gateway or with a time-limited URL (docs/workers.md). Each lease writes its output under a key of its own
- * ({@code worker-outputs/<task>/<lease token>}) and a complete names its own lease's: a worker that lost its lease
- * (its URL still valid) can write only where no complete will ever read.
+ * ({@code worker-outputs/<task>/<lease number>}, the task's n-th lease) and a complete names its own lease's: a worker
+ * that lost its lease (its URL still valid) can write only where no complete will ever read. The numbers also say,
+ * without listing the bucket, every key a task's leases may have written ({@link #outputKeys}).
  */
 public final class TaskObjects {
 
@@ -41,21 +43,30 @@ public final class TaskObjects {
         this.clock = clock;
     }
 
-    static String outputKey(UUID taskId, UUID leaseToken) {
-        return OUTPUT_PREFIX + taskId + "/" + leaseToken;
+    static String outputKey(UUID taskId, int lease) {
+        return OUTPUT_PREFIX + taskId + "/" + lease;
+    }
+
+    /** Every key the first {@code leases} leases of the task may have written. */
+    static List<String> outputKeys(UUID taskId, int leases) {
+        List<String> keys = new java.util.ArrayList<>(leases);
+        for (int lease = 1; lease <= leases; lease++) {
+            keys.add(outputKey(taskId, lease));
+        }
+        return keys;
     }
 
     /** The URLs of a task just leased, valid as long as its lease is. */
     public Urls urls(WorkerTasks.Task task) {
         Duration valid = Duration.between(clock.instant(), task.leaseExpiresAt());
         URI source = task.sourceKey() == null ? null : urls.get(bucket, task.sourceKey(), valid);
-        return new Urls(source, task.sourceMediaType(), urls.put(bucket, outputKey(task.taskId(), task.leaseToken()), valid),
+        return new Urls(source, task.sourceMediaType(), urls.put(bucket, outputKey(task.taskId(), task.leases()), valid),
                 task.leaseExpiresAt());
     }
 
-    /** The key of the output stored under the lease {@code leaseToken}, if one was. */
-    public Optional<String> storedOutput(UUID taskId, UUID leaseToken) {
-        String key = outputKey(taskId, leaseToken);
+    /** The key of the output stored under the task's live lease (the task as its live lease's call read it), if one was. */
+    public Optional<String> storedOutput(WorkerTasks.Task live) {
+        String key = outputKey(live.taskId(), live.leases());
         try {
             s3.headObject(HeadObjectRequest.builder().bucket(bucket).key(key).build());
             return Optional.of(key);
@@ -69,9 +80,9 @@ public final class TaskObjects {
         }
     }
 
-    /** Stores a worker's output under its lease, where its complete will name it. */
-    public String storeOutput(UUID taskId, UUID leaseToken, byte[] bytes, String mediaType) {
-        String key = outputKey(taskId, leaseToken);
+    /** Stores a worker's output under its live lease (the task as that lease's call read it), where its complete will name it. */
+    public String storeOutput(WorkerTasks.Task live, byte[] bytes, String mediaType) {
+        String key = outputKey(live.taskId(), live.leases());
         s3.putObject(PutObjectRequest.builder().bucket(bucket).key(key).contentType(mediaType).build(), RequestBody.fromBytes(bytes));
         return key;
     }

@@ -45,7 +45,48 @@ public final class WorkerTasks {
 
     /** Why a call under a token changed nothing: the task is gone, ended, cancelled, or its lease is another's or ran out. */
     public enum Refusal {
-        NOT_FOUND, CANCELLED, LEASE_LOST, ENDED
+        NOT_FOUND("not_found"), CANCELLED("task_cancelled"), LEASE_LOST("lease_lost"), ENDED("task_ended");
+
+        private final String code;
+
+        Refusal(String code) {
+            this.code = code;
+        }
+
+        /** The problem code the worker hears. */
+        public String code() {
+            return code;
+        }
+    }
+
+    /**
+     * What the meters count of the tasks (WorkersWiring joins ops): tasks leased, tasks ended (succeeded and failed by
+     * their worker, cancelled with their job), calls under a token refused. Called after the statement, never inside it.
+     */
+    public interface Listener {
+        void leased(String provider, int tasks);
+
+        void ended(String provider, Status status);
+
+        void refused(String provider, Refusal refusal);
+    }
+
+    private volatile Listener listener = new Listener() {
+        @Override
+        public void leased(String provider, int tasks) {
+        }
+
+        @Override
+        public void ended(String provider, Status status) {
+        }
+
+        @Override
+        public void refused(String provider, Refusal refusal) {
+        }
+    };
+
+    public void onEvents(Listener listener) {
+        this.listener = listener;
     }
 
     /** The outcome of a call under a token: the task as written, or why nothing was written. */
@@ -102,7 +143,7 @@ public final class WorkerTasks {
      */
     public List<Task> lease(String provider, String workerId, int max, Duration leaseFor, int memberLimit) {
         Instant now = clock.instant();
-        return transactions.execute(tx -> {
+        List<Task> leased = transactions.execute(tx -> {
             jdbc.query("SELECT pg_advisory_xact_lock(hashtext(?))", rs -> { }, "worker_tasks:" + provider);
             return jdbc.query("""
                     WITH ranked AS (
@@ -123,6 +164,10 @@ public final class WorkerTasks {
                     RETURNING t.*""".formatted(OPEN), WorkerTasks::task, provider, Timestamp.from(now), max, memberLimit, provider,
                     Timestamp.from(now), Timestamp.from(now.plus(leaseFor)), workerId, Timestamp.from(now));
         }).stream().sorted(java.util.Comparator.comparing(Task::createdAt)).toList();
+        if (!leased.isEmpty()) {
+            listener.leased(provider, leased.size());
+        }
+        return leased;
     }
 
     /** Extends the lease of {@code token} on the task to {@code leaseFor} from now; refused once it is not the live one. */
@@ -162,8 +207,10 @@ public final class WorkerTasks {
 
     /** The job was cancelled: its open task ends; the worker holding it hears so at its next heartbeat. */
     public boolean cancel(UUID taskId) {
-        return jdbc.update("UPDATE worker_tasks SET status = 'cancelled', updated_at = ? WHERE task_id = ? AND " + OPEN,
-                Timestamp.from(clock.instant()), taskId) == 1;
+        List<String> cancelled = jdbc.queryForList("UPDATE worker_tasks SET status = 'cancelled', updated_at = ? WHERE task_id = ? AND "
+                + OPEN + " RETURNING provider", String.class, Timestamp.from(clock.instant()), taskId);
+        cancelled.forEach(provider -> listener.ended(provider, Status.CANCELLED));
+        return !cancelled.isEmpty();
     }
 
     /** How many of the member's tasks wait to be leased now (waiting, or leased under a lease that ran out). */
@@ -192,7 +239,11 @@ public final class WorkerTasks {
 
     private Written written(UUID taskId, List<Task> updated) {
         if (!updated.isEmpty()) {
-            return new Written(updated.get(0), null);
+            Task task = updated.get(0);
+            if (task.status() == Status.SUCCEEDED || task.status() == Status.FAILED) {
+                listener.ended(task.provider(), task.status());
+            }
+            return new Written(task, null);
         }
         Optional<Task> task = find(taskId);
         // Waiting again, or leased under another token or a lease that ran out: this worker's lease is lost.
@@ -202,6 +253,7 @@ public final class WorkerTasks {
                     case SUCCEEDED, FAILED -> Refusal.ENDED;
                     case WAITING, LEASED -> Refusal.LEASE_LOST;
                 };
+        task.ifPresent(t -> listener.refused(t.provider(), why));
         return new Written(task.orElse(null), why);
     }
 

@@ -642,6 +642,13 @@ class OpenApiContractTest extends GatewayTestBase {
         assertThat(awaitTerminal(ACME, jobs[1]).path("status").asText()).isEqualTo("failed");
         refused(send("POST", worker, "/v1/workers/tasks/" + task + "/heartbeat", "/v1/workers/tasks/{taskId}/heartbeat", token + "}"),
                 409, "task_ended");
+
+        // What operators see of them (admin key): every pull member, or the one named.
+        assertThat(get(ADMIN, "/v1/admin/workers", "/v1/admin/workers").json().path("members")).isNotEmpty();
+        JsonNode member = get(ADMIN, "/v1/admin/workers?provider=gpubox", "/v1/admin/workers").json().path("members").get(0);
+        assertThat(member.path("workers")).extracting(w -> w.path("worker_id").asText()).contains("contract");
+        assertThat(member.path("tasks").path("ended_last_hour").path("succeeded").asLong()).isPositive();
+        refused(get(ADMIN, "/v1/admin/workers?provider=simulator", "/v1/admin/workers"), 404, "not_found");
     }
 
     private List<LoggedRequest> received(String path) {

@@ -144,6 +144,12 @@ public final class TestDatabase {
                         s.execute("DELETE FROM provider_window"); // the providers' dispatched jobs (V30) went with the jobs
                     }
                 }
+                try (var rs = s.executeQuery("SELECT to_regclass('public.workers_seen') IS NOT NULL")) {
+                    rs.next();
+                    if (rs.getBoolean(1)) {
+                        s.execute("TRUNCATE workers_seen"); // a class's external workers (their tasks went with the jobs, V41)
+                    }
+                }
                 s.execute("UPDATE tenant_accounts SET balance_micros = 0, open_jobs = 0, queued_bytes = 0");
                 s.execute("UPDATE gateway_capacity SET in_flight = 0");
                 try (var rs = s.executeQuery("SELECT to_regclass('public.dispatch_window') IS NOT NULL")) {
