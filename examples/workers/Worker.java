@@ -17,10 +17,11 @@ import java.util.regex.Pattern;
 import javax.imageio.ImageIO;
 
 /**
- * A jobgate external worker (docs/workers.md) in one file of plain Java 17, no library: leases tasks of one pull member,
- * renders each (a PNG of the size asked, one colour taken from its job id, standing in for a model; --render-seconds
- * makes the model that slow), heartbeats while it works, stores the output and completes the task; a refused heartbeat
- * (lease lost, job cancelled) stops the task, and it leases the next.
+ * A jobgate external worker (docs/workers.md) in one file of plain Java 17, no library: leases tasks of one pull member
+ * with a long poll (the gateway holds the call until a task comes), renders each (a PNG of the size asked, one colour
+ * taken from its job id, standing in for a model; --render-seconds makes the model that slow), heartbeats while it
+ * works, writes the output to the lease's time-limited URL (straight to the S3 API) and completes the task; a refused
+ * heartbeat (lease lost, job cancelled) stops the task, and it leases the next.
  *
  * <pre>java examples/workers/Worker.java --gateway http://127.0.0.1:8080 --member gpubox --key "$JOBGATE_WORKER_KEY"</pre>
  */
@@ -28,7 +29,7 @@ public class Worker {
 
     static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     static Map<String, String> opts = new HashMap<>(Map.of("gateway", "http://127.0.0.1:8080", "worker-id", "java-worker",
-            "heartbeat-seconds", "20", "idle-seconds", "1", "render-seconds", "0"));
+            "heartbeat-seconds", "20", "wait-seconds", "20", "render-seconds", "0"));
 
     public static void main(String[] args) throws Exception {
         for (int i = 0; i < args.length; i++) {
@@ -39,9 +40,10 @@ public class Worker {
             t.setDaemon(true);
             return t;
         });
+        String ask = "{\"worker_id\": \"" + opts.get("worker-id") + "\", \"max\": 1"
+                + (opts.containsKey("once") ? "}" : ", \"wait_seconds\": " + opts.get("wait-seconds") + "}");
         while (true) {
-            HttpResponse<String> leased = call("POST", "/v1/workers/" + opts.get("member") + "/leases",
-                    "{\"worker_id\": \"" + opts.get("worker-id") + "\", \"max\": 1}", "application/json", Map.of());
+            HttpResponse<String> leased = call("POST", "/v1/workers/" + opts.get("member") + "/leases", ask, "application/json", Map.of());
             if (leased.statusCode() != 200) {
                 throw new IllegalStateException("lease refused: " + leased.statusCode() + " " + leased.body());
             }
@@ -50,19 +52,21 @@ public class Worker {
                 if (opts.containsKey("once")) {
                     return;
                 }
-                Thread.sleep((long) (Double.parseDouble(opts.get("idle-seconds")) * 1000));
-                continue;
+                continue; // none came within the wait: ask again
             }
             String job = field(leased.body(), "job_id");
             String token = field(leased.body(), "lease_token");
             String tokenJson = "{\"lease_token\": \"" + token + "\"";
+            String[] outputUrl = {field(leased.body(), "output_url")}; // renewed by each heartbeat, with the lease
             long every = (long) (Double.parseDouble(opts.get("heartbeat-seconds")) * 1000);
             CompletableFuture<String> refused = new CompletableFuture<>(); // a refused heartbeat says why: stop
             var heartbeat = beats.scheduleAtFixedRate(() -> {
                 try {
                     HttpResponse<String> beat = call("POST", "/v1/workers/tasks/" + task + "/heartbeat", tokenJson + "}",
                             "application/json", Map.of());
-                    if (beat.statusCode() != 200 && !refused.isDone()) {
+                    if (beat.statusCode() == 200) {
+                        outputUrl[0] = field(beat.body(), "output_url");
+                    } else if (!refused.isDone()) {
                         String why = beat.statusCode() + " " + field(beat.body(), "code");
                         System.err.println("task " + task + ": " + why + " - stopping");
                         refused.complete(why);
@@ -80,7 +84,10 @@ public class Worker {
                 System.out.println("task " + task + " (job " + job + "): stopped");
                 continue;
             }
-            HttpResponse<String> reply = call("PUT", "/v1/workers/tasks/" + task + "/output", png, "image/png", Map.of("Lease-Token", token));
+            // A time-limited URL carries its own signature: no key goes with it.
+            HttpResponse<String> reply = HTTP.send(HttpRequest.newBuilder(URI.create(outputUrl[0]))
+                    .header("Content-Type", "image/png").PUT(HttpRequest.BodyPublishers.ofByteArray(png)).build(),
+                    HttpResponse.BodyHandlers.ofString());
             if (reply.statusCode() == 200) {
                 reply = call("POST", "/v1/workers/tasks/" + task + "/complete", tokenJson + ", \"media_type\": \"image/png\", "
                         + "\"billed_units\": " + (System.nanoTime() - started) / 1_000_000 / 1000.0 + ", \"billed_unit\": \"gpu_seconds\"}",
@@ -104,7 +111,8 @@ public class Worker {
     }
 
     static HttpResponse<String> call(String method, String path, Object body, String type, Map<String, String> headers) throws Exception {
-        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(opts.get("gateway") + path)).timeout(Duration.ofSeconds(30))
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(opts.get("gateway") + path))
+                .timeout(Duration.ofSeconds(Long.parseLong(opts.get("wait-seconds")) + 30))
                 .header("Authorization", "Bearer " + opts.get("key")).header("Content-Type", type)
                 .method(method, body instanceof byte[] bytes ? HttpRequest.BodyPublishers.ofByteArray(bytes)
                         : HttpRequest.BodyPublishers.ofString((String) body));

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """A jobgate external worker (docs/workers.md), standard library only.
 
-Leases tasks of one pull member, renders each (here: a PNG of the size the task asks, one flat colour
-taken from its job id, standing in for a model; --render-seconds makes the model that slow), stores the
-output, and completes the task; it heartbeats while it renders and stops a task whose lease is lost or
-whose job was cancelled, then leases the next.
+Leases tasks of one pull member with a long poll (the gateway holds the call until a task comes),
+renders each (here: a PNG of the size the task asks, one flat colour taken from its job id, standing in
+for a model; --render-seconds makes the model that slow), writes the output to the lease's time-limited
+URL (straight to the S3 API), and completes the task; it heartbeats while it renders and stops a task
+whose lease is lost or whose job was cancelled, then leases the next.
 
     python3 examples/workers/worker.py --gateway http://127.0.0.1:8080 --member gpubox \
         --key "$JOBGATE_WORKER_KEY" --worker-id box-1
@@ -29,10 +30,20 @@ def call(args, method, path, body=None, headers=None, raw=None):
     for name, value in (headers or {}).items():
         request.add_header(name, value)
     try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
+        with urllib.request.urlopen(request, timeout=args.wait_seconds + 30) as reply:
             return reply.status, json.loads(reply.read() or b"{}")
     except urllib.error.HTTPError as refused:
         return refused.code, json.loads(refused.read() or b"{}")
+
+
+def put(url, data, media_type):
+    """A PUT to a time-limited URL: it carries its own signature, so no key goes with it."""
+    request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": media_type})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, {}
+    except urllib.error.HTTPError as refused:
+        return refused.code, {"code": "output_not_stored"}
 
 
 def png(width, height, rgb):
@@ -46,12 +57,15 @@ def png(width, height, rgb):
 
 def work(args, lease):
     task, token, request = lease["task_id"], lease["lease_token"], lease["request"]
+    url = [lease["output_url"]]  # renewed by each heartbeat, with the lease
     stop = threading.Event()
 
     def heartbeat():  # every third of the lease, until the render ends or the lease is gone
         while not stop.wait(args.heartbeat_seconds):
             status, reply = call(args, "POST", f"/v1/workers/tasks/{task}/heartbeat", {"lease_token": token})
-            if status != 200:
+            if status == 200:
+                url[0] = reply["output_url"]
+            else:
                 print(f"task {task}: {reply.get('code')} - stopping", file=sys.stderr, flush=True)
                 stop.set()
     threading.Thread(target=heartbeat, daemon=True).start()
@@ -61,8 +75,7 @@ def work(args, lease):
     if stop.wait(args.render_seconds):  # its time, if slow; ended early when a heartbeat is refused
         print(f"task {task} (job {lease['job_id']}): stopped", flush=True)
         return
-    status, reply = call(args, "PUT", f"/v1/workers/tasks/{task}/output", raw=output,
-                         headers={"Content-Type": "image/png", "Lease-Token": token})
+    status, reply = put(url[0], output, "image/png")
     if status == 200:
         status, reply = call(args, "POST", f"/v1/workers/tasks/{task}/complete", {
             "lease_token": token, "media_type": "image/png",
@@ -79,18 +92,19 @@ def main():
     parser.add_argument("--key", required=True, help="the member's worker key")
     parser.add_argument("--worker-id", default="python-worker")
     parser.add_argument("--heartbeat-seconds", type=float, default=20)
-    parser.add_argument("--idle-seconds", type=float, default=1, help="pause when no task waits")
+    parser.add_argument("--wait-seconds", type=int, default=20, help="how long each lease call may wait for a task (1-30)")
     parser.add_argument("--render-seconds", type=float, default=0, help="how long each render takes (a slow model)")
     parser.add_argument("--once", action="store_true", help="stop when no task waits")
     args = parser.parse_args()
+    ask = {"worker_id": args.worker_id, "max": 1}
+    if not args.once:
+        ask["wait_seconds"] = args.wait_seconds
     while True:
-        status, reply = call(args, "POST", f"/v1/workers/{args.member}/leases", {"worker_id": args.worker_id, "max": 1})
+        status, reply = call(args, "POST", f"/v1/workers/{args.member}/leases", ask)
         if status != 200:
             sys.exit(f"lease refused: {status} {reply}")
-        if not reply["leases"]:
-            if args.once:
-                return
-            time.sleep(args.idle_seconds)
+        if not reply["leases"] and args.once:
+            return  # none waiting; otherwise an empty answer just means: ask again
         for lease in reply["leases"]:
             work(args, lease)
 
