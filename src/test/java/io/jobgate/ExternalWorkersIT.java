@@ -387,7 +387,7 @@ class ExternalWorkersIT {
         private static RefWorker start(String id, List<String> runtime, String... options) throws IOException {
             List<String> command = new ArrayList<>(runtime);
             command.addAll(List.of("--gateway", api.base(), "--member", "gpubox", "--key", GPUBOX_WORKER, "--worker-id", id,
-                    "--heartbeat-seconds", "1", "--idle-seconds", "0.2"));
+                    "--heartbeat-seconds", "1", "--wait-seconds", "5"));
             command.addAll(List.of(options));
             Path log = dataDir.resolve(id + ".log");
             Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
