@@ -170,7 +170,7 @@ public class JobgateConfiguration implements CamelConfiguration {
         UsageWiring.bind(context, stores.jdbc(), settings.intValue("jobgate.usage.rollup-batch", 1, 100_000));
         // External workers (docs/workers.md): the pull members' tasks; the protocol their workers speak is the API's.
         io.jobgate.workers.WorkersWiring.Workers workers = io.jobgate.workers.WorkersWiring.bind(context, settings, stores.jdbc(),
-                stores.transactions(), clock, stores.s3(), stores.parts().urls(), stores.bucket());
+                stores.transactions(), clock, stores.s3(), stores.parts().urls(), stores.bucket(), workerAbsentAfter(providers)::get);
         ApiWiring.bind(context, settings, roles.runs(Roles.Role.API), stores.jdbc(), stores.transactions(), stores.s3(), stores.bucket(),
                 clock, tenants, presets.defaults(), providers, uploads, jobs, admission.service(), meters, adapters.caller(), reconciler,
                 canary, evaluations, webhooks, pools, poolViews, workers);
@@ -182,7 +182,29 @@ public class JobgateConfiguration implements CamelConfiguration {
         startupTimes.wired();
     }
 
-    /** The tenants' JMS producers an embedded broker logs in: user → SHA-256 of the password (those that have one). */
+    /**
+     * Per pull member that has one, its {@code worker-absent-seconds}; a value that is not a whole number of seconds
+     * from 15 stops the start.
+     */
+    private static Map<String, java.time.Duration> workerAbsentAfter(ProviderCatalog providers) {
+        Map<String, java.time.Duration> after = new java.util.HashMap<>();
+        for (var provider : providers.all()) {
+            String value = provider.settings().get(io.jobgate.workers.WorkersWiring.WORKER_ABSENT_SECONDS);
+            if (value == null || value.isBlank()) {
+                continue;
+            }
+            // A worker's calls are recorded at most every 5 s (WorkersSeen): a shorter absence would be seen where none is.
+            if (!value.trim().matches("[1-9][0-9]{1,6}") || Long.parseLong(value.trim()) < 15) {
+                throw new IllegalStateException("jobgate.provider." + provider.name() + "."
+                        + io.jobgate.workers.WorkersWiring.WORKER_ABSENT_SECONDS + " is a whole number of seconds from 15, not '"
+                        + value + "'");
+            }
+            after.put(provider.name(), java.time.Duration.ofSeconds(Long.parseLong(value.trim())));
+        }
+        return after;
+    }
+
+        /** The tenants' JMS producers an embedded broker logs in: user → SHA-256 of the password (those that have one). */
     private static Map<String, String> producerPasswordDigests(TenantDirectory tenants) {
         return tenants.brokerProducers().stream()
                 .filter(p -> p.passwordSha256() != null)

@@ -326,6 +326,7 @@ class EnvironmentOnlySettingsTest {
             case "webhook-scheme" -> "fal-ed25519";
             case "webhook-jwks-url" -> "http://127.0.0.1:9/jwks.json";
             case "worker-key-sha256" -> "0".repeat(64);
+            case "worker-absent-seconds" -> "90";
             case "base-url" -> "http://127.0.0.1:9/env";
             case "api-key" -> "env-key";
             case "aws-region" -> "eu-central-1";

@@ -60,7 +60,7 @@ public final class ApiWiring {
         meters.waitingReads(waitingReads::waiting);
         registry.bind("waitingReads", waitingReads);
         // A worker's lease with wait_seconds: a long poll, held as those reads are (LeaseWaits).
-        LeaseWaits leaseWaits = new LeaseWaits(context, providers, workers.tasks(),
+        LeaseWaits leaseWaits = new LeaseWaits(context, providers, workers.tasks(), workers.seen(),
                 settings.intValue("jobgate.workers.max-waiting-leases", 0, 1_000_000),
                 settings.millis("jobgate.workers.lease-waits-period-ms", 50, 60_000), meters::leaseWaitEnded);
         meters.leaseWaits(leaseWaits::waiting);

@@ -64,6 +64,7 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
     private final CamelContext context;
     private final ProviderCatalog providers;
     private final WorkerTasks tasks;
+    private final io.jobgate.workers.WorkersSeen seen;
     private final int maxWaiting;
     private final Duration period;
     private final Consumer<String> ended;
@@ -77,11 +78,12 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
      * @param period     how often PostgreSQL is asked which waited-on members have tasks
      * @param ended      told why each wait ended (metrics)
      */
-    public LeaseWaits(CamelContext context, ProviderCatalog providers, WorkerTasks tasks, int maxWaiting, Duration period,
-                      Consumer<String> ended) {
+    public LeaseWaits(CamelContext context, ProviderCatalog providers, WorkerTasks tasks, io.jobgate.workers.WorkersSeen seen,
+                      int maxWaiting, Duration period, Consumer<String> ended) {
         this.context = context;
         this.providers = providers;
         this.tasks = tasks;
+        this.seen = seen;
         this.maxWaiting = maxWaiting;
         this.period = period;
         this.ended = ended;
@@ -175,7 +177,7 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
             return;
         }
         Member m = member(name);
-        Waiter waiter = new Waiter(m, rc, rc.vertx().getOrCreateContext(), poll.max());
+        Waiter waiter = new Waiter(m, rc, rc.vertx().getOrCreateContext(), poll.max(), poll.workerId());
         m.waiters.addLast(waiter);
         waiter.timer = rc.vertx().setTimer(poll.waitSeconds() * 1000L, t -> waiter.release(Ended.TIMED_OUT));
         rc.response().closeHandler(v -> waiter.release(Ended.DISCONNECTED));
@@ -201,19 +203,24 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         }
     }
 
-    /** On the scheduler's thread: one statement for every member someone waits on here. */
+    /**
+     * On the scheduler's thread: one statement for every member someone waits on here, and the waiting workers recorded
+     * as seen (a worker waiting is alive, though its calls reach no statement; one statement for those past its
+     * throttle).
+     */
     private void check() {
         try {
-            Set<String> waitedOn = new HashSet<>();
+            Map<String, Set<String>> waitedOn = new java.util.HashMap<>();
             members.forEach((name, m) -> {
-                if (!m.waiters.isEmpty()) {
-                    waitedOn.add(name);
+                for (Waiter w : m.waiters) {
+                    waitedOn.computeIfAbsent(name, n -> new HashSet<>()).add(w.workerId);
                 }
             });
             if (waitedOn.isEmpty()) {
                 return;
             }
-            tasks.leasableAmong(waitedOn).forEach((name, count) -> {
+            seen.sawWaiting(waitedOn);
+            tasks.leasableAmong(waitedOn.keySet()).forEach((name, count) -> {
                 if (count > 0) {
                     tasksWaiting(name, count);
                 }
@@ -251,15 +258,17 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         final RoutingContext rc;
         final Context loop;
         final int max;
+        final String workerId;
         final AtomicBoolean released = new AtomicBoolean();
         /** Set and read on the event loop only. */
         long timer = -1;
 
-        Waiter(Member member, RoutingContext rc, Context loop, int max) {
+        Waiter(Member member, RoutingContext rc, Context loop, int max, String workerId) {
             this.member = member;
             this.rc = rc;
             this.loop = loop;
             this.max = max;
+            this.workerId = workerId;
         }
 
         boolean release(Ended why) {

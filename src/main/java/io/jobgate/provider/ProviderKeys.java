@@ -38,7 +38,7 @@ public final class ProviderKeys {
     public static final List<String> FIXED = List.of(
             "kinds", "enabled", "revision", "max-concurrency", "call-deadline-ms", "idempotent-submit", "rate-limit-backoff-seconds",
             "operations", "readiness-url", "readiness-authorization", "error-code-fields",
-            "webhook-secret", "webhook-scheme", "webhook-jwks-url", "worker-key-sha256",
+            "webhook-secret", "webhook-scheme", "webhook-jwks-url", "worker-key-sha256", "worker-absent-seconds",
             "duration-tolerance-ms", "max-video-output-bytes", ProviderCatalog.MAX_INPUT_BYTES,
             "price." + ProviderCatalog.IMAGE_PRICE, "price." + ProviderCatalog.AUDIO_MINUTE_PRICE,
             "price." + ProviderCatalog.INPUT_KTOKENS_PRICE, "price." + ProviderCatalog.OUTPUT_KTOKENS_PRICE,

@@ -17,12 +17,27 @@ public final class PullAdapter {
 
     private final WorkerTasks tasks;
     private final TaskObjects objects;
+    private final WorkersSeen seen;
+    private final java.util.function.Function<String, java.time.Duration> absentAfter;
     /** Told the member of each task written: a worker waiting on this instance may lease it now. */
     private volatile java.util.function.Consumer<String> taskWaiting = member -> { };
 
-    public PullAdapter(WorkerTasks tasks, TaskObjects objects) {
+    /**
+     * @param absentAfter per member, how long no worker of it may be seen before it counts as down
+     *                    ({@code jobgate.provider.<member>.worker-absent-seconds}); null: it never does
+     */
+    public PullAdapter(WorkerTasks tasks, TaskObjects objects, WorkersSeen seen,
+                       java.util.function.Function<String, java.time.Duration> absentAfter) {
         this.tasks = tasks;
         this.objects = objects;
+        this.seen = seen;
+        this.absentAfter = absentAfter;
+    }
+
+    /** The member counts as down: it has {@code worker-absent-seconds} and no worker of it was seen within them. */
+    private java.time.Duration absent(String member) {
+        java.time.Duration after = absentAfter.apply(member);
+        return after != null && !seen.seenWithin(member, after) ? after : null;
     }
 
     /** Whom to tell, with the member's name, that a task waits to be leased (the long polls of its workers). */
@@ -42,7 +57,16 @@ public final class PullAdapter {
     }
 
     private void submit(Exchange exchange) {
-        WorkerTasks.Task task = tasks.submit(exchange.getProperty("JobgateProvider", String.class),
+        String member = exchange.getProperty("JobgateProvider", String.class);
+        java.time.Duration absent = absent(member);
+        if (absent != null) {
+            // No worker to render it: refused as a provider that is down refuses (a pool job moves to another member),
+            // before any task exists, so none can render it later.
+            exchange.setProperty("JobgateOutcome", "transient");
+            exchange.setProperty("JobgateErrorMessage", "no worker of " + member + " seen within " + absent.toSeconds() + " s");
+            return;
+        }
+        WorkerTasks.Task task = tasks.submit(member,
                 UUID.fromString(exchange.getProperty("JobgateJobId", String.class)),
                 exchange.getProperty("JobgateAttempt", Integer.class), exchange.getIn().getBody(String.class),
                 exchange.getProperty("JobgateSourceKey", String.class), exchange.getProperty("JobgateSourceMediaType", String.class));
@@ -59,6 +83,12 @@ public final class PullAdapter {
             return;
         }
         WorkerTasks.Task task = found.get();
+        java.time.Duration absent = task.status() == WorkerTasks.Status.WAITING && task.leases() == 0 ? absent(task.provider()) : null;
+        if (absent != null) {
+            // Its workers are gone and none ever saw it: withdrawn, it fails as transient below (safe: no worker can
+            // lease it now), and its job's next attempt goes where the rulebook sends it.
+            task = tasks.withdrawUnleased(task.taskId(), absent).orElse(task);
+        }
         switch (task.status()) {
             case WAITING, LEASED -> exchange.setProperty("JobgateOutcome", "pending");
             case SUCCEEDED -> {

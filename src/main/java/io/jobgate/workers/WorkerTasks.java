@@ -205,6 +205,20 @@ public final class WorkerTasks {
                 Timestamp.from(now)));
     }
 
+    /**
+     * Withdraws the task if no worker ever leased it and it has waited longer than {@code after}: it ends as a
+     * transient failure, so its job may go on elsewhere — safe, since no worker ever saw it, and none can lease it any
+     * more. A lease that won the race makes this change nothing.
+     */
+    public Optional<Task> withdrawUnleased(UUID taskId, Duration after) {
+        Instant now = clock.instant();
+        return jdbc.query("""
+                UPDATE worker_tasks SET status = 'failed', error_category = 'transient', error_message = ?, updated_at = ?
+                 WHERE task_id = ? AND status = 'waiting' AND leases = 0 AND created_at < ?
+                RETURNING *""", WorkerTasks::task, "no worker leased the task, and none was seen within " + after.toSeconds() + " s",
+                Timestamp.from(now), taskId, Timestamp.from(now.minus(after))).stream().findFirst();
+    }
+
     /** The job was cancelled: its open task ends; the worker holding it hears so at its next heartbeat. */
     public boolean cancel(UUID taskId) {
         List<String> cancelled = jdbc.queryForList("UPDATE worker_tasks SET status = 'cancelled', updated_at = ? WHERE task_id = ? AND "

@@ -4,7 +4,9 @@ import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -69,6 +71,7 @@ public final class WorkersSeen {
             written.clear();
         }
         written.put(worker, now);
+        lastSeen.put(provider, new LastSeen(now, now));
         try {
             jdbc.update("""
                     INSERT INTO workers_seen (provider, worker_id, first_seen_at, last_seen_at, last_call) VALUES (?, ?, ?, ?, ?)
@@ -79,6 +82,67 @@ public final class WorkersSeen {
             LOG.warn("worker {} of pull member {} not recorded as seen: {}", workerId, provider, e.toString());
         }
     }
+
+    /**
+     * Workers whose lease calls wait on this instance ({@code LeaseWaits}, by member): seen now, though their calls
+     * reach no statement while they wait. Those past the throttle are written in one statement.
+     */
+    public void sawWaiting(Map<String, ? extends java.util.Collection<String>> workersByMember) {
+        Instant now = clock.instant();
+        List<String> providers = new java.util.ArrayList<>();
+        List<String> workers = new java.util.ArrayList<>();
+        workersByMember.forEach((provider, ids) -> ids.forEach(id -> {
+            Worker worker = new Worker(provider, id);
+            Instant last = written.get(worker);
+            if (last == null || !now.isBefore(last.plus(EVERY)) || now.isBefore(last)) {
+                written.put(worker, now);
+                lastSeen.put(provider, new LastSeen(now, now));
+                providers.add(provider);
+                workers.add(id);
+            }
+        }));
+        if (providers.isEmpty()) {
+            return;
+        }
+        try {
+            jdbc.update("""
+                    INSERT INTO workers_seen (provider, worker_id, first_seen_at, last_seen_at, last_call)
+                    SELECT DISTINCT ON (p, w) p, w, ?, ?, 'lease' FROM unnest(?::text[], ?::text[]) AS seen (p, w)
+                    ON CONFLICT (provider, worker_id) DO UPDATE SET last_seen_at = excluded.last_seen_at, last_call = excluded.last_call""",
+                    Timestamp.from(now), Timestamp.from(now), providers.toArray(String[]::new), workers.toArray(String[]::new));
+        } catch (RuntimeException e) {
+            for (int i = 0; i < providers.size(); i++) {
+                written.remove(new Worker(providers.get(i), workers.get(i)), now);
+            }
+            LOG.warn("{} waiting workers not recorded as seen: {}", providers.size(), e.toString());
+        }
+    }
+
+    /**
+     * When a worker of {@code provider} was last seen (by any instance, up to {@link #EVERY} behind), if ever; read at
+     * most once a second per member.
+     */
+    public Optional<Instant> lastSeen(String provider) {
+        Instant now = clock.instant();
+        LastSeen cached = lastSeen.get(provider);
+        if (cached != null && !now.isBefore(cached.readAt()) && now.isBefore(cached.readAt().plusSeconds(1))) {
+            return Optional.ofNullable(cached.at());
+        }
+        Timestamp at = jdbc.queryForObject("SELECT max(last_seen_at) FROM workers_seen WHERE provider = ?", Timestamp.class, provider);
+        LastSeen read = new LastSeen(now, at == null ? null : at.toInstant());
+        lastSeen.put(provider, read);
+        return Optional.ofNullable(read.at());
+    }
+
+    /** Whether a worker of {@code provider} was seen within {@code within} of now (as {@link #lastSeen} knows it). */
+    public boolean seenWithin(String provider, Duration within) {
+        return lastSeen(provider).filter(at -> !at.isBefore(clock.instant().minus(within))).isPresent();
+    }
+
+    private record LastSeen(Instant readAt, Instant at) {
+    }
+
+    private final Map<String, LastSeen> lastSeen = new ConcurrentHashMap<>();
 
     /** Route step (retention): forgets the workers not seen for {@link #FORGET_AFTER}; header {@code workersForgotten}. */
     public void forget(Exchange exchange) {

@@ -23,6 +23,9 @@ public final class WorkersWiring {
     /** A worker counts in {@code jobgate_pull_workers} while its last call is this recent. */
     static final Duration ACTIVE_WITHIN = Duration.ofMinutes(1);
 
+    /** The provider entry after which a pull member none of whose workers was seen counts as down. */
+    public static final String WORKER_ABSENT_SECONDS = "worker-absent-seconds";
+
     private WorkersWiring() {
     }
 
@@ -33,11 +36,11 @@ public final class WorkersWiring {
 
     public static Workers bind(CamelContext context, Settings settings, JdbcTemplate jdbc,
                                org.springframework.transaction.support.TransactionTemplate transactions, Clock clock, S3Client s3,
-                               ObjectUrls urls, String bucket) {
+                               ObjectUrls urls, String bucket, java.util.function.Function<String, Duration> absentAfter) {
         WorkerTasks tasks = new WorkerTasks(jdbc, transactions, clock);
         TaskObjects objects = new TaskObjects(s3, urls, bucket, clock);
-        PullAdapter adapter = new PullAdapter(tasks, objects);
         WorkersSeen seen = new WorkersSeen(jdbc, clock);
+        PullAdapter adapter = new PullAdapter(tasks, objects, seen, absentAfter);
         context.getRegistry().bind("workerTasks", tasks);
         context.getRegistry().bind("pullAdapter", adapter);
         context.getRegistry().bind("workersSeen", seen);
