@@ -94,36 +94,45 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         return waiting.get();
     }
 
-    /** Before the route's lease: what it saw, for {@link #leased}. */
-    public long beforeLease(String member) {
-        return member(member).woken.get();
+    /** Before the route's lease of a worker running {@code revision} (null: the stable one): what it saw, for {@link #leased}. */
+    public long beforeLease(String member, String revision) {
+        return member(member, revision).woken.get();
     }
 
     /**
      * After the route's lease, begun at {@code seen} ({@link #beforeLease}): fewer tasks than asked means none is left,
      * unless a task was written meanwhile (then the member is not idle: the next poll leases at once).
      */
-    public void leased(String member, long seen, int asked, int got) {
+    public void leased(String member, String revision, long seen, int asked, int got) {
         if (got < asked) {
-            member(member).idleAt.accumulateAndGet(seen, Math::max);
+            member(member, revision).idleAt.accumulateAndGet(seen, Math::max);
         }
     }
 
-    /** {@code count} tasks of {@code member} wait to be leased: the member is not idle, its oldest waiters lease them. */
+    /**
+     * {@code count} tasks of {@code member} wait to be leased: the member is not idle, the oldest waiters lease them —
+     * of each revision its workers run, since the tasks' revisions are not known here (a worker of another revision
+     * finds none, and waits again).
+     */
     public void tasksWaiting(String member, int count) {
-        Member m = member(member);
-        m.woken.incrementAndGet();
-        int covered = 0;
-        Waiter w;
-        while (covered < count && (w = m.waiters.pollFirst()) != null) {
-            if (w.release(Ended.TASKS)) {
-                covered += w.max;
+        for (Member m : members.values()) {
+            if (!m.name.equals(member)) {
+                continue;
+            }
+            m.woken.incrementAndGet();
+            int covered = 0;
+            Waiter w;
+            while (covered < count && (w = m.waiters.pollFirst()) != null) {
+                if (w.release(Ended.TASKS)) {
+                    covered += w.max;
+                }
             }
         }
     }
 
-    private Member member(String name) {
-        return members.computeIfAbsent(name, n -> new Member());
+    /** What this instance knows of the member's tasks for workers of {@code revision} (null: its stable revisions). */
+    private Member member(String name, String revision) {
+        return members.computeIfAbsent(name + "\u0000" + (revision == null ? "" : revision), k -> new Member(name));
     }
 
     @Override
@@ -166,7 +175,7 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         }
         String name = path.group(1);
         WorkersApi.LeaseRequest poll = poll(name, rc);
-        if (poll == null || poll.waitSeconds() == 0 || !member(name).idle()) {
+        if (poll == null || poll.waitSeconds() == 0 || !member(name, poll.revision()).idle()) {
             rc.next(); // the route answers: it leases, or refuses what is wrong
             return;
         }
@@ -176,7 +185,7 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
             rc.next();
             return;
         }
-        Member m = member(name);
+        Member m = member(name, poll.revision());
         Waiter waiter = new Waiter(m, rc, rc.vertx().getOrCreateContext(), poll.max(), poll.workerId());
         m.waiters.addLast(waiter);
         waiter.timer = rc.vertx().setTimer(poll.waitSeconds() * 1000L, t -> waiter.release(Ended.TIMED_OUT));
@@ -211,11 +220,11 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
     private void check() {
         try {
             Map<String, Set<String>> waitedOn = new java.util.HashMap<>();
-            members.forEach((name, m) -> {
+            for (Member m : members.values()) {
                 for (Waiter w : m.waiters) {
-                    waitedOn.computeIfAbsent(name, n -> new HashSet<>()).add(w.workerId);
+                    waitedOn.computeIfAbsent(m.name, n -> new HashSet<>()).add(w.workerId);
                 }
-            });
+            }
             if (waitedOn.isEmpty()) {
                 return;
             }
@@ -238,13 +247,18 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         }
     }
 
-    /** What this instance knows of a member: whether its tasks ran out, and the polls waiting for more. */
+    /** What this instance knows of a member, for the workers of one revision: whether its tasks ran out, and the polls waiting for more. */
     private static final class Member {
+        final String name;
         /** Counts the wakes: a task written, or found by the periodic check. */
         final AtomicLong woken = new AtomicLong();
         /** The wake count a lease that found too few tasks began at; -1: none did yet (the member is not known idle). */
         final AtomicLong idleAt = new AtomicLong(-1);
         final ConcurrentLinkedDeque<Waiter> waiters = new ConcurrentLinkedDeque<>();
+
+        Member(String name) {
+            this.name = name;
+        }
 
         /** A lease found the tasks gone, and nothing woke the member after that lease began. */
         boolean idle() {

@@ -67,9 +67,9 @@ public final class WorkersApi {
      * A lease call's body: who asks, for how many tasks at most, and how long it may wait for one
      * ({@code wait_seconds}, 0: answer at once; {@link LeaseWaits}).
      */
-    record LeaseRequest(String workerId, int max, int waitSeconds) {
+    record LeaseRequest(String workerId, int max, int waitSeconds, String revision) {
 
-        static final Set<String> FIELDS = Set.of("worker_id", "max", "wait_seconds");
+        static final Set<String> FIELDS = Set.of("worker_id", "max", "wait_seconds", "revision");
 
         /** The body as the route takes it, or the problem it gets. */
         static LeaseRequest of(JsonNode request) {
@@ -79,8 +79,13 @@ public final class WorkersApi {
                 throw ApiProblem.of(400, "invalid_parameter", "Name the worker: \"worker_id\" (1 to " + MAX_WORKER_ID + " characters).")
                         .with("field", "worker_id");
             }
+            String revision = AdminApi.text(request, "revision", MAX_WORKER_ID);
+            if (revision != null && (revision.isBlank() || revision.contains("@"))) {
+                throw ApiProblem.of(400, "invalid_parameter", "\"revision\" is the label of the adapter revision the worker runs "
+                        + "(e.g. gpubox-2, without its @hash).").with("field", "revision");
+            }
             return new LeaseRequest(workerId.strip(), whole(request, "max", 1, MAX_LEASES, 1),
-                    whole(request, "wait_seconds", 0, LeaseWaits.MAX_SECONDS, 0));
+                    whole(request, "wait_seconds", 0, LeaseWaits.MAX_SECONDS, 0), revision == null ? null : revision.strip());
         }
 
         private static int whole(JsonNode request, String field, int min, int max, int absent) {
@@ -105,11 +110,11 @@ public final class WorkersApi {
         Provider member = member(exchange.getIn().getHeader("provider", String.class));
         authenticate(exchange, member);
         LeaseRequest request = LeaseRequest.of(AdminApi.request(exchange));
-        long woken = waits == null ? 0 : waits.beforeLease(member.name());
+        long woken = waits == null ? 0 : waits.beforeLease(member.name(), request.revision());
         List<WorkerTasks.Task> leased = tasks.lease(member.name(), request.workerId(), request.max(), leaseFor,
-                member.maxConcurrency());
+                member.maxConcurrency(), labels(member, request.revision()));
         if (waits != null) {
-            waits.leased(member.name(), woken, request.max(), leased.size());
+            waits.leased(member.name(), request.revision(), woken, request.max(), leased.size());
         }
         seen.saw(member.name(), request.workerId(), "lease");
         List<Map<String, Object>> leases = new ArrayList<>();
@@ -210,7 +215,21 @@ public final class WorkersApi {
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "failed"), Map.of());
     }
 
-    /** The worker's end of the task reaches its job now: the lookup the poller would make, made at once. */
+    /**
+     * The revisions whose tasks a worker leases: the one it names, else the member's stable ones (a canary candidate's
+     * tasks wait for a worker that names the candidate's label).
+     */
+    private static Set<String> labels(Provider member, String named) {
+        if (named != null) {
+            return Set.of(named);
+        }
+        Set<String> stable = new java.util.HashSet<>();
+        stable.add(member.label(null));
+        member.kinds().forEach(kind -> stable.add(member.label(kind)));
+        return stable;
+    }
+
+        /** The worker's end of the task reaches its job now: the lookup the poller would make, made at once. */
     private void applyNow(WorkerTasks.Task task) {
         reconciler.find(task.jobId()).ifPresent(job -> reconciler.check(job, "worker"));
     }
@@ -223,6 +242,9 @@ public final class WorkersApi {
         lease.put("lease_token", task.leaseToken().toString());
         lease.put("lease_expires_at", task.leaseExpiresAt().toString());
         lease.put("request", Json.parseObject(task.envelope().getBytes(StandardCharsets.UTF_8)));
+        if (task.revision() != null) {
+            lease.put("revision", task.revision());
+        }
         TaskObjects.Urls urls = objects.urls(task);
         if (urls.source() != null) {
             lease.put("source_url", urls.source().toString());

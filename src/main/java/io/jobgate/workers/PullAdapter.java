@@ -69,7 +69,8 @@ public final class PullAdapter {
         WorkerTasks.Task task = tasks.submit(member,
                 UUID.fromString(exchange.getProperty("JobgateJobId", String.class)),
                 exchange.getProperty("JobgateAttempt", Integer.class), exchange.getIn().getBody(String.class),
-                exchange.getProperty("JobgateSourceKey", String.class), exchange.getProperty("JobgateSourceMediaType", String.class));
+                exchange.getProperty("JobgateSourceKey", String.class), exchange.getProperty("JobgateSourceMediaType", String.class),
+                exchange.getProperty("JobgateAdapterRevision", String.class));
         exchange.setProperty("JobgateProviderTask", task.taskId().toString());
         exchange.setProperty("JobgateOutcome", "pending");
         taskWaiting.accept(task.provider()); // were it not visible yet, the long polls' periodic check finds it

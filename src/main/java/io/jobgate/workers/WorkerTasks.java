@@ -40,7 +40,12 @@ public final class WorkerTasks {
     public record Task(UUID taskId, String provider, UUID jobId, int attempt, String envelope, Status status, UUID leaseToken,
                        Instant leaseExpiresAt, String workerId, int leases, String outputKey, String outputMediaType,
                        BigDecimal billedUnits, String billedUnit, String errorCategory, String errorMessage,
-                       Integer retryAfterSeconds, Instant createdAt, String sourceKey, String sourceMediaType) {
+                       Integer retryAfterSeconds, Instant createdAt, String sourceKey, String sourceMediaType, String revision) {
+
+        /** The human label of the task's revision ({@code gpubox-2} of {@code gpubox-2@1a2b3c}); null when unknown. */
+        public String revisionLabel() {
+            return revision == null ? null : revision.split("@", 2)[0];
+        }
     }
 
     /** Why a call under a token changed nothing: the task is gone, ended, cancelled, or its lease is another's or ran out. */
@@ -113,19 +118,23 @@ public final class WorkerTasks {
      * submit sent again finds the one it wrote (its envelope kept).
      */
     public Task submit(String provider, UUID jobId, int attempt, String envelope) {
-        return submit(provider, jobId, attempt, envelope, null, null);
+        return submit(provider, jobId, attempt, envelope, null, null, null);
     }
 
-    /** As {@link #submit(String, UUID, int, String)}, for a job whose worker reads a source: its key in the bucket. */
-    public Task submit(String provider, UUID jobId, int attempt, String envelope, String sourceKey, String sourceMediaType) {
+    /**
+     * As {@link #submit(String, UUID, int, String)}, for a job whose worker reads a source (its key in the bucket), on
+     * the adapter revision {@code revision} (only a worker of that revision leases it).
+     */
+    public Task submit(String provider, UUID jobId, int attempt, String envelope, String sourceKey, String sourceMediaType,
+                       String revision) {
         Timestamp now = Timestamp.from(clock.instant());
         return jdbc.queryForObject("""
                 INSERT INTO worker_tasks (task_id, provider, job_id, attempt, envelope, status, created_at, updated_at,
-                                          source_key, source_media_type)
-                VALUES (?, ?, ?, ?, CAST(? AS jsonb), 'waiting', ?, ?, ?, ?)
+                                          source_key, source_media_type, revision)
+                VALUES (?, ?, ?, ?, CAST(? AS jsonb), 'waiting', ?, ?, ?, ?, ?)
                 ON CONFLICT (job_id, attempt) DO UPDATE SET updated_at = worker_tasks.updated_at
                 RETURNING *""", WorkerTasks::task, UUID.randomUUID(), provider, jobId, attempt, envelope, now, now, sourceKey,
-                sourceMediaType);
+                sourceMediaType, revision);
     }
 
     public Optional<Task> find(UUID taskId) {
@@ -142,6 +151,17 @@ public final class WorkerTasks {
      * take its last free place. Tasks another call holds are skipped, not waited for.
      */
     public List<Task> lease(String provider, String workerId, int max, Duration leaseFor, int memberLimit) {
+        return lease(provider, workerId, max, leaseFor, memberLimit, null);
+    }
+
+    /**
+     * As above, of the tasks whose revision's label is one of {@code labels} (null: any): a worker running a canary
+     * candidate leases the candidate's tasks, one running the stable revision the stable ones. A task of no known
+     * revision goes to any.
+     */
+    public List<Task> lease(String provider, String workerId, int max, Duration leaseFor, int memberLimit,
+                            java.util.Collection<String> labels) {
+        String[] wanted = labels == null ? null : labels.toArray(String[]::new);
         Instant now = clock.instant();
         List<Task> leased = transactions.execute(tx -> {
             jdbc.query("SELECT pg_advisory_xact_lock(hashtext(?))", rs -> { }, "worker_tasks:" + provider);
@@ -149,7 +169,9 @@ public final class WorkerTasks {
                     WITH ranked AS (
                         SELECT t.task_id, t.created_at, row_number() OVER (PARTITION BY j.tenant_id ORDER BY t.created_at) AS turn
                           FROM worker_tasks t JOIN jobs j ON j.job_id = t.job_id
-                         WHERE t.provider = ? AND t.%s AND (t.status = 'waiting' OR t.lease_expires_at < ?)),
+                         WHERE t.provider = ? AND t.%s AND (t.status = 'waiting' OR t.lease_expires_at < ?)
+                           AND (CAST(? AS text[]) IS NULL OR t.revision IS NULL
+                                OR split_part(t.revision, '@', 1) = ANY (CAST(? AS text[])))),
                     picked AS (
                         SELECT w.task_id FROM worker_tasks w JOIN ranked r ON r.task_id = w.task_id
                          ORDER BY r.turn, r.created_at
@@ -161,7 +183,8 @@ public final class WorkerTasks {
                            leases = t.leases + 1, updated_at = ?
                       FROM picked
                      WHERE t.task_id = picked.task_id
-                    RETURNING t.*""".formatted(OPEN), WorkerTasks::task, provider, Timestamp.from(now), max, memberLimit, provider,
+                    RETURNING t.*""".formatted(OPEN), WorkerTasks::task, provider, Timestamp.from(now), wanted, wanted, max,
+                    memberLimit, provider,
                     Timestamp.from(now), Timestamp.from(now.plus(leaseFor)), workerId, Timestamp.from(now));
         }).stream().sorted(java.util.Comparator.comparing(Task::createdAt)).toList();
         if (!leased.isEmpty()) {
@@ -277,7 +300,7 @@ public final class WorkerTasks {
                 instant(rs, "lease_expires_at"), rs.getString("worker_id"), rs.getInt("leases"), rs.getString("output_key"),
                 rs.getString("output_media_type"), rs.getBigDecimal("billed_units"), rs.getString("billed_unit"),
                 rs.getString("error_category"), rs.getString("error_message"), (Integer) rs.getObject("retry_after_seconds"),
-                instant(rs, "created_at"), rs.getString("source_key"), rs.getString("source_media_type"));
+                instant(rs, "created_at"), rs.getString("source_key"), rs.getString("source_media_type"), rs.getString("revision"));
     }
 
     private static Instant instant(ResultSet rs, String column) throws SQLException {
