@@ -332,6 +332,8 @@ public final class Worker {
                     started.attempt()));
         }
         AdapterContract.request(exchange, started.provider(), AdapterContract.SUBMIT, prepared.envelope(), call);
+        // The revision this attempt runs on: a canary candidate's route is told its own, not the stable one's.
+        exchange.setProperty(AdapterContract.ADAPTER_REVISION, started.revision());
         exchange.setProperty(PROVIDER, started.provider().name());
         exchange.setProperty(ADAPTER_URI, started.adapterUri());
     }
