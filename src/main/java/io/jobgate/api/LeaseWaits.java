@@ -31,15 +31,18 @@ import org.slf4j.LoggerFactory;
  * its member has no task to lease, the call waits until one does, or N seconds, holding no thread and no database
  * connection meanwhile — a held call ({@link HeldRequests}), so thousands of idle workers cost an entry in a set each.
  *
- * <p>Which polls wait: this instance remembers, per member, whether its last lease found fewer tasks than it asked
- * for (the member is idle) and nothing woke it since. A poll of an idle member (its key and body checked here as the
- * route checks them; anything else goes to the route, which answers or refuses it) is parked; every other goes to the
- * route at once, which leases. A parked poll whose time is up answers an empty list itself, with no statement.
+ * <p>Which polls wait: this instance keeps, per member (and revision its workers run), how many tasks it believes
+ * there are to lease: raised by each task written here and set by the periodic count, lowered as polls go to lease
+ * them, and set to none when a lease finds fewer than it asked for (unless a task was written meanwhile). A poll (its
+ * key and body checked here as the route checks them; anything else goes to the route, which answers or refuses it)
+ * goes to the route only while that count covers it, taking its share; every other waits. So workers that finish a
+ * task and ask again do not each cost a statement that finds nothing. A parked poll whose time is up answers an empty
+ * list itself, with no statement; until a member's first lease the count is unknown, and polls go to the route.
  *
  * <p>What wakes waiters: a task written on this instance ({@code PullAdapter}'s submit) at once; and, while anyone
- * waits, one statement every {@code jobgate.workers.lease-waits-period-ms} asks which of the waited-on members have
- * tasks to lease (written by another instance, or leased under a lease that ran out). Either wakes the oldest waiters
- * of the member, enough of them to take the tasks found; a woken poll goes to the route and leases. Beyond
+ * waits, one statement every {@code jobgate.workers.lease-waits-period-ms} counts the waited-on members' tasks to
+ * lease (written by another instance, or leased under a lease that ran out). Either wakes the oldest waiters of the
+ * member, as many as the tasks cover; a woken poll goes to the route and leases. Beyond
  * {@code jobgate.workers.max-waiting-leases} waiters a poll goes to the route at once.
  */
 public final class LeaseWaits extends ServiceSupport implements HeldRequests.Holder {
@@ -50,6 +53,8 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
     public static final int MAX_SECONDS = 30;
 
     private static final Pattern PATH = Pattern.compile("/v1/workers/([^/]+)/leases");
+    /** A member's count before its first lease: polls go to the route. */
+    private static final int UNKNOWN = Integer.MIN_VALUE;
     private static final String NO_LEASES = "{\"leases\":[]}";
 
     /** Why a wait ended, the label of {@code jobgate_worker_lease_waits_ended_total}. */
@@ -104,8 +109,9 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
      * unless a task was written meanwhile (then the member is not idle: the next poll leases at once).
      */
     public void leased(String member, String revision, long seen, int asked, int got) {
-        if (got < asked) {
-            member(member, revision).idleAt.accumulateAndGet(seen, Math::max);
+        Member m = member(member, revision);
+        if (got < asked && m.woken.get() == seen) {
+            m.available.set(0); // none left (a task written since then raised the count, and is not lost)
         }
     }
 
@@ -116,16 +122,32 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
      */
     public void tasksWaiting(String member, int count) {
         for (Member m : members.values()) {
-            if (!m.name.equals(member)) {
-                continue;
+            if (m.name.equals(member)) {
+                m.woken.incrementAndGet();
+                m.available.updateAndGet(a -> a == UNKNOWN ? UNKNOWN : a + count);
+                wake(m);
             }
-            m.woken.incrementAndGet();
-            int covered = 0;
-            Waiter w;
-            while (covered < count && (w = m.waiters.pollFirst()) != null) {
-                if (w.release(Ended.TASKS)) {
-                    covered += w.max;
-                }
+        }
+    }
+
+    /** The periodic count: {@code count} tasks of {@code member} to lease now, whatever this instance believed. */
+    private void counted(String member, int count) {
+        for (Member m : members.values()) {
+            if (m.name.equals(member)) {
+                m.woken.incrementAndGet();
+                m.available.set(count);
+                wake(m);
+            }
+        }
+    }
+
+    /** Releases the oldest waiters while the count covers them, each taking its share. */
+    private void wake(Member m) {
+        Waiter w;
+        while ((w = m.waiters.peekFirst()) != null && m.take(w.max)) {
+            if (!w.release(Ended.TASKS)) {
+                m.waiters.remove(w); // ended meanwhile (its time, its client): its share goes to the next
+                m.available.addAndGet(w.max);
             }
         }
     }
@@ -175,8 +197,8 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         }
         String name = path.group(1);
         WorkersApi.LeaseRequest poll = poll(name, rc);
-        if (poll == null || poll.waitSeconds() == 0 || !member(name, poll.revision()).idle()) {
-            rc.next(); // the route answers: it leases, or refuses what is wrong
+        if (poll == null || poll.waitSeconds() == 0 || member(name, poll.revision()).take(poll.max())) {
+            rc.next(); // the route answers: it leases (its share taken), or refuses what is wrong
             return;
         }
         if (waiting.incrementAndGet() > maxWaiting) {
@@ -190,10 +212,10 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         m.waiters.addLast(waiter);
         waiter.timer = rc.vertx().setTimer(poll.waitSeconds() * 1000L, t -> waiter.release(Ended.TIMED_OUT));
         rc.response().closeHandler(v -> waiter.release(Ended.DISCONNECTED));
-        if (!m.idle() || !open()) {
-            // Woken or stopped between the look above and the park: a wake that found no waiter, or a stop's release
-            // that ran before this one was there.
-            waiter.release(open() ? Ended.TASKS : Ended.STOPPED);
+        if (!open()) {
+            waiter.release(Ended.STOPPED); // a stop's release that ran before this one was there
+        } else {
+            wake(m); // a task written between the look above and the park: its wake found no waiter yet
         }
     }
 
@@ -229,11 +251,8 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
                 return;
             }
             seen.sawWaiting(waitedOn);
-            tasks.leasableAmong(waitedOn.keySet()).forEach((name, count) -> {
-                if (count > 0) {
-                    tasksWaiting(name, count);
-                }
-            });
+            Map<String, Integer> counts = tasks.leasableAmong(waitedOn.keySet());
+            waitedOn.keySet().forEach(name -> counted(name, counts.getOrDefault(name, 0)));
             if (failing) {
                 failing = false;
                 LOG.info("lease waits: PostgreSQL answers again");
@@ -250,19 +269,30 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
     /** What this instance knows of a member, for the workers of one revision: whether its tasks ran out, and the polls waiting for more. */
     private static final class Member {
         final String name;
-        /** Counts the wakes: a task written, or found by the periodic check. */
+        /** Counts the wakes: a task written, or the periodic count. */
         final AtomicLong woken = new AtomicLong();
-        /** The wake count a lease that found too few tasks began at; -1: none did yet (the member is not known idle). */
-        final AtomicLong idleAt = new AtomicLong(-1);
+        /** The tasks this instance believes there are to lease and no poll has gone to take; {@link #UNKNOWN} at first. */
+        final AtomicInteger available = new AtomicInteger(UNKNOWN);
         final ConcurrentLinkedDeque<Waiter> waiters = new ConcurrentLinkedDeque<>();
 
         Member(String name) {
             this.name = name;
         }
 
-        /** A lease found the tasks gone, and nothing woke the member after that lease began. */
-        boolean idle() {
-            return idleAt.get() == woken.get();
+        /** Takes a poll's share of the count ({@code max} at most): false when the count is none. */
+        boolean take(int max) {
+            while (true) {
+                int a = available.get();
+                if (a == UNKNOWN) {
+                    return true;
+                }
+                if (a <= 0) {
+                    return false;
+                }
+                if (available.compareAndSet(a, a - Math.min(a, max))) {
+                    return true;
+                }
+            }
         }
     }
 
