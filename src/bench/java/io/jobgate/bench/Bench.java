@@ -37,6 +37,9 @@ import org.apache.camel.main.Main;
  * two members of different public APIs through one member's outage, as a timeline ({@link PoolBench}).
  * {@code --only waiting [--waiters 1000] [--wait-seconds 30]}: reads waiting for their job against as many idle
  * keep-alive connections: the gateway's threads, RSS and heap ({@link WaitingReadsBench}).
+ * {@code --only workers [--idle-workers 1000] [--wait-seconds 30] [--idle-seconds 16] [--busy-workers 200] [--jobs 2000] [--warm-up N]
+ * [--clients 16] [--tenants 10] [--max-concurrency N] [--statements 12]}: a pull member's external workers, idle on long polls (the gateway's
+ * threads, connections in use and statements) and busy on instant renders beside the in-process path ({@link ExternalWorkersBench}).
  * {@code --only scaleout --artemis-home DIR [--workers 1,2,3] [--latency-seconds 10] [--max-calls 400] [--max-concurrency 1000]}:
  * worker instances added to one API instance on a standalone broker, each carrying up to its own calls, sharing
  * the provider's ({@link ScaleOutBench}).
@@ -85,6 +88,11 @@ public final class Bench {
               --only fairness        a flooding tenant beside quiet ones       --flood 1500 --flood-clients 32
                                                                                --quiet-jobs 12 --background-rate 50
               --only waiting         long-polling readers of job status        --waiters 1000 --wait-seconds 30
+              --only workers         a pull member's external workers: idle    --idle-workers 1000 --wait-seconds 30
+                                     on long polls, then busy beside the       --idle-seconds 16 --busy-workers 200
+                                     in-process path                           --jobs 2000 --warm-up N --clients 16
+                                                                               --tenants 10 --max-concurrency N
+                                                                               --statements 12
               --only scaleout        workers added as processes                --workers 1,2,3 --max-calls 400
                                                                                --artemis-home DIR
               --java PATH            the JVM the gateway runs on (e.g. a Temurin 25)
@@ -147,6 +155,12 @@ public final class Bench {
             // GET /v1/jobs/{id}?wait=N against as many idle connections (WaitingReadsBench).
             Path jar = gatewayJar();
             inProcesses(dataDir, () -> new WaitingReadsBench(jar, dataDir, opts).run());
+            System.exit(0);
+        }
+        if (only.equals("workers")) {
+            // A pull member's external workers: idle on long polls, then busy beside the in-process path (ExternalWorkersBench).
+            Path jar = gatewayJar();
+            inProcesses(dataDir, () -> new ExternalWorkersBench(jar, dataDir, opts).run());
             System.exit(0);
         }
         if (only.equals("scaleout")) {

@@ -29,9 +29,11 @@ final class KeptAliveClient implements AutoCloseable {
     private final String host;
     private final int port;
     private final int timeoutMillis;
-    private Socket socket;
+    private volatile Socket socket;
     private OutputStream out;
     private InputStream in;
+    /** Set by {@link #abort}: a request under way fails instead of being sent again on a new connection. */
+    private volatile boolean aborted;
 
     KeptAliveClient(String host, int port, int timeoutMillis) {
         this.host = host;
@@ -41,7 +43,12 @@ final class KeptAliveClient implements AutoCloseable {
 
     /** A POST of {@code body} to {@code path}; a connection the server closed meanwhile is opened again once. */
     Answer post(String path, Map<String, String> headers, byte[] body) throws IOException {
-        StringBuilder head = new StringBuilder(256).append("POST ").append(path).append(" HTTP/1.1\r\nHost: ").append(host)
+        return send("POST", path, headers, body);
+    }
+
+    /** A request of {@code method} (POST, PUT) with {@code body}; a connection the server closed meanwhile is opened again once. */
+    Answer send(String method, String path, Map<String, String> headers, byte[] body) throws IOException {
+        StringBuilder head = new StringBuilder(256).append(method).append(' ').append(path).append(" HTTP/1.1\r\nHost: ").append(host)
                 .append(':').append(port).append("\r\nContent-Length: ").append(body.length).append("\r\n");
         headers.forEach((name, value) -> head.append(name).append(": ").append(value).append("\r\n"));
         byte[] request = head.append("\r\n").toString().getBytes(StandardCharsets.ISO_8859_1);
@@ -55,7 +62,7 @@ final class KeptAliveClient implements AutoCloseable {
                 return read();
             } catch (IOException e) {
                 close();
-                if (fresh || tries > 0) {
+                if (fresh || tries > 0 || aborted) {
                     throw e; // not a kept-alive connection the server had closed: a real failure
                 }
             }
@@ -63,6 +70,9 @@ final class KeptAliveClient implements AutoCloseable {
     }
 
     private void connect() throws IOException {
+        if (aborted) {
+            throw new IOException("the client was aborted");
+        }
         if (socket == null) {
             socket = new Socket();
             socket.setTcpNoDelay(true);
@@ -120,6 +130,22 @@ final class KeptAliveClient implements AutoCloseable {
                 return end > 0 && line.charAt(end - 1) == '\r' ? line.substring(0, end - 1) : line.toString();
             }
             line.append((char) b);
+        }
+    }
+
+    /**
+     * From another thread: closes the connection under a request that waits (a long poll), which then fails; no request
+     * is sent again on this client.
+     */
+    void abort() {
+        aborted = true;
+        Socket s = socket;
+        if (s != null) {
+            try {
+                s.close();
+            } catch (IOException ignored) {
+                // closing a connection that broke
+            }
         }
     }
 
