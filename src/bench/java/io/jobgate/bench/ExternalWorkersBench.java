@@ -1,5 +1,6 @@
 package io.jobgate.bench;
 
+import java.net.URI;
 import java.awt.image.BufferedImage;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -64,6 +65,7 @@ final class ExternalWorkersBench {
 
     private static final Pattern JOB_ID = Pattern.compile("\"job_id\"\\s*:\\s*\"([^\"]+)\"");
     private static final Pattern TASK_ID = Pattern.compile("\"task_id\"\\s*:\\s*\"([^\"]+)\"");
+    static final Pattern OUTPUT_URL = Pattern.compile("\"output_url\"\\s*:\\s*\"([^\"]+)\"");
     private static final Pattern LEASE_TOKEN = Pattern.compile("\"lease_token\"\\s*:\\s*\"([^\"]+)\"");
     private static final Pattern WIDTH = Pattern.compile("\"width\"\\s*:\\s*(\\d+)");
     private static final Pattern HEIGHT = Pattern.compile("\"height\"\\s*:\\s*(\\d+)");
@@ -558,7 +560,7 @@ final class ExternalWorkersBench {
     private final class Workers {
         final int port;
         final List<Thread> threads = new ArrayList<>();
-        final List<KeptAliveClient> connections = new ArrayList<>();
+        final List<KeptAliveClient> connections = new java.util.concurrent.CopyOnWriteArrayList<>();
         final AtomicLong leaseCalls = new AtomicLong();
         final AtomicLong empty = new AtomicLong();
         final AtomicLong completed = new AtomicLong();
@@ -585,6 +587,7 @@ final class ExternalWorkersBench {
 
         private void work(KeptAliveClient http, byte[] poll) {
             Map<String, String> json = workerHeaders();
+            KeptAliveClient s3 = null;
             while (!stopping) {
                 try {
                     KeptAliveClient.Answer leased = http.post("/v1/workers/" + MEMBER + "/leases", json, poll);
@@ -608,8 +611,19 @@ final class ExternalWorkersBench {
                     }
                     String path = "/v1/workers/tasks/" + task.group(1);
                     byte[] output = png(Integer.parseInt(width.group(1)), Integer.parseInt(height.group(1)));
-                    KeptAliveClient.Answer stored = http.send("PUT", path + "/output", Map.of("Authorization", "Bearer " + workerKey,
-                            "Content-Type", "image/png", "Lease-Token", token.group(1)), output);
+                    // As a worker does: straight to the S3 API with the lease's time-limited URL, no key of the gateway's.
+                    Matcher url = OUTPUT_URL.matcher(leased.body());
+                    if (!url.find()) {
+                        errors.add("a lease without output_url: " + leased.body());
+                        continue;
+                    }
+                    URI to = URI.create(url.group(1));
+                    if (s3 == null) {
+                        s3 = new KeptAliveClient(to.getHost(), to.getPort(), 30_000);
+                        connections.add(s3);
+                    }
+                    KeptAliveClient.Answer stored = s3.send("PUT", to.getRawPath() + "?" + to.getRawQuery(),
+                            Map.of("Content-Type", "image/png"), output);
                     if (stored.status() != 200) {
                         errors.add("output " + stored.status() + " " + stored.body());
                         continue;
