@@ -35,6 +35,8 @@ class JobTablesDoorTest {
                     "an expired upload is removed only when no job uses it (reads jobs.upload_id)"),
             entry("src/main/java/io/jobgate/workers/WorkerOutputRetention.java",
                     "a worker's stored output is removed once its task's job is final (reads finalized_at)"),
+            entry("src/main/java/io/jobgate/workers/WorkerTasks.java",
+                    "a lease round hands tasks out one per tenant per round: it reads its tasks' jobs' tenant_id (read only)"),
             entry("src/main/java/io/jobgate/usage/UsageReport.java", "the usage read model: ledger lines by their jobs' kind and provider"),
             entry("src/main/java/io/jobgate/usage/UsageRollups.java", "the usage read model's rollup of ledger lines by job"),
             entry("src/main/java/io/jobgate/evaluation/Evaluations.java", "reads the outputs of attempts to score them (read only)"),
