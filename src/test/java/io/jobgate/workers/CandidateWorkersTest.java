@@ -44,10 +44,10 @@ class CandidateWorkersTest extends GatewayTestBase {
         String revision = (String) Db.single("SELECT revision FROM worker_tasks WHERE job_id = ?", id).get("revision");
         assertThat(revision).startsWith("gpubox-1-candidate@");
 
-        assertThat(lease(null).path("leases")).as("a worker naming no revision runs the stable one").isEmpty();
-        assertThat(lease("gpubox-1").path("leases")).as("the stable revision's worker").isEmpty();
+        assertThat(lease(null).json().path("leases")).as("a worker naming no revision runs the stable one").isEmpty();
+        assertThat(lease("gpubox-1").json().path("leases")).as("the stable revision's worker").isEmpty();
         assertThat(lease("gpubox-1@abc").code()).as("a label, not a revision's hash").isEqualTo("invalid_parameter");
-        JsonNode leased = lease("gpubox-1-candidate").path("leases");
+        JsonNode leased = lease("gpubox-1-candidate").json().path("leases");
         assertThat(leased).hasSize(1);
         assertThat(leased.get(0).path("job_id").asText()).isEqualTo(id.toString());
         assertThat(leased.get(0).path("revision").asText()).isEqualTo(revision);
