@@ -27,6 +27,7 @@ import com.github.tomakehurst.wiremock.core.WireMockConfiguration;
 import com.github.tomakehurst.wiremock.stubbing.ServeEvent;
 import io.jobgate.chaos.ChaosChecks;
 import io.jobgate.chaos.ChaosLoad;
+import io.jobgate.chaos.ChaosWorkers;
 import io.jobgate.chaos.RunFigures;
 import io.jobgate.chaos.RunFigures.Recovery;
 import io.jobgate.infra.EmbeddedS3Server;
@@ -37,6 +38,7 @@ import io.jobgate.support.GatewayTestSupport;
 import io.jobgate.support.PackagedGateway;
 import io.jobgate.support.Samples;
 import io.jobgate.support.StandaloneBroker;
+import io.jobgate.support.TestTenants;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -55,7 +57,11 @@ import static org.awaitility.Awaitility.await;
  * (a stand-in of OpenAI's Images API taking {@link #SLOW_CALL} per image, issue 35), so that every event
  * meets calls in flight and its answers can be counted against the jobs. Two tenants' jobs name a pool of the simulator and
  * that stand-in ({@link #POOL}) instead of a provider, so that the faults and events meet jobs that may move between
- * members; the pool's invariants are checked on them beside the rest. Meanwhile the gateway is killed with SIGKILL
+ * members; the pool's invariants are checked on them beside the rest. The pool's third member is a pull member
+ * ({@link #PULL_MEMBER}, docs/workers.md) whose tasks a few external workers ({@link ChaosWorkers}) lease over HTTP, now
+ * and then abandoning one (as if killed: its lease runs out and another worker renders it) or failing one as transient;
+ * once all of them are gone for longer than its worker-absent-seconds, so that pool jobs move off it, and come back.
+ * Meanwhile the gateway is killed with SIGKILL
  * three times, the broker once, and the gateway is stopped once with SIGTERM; each time it is started
  * again at once. Afterwards every invariant of the design is checked ({@link ChaosChecks}), jobs must have
  * succeeded but for the failures the injected faults explain ({@link #explainedFailures}), and the
@@ -85,12 +91,33 @@ class ChaosSoakIT {
      */
     static final String SLOW_TENANT = "chaos-slow";
     /**
-     * The pool of two image members of different APIs, the simulator (weight 3) and the slow stand-in of OpenAI's
-     * Images API (weight 1): the jobs of {@link #POOL_TENANTS} (half of the load) name it instead of a provider, so
-     * that the simulator's faults move them to OpenAI and every event meets pool jobs on both members.
+     * The pool of three image members of different kinds, the simulator (weight 3), the slow stand-in of OpenAI's
+     * Images API (weight 1) and the pull member {@link #PULL_MEMBER} (weight 2): the jobs of {@link #POOL_TENANTS}
+     * (half of the load) name it instead of a provider, so that the simulator's faults and the workers' absence move them
+     * between members and every event meets pool jobs on each.
      */
     static final String POOL = "images";
-    static final List<String> POOL_MEMBERS = List.of("simulator", "openai");
+    /**
+     * The pool's pull member (docs/workers.md): declared for the packaged gateway by environment alone, its provider file
+     * and adapter route in the run's directory; its tasks are leased by {@link #WORKERS} workers of the test
+     * ({@link ChaosWorkers}) with the worker key of src/test/resources/workers.
+     */
+    static final String PULL_MEMBER = "gpubox";
+    static final List<String> POOL_MEMBERS = List.of("simulator", "openai", PULL_MEMBER);
+    static final int WORKERS = 4;
+    /** Its workers' faults, per task leased: dropped as if killed (the lease runs out), failed as transient. */
+    static final double WORKER_ABANDONS = 0.03;
+    static final double WORKER_FAILS = 0.02;
+    /** How long a lease lasts without a heartbeat (short, so an abandoned task comes back soon), and when no worker seen means down. */
+    static final int LEASE_SECONDS = 10;
+    static final int WORKER_ABSENT_SECONDS = 15;
+    /**
+     * How long every worker is gone once: its worker-absent-seconds, the up to 5 s the record of a worker's last call may
+     * be behind (and a long poll cut short may count as waiting a few seconds more), and the time a waiting task's job
+     * takes to be looked up again (the intervals grow: 2, 4, 8, 16 s...) so that its task is withdrawn and the job moves,
+     * and new pool jobs are refused by the member and placed elsewhere.
+     */
+    static final Duration WORKERS_AWAY = Duration.ofSeconds(WORKER_ABSENT_SECONDS + 30);
     static final List<String> POOL_TENANTS = List.of("chaos-a", "chaos-b");
     static final Duration SLOW_CALL = Duration.ofSeconds(3);
     static final String IMAGES = "/v1/images/generations";
@@ -103,6 +130,10 @@ class ChaosSoakIT {
 
     /** What happened at one event and how the gateway came back. */
     record Event(String name, Kind kind, Instant at, Instant ready, Duration down, Duration stop) {
+    }
+
+    /** When every worker of the pull member was gone, and when they were back. */
+    record Away(Instant from, Instant until) {
     }
 
     private Path dir;
@@ -186,20 +217,30 @@ class ChaosSoakIT {
             // so that such jobs end (expired, refunded) within the run.
             environment.put("JOBGATE_LIMITS_MAX_LIFETIME_SECONDS", "180");
             environment.put("JOBGATE_RECONCILE_HORIZON_SECONDS", "0");
+            // The pull member beside the shipped providers and routes (as ExternalWorkersIT gives it to the jar).
+            Path pullMember = pullMemberDir();
+            environment.put("JOBGATE_PROVIDERS_DIRS", shipped.getProperty("jobgate.providers.dirs").trim() + "," + pullMember.resolve("providers"));
+            environment.put("CAMEL_MAIN_ROUTES_INCLUDE_PATTERN", shipped.getProperty("camel.main.routes-include-pattern").trim()
+                    + ",file:" + pullMember.resolve("adapters") + "/*.camel.yaml");
+            environment.put("JOBGATE_WORKERS_LEASE_SECONDS", Integer.toString(LEASE_SECONDS));
             // Every other setting as shipped: the recovery measured is the one users get.
 
             ApiClient api = new ApiClient(port);
             Instant firstReady = startGateway(api);
             List<Event> events = new ArrayList<>();
-            try (ChaosLoad load = new ChaosLoad(port, TENANTS.stream().map(t -> t + "-key").toList(), RATE,
+            Away away;
+            try (ChaosWorkers workers = new ChaosWorkers(port, PULL_MEMBER, TestTenants.GPUBOX_WORKER, WORKERS, WORKER_ABANDONS, WORKER_FAILS);
+                 ChaosLoad load = new ChaosLoad(port, TENANTS.stream().map(t -> t + "-key").toList(), RATE,
                     Map.of(SLOW_TENANT + "-key", "openai"), POOL_TENANTS.stream().collect(java.util.stream.Collectors.toMap(
                     t -> t + "-key", t -> POOL)))) {
+                workers.start();
                 load.start();
                 Instant began = Instant.now();
                 awaitSucceededSince(db, began, RATE * 10);
                 events.add(killGateway("SIGKILL 1", api));
                 observe(db, events);
                 events.add(restartBroker(broker));
+                away = workersAway(db, events.get(events.size() - 1), workers);
                 observe(db, events);
                 events.add(killGateway("SIGKILL 2", api));
                 observe(db, events);
@@ -216,15 +257,18 @@ class ChaosSoakIT {
                         });
                 Instant drained = Instant.now();
                 load.close();
+                workers.stop();
 
                 List<ChaosChecks.Check> checks;
                 try (S3Client objects = ObjectStorage.client(s3.endpoint(), "us-east-1", s3.accessKey(), s3.secretKey())) {
                     List<Instant> kills = events.stream().filter(e -> e.kind() == Kind.GATEWAY_SIGKILL).map(Event::at).toList();
                     checks = new ChaosChecks(db, objects, "jobgate", api, rateLimitBackoff).run(load,
                             explainedFailures(load, Integer.parseInt(shipped.getProperty("jobgate.limits.max-attempts").trim()), kills.size()),
-                            slowImages.answers(), kills, new ChaosChecks.PoolSpec(POOL, imagePrices()));
+                            slowImages.answers(), kills, new ChaosChecks.PoolSpec(POOL, imagePrices(pullMember.resolve("providers")),
+                                    List.of(PULL_MEMBER)));
                 }
                 String report = report(db, load, events, checks, firstReady, began, drained, accepted) + poolReport(db)
+                        + pullMemberReport(db, workers, away)
                         + "slow provider (OpenAI's Images API answering after %d s): %d calls answered; jobs of %s: %s%n".formatted(
                         SLOW_CALL.toSeconds(), slowImages.answers().size(), SLOW_TENANT, rows(db, "SELECT status || coalesce(' ' "
                                 + "|| error_category, ''), count(*) FROM jobs WHERE tenant_id = '" + SLOW_TENANT + "' GROUP BY 1 ORDER BY 1"));
@@ -250,6 +294,10 @@ class ChaosSoakIT {
                             r.before(), RECOVER.toSeconds()).isNotNull();
                 }
                 assertThat(accepted).isPositive();
+                assertThat(workers.unexpectedAnswers()).as("answers the workers did not expect").isEmpty();
+                assertThat(movedOffThePullMember(db, away)).as("pool jobs moved off %s while its workers were away", PULL_MEMBER).isPositive();
+                assertThat(renderedOnThePullMemberSince(db, away.until())).as("jobs rendered by %s's workers once back", PULL_MEMBER)
+                        .isPositive();
             } finally {
                 stopQuietly();
                 s3.stop();
@@ -269,7 +317,8 @@ class ChaosSoakIT {
      * (OpenAI has none) and its job expires ({@code expired}): at most the calls the tenant had at the provider,
      * {@link RunFigures#MAX_RUNNING}, per SIGKILL.</li>
      * <li>{@link #POOL_TENANTS}: the simulator's, on the attempts the pool places there, and the slow provider's, on
-     * those it places on OpenAI (a call cut short there never moves: it expires).</li>
+     * those it places on OpenAI (a call cut short there never moves: it expires). Nothing on {@link #PULL_MEMBER}: its
+     * workers' faults (a task abandoned, one failed as transient) and their absence are retried or moved, never a job's end.</li>
      * </ul>
      */
     static Map<String, Map<String, Long>> explainedFailures(ChaosLoad load, int maxAttempts, int gatewayKills) {
@@ -359,19 +408,61 @@ class ChaosSoakIT {
                 members = %s
                 weight.simulator = 3
                 weight.openai = 1
+                weight.%s = 2
                 failure-threshold.simulator = 15
                 failure-window-seconds.simulator = 60
                 cooldown-seconds.simulator = 20
-                """.formatted(String.join(", ", POOL_MEMBERS)));
+                cooldown-seconds.%s = 10
+                """.formatted(String.join(", ", POOL_MEMBERS), PULL_MEMBER, PULL_MEMBER));
         return pools;
     }
 
-    /** Each member's price per image, from its provider file (what admission prices a pool job with). */
-    static Map<String, Long> imagePrices() throws Exception {
+    /**
+     * The pull member's provider file and adapter route, {@code <dir>/gpubox/providers} and {@code .../adapters}: an image
+     * member of the shipped sizes, leased by workers holding the key of src/test/resources/workers (its SHA-256 below),
+     * counted as down when none of them was seen within {@link #WORKER_ABSENT_SECONDS}. Its price is below OpenAI's: the
+     * pool's jobs are priced at the dearest member's.
+     */
+    private Path pullMemberDir() throws Exception {
+        Path root = dir.resolve(PULL_MEMBER);
+        Files.createDirectories(root.resolve("providers"));
+        Files.createDirectories(root.resolve("adapters"));
+        Files.writeString(root.resolve("providers").resolve(PULL_MEMBER + ".properties"), """
+                jobgate.provider.%1$s.kinds = image
+                jobgate.provider.%1$s.revision = %1$s-1
+                jobgate.provider.%1$s.operations = submit,lookup,cancel
+                jobgate.provider.%1$s.worker-key-sha256 = %2$s
+                jobgate.provider.%1$s.max-concurrency = 8
+                jobgate.provider.%1$s.call-deadline-ms = 2000
+                jobgate.provider.%1$s.worker-absent-seconds = %3$d
+                jobgate.provider.%1$s.price.image-micros = 20000
+                jobgate.provider.%1$s.size.square = 1024x1024
+                jobgate.provider.%1$s.size.landscape = 1536x1024
+                jobgate.provider.%1$s.size.portrait = 1024x1536
+                """.formatted(PULL_MEMBER, java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+                .digest(TestTenants.GPUBOX_WORKER.getBytes(java.nio.charset.StandardCharsets.UTF_8))), WORKER_ABSENT_SECONDS));
+        Files.writeString(root.resolve("adapters").resolve(PULL_MEMBER + ".camel.yaml"), """
+                - route:
+                    id: provider-%1$s
+                    routeConfigurationId: provider-adapter
+                    from:
+                      uri: direct:provider-%1$s
+                      steps:
+                        - bean: {ref: pullAdapter, method: adapt}
+                """.formatted(PULL_MEMBER));
+        return root;
+    }
+
+    /**
+     * Each member's price per image, from its provider file (what admission prices a pool job with): the shipped files,
+     * the pull member's in {@code pullMemberProviders}.
+     */
+    static Map<String, Long> imagePrices(Path pullMemberProviders) throws Exception {
         Map<String, Long> prices = new LinkedHashMap<>();
         for (String member : POOL_MEMBERS) {
             Properties file = new Properties();
-            try (Reader r = Files.newBufferedReader(Path.of("config/providers/" + member + ".properties"))) {
+            Path shipped = Path.of("config/providers/" + member + ".properties");
+            try (Reader r = Files.newBufferedReader(Files.exists(shipped) ? shipped : pullMemberProviders.resolve(member + ".properties"))) {
                 file.load(r);
             }
             prices.put(member, Long.parseLong(file.getProperty("jobgate.provider." + member + ".price.image-micros").trim()));
@@ -393,6 +484,80 @@ class ChaosSoakIT {
                 + "attempts per member and outcome: %s%n".formatted(rows(db, "SELECT a.adapter || ' ' || coalesce(a.outcome, '-')"
                 + " || coalesce(' ' || a.error_category, ''), count(*) FROM attempts a JOIN jobs j USING (job_id) WHERE j.pool = '"
                 + POOL + "' GROUP BY 1 ORDER BY 1"));
+    }
+
+    /**
+     * The pull member's lines of the report: its tasks by how they ended and how often they were leased, the leases that
+     * ran out (a worker abandoned the task, or the gateway was away past its expiry), the pool jobs that moved off it
+     * while its workers were away and those it rendered once they were back, and the workers' own count.
+     */
+    private static String pullMemberReport(Connection db, ChaosWorkers workers, Away away) throws Exception {
+        String tasks = "FROM worker_tasks WHERE provider = '" + PULL_MEMBER + "'";
+        return ("pull member %s (%d workers, lease %d s, worker-absent-seconds %d): tasks %s; %d leases of %d tasks leased, "
+                + "%d tasks leased more than once (%d leases that ran out: abandoned, or lost while the gateway was away); "
+                + "tasks per lease count: %s; workers away %d s (%s to %s): %d pool jobs moved off it meanwhile (%d tasks withdrawn, "
+                + "never leased; %d submits refused before any task was written), %d jobs rendered on it since they were back%n"
+                + "  workers: %s%n").formatted(
+                PULL_MEMBER, WORKERS, LEASE_SECONDS, WORKER_ABSENT_SECONDS,
+                rows(db, "SELECT status || coalesce(' ' || error_category, ''), count(*) " + tasks + " GROUP BY 1 ORDER BY 1"),
+                scalar(db, "SELECT coalesce(sum(leases), 0) " + tasks), scalar(db, "SELECT count(*) " + tasks + " AND leases > 0"),
+                scalar(db, "SELECT count(*) " + tasks + " AND leases > 1"), scalar(db, "SELECT coalesce(sum(leases - 1), 0) " + tasks + " AND leases > 1"),
+                rows(db, "SELECT leases::text, count(*) " + tasks + " GROUP BY leases ORDER BY leases"),
+                Duration.between(away.from(), away.until()).toSeconds(), away.from(), away.until(), movedOffThePullMember(db, away),
+                scalar(db, "SELECT count(*) " + tasks + " AND status = 'failed' AND leases = 0"),
+                scalar(db, "SELECT count(*) FROM attempts a WHERE a.adapter = '" + PULL_MEMBER + "' AND NOT EXISTS (SELECT 1 FROM "
+                        + "worker_tasks t WHERE t.job_id = a.job_id AND t.attempt = a.attempt)"),
+                renderedOnThePullMemberSince(db, away.until()), workers.figures());
+    }
+
+    /**
+     * Pool jobs moved off the pull member by its workers' absence: an attempt on it that started while they were away and
+     * whose task no worker ever leased (withdrawn, or none written: the submit refused), followed by one on another member.
+     */
+    private static long movedOffThePullMember(Connection db, Away away) throws Exception {
+        try (var q = db.prepareStatement("""
+                SELECT count(DISTINCT a.job_id) FROM attempts a JOIN attempts n ON n.job_id = a.job_id AND n.attempt > a.attempt
+                 WHERE a.adapter = ? AND n.adapter <> ? AND a.started_at BETWEEN ? AND ?
+                   AND NOT EXISTS (SELECT 1 FROM worker_tasks t WHERE t.job_id = a.job_id AND t.attempt = a.attempt AND t.leases > 0)""")) {
+            q.setString(1, PULL_MEMBER);
+            q.setString(2, PULL_MEMBER);
+            q.setTimestamp(3, Timestamp.from(away.from()));
+            q.setTimestamp(4, Timestamp.from(away.until()));
+            try (ResultSet rs = q.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    /** Tasks of the pull member that succeeded after {@code since}. */
+    private static long renderedOnThePullMemberSince(Connection db, Instant since) throws Exception {
+        try (var q = db.prepareStatement("SELECT count(*) FROM worker_tasks WHERE provider = ? AND status = 'succeeded' AND updated_at > ?")) {
+            q.setString(1, PULL_MEMBER);
+            q.setTimestamp(2, Timestamp.from(since));
+            try (ResultSet rs = q.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    /**
+     * Every worker of the pull member gone for {@link #WORKERS_AWAY}, then back: begun once the gateway has recovered from
+     * {@code event} (its rate of successes back to 80 %, or its recovery window over), so that the absence, which slows the
+     * pool's jobs on the member until the pool moves them, is not counted as the event's.
+     */
+    private Away workersAway(Connection db, Event event, ChaosWorkers workers) throws Exception {
+        await("recovered from " + event.name() + " before the workers go").atMost(RECOVER.plusSeconds(15)).pollInterval(Duration.ofMillis(500))
+                .until(() -> recovery(db, event).backAt80() != null || Instant.now().isAfter(event.ready().plus(RECOVER)));
+        workers.stop();
+        Instant from = Instant.now();
+        await("the workers away").atMost(WORKERS_AWAY.plusSeconds(30)).pollInterval(Duration.ofMillis(250)).until(() -> {
+            assertThat(gateway.isAlive()).as("gateway exited:\n%s", Files.readString(log())).isTrue();
+            return !Instant.now().isBefore(from.plus(WORKERS_AWAY));
+        });
+        workers.start();
+        return new Away(from, Instant.now());
     }
 
     /** Starts the gateway and waits for its health; answers the moment it was ready. */

@@ -108,8 +108,15 @@ public final class ChaosChecks {
         return run(load, explained, true, answers, gatewayKills, pool);
     }
 
-    /** A pool of the run: its name and each member's price per image (micro-units), as its provider file says. */
-    public record PoolSpec(String name, Map<String, Long> imagePrices) {
+    /**
+     * A pool of the run: its name, each member's price per image (micro-units) as its provider file says, and which of
+     * its members are pull members (docs/workers.md), whose tasks are checked as well ({@link #pullMember}).
+     */
+    public record PoolSpec(String name, Map<String, Long> imagePrices, List<String> pullMembers) {
+
+        public PoolSpec(String name, Map<String, Long> imagePrices) {
+            this(name, imagePrices, List.of());
+        }
     }
 
     private List<Check> run(ChaosLoad load, Map<String, Map<String, Long>> explained, boolean rateLimitsInjected,
@@ -134,6 +141,9 @@ public final class ChaosChecks {
         readsNeverGoBack(load, jobs);
         if (pool != null) {
             poolJobs(pool);
+            for (String member : pool.pullMembers()) {
+                pullMember(member);
+            }
         }
         nothingHeld();
         paidAnswersKept();
@@ -538,6 +548,62 @@ public final class ChaosChecks {
         check("pool " + pool.name() + ": a succeeded job debited once, at the dearest member's price " + pool.imagePrices()
                 + " fixed at admission", succeeded, money);
         check("pool " + pool.name() + ": its jobs held to every invariant above (" + attemptRows + " attempts)", poolJobs.size(), List.of());
+    }
+
+    /**
+     * A pull member's tasks (docs/workers.md). One task carries one attempt and ends once, so a task leased by several
+     * workers (a lease ran out, the next worker took it) is still one render: what must hold is that no task of a final
+     * job is still open (waiting or leased: a worker could still render it, or its output be promoted), that no job has
+     * two succeeded tasks, that a job the member rendered (a succeeded task) did not succeed on another member, and that
+     * a job that succeeded on the member did so on exactly one succeeded task, of its last attempt.
+     */
+    private void pullMember(String member) throws Exception {
+        List<String> open = new ArrayList<>();
+        long tasks = 0;
+        try (var q = db.prepareStatement("""
+                SELECT t.task_id::text, t.job_id::text, t.attempt, t.status, t.leases, j.status
+                  FROM worker_tasks t JOIN jobs j USING (job_id) WHERE t.provider = ? AND j.finalized_at IS NOT NULL""")) {
+            q.setString(1, member);
+            try (ResultSet rs = q.executeQuery()) {
+                while (rs.next()) {
+                    tasks++;
+                    if (rs.getString(4).equals("waiting") || rs.getString(4).equals("leased")) {
+                        open.add("task " + rs.getString(1) + " (job " + rs.getString(2) + " attempt " + rs.getInt(3) + ", "
+                                + rs.getInt(5) + " leases) is " + rs.getString(4) + ", its job ended " + rs.getString(6));
+                    }
+                }
+            }
+        }
+        check("pull member " + member + ": no task of a final job still open (waiting or leased)", tasks, open);
+
+        List<String> once = new ArrayList<>();
+        long jobs = 0;
+        try (var q = db.prepareStatement("""
+                SELECT j.job_id::text, j.status, j.provider, j.attempts,
+                       count(*) FILTER (WHERE t.status = 'succeeded'), max(t.attempt) FILTER (WHERE t.status = 'succeeded'),
+                       sum(t.leases)
+                  FROM jobs j JOIN worker_tasks t USING (job_id) WHERE t.provider = ? GROUP BY j.job_id""")) {
+            q.setString(1, member);
+            try (ResultSet rs = q.executeQuery()) {
+                while (rs.next()) {
+                    jobs++;
+                    String job = "job " + rs.getString(1) + " (" + rs.getString(2) + " on " + rs.getString(3) + ", "
+                            + rs.getInt(4) + " attempts, " + rs.getLong(7) + " leases of its tasks)";
+                    long succeededTasks = rs.getLong(5);
+                    boolean succeededHere = rs.getString(2).equals("succeeded") && member.equals(rs.getString(3));
+                    if (succeededTasks > 1) {
+                        once.add(job + " has " + succeededTasks + " succeeded tasks");
+                    } else if (succeededHere && (succeededTasks != 1 || rs.getInt(6) != rs.getInt(4))) {
+                        once.add(job + " has " + succeededTasks + " succeeded tasks, of attempt " + rs.getObject(6));
+                    } else if (rs.getString(2).equals("succeeded") && !succeededHere && succeededTasks > 0) {
+                        once.add(job + " was rendered by a worker of " + member + " (attempt " + rs.getInt(6) + ") as well");
+                    }
+                }
+            }
+        }
+        check("pull member " + member + ": one render per job however often its task was leased (at most one succeeded task; "
+                + "a job that succeeded on the member on exactly one, of its last attempt; none for a job that succeeded elsewhere)",
+                jobs, once);
     }
 
     /**
