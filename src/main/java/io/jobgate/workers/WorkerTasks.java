@@ -250,13 +250,6 @@ public final class WorkerTasks {
         return !cancelled.isEmpty();
     }
 
-    /** How many of the member's tasks wait to be leased now (waiting, or leased under a lease that ran out). */
-    public int leasable(String provider) {
-        Integer n = jdbc.queryForObject("SELECT count(*) FROM worker_tasks WHERE provider = ? AND " + OPEN
-                + " AND (status = 'waiting' OR lease_expires_at < ?)", Integer.class, provider, Timestamp.from(clock.instant()));
-        return n == null ? 0 : n;
-    }
-
     /**
      * Of {@code providers}, those with tasks to lease now, and how many: one statement for every member someone waits
      * on (the index {@code worker_tasks_open} holds open tasks only).

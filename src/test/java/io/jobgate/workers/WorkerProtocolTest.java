@@ -230,14 +230,7 @@ class WorkerProtocolTest extends GatewayTestBase {
 
     /** A job naming the pull member, waiting for a worker. */
     private UUID submit(String aspectClass) {
-        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
-                {"preset_id": "invoice-clean", "aspect_class": "%s", "provider": "gpubox",
-                 "inputs": {"supplier_name": "Workers", "invoice_id": "W-1", "currency": "EUR",
-                            "line_items": [{"description": "GPU time", "quantity": 1, "unit_price": 10}]}}""".formatted(aspectClass));
-        assertThat(r.status()).as(r.text()).isEqualTo(202);
-        UUID id = UUID.fromString(r.json().path("job_id").asText());
-        Jobs.awaitStatus(id, "provider_pending");
-        return id;
+        return new WorkerClient(api).submit(aspectClass);
     }
 
     /** Leases until the job's task comes (other tests' tasks may come first: each is left to its lease). */

@@ -3,6 +3,7 @@ package io.jobgate.workers;
 import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 
 import com.zaxxer.hikari.HikariDataSource;
@@ -87,7 +88,7 @@ class WorkerTasksTest {
         List<WorkerTasks.Task> two = tasks.lease(member, "w2", 5, LEASE, UNCAPPED);
         assertThat(two).extracting(WorkerTasks.Task::taskId).containsExactly(c);
         assertThat(tasks.lease(member, "w3", 5, LEASE, UNCAPPED)).isEmpty();
-        assertThat(tasks.leasable(member)).isZero();
+        assertThat(tasks.leasableAmong(List.of(member))).isEmpty();
         assertThat(tasks.lease("gpubox-other", "w1", 5, LEASE, UNCAPPED)).as("another member's round").isEmpty();
     }
 
@@ -109,7 +110,7 @@ class WorkerTasksTest {
         tasks.submit(member, job, 1, "{}");
         WorkerTasks.Task first = tasks.lease(member, "killed", 1, LEASE, UNCAPPED).get(0);
         clock.advance(LEASE.plusSeconds(1));
-        assertThat(tasks.leasable(member)).isOne();
+        assertThat(tasks.leasableAmong(List.of(member))).containsExactly(Map.entry(member, 1));
         WorkerTasks.Task second = tasks.lease(member, "w2", 1, LEASE, UNCAPPED).get(0);
         assertThat(second.taskId()).isEqualTo(first.taskId());
         assertThat(second.jobId()).isEqualTo(job);
