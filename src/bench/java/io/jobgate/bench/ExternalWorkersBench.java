@@ -49,8 +49,8 @@ import io.jobgate.common.Digests;
  * how many were the long polls' periodic check. The cost of the held polls is the difference between the windows.
  *
  * <p><b>Busy</b>: {@code --busy-workers} workers (a thread and a kept-alive connection each) lease one task at a time
- * with {@code wait_seconds}, "render" at once (a PNG of exactly the size asked, as the stand-in's), store it and
- * complete the task, while {@code --clients} clients admit {@code --jobs} jobs of {@code --tenants} tenants naming the
+ * with {@code wait_seconds}, "render" at once (a PNG of exactly the size asked, as the stand-in's) and complete the
+ * task with the output as the complete's body (one call; docs/workers.md), while {@code --clients} clients admit {@code --jobs} jobs of {@code --tenants} tenants naming the
  * pull member, closed-loop; the rate is end to end: jobs over first POST to last {@code finalized_at}. Then the
  * workers stop and the same number of jobs goes through the in-process path on the same gateway: the OpenAI adapter
  * against the stand-in answering at once, as {@code sustained} runs it. Each path gets {@code --warm-up} unmeasured jobs
@@ -587,7 +587,6 @@ final class ExternalWorkersBench {
 
         private void work(KeptAliveClient http, byte[] poll) {
             Map<String, String> json = workerHeaders();
-            KeptAliveClient s3 = null;
             while (!stopping) {
                 try {
                     KeptAliveClient.Answer leased = http.post("/v1/workers/" + MEMBER + "/leases", json, poll);
@@ -611,25 +610,16 @@ final class ExternalWorkersBench {
                     }
                     String path = "/v1/workers/tasks/" + task.group(1);
                     byte[] output = png(Integer.parseInt(width.group(1)), Integer.parseInt(height.group(1)));
-                    // As a worker does: straight to the S3 API with the lease's time-limited URL, no key of the gateway's.
-                    Matcher url = OUTPUT_URL.matcher(leased.body());
-                    if (!url.find()) {
+                    // The output as the complete's own body (header Lease-Token): one call, as a worker of small outputs
+                    // sends them; a large one goes to the lease's output_url first.
+                    if (!OUTPUT_URL.matcher(leased.body()).find()) {
                         errors.add("a lease without output_url: " + leased.body());
                         continue;
                     }
-                    URI to = URI.create(url.group(1));
-                    if (s3 == null) {
-                        s3 = new KeptAliveClient(to.getHost(), to.getPort(), 30_000);
-                        connections.add(s3);
-                    }
-                    KeptAliveClient.Answer stored = s3.send("PUT", to.getRawPath() + "?" + to.getRawQuery(),
-                            Map.of("Content-Type", "image/png"), output);
-                    if (stored.status() != 200) {
-                        errors.add("output " + stored.status() + " " + stored.body());
-                        continue;
-                    }
-                    KeptAliveClient.Answer completeAnswer = http.post(path + "/complete", json,
-                            ("{\"lease_token\": \"" + token.group(1) + "\", \"media_type\": \"image/png\"}").getBytes(StandardCharsets.UTF_8));
+                    Map<String, String> carrying = new LinkedHashMap<>(json);
+                    carrying.put("Content-Type", "image/png");
+                    carrying.put("Lease-Token", token.group(1));
+                    KeptAliveClient.Answer completeAnswer = http.post(path + "/complete", carrying, output);
                     if (completeAnswer.status() != 200) {
                         errors.add("complete " + completeAnswer.status() + " " + completeAnswer.body());
                         continue;

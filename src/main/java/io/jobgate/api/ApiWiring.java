@@ -72,7 +72,7 @@ public final class ApiWiring {
             workers.adapter().onTaskWaiting(member -> leaseWaits.tasksWaiting(member, 1));
         }
         registry.bind("workersApi", new WorkersApi(providers, workers.tasks(), workers.objects(), reconciler, workers.leaseFor(),
-                servesApi ? leaseWaits : null, workers.seen()));
+                servesApi ? leaseWaits : null, workers.seen(), workers.held()));
         registry.bind("uploadsApi", new UploadsApi(uploads, clock, settings.longValue("jobgate.uploads.max-bytes", 1, 1L << 31),
                 s3, bucket));
         registry.bind("usageApi", new UsageApi(new UsageReport(jdbc), clock));

@@ -163,7 +163,7 @@ public final class OpenApiDocument {
         return answer;
     }
 
-    /** application/json with a schema of components.json, or raw bytes of the media types listed. */
+    /** application/json with a schema of components.json, raw bytes of the media types listed, or both (a call that takes either). */
     private static Map<String, Object> content(String id, Map<String, Object> spec, Map<String, Object> schemas,
                                                Map<String, Object> examples) {
         Map<String, Object> content = new LinkedHashMap<>();
@@ -174,7 +174,8 @@ public final class OpenApiDocument {
                 media.put("examples", examples.get(set));
             }
             content.put(HttpReply.JSON, media);
-        } else if (spec.get("binary") instanceof List<?> types) {
+        }
+        if (spec.get("binary") instanceof List<?> types) {
             // Raw bytes: format binary, what client generators read as a file or byte array.
             types.forEach(t -> content.put((String) t, obj("schema", obj("type", "string", "format", "binary"))));
         }

@@ -17,6 +17,7 @@ import io.jobgate.common.Json;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.reconcile.Reconciler;
+import io.jobgate.workers.HeldSubmits;
 import io.jobgate.workers.TaskObjects;
 import io.jobgate.workers.WorkerFailure;
 import io.jobgate.workers.WorkerTasks;
@@ -47,13 +48,15 @@ public final class WorkersApi {
     private final Duration leaseFor;
     private final LeaseWaits waits;
     private final WorkersSeen seen;
+    private final HeldSubmits held;
 
     /**
      * @param waits the long polls of this instance; null where it serves no API (nothing is parked)
      * @param seen  who called: the workers operators see
+     * @param held  the submits of this instance waiting for their task's end
      */
     public WorkersApi(ProviderCatalog providers, WorkerTasks tasks, TaskObjects objects, Reconciler reconciler, Duration leaseFor,
-                      LeaseWaits waits, WorkersSeen seen) {
+                      LeaseWaits waits, WorkersSeen seen, HeldSubmits held) {
         this.providers = providers;
         this.tasks = tasks;
         this.objects = objects;
@@ -61,6 +64,7 @@ public final class WorkersApi {
         this.leaseFor = leaseFor;
         this.waits = waits;
         this.seen = seen;
+        this.held = held;
     }
 
     /**
@@ -143,9 +147,86 @@ public final class WorkersApi {
      */
     public void putOutput(Exchange exchange) {
         WorkerTasks.Task task = task(exchange);
-        UUID token = token(exchange.getIn().getHeader("Lease-Token", String.class), "Lease-Token");
-        WorkerTasks.Task live = refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor)).task(); // only the live lease stores
+        UUID token = token(exchange.getIn().getHeader(LEASE_TOKEN, String.class), LEASE_TOKEN);
+        // Only the live lease stores, under its own key: should it be lost meanwhile, no complete reads that key.
+        WorkerTasks.Task live = refusedUnlessOk(tasks.live(task, token)).task();
         seen.saw(task, "output");
+        byte[] bytes = output(exchange);
+        String mediaType = mediaType(exchange.getIn().getHeader("Content-Type", String.class));
+        objects.storeOutput(live, bytes, mediaType);
+        HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "bytes", bytes.length, "media_type", mediaType), Map.of());
+    }
+
+    /**
+     * {@code POST /v1/workers/tasks/{taskId}/complete}: the task rendered; the gateway checks and promotes its output as
+     * any output and finalizes the job. Two forms:
+     * <ul>
+     *   <li>{@code {lease_token, media_type, billed_units, billed_unit}}: the output was stored before (the lease's
+     *       {@code output_url}, or {@code PUT .../output});</li>
+     *   <li>with header {@code Lease-Token}: the body is the output itself, {@code Content-Type} its media type, and
+     *       headers {@code Billed-Units} and {@code Billed-Unit} what the worker billed. One call instead of two, and
+     *       the bytes go to the submit waiting for them as they came.</li>
+     * </ul>
+     */
+    public void complete(Exchange exchange) {
+        WorkerTasks.Task task = task(exchange);
+        String leaseHeader = exchange.getIn().getHeader(LEASE_TOKEN, String.class);
+        boolean carriesOutput = leaseHeader != null;
+        UUID token;
+        String mediaType;
+        BigDecimal units;
+        String unit;
+        if (carriesOutput) {
+            token = token(leaseHeader, LEASE_TOKEN);
+            mediaType = mediaType(exchange.getIn().getHeader("Content-Type", String.class));
+            units = billedUnits(exchange.getIn().getHeader("Billed-Units", String.class), "Billed-Units");
+            unit = exchange.getIn().getHeader("Billed-Unit", String.class);
+            if (unit != null && unit.length() > 40) {
+                throw ApiProblem.of(400, "invalid_parameter", "\"Billed-Unit\" is at most 40 characters.").with("field", "Billed-Unit");
+            }
+        } else {
+            JsonNode request = body(exchange, Set.of("lease_token", "media_type", "billed_units", "billed_unit"));
+            token = token(request);
+            mediaType = mediaType(AdminApi.text(request, "media_type", 100));
+            JsonNode billed = request.path("billed_units");
+            units = null;
+            if (!billed.isMissingNode() && !billed.isNull()) {
+                if (!billed.isNumber() || billed.decimalValue().signum() < 0) {
+                    throw ApiProblem.of(400, "invalid_parameter", "\"billed_units\" is a number, 0 or more.").with("field", "billed_units");
+                }
+                units = billed.decimalValue();
+            }
+            unit = AdminApi.text(request, "billed_unit", 40);
+        }
+        if (units != null && (unit == null || unit.isBlank())) {
+            String field = carriesOutput ? "Billed-Unit" : "billed_unit";
+            throw ApiProblem.of(400, "invalid_parameter", "Name what the billed units count: \"" + field + "\" (e.g. gpu_seconds).")
+                    .with("field", field);
+        }
+        byte[] carried = carriesOutput ? output(exchange) : null;
+        // A lost lease hears so first, whatever it stored or carries.
+        WorkerTasks.Task live = refusedUnlessOk(tasks.live(task, token)).task();
+        TaskObjects.Stored stored;
+        if (carriesOutput) {
+            // Stored as a PUT would store it: should this instance stop before its job is finalized, the output is there.
+            stored = new TaskObjects.Stored(objects.storeOutput(live, carried, mediaType), carried);
+        } else {
+            // Read whole when a submit waits for it here (it is not read again), else only found.
+            stored = objects.stored(live, held.awaited(live))
+                    .orElseThrow(() -> ApiProblem.of(409, "output_missing", "Store the output first: PUT /v1/workers/tasks/"
+                            + task.taskId() + "/output, or to the lease's output_url; or send it as this call's body."));
+        }
+        WorkerTasks.Written done = refusedUnlessOk(tasks.complete(task.taskId(), token, stored.key(), mediaType, units, unit));
+        seen.saw(done.task(), "complete");
+        ended(done.task(), stored.bytes());
+        HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "succeeded"), Map.of());
+    }
+
+    /** The header naming the lease a call with raw bytes is made under. */
+    static final String LEASE_TOKEN = "Lease-Token";
+
+    /** A call's body as a worker's output: present, and within the limit. */
+    private static byte[] output(Exchange exchange) {
         byte[] bytes = exchange.getIn().getBody(byte[].class);
         if (bytes == null || bytes.length == 0) {
             throw ApiProblem.of(400, "invalid_parameter", "The output is the request's body: it was empty.");
@@ -153,42 +234,22 @@ public final class WorkersApi {
         if (bytes.length > MAX_OUTPUT_BYTES) {
             throw ApiProblem.of(413, "request_too_large", "An output stored through the gateway is at most " + MAX_OUTPUT_BYTES + " bytes.");
         }
-        String mediaType = mediaType(exchange.getIn().getHeader("Content-Type", String.class));
-        objects.storeOutput(live, bytes, mediaType);
-        HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "bytes", bytes.length, "media_type", mediaType), Map.of());
+        return bytes;
     }
 
-    /**
-     * {@code POST /v1/workers/tasks/{taskId}/complete} {@code {lease_token, media_type, billed_units, billed_unit}}: the
-     * task rendered, its output stored before; the gateway checks and promotes it as any output and finalizes the job.
-     */
-    public void complete(Exchange exchange) {
-        WorkerTasks.Task task = task(exchange);
-        JsonNode request = body(exchange, Set.of("lease_token", "media_type", "billed_units", "billed_unit"));
-        UUID token = token(request);
-        String mediaType = mediaType(AdminApi.text(request, "media_type", 100));
-        BigDecimal units = null;
-        JsonNode billed = request.path("billed_units");
-        if (!billed.isMissingNode() && !billed.isNull()) {
-            if (!billed.isNumber() || billed.decimalValue().signum() < 0) {
-                throw ApiProblem.of(400, "invalid_parameter", "\"billed_units\" is a number, 0 or more.").with("field", "billed_units");
+    private static BigDecimal billedUnits(String text, String field) {
+        if (text == null) {
+            return null;
+        }
+        try {
+            BigDecimal units = new BigDecimal(text.strip());
+            if (units.signum() >= 0 && text.strip().length() <= 40) {
+                return units;
             }
-            units = billed.decimalValue();
+        } catch (NumberFormatException notANumber) {
+            // refused below
         }
-        String unit = AdminApi.text(request, "billed_unit", 40);
-        if (units != null && (unit == null || unit.isBlank())) {
-            throw ApiProblem.of(400, "invalid_parameter", "Name what \"billed_units\" counts: \"billed_unit\" (e.g. gpu_seconds).")
-                    .with("field", "billed_unit");
-        }
-        // A lost lease hears so first, whatever it stored.
-        WorkerTasks.Task live = refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor)).task();
-        String key = objects.storedOutput(live)
-                .orElseThrow(() -> ApiProblem.of(409, "output_missing", "Store the output first: PUT /v1/workers/tasks/"
-                        + task.taskId() + "/output, or to the lease's output_url."));
-        WorkerTasks.Written done = refusedUnlessOk(tasks.complete(task.taskId(), token, key, mediaType, units, unit));
-        seen.saw(done.task(), "complete");
-        applyNow(done.task());
-        HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "succeeded"), Map.of());
+        throw ApiProblem.of(400, "invalid_parameter", "\"" + field + "\" is a number, 0 or more.").with("field", field);
     }
 
     /** {@code POST /v1/workers/tasks/{taskId}/fail} {@code {lease_token, category, message, retry_after_seconds}}. */
@@ -211,7 +272,7 @@ public final class WorkersApi {
         }
         WorkerTasks.Written failed = refusedUnlessOk(tasks.fail(task.taskId(), token, failure.wire(), message, retryAfter));
         seen.saw(failed.task(), "fail");
-        applyNow(failed.task());
+        ended(failed.task(), null);
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "failed"), Map.of());
     }
 
@@ -229,9 +290,14 @@ public final class WorkersApi {
         return stable;
     }
 
-        /** The worker's end of the task reaches its job now: the lookup the poller would make, made at once. */
-    private void applyNow(WorkerTasks.Task task) {
-        reconciler.find(task.jobId()).ifPresent(job -> reconciler.check(job, "worker"));
+    /**
+     * The worker's end of the task reaches its job now: the submit waiting for it here answers with it, else (the submit
+     * waits on another instance, or no more) the lookup the poller would make is made at once.
+     */
+    private void ended(WorkerTasks.Task task, byte[] output) {
+        if (!held.handOver(new HeldSubmits.Answer(task, output))) {
+            reconciler.find(task.jobId()).ifPresent(job -> reconciler.check(job, "worker"));
+        }
     }
 
     private Map<String, Object> envelope(WorkerTasks.Task task) {

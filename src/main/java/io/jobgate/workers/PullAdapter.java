@@ -7,10 +7,12 @@ import org.apache.camel.Exchange;
 
 /**
  * The adapter of a pull member (docs/workers.md): its route ({@code routes/providers/<name>.camel.yaml}, drop-in like
- * any adapter) hands every operation here. A submit writes the attempt's task (the job waits in
- * {@code provider_pending}, as for any async provider); a lookup reads it: waiting or leased is {@code pending}, a
- * worker's complete is {@code succeeded} with the output it stored (checked and promoted by the gateway as any
- * output), a worker's fail its category; a cancel ends the task, and its worker hears so at its next heartbeat.
+ * any adapter) hands every operation here. A submit writes the attempt's task and waits for its worker's end up to
+ * the call's deadline ({@link HeldSubmits}), as a call waits for a provider's answer; past it, the job waits in
+ * {@code provider_pending}, as for any async provider, and a lookup reads the task: waiting or leased is
+ * {@code pending}, a worker's complete is {@code succeeded} with the output it stored (checked and promoted by the
+ * gateway as any output), a worker's fail its category. A cancel ends the task; its worker hears so at its next
+ * heartbeat.
  * The properties are the adapter contract's ({@code AdapterContract}), named here as text: workers may not use adapter.
  */
 public final class PullAdapter {
@@ -18,6 +20,7 @@ public final class PullAdapter {
     private final WorkerTasks tasks;
     private final TaskObjects objects;
     private final WorkersSeen seen;
+    private final HeldSubmits held;
     private final java.util.function.Function<String, java.time.Duration> absentAfter;
     /** Told the member of each task written: a worker waiting on this instance may lease it now. */
     private volatile java.util.function.Consumer<String> taskWaiting = member -> { };
@@ -26,11 +29,12 @@ public final class PullAdapter {
      * @param absentAfter per member, how long no worker of it may be seen before it counts as down
      *                    ({@code jobgate.provider.<member>.worker-absent-seconds}); null: it never does
      */
-    public PullAdapter(WorkerTasks tasks, TaskObjects objects, WorkersSeen seen,
+    public PullAdapter(WorkerTasks tasks, TaskObjects objects, WorkersSeen seen, HeldSubmits held,
                        java.util.function.Function<String, java.time.Duration> absentAfter) {
         this.tasks = tasks;
         this.objects = objects;
         this.seen = seen;
+        this.held = held;
         this.absentAfter = absentAfter;
     }
 
@@ -46,7 +50,7 @@ public final class PullAdapter {
     }
 
     /** The adapter route's one step. */
-    public void adapt(Exchange exchange) {
+    public void adapt(Exchange exchange) throws InterruptedException {
         String operation = exchange.getProperty("JobgateOperation", String.class);
         switch (operation == null ? "" : operation) {
             case "submit" -> submit(exchange);
@@ -56,7 +60,7 @@ public final class PullAdapter {
         }
     }
 
-    private void submit(Exchange exchange) {
+    private void submit(Exchange exchange) throws InterruptedException {
         String member = exchange.getProperty("JobgateProvider", String.class);
         java.time.Duration absent = absent(member);
         if (absent != null) {
@@ -66,14 +70,29 @@ public final class PullAdapter {
             exchange.setProperty("JobgateErrorMessage", "no worker of " + member + " seen within " + absent.toSeconds() + " s");
             return;
         }
-        WorkerTasks.Task task = tasks.submit(member,
-                UUID.fromString(exchange.getProperty("JobgateJobId", String.class)),
-                exchange.getProperty("JobgateAttempt", Integer.class), exchange.getIn().getBody(String.class),
-                exchange.getProperty("JobgateSourceKey", String.class), exchange.getProperty("JobgateSourceMediaType", String.class),
-                exchange.getProperty("JobgateAdapterRevision", String.class));
-        exchange.setProperty("JobgateProviderTask", task.taskId().toString());
-        exchange.setProperty("JobgateOutcome", "pending");
-        taskWaiting.accept(task.provider()); // were it not visible yet, the long polls' periodic check finds it
+        UUID jobId = UUID.fromString(exchange.getProperty("JobgateJobId", String.class));
+        int attempt = exchange.getProperty("JobgateAttempt", Integer.class);
+        // Opened before the task is written: its worker may end it before the insert returns here.
+        try (HeldSubmits.Wait wait = held.open(jobId, attempt)) {
+            WorkerTasks.Task task = tasks.submit(member, jobId, attempt, exchange.getIn().getBody(String.class),
+                    exchange.getProperty("JobgateSourceKey", String.class), exchange.getProperty("JobgateSourceMediaType", String.class),
+                    exchange.getProperty("JobgateAdapterRevision", String.class));
+            exchange.setProperty("JobgateProviderTask", task.taskId().toString());
+            if (task.status() != WorkerTasks.Status.WAITING && task.status() != WorkerTasks.Status.LEASED) {
+                answer(exchange, task, null); // a submit sent again, its task ended meanwhile
+                return;
+            }
+            taskWaiting.accept(task.provider()); // were it not visible yet, the long polls' periodic check finds it
+            // As a provider's call waits for its answer: a worker that ends the task within the call's deadline
+            // answers this submit; past it, the job waits on the task as on any asynchronous provider's.
+            Long deadline = exchange.getProperty("JobgateDeadlineMillis", Long.class);
+            java.util.Optional<HeldSubmits.Answer> answer = wait.await(java.time.Duration.ofMillis(deadline == null ? 0 : deadline));
+            if (answer.isPresent()) {
+                answer(exchange, answer.get().task(), answer.get().output());
+            } else {
+                exchange.setProperty("JobgateOutcome", "pending");
+            }
+        }
     }
 
     private void lookup(Exchange exchange) {
@@ -90,11 +109,20 @@ public final class PullAdapter {
             // lease it now), and its job's next attempt goes where the rulebook sends it.
             task = tasks.withdrawUnleased(task.taskId(), absent).orElse(task);
         }
+        answer(exchange, task, null);
+    }
+
+    /**
+     * What the task says of its attempt, as the adapter contract's outcome: waiting or leased is {@code pending}, a
+     * worker's complete {@code succeeded} with its output ({@code output}, else read from where the complete named it),
+     * a worker's fail its category.
+     */
+    private void answer(Exchange exchange, WorkerTasks.Task task, byte[] output) {
         switch (task.status()) {
             case WAITING, LEASED -> exchange.setProperty("JobgateOutcome", "pending");
             case SUCCEEDED -> {
                 exchange.setProperty("JobgateOutcome", "succeeded");
-                exchange.setProperty("JobgateOutputBytes", objects.read(task.outputKey()));
+                exchange.setProperty("JobgateOutputBytes", output != null ? output : objects.read(task.outputKey()));
                 exchange.setProperty("JobgateOutputMediaType", task.outputMediaType());
                 if (task.billedUnits() != null) {
                     exchange.setProperty("JobgateBilledUnits", task.billedUnits().toPlainString());

@@ -80,6 +80,31 @@ public final class TaskObjects {
         }
     }
 
+    /** The output stored under the task's live lease: its key, and its bytes when they were asked for. */
+    public record Stored(String key, byte[] bytes) {
+    }
+
+    /**
+     * The output stored under the task's live lease (the task as its live lease's call read it), if one was: its bytes
+     * read too when {@code withBytes} (a submit waits for them here, {@link HeldSubmits}), else only found.
+     */
+    public Optional<Stored> stored(WorkerTasks.Task live, boolean withBytes) {
+        if (!withBytes) {
+            return storedOutput(live).map(key -> new Stored(key, null));
+        }
+        String key = outputKey(live.taskId(), live.leases());
+        try {
+            return Optional.of(new Stored(key, read(key)));
+        } catch (NoSuchKeyException missing) {
+            return Optional.empty();
+        } catch (S3Exception e) {
+            if (e.statusCode() == 404) {
+                return Optional.empty();
+            }
+            throw e;
+        }
+    }
+
     /** Stores a worker's output under its live lease (the task as that lease's call read it), where its complete will name it. */
     public String storeOutput(WorkerTasks.Task live, byte[] bytes, String mediaType) {
         String key = outputKey(live.taskId(), live.leases());

@@ -193,6 +193,23 @@ public final class WorkerTasks {
         return leased;
     }
 
+    /**
+     * Whether {@code token} is the live lease of the task as just read: the refusal a write under it would meet, decided
+     * without a statement (the write itself is still conditional on the token, should the lease change meanwhile).
+     */
+    public Written live(Task task, UUID token) {
+        Refusal why = switch (task.status()) {
+            case CANCELLED -> Refusal.CANCELLED;
+            case SUCCEEDED, FAILED -> Refusal.ENDED;
+            case WAITING -> Refusal.LEASE_LOST;
+            case LEASED -> token.equals(task.leaseToken()) && !task.leaseExpiresAt().isBefore(clock.instant()) ? null : Refusal.LEASE_LOST;
+        };
+        if (why != null) {
+            listener.refused(task.provider(), why);
+        }
+        return new Written(task, why);
+    }
+
     /** Extends the lease of {@code token} on the task to {@code leaseFor} from now; refused once it is not the live one. */
     public Written heartbeat(UUID taskId, UUID token, Duration leaseFor) {
         Instant now = clock.instant();

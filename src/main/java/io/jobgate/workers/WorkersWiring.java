@@ -15,7 +15,8 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * The wiring of workers: the pull members' tasks, their adapter (bean {@code pullAdapter}), how long a lease lasts, the
+ * The wiring of workers: the pull members' tasks, their adapter (bean {@code pullAdapter}) and the submits it holds
+ * until their worker's end, how long a lease lasts, the
  * workers seen, what operators see of them, and the removal of stored outputs nothing can read any more.
  */
 public final class WorkersWiring {
@@ -31,7 +32,7 @@ public final class WorkersWiring {
 
     /** @param leaseFor how long a lease lasts without a heartbeat ({@code jobgate.workers.lease-seconds}) */
     public record Workers(WorkerTasks tasks, PullAdapter adapter, TaskObjects objects, Duration leaseFor, WorkersSeen seen,
-                          WorkersView view) {
+                          WorkersView view, HeldSubmits held) {
     }
 
     public static Workers bind(CamelContext context, Settings settings, JdbcTemplate jdbc,
@@ -40,14 +41,15 @@ public final class WorkersWiring {
         WorkerTasks tasks = new WorkerTasks(jdbc, transactions, clock);
         TaskObjects objects = new TaskObjects(s3, urls, bucket, clock);
         WorkersSeen seen = new WorkersSeen(jdbc, clock);
-        PullAdapter adapter = new PullAdapter(tasks, objects, seen, absentAfter);
+        HeldSubmits held = new HeldSubmits();
+        PullAdapter adapter = new PullAdapter(tasks, objects, seen, held, absentAfter);
         context.getRegistry().bind("workerTasks", tasks);
         context.getRegistry().bind("pullAdapter", adapter);
         context.getRegistry().bind("workersSeen", seen);
         context.getRegistry().bind("workerOutputRetention", new WorkerOutputRetention(jdbc, clock, s3, bucket,
                 settings.intValue("jobgate.retention.batch", 1, 100_000)));
         return new Workers(tasks, adapter, objects, Duration.ofSeconds(settings.intValue("jobgate.workers.lease-seconds", 5, 3600)),
-                seen, new WorkersView(jdbc, clock));
+                seen, new WorkersView(jdbc, clock), held);
     }
 
     /**

@@ -13,7 +13,7 @@ import software.amazon.awssdk.core.sync.RequestBody;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 
-/** A put made in process reads back over HTTP exactly as one made over HTTP. */
+/** A put made in process reads back over HTTP exactly as one made over HTTP; a head or get in process sees what HTTP sees. */
 class EmbeddedS3ClientTest {
 
     static EmbeddedS3Server server;
@@ -61,5 +61,34 @@ class EmbeddedS3ClientTest {
         HeadObjectResponse head = http.headObject(r -> r.bucket("bkt").key("y/bytes"));
         assertThat(head.contentLength()).isEqualTo(3);
         assertThat(head.contentType()).isEqualTo("application/octet-stream");
+    }
+
+    @Test
+    void aHeadOrGetInProcessAnswersAsOneOverHttp() {
+        byte[] body = "a worker's output".getBytes(StandardCharsets.UTF_8);
+        http.putObject(r -> r.bucket("bkt").key("z/over-http").contentType("image/png"), RequestBody.fromBytes(body));
+
+        HeadObjectResponse overHttp = http.headObject(r -> r.bucket("bkt").key("z/over-http"));
+        HeadObjectResponse here = inProcess.headObject(r -> r.bucket("bkt").key("z/over-http"));
+        assertThat(here.eTag()).isEqualTo(overHttp.eTag());
+        assertThat(here.contentLength()).isEqualTo(overHttp.contentLength()).isEqualTo(body.length);
+        assertThat(here.contentType()).isEqualTo(overHttp.contentType()).isEqualTo("image/png");
+        var got = inProcess.getObjectAsBytes(r -> r.bucket("bkt").key("z/over-http"));
+        assertThat(got.asByteArray()).isEqualTo(body);
+        assertThat(got.response().eTag()).isEqualTo(overHttp.eTag());
+        assertThat(got.response().contentType()).isEqualTo("image/png");
+
+        // A missing object: the same exception, with the same status, as over HTTP.
+        for (S3Client client : java.util.List.of(http, inProcess)) {
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> client.headObject(r -> r.bucket("bkt").key("z/none")))
+                    .isInstanceOf(software.amazon.awssdk.services.s3.model.NoSuchKeyException.class)
+                    .extracting(e -> ((software.amazon.awssdk.services.s3.model.S3Exception) e).statusCode()).isEqualTo(404);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> client.getObjectAsBytes(r -> r.bucket("bkt").key("z/none")))
+                    .isInstanceOf(software.amazon.awssdk.services.s3.model.NoSuchKeyException.class)
+                    .extracting(e -> ((software.amazon.awssdk.services.s3.model.S3Exception) e).statusCode()).isEqualTo(404);
+        }
+        // A ranged get goes over HTTP, which judges the range.
+        assertThat(inProcess.getObjectAsBytes(r -> r.bucket("bkt").key("z/over-http").range("bytes=0-0")).asByteArray())
+                .isEqualTo(new byte[] {body[0]});
     }
 }

@@ -25,16 +25,27 @@ final class WorkerClient {
         this.api = api;
     }
 
-    /** A job naming the pull member, waiting for a worker. */
+    /** The inputs of every job {@link #submit} sends. */
+    static final String INPUTS = """
+            {"supplier_name": "Workers", "invoice_id": "W-1", "currency": "EUR",
+             "line_items": [{"description": "GPU time", "quantity": 1, "unit_price": 10}]}""";
+
+    /**
+     * A job naming the pull member, waiting for a worker: its submit's wait for a worker ran out (the member's
+     * {@code call-deadline-ms}, 2 s), so the job waits on its task as on an asynchronous provider's.
+     */
     UUID submit(String aspectClass) {
-        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
-                {"preset_id": "invoice-clean", "aspect_class": "%s", "provider": "gpubox",
-                 "inputs": {"supplier_name": "Workers", "invoice_id": "W-1", "currency": "EUR",
-                            "line_items": [{"description": "GPU time", "quantity": 1, "unit_price": 10}]}}""".formatted(aspectClass));
-        assertThat(r.status()).as(r.text()).isEqualTo(202);
-        UUID id = UUID.fromString(r.json().path("job_id").asText());
+        UUID id = submitted(aspectClass);
         Jobs.awaitStatus(id, "provider_pending");
         return id;
+    }
+
+    /** A job naming the pull member, accepted: its submit may still wait for a worker. */
+    UUID submitted(String aspectClass) {
+        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
+                {"preset_id": "invoice-clean", "aspect_class": "%s", "provider": "gpubox", "inputs": %s}""".formatted(aspectClass, INPUTS));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        return UUID.fromString(r.json().path("job_id").asText());
     }
 
     /** A lease round of {@code worker} for up to {@code max} tasks: the leases it got. */

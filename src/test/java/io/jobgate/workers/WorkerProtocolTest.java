@@ -20,9 +20,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The worker protocol end to end (docs/workers.md), the gateway on its real parts and this test as the external
- * worker of pull member {@code gpubox} (src/test/resources/workers): a job naming it waits in {@code provider_pending}
- * until a worker leases its task, stores the rendered invoice and completes it; the gateway checks and promotes the
- * output, finalizes once and debits once. A stale token, a wrong key, an invented field change nothing; an output of
+ * worker of pull member {@code gpubox} (src/test/resources/workers): a job naming it waits for a worker to lease its
+ * task, store the rendered invoice and complete it (its submit for 2 s, then in {@code provider_pending}); the gateway
+ * checks and promotes the output, finalizes once and debits once. A stale token, a wrong key, an invented field change nothing; an output of
  * the wrong size fails the job as {@code invalid_output}; a lease that ran out goes to another worker under the same
  * job; a cancel reaches the worker at its next heartbeat.
  */
@@ -70,6 +70,45 @@ class WorkerProtocolTest extends GatewayTestBase {
                 .extracting(a -> a.get("adapter") + ":" + a.get("outcome")).containsExactly("gpubox:pending");
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id)).isEqualTo(1);
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'refund'", id)).isZero();
+    }
+
+    /**
+     * A worker that ends the task while its submit still waits (the member's call-deadline-ms, 2 s) answers the submit
+     * itself: the job takes a provider's synchronous answer's path, its attempt recorded from the answer (succeeded), with
+     * no {@code provider_pending} and no lookup; the worker's output is read once, by its complete.
+     */
+    @Test
+    void aWorkerThatEndsTheTaskWhileItsSubmitWaitsAnswersTheSubmit() throws Exception {
+        byte[] png = InvoiceRenderer.render(io.jobgate.common.Json.MAPPER.readTree(WorkerClient.INPUTS), 1024, 1024, "image/png", false, 1);
+        UUID id = new WorkerClient(api).submitted("square");
+        JsonNode lease = null;
+        for (int round = 0; round < 20 && lease == null; round++) {
+            ApiClient.Response r = call("/v1/workers/gpubox/leases", WORKER_KEY, "{\"worker_id\": \"worker-quick\", \"max\": 8, \"wait_seconds\": 1}");
+            for (JsonNode leased : r.json().path("leases")) {
+                if (leased.path("job_id").asText().equals(id.toString())) {
+                    lease = leased;
+                }
+            }
+        }
+        assertThat(lease).as("the job's task leased").isNotNull();
+        String task = lease.path("task_id").asText();
+        String token = lease.path("lease_token").asText();
+        // The output as the complete's own body: one call; a wrong token or billed units change nothing.
+        assertThat(completeWith(task, UUID.randomUUID().toString(), png, "2.5").code()).as("a stale token").isEqualTo("lease_lost");
+        assertThat(completeWith(task, token, png, "-1").code()).isEqualTo("invalid_parameter");
+        assertThat(completeWith(task, token, new byte[0], "2.5").code()).isEqualTo("invalid_parameter");
+        ApiClient.Response done = completeWith(task, token, png, "2.5");
+        assertThat(done.status()).as(done.text()).isEqualTo(200);
+
+        Jobs.awaitStatus(id, "succeeded");
+        assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+        assertThat(Db.rows("SELECT adapter, outcome FROM attempts WHERE job_id = '" + id + "'"))
+                .extracting(a -> a.get("adapter") + ":" + a.get("outcome")).as("the submit's own answer").containsExactly("gpubox:succeeded");
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ? AND entry_type = 'debit'", id)).isEqualTo(1);
+        assertThat(complete(task, token).code()).as("complete again").isEqualTo("task_ended");
+        assertThat(Db.rows("SELECT billed_units, billed_unit FROM worker_tasks WHERE task_id = '" + task + "'"))
+                .extracting(t -> new java.math.BigDecimal(t.get("billed_units").toString()).stripTrailingZeros().toPlainString() + " " + t.get("billed_unit"))
+                .containsExactly("2.5 gpu_seconds");
     }
 
     @Test
@@ -250,6 +289,13 @@ class WorkerProtocolTest extends GatewayTestBase {
     private ApiClient.Response putOutput(String task, String token, byte[] bytes) {
         return api.send(api.request("/v1/workers/tasks/" + task + "/output", WORKER_KEY).header("Content-Type", "image/png")
                 .header("Lease-Token", token).PUT(HttpRequest.BodyPublishers.ofByteArray(bytes)).build());
+    }
+
+    /** The complete with the output as its body (header Lease-Token), billed in GPU seconds. */
+    private ApiClient.Response completeWith(String task, String token, byte[] output, String billedUnits) {
+        return api.send(api.request("/v1/workers/tasks/" + task + "/complete", WORKER_KEY).header("Content-Type", "image/png")
+                .header("Lease-Token", token).header("Billed-Units", billedUnits).header("Billed-Unit", "gpu_seconds")
+                .POST(HttpRequest.BodyPublishers.ofByteArray(output)).build());
     }
 
     private ApiClient.Response complete(String task, String token) {
