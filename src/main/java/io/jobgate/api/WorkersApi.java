@@ -29,8 +29,9 @@ import org.apache.camel.Exchange;
  * their output and end each task — over HTTP, with the member's worker key ({@code Authorization: Bearer}; its SHA-256
  * in {@code jobgate.provider.<name>.worker-key-sha256}), never a tenant's or the admin's. Every call under a lease
  * names its token; a token that is not the task's live one changes nothing ({@code 409 lease_lost}, or
- * {@code task_cancelled} once its job was cancelled: the worker stops). A worker's complete or fail is applied to the
- * job at once, as a provider's webhook is, not at the poller's next check.
+ * {@code task_cancelled} once its job was cancelled: the worker stops). A worker's complete or fail is the answer of
+ * the submit waiting for it on this instance ({@link HeldSubmits}); with none waiting here, it is applied to the job at
+ * once, as a provider's webhook is, not at the poller's next check.
  */
 public final class WorkersApi {
 
@@ -148,8 +149,8 @@ public final class WorkersApi {
     public void putOutput(Exchange exchange) {
         WorkerTasks.Task task = task(exchange);
         UUID token = token(exchange.getIn().getHeader(LEASE_TOKEN, String.class), LEASE_TOKEN);
-        // Only the live lease stores, under its own key: should it be lost meanwhile, no complete reads that key.
-        WorkerTasks.Task live = refusedUnlessOk(tasks.live(task, token)).task();
+        // Only the live lease stores (and is extended), under its own key: should it be lost meanwhile, no complete reads that key.
+        WorkerTasks.Task live = refusedUnlessOk(tasks.heartbeat(task.taskId(), token, leaseFor)).task();
         seen.saw(task, "output");
         byte[] bytes = output(exchange);
         String mediaType = mediaType(exchange.getIn().getHeader("Content-Type", String.class));
@@ -218,7 +219,7 @@ public final class WorkersApi {
         }
         WorkerTasks.Written done = refusedUnlessOk(tasks.complete(task.taskId(), token, stored.key(), mediaType, units, unit));
         seen.saw(done.task(), "complete");
-        ended(done.task(), stored.bytes());
+        ended(exchange, done.task(), stored.bytes());
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "succeeded"), Map.of());
     }
 
@@ -272,7 +273,7 @@ public final class WorkersApi {
         }
         WorkerTasks.Written failed = refusedUnlessOk(tasks.fail(task.taskId(), token, failure.wire(), message, retryAfter));
         seen.saw(failed.task(), "fail");
-        ended(failed.task(), null);
+        ended(exchange, failed.task(), null);
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "failed"), Map.of());
     }
 
@@ -291,14 +292,27 @@ public final class WorkersApi {
     }
 
     /**
-     * The worker's end of the task reaches its job now: the submit waiting for it here answers with it, else (the submit
-     * waits on another instance, or no more) the lookup the poller would make is made at once.
+     * The worker's end of the task reaches its job now: the submit waiting for it here answers with it; a job still being
+     * submitted elsewhere is told through the route ({@link #ENDED_ELSEWHERE}); else the lookup the poller would make is
+     * made at once.
      */
-    private void ended(WorkerTasks.Task task, byte[] output) {
-        if (!held.handOver(new HeldSubmits.Answer(task, output))) {
-            reconciler.find(task.jobId()).ifPresent(job -> reconciler.check(job, "worker"));
+    private void ended(Exchange exchange, WorkerTasks.Task task, byte[] output) {
+        if (held.handOver(new HeldSubmits.Answer(task, output))) {
+            return;
         }
+        reconciler.find(task.jobId()).ifPresent(job -> {
+            if (job.status() == io.jobgate.job.JobStatus.SUBMITTING && job.attempts() == task.attempt()) {
+                // Its submit waits on another instance: the route tells every instance (topic jobs.worker-ends).
+                exchange.setProperty(ENDED_ELSEWHERE, io.jobgate.common.Json.write(Map.of("job_id", task.jobId().toString(),
+                        "attempt", task.attempt())));
+            } else {
+                reconciler.check(job, "worker");
+            }
+        });
     }
+
+    /** Exchange property: a worker's end whose submit may wait on another instance ({@code {job_id, attempt}}). */
+    public static final String ENDED_ELSEWHERE = "jobgateWorkerEndedElsewhere";
 
     private Map<String, Object> envelope(WorkerTasks.Task task) {
         Map<String, Object> lease = new LinkedHashMap<>();

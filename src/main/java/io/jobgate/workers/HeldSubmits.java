@@ -15,7 +15,9 @@ import java.util.concurrent.TimeoutException;
  * {@code call-deadline-ms}. When the worker's complete or fail reaches this instance meanwhile, it is handed here, and
  * the submit answers with it: the job takes the same path as a provider's synchronous answer (its output checked,
  * promoted and recorded under the attempt's lease), with no pending state, lookup or second read of the output. A
- * submit whose wait ran out answers {@code pending}; its task's end then reaches the job as a lookup's would.
+ * submit whose wait ran out answers {@code pending}; its task's end then reaches the job as a lookup's would. A
+ * worker's end that reached another instance is told to every instance over the topic {@code jobs.worker-ends}
+ * ({@link PullAdapter#endedElsewhere}).
  *
  * <p>Exactly one side ends each wait: a hand-over takes the wait out of the map before it completes it, and a wait
  * that ran out takes itself out only if no hand-over took it first (then it takes the hand-over's answer).
@@ -75,7 +77,12 @@ public final class HeldSubmits {
 
     /** Whether a submit waits here for the task's end (its output's bytes are then worth reading in the worker's call). */
     public boolean awaited(WorkerTasks.Task task) {
-        return waiting.containsKey(new Key(task.jobId(), task.attempt()));
+        return awaited(task.jobId(), task.attempt());
+    }
+
+    /** Whether a submit of attempt {@code attempt} of {@code jobId} waits here. */
+    public boolean awaited(UUID jobId, int attempt) {
+        return waiting.containsKey(new Key(jobId, attempt));
     }
 
     /** How many submits wait here now. */

@@ -96,13 +96,16 @@ public final class PullAdapter {
     }
 
     private void lookup(Exchange exchange) {
-        Optional<WorkerTasks.Task> found = task(exchange);
+        Optional<WorkerTasks.Task> found = task(exchange).or(() -> byAttempt(exchange));
         if (found.isEmpty()) {
             // No task for this attempt: its submit never wrote one, so a resubmit is safe.
             exchange.setProperty("JobgateOutcome", "absent");
             return;
         }
         WorkerTasks.Task task = found.get();
+        // Found by its attempt, its submit's answer having never been recorded (the instance whose submit waited for it
+        // stopped): the job adopts the task, whatever its worker did or does with it; never a second render.
+        exchange.setProperty("JobgateProviderTask", task.taskId().toString());
         java.time.Duration absent = task.status() == WorkerTasks.Status.WAITING && task.leases() == 0 ? absent(task.provider()) : null;
         if (absent != null) {
             // Its workers are gone and none ever saw it: withdrawn, it fails as transient below (safe: no worker can
@@ -144,8 +147,46 @@ public final class PullAdapter {
     }
 
     private void cancel(Exchange exchange) {
-        task(exchange).ifPresent(task -> tasks.cancel(task.taskId()));
+        task(exchange).or(() -> byAttempt(exchange)).ifPresent(task -> tasks.cancel(task.taskId()));
         exchange.setProperty("JobgateOutcome", "cancelled");
+    }
+
+    /**
+     * Route step of {@code worker-ends-elsewhere}: a worker ended a task through another instance while the job was
+     * still being submitted ({@code {job_id, attempt}}, from the topic {@code jobs.worker-ends}). A submit of this
+     * instance waiting for that task answers with its end (the output read from where the complete stored it); any
+     * other instance has nothing to do.
+     */
+    public void endedElsewhere(String body) {
+        com.fasterxml.jackson.databind.JsonNode ended;
+        UUID jobId;
+        try {
+            ended = io.jobgate.common.Json.MAPPER.readTree(body);
+            jobId = UUID.fromString(ended.path("job_id").asText());
+        } catch (Exception notOurs) {
+            return; // not a worker's end (the topic is the gateway's own)
+        }
+        int attempt = ended.path("attempt").asInt();
+        if (!held.awaited(jobId, attempt)) {
+            return;
+        }
+        tasks.findByAttempt(jobId, attempt)
+                .filter(task -> task.status() != WorkerTasks.Status.WAITING && task.status() != WorkerTasks.Status.LEASED)
+                .ifPresent(task -> held.handOver(new HeldSubmits.Answer(task, null)));
+    }
+
+    /** The task of the exchange's job and attempt, found by them (no task reference was recorded). */
+    private Optional<WorkerTasks.Task> byAttempt(Exchange exchange) {
+        String job = exchange.getProperty("JobgateJobId", String.class);
+        Integer attempt = exchange.getProperty("JobgateAttempt", Integer.class);
+        if (job == null || attempt == null) {
+            return Optional.empty();
+        }
+        try {
+            return tasks.findByAttempt(UUID.fromString(job), attempt);
+        } catch (IllegalArgumentException notOurs) {
+            return Optional.empty();
+        }
     }
 
     private Optional<WorkerTasks.Task> task(Exchange exchange) {

@@ -141,6 +141,12 @@ public final class WorkerTasks {
         return jdbc.query("SELECT * FROM worker_tasks WHERE task_id = ?", WorkerTasks::task, taskId).stream().findFirst();
     }
 
+    /** The task of attempt {@code attempt} of {@code jobId}, if its submit wrote one (each attempt has at most one). */
+    public Optional<Task> findByAttempt(UUID jobId, int attempt) {
+        return jdbc.query("SELECT * FROM worker_tasks WHERE job_id = ? AND attempt = ?", WorkerTasks::task, jobId, attempt)
+                .stream().findFirst();
+    }
+
     /**
      * Leases up to {@code max} of the member's tasks to {@code workerId} for {@code leaseFor}: those waiting, and those
      * whose lease ran out (their worker is gone or too slow; its token dies here). Each gets a fresh token. Tasks are

@@ -31,6 +31,10 @@ class WorkerProtocolTest extends GatewayTestBase {
     static final String WORKER_KEY = io.jobgate.support.TestTenants.GPUBOX_WORKER;
 
     final io.jobgate.support.MovableClock clock = movableClock();
+    @org.apache.camel.BeanInject
+    org.apache.camel.CamelContext context;
+    @org.apache.camel.BeanInject
+    WorkerTasks workerTasks;
 
     @Override
     protected Map<String, String> settings() throws Exception {
@@ -81,16 +85,7 @@ class WorkerProtocolTest extends GatewayTestBase {
     void aWorkerThatEndsTheTaskWhileItsSubmitWaitsAnswersTheSubmit() throws Exception {
         byte[] png = InvoiceRenderer.render(io.jobgate.common.Json.MAPPER.readTree(WorkerClient.INPUTS), 1024, 1024, "image/png", false, 1);
         UUID id = new WorkerClient(api).submitted("square");
-        JsonNode lease = null;
-        for (int round = 0; round < 20 && lease == null; round++) {
-            ApiClient.Response r = call("/v1/workers/gpubox/leases", WORKER_KEY, "{\"worker_id\": \"worker-quick\", \"max\": 8, \"wait_seconds\": 1}");
-            for (JsonNode leased : r.json().path("leases")) {
-                if (leased.path("job_id").asText().equals(id.toString())) {
-                    lease = leased;
-                }
-            }
-        }
-        assertThat(lease).as("the job's task leased").isNotNull();
+        JsonNode lease = waitingLeaseOf(id);
         String task = lease.path("task_id").asText();
         String token = lease.path("lease_token").asText();
         // The output as the complete's own body: one call; a wrong token or billed units change nothing.
@@ -109,6 +104,75 @@ class WorkerProtocolTest extends GatewayTestBase {
         assertThat(Db.rows("SELECT billed_units, billed_unit FROM worker_tasks WHERE task_id = '" + task + "'"))
                 .extracting(t -> new java.math.BigDecimal(t.get("billed_units").toString()).stripTrailingZeros().toPlainString() + " " + t.get("billed_unit"))
                 .containsExactly("2.5 gpu_seconds");
+    }
+
+    /**
+     * Several instances: a worker's end that reached another instance while the job's submit waits on this one is told
+     * over the topic {@code jobs.worker-ends}, and the waiting submit answers with it (the output read from where the
+     * complete stored it): here the other instance's complete is the task's end written as it writes it, then its
+     * message sent as its route sends it.
+     */
+    @Test
+    void aWorkersEndToldByAnotherInstanceAnswersTheSubmitWaitingHere() throws Exception {
+        byte[] png = InvoiceRenderer.render(io.jobgate.common.Json.MAPPER.readTree(WorkerClient.INPUTS), 1024, 1024, "image/png", false, 1);
+        UUID id = new WorkerClient(api).submitted("square");
+        JsonNode lease = waitingLeaseOf(id);
+        String task = lease.path("task_id").asText();
+        String token = lease.path("lease_token").asText();
+        assertThat(putOutput(task, token, png).status()).isEqualTo(200);
+        WorkerTasks.Task live = workerTasks.find(UUID.fromString(task)).orElseThrow();
+        assertThat(workerTasks.complete(live.taskId(), live.leaseToken(), TaskObjects.outputKey(live.taskId(), live.leases()),
+                "image/png", null, null).ok()).isTrue();
+        jakarta.jms.ConnectionFactory factory = context.getRegistry().lookupByNameAndType("jmsConnectionFactory", jakarta.jms.ConnectionFactory.class);
+        try (var connection = factory.createConnection(); jakarta.jms.Session session = connection.createSession(false, jakarta.jms.Session.AUTO_ACKNOWLEDGE)) {
+            session.createProducer(session.createTopic("jobs.worker-ends")).send(session.createTextMessage(
+                    "{\"job_id\": \"" + id + "\", \"attempt\": 1}"));
+        }
+        Jobs.awaitStatus(id, "succeeded");
+        assertThat(api.getBytes(ACME, "/v1/jobs/" + id + "/output")).isEqualTo(png);
+        assertThat(Db.rows("SELECT adapter, outcome FROM attempts WHERE job_id = '" + id + "'"))
+                .extracting(a -> a.get("adapter") + ":" + a.get("outcome")).as("the submit's own answer").containsExactly("gpubox:succeeded");
+    }
+
+    /**
+     * The other side: a complete that reaches an instance where no submit waits, for a job still being submitted (its
+     * submit waiting elsewhere), is told on the topic {@code jobs.worker-ends}. The job here was made as another
+     * instance's submit leaves it: submitting, its attempt's task written, no answer recorded.
+     */
+    @Test
+    void aCompleteForAJobSubmittedElsewhereIsToldToEveryInstance() throws Exception {
+        UUID id = io.jobgate.support.JobFactory.onTestDatabase().job("acme").provider("gpubox").status("submitting").attempts(1).insert();
+        workerTasks.submit("gpubox", id, 1, "{}");
+        JsonNode lease = waitingLeaseOf(id);
+        jakarta.jms.ConnectionFactory factory = context.getRegistry().lookupByNameAndType("jmsConnectionFactory", jakarta.jms.ConnectionFactory.class);
+        try (var connection = factory.createConnection(); jakarta.jms.Session session = connection.createSession(false, jakarta.jms.Session.AUTO_ACKNOWLEDGE)) {
+            jakarta.jms.MessageConsumer ends = session.createConsumer(session.createTopic("jobs.worker-ends"));
+            connection.start();
+            byte[] png = InvoiceRenderer.render(io.jobgate.common.Json.MAPPER.readTree(WorkerClient.INPUTS), 1024, 1024, "image/png", false, 1);
+            ApiClient.Response done = completeWith(lease.path("task_id").asText(), lease.path("lease_token").asText(), png, "1");
+            assertThat(done.status()).as(done.text()).isEqualTo(200);
+            jakarta.jms.Message told = ends.receive(10_000);
+            assertThat(told).as("told on the topic").isNotNull();
+            JsonNode body = io.jobgate.common.Json.MAPPER.readTree(((jakarta.jms.TextMessage) told).getText());
+            assertThat(body.path("job_id").asText()).isEqualTo(id.toString());
+            assertThat(body.path("attempt").asInt()).isEqualTo(1);
+            assertThat(java.util.Collections.list(told.getPropertyNames())).as("no HTTP header travels")
+                    .noneMatch(name -> name.toString().equalsIgnoreCase("Authorization") || name.toString().equalsIgnoreCase("Lease-Token"));
+        }
+        assertThat(Jobs.status(id)).as("its own submit answers it, not this instance").isEqualTo("submitting");
+    }
+
+    /** Leases with a short long poll until the job's task comes (its submit may still be writing it). */
+    private JsonNode waitingLeaseOf(UUID job) {
+        for (int round = 0; round < 20; round++) {
+            ApiClient.Response r = call("/v1/workers/gpubox/leases", WORKER_KEY, "{\"worker_id\": \"worker-quick\", \"max\": 8, \"wait_seconds\": 1}");
+            for (JsonNode leased : r.json().path("leases")) {
+                if (leased.path("job_id").asText().equals(job.toString())) {
+                    return leased;
+                }
+            }
+        }
+        throw new AssertionError("the task of job " + job + " was never leased");
     }
 
     @Test
