@@ -84,9 +84,4 @@ public final class HeldSubmits {
     public boolean awaited(UUID jobId, int attempt) {
         return waiting.containsKey(new Key(jobId, attempt));
     }
-
-    /** How many submits wait here now. */
-    public int size() {
-        return waiting.size();
-    }
 }
