@@ -191,6 +191,49 @@ class WorkerTasksTest {
                 .containsExactly(many.get(2), many.get(3), many.get(4));
     }
 
+    /**
+     * Many workers asking at once, round after round, each for one task: never more than the limit leased at once, never
+     * a task leased twice. Each lease must see every lease before it: the member's lock is taken by a statement of its
+     * own, before the lease's (a lock and the lease sent as two statements of one string, one implicit transaction, were
+     * seen here to lease a task twice).
+     */
+    @Test
+    void manyWorkersAskingAtOnceNeverExceedTheLimitNorShareATask() throws Exception {
+        int limit = 10;
+        for (int i = 0; i < 60; i++) {
+            tasks.submit(member, job(i % 2 == 0 ? TENANT : OTHER_TENANT), 1, "{}");
+        }
+        var asks = java.util.concurrent.Executors.newFixedThreadPool(16);
+        try {
+            java.util.Set<UUID> everLeased = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            for (int round = 0; round < 5; round++) {
+                List<java.util.concurrent.Future<List<WorkerTasks.Task>>> answers = new java.util.ArrayList<>();
+                for (int w = 0; w < 16; w++) {
+                    String worker = "w" + w;
+                    answers.add(asks.submit(() -> tasks.lease(member, worker, 1, LEASE, limit)));
+                }
+                int got = 0;
+                for (var answer : answers) {
+                    for (WorkerTasks.Task task : answer.get()) {
+                        assertThat(everLeased.add(task.taskId())).as("a task leased twice: " + task).isTrue();
+                        got++;
+                    }
+                }
+                assertThat(got).as("round " + round + ": the limit, all taken at once").isEqualTo(limit);
+                assertThat(jdbc.queryForObject("SELECT count(*) FROM worker_tasks WHERE provider = ? AND status = 'leased'",
+                        Integer.class, member)).isEqualTo(limit);
+                // Every leased task ends: the next round takes the next ten.
+                for (WorkerTasks.Task task : jdbc.query("SELECT * FROM worker_tasks WHERE provider = ? AND status = 'leased'",
+                        (rs, i) -> tasks.find(rs.getObject("task_id", UUID.class)).orElseThrow(), member)) {
+                    assertThat(tasks.complete(task.taskId(), task.leaseToken(), "k", "image/png", null, null).ok()).isTrue();
+                }
+            }
+            assertThat(everLeased).hasSize(50);
+        } finally {
+            asks.shutdown();
+        }
+    }
+
     @Test
     void noMoreThanTheMembersLimitAreLeasedAtOnceOverAllItsWorkers() throws Exception {
         for (int i = 0; i < 6; i++) {
