@@ -171,56 +171,64 @@ public final class WorkersApi {
      */
     public void complete(Exchange exchange) {
         WorkerTasks.Task task = task(exchange);
-        String leaseHeader = exchange.getIn().getHeader(LEASE_TOKEN, String.class);
-        boolean carriesOutput = leaseHeader != null;
-        UUID token;
-        String mediaType;
-        BigDecimal units;
-        String unit;
-        if (carriesOutput) {
-            token = token(leaseHeader, LEASE_TOKEN);
-            mediaType = mediaType(exchange.getIn().getHeader("Content-Type", String.class));
-            units = billedUnits(exchange.getIn().getHeader("Billed-Units", String.class), "Billed-Units");
-            unit = exchange.getIn().getHeader("Billed-Unit", String.class);
-            if (unit != null && unit.length() > 40) {
-                throw ApiProblem.of(400, "invalid_parameter", "\"Billed-Unit\" is at most 40 characters.").with("field", "Billed-Unit");
-            }
-        } else {
-            JsonNode request = body(exchange, Set.of("lease_token", "media_type", "billed_units", "billed_unit"));
-            token = token(request);
-            mediaType = mediaType(AdminApi.text(request, "media_type", 100));
-            JsonNode billed = request.path("billed_units");
-            units = null;
-            if (!billed.isMissingNode() && !billed.isNull()) {
-                if (!billed.isNumber() || billed.decimalValue().signum() < 0) {
-                    throw ApiProblem.of(400, "invalid_parameter", "\"billed_units\" is a number, 0 or more.").with("field", "billed_units");
-                }
-                units = billed.decimalValue();
-            }
-            unit = AdminApi.text(request, "billed_unit", 40);
-        }
-        if (units != null && (unit == null || unit.isBlank())) {
-            String field = carriesOutput ? "Billed-Unit" : "billed_unit";
-            throw ApiProblem.of(400, "invalid_parameter", "Name what the billed units count: \"" + field + "\" (e.g. gpu_seconds).")
-                    .with("field", field);
-        }
-        byte[] carried = carriesOutput ? output(exchange) : null;
+        Completion completion = Completion.of(exchange);
         // A lost lease hears so first, whatever it stored or carries.
-        WorkerTasks.Task live = refusedUnlessOk(tasks.live(task, token)).task();
+        WorkerTasks.Task live = refusedUnlessOk(tasks.live(task, completion.token())).task();
         TaskObjects.Stored stored;
-        if (carriesOutput) {
+        if (completion.output() != null) {
             // Stored as a PUT would store it: should this instance stop before its job is finalized, the output is there.
-            stored = new TaskObjects.Stored(objects.storeOutput(live, carried, mediaType), carried);
+            stored = new TaskObjects.Stored(objects.storeOutput(live, completion.output(), completion.mediaType()), completion.output());
         } else {
             // Read whole when a submit waits for it here (it is not read again), else only found.
             stored = objects.stored(live, held.awaited(live))
                     .orElseThrow(() -> ApiProblem.of(409, "output_missing", "Store the output first: PUT /v1/workers/tasks/"
                             + task.taskId() + "/output, or to the lease's output_url; or send it as this call's body."));
         }
-        WorkerTasks.Written done = refusedUnlessOk(tasks.complete(task.taskId(), token, stored.key(), mediaType, units, unit));
+        WorkerTasks.Written done = refusedUnlessOk(tasks.complete(task.taskId(), completion.token(), stored.key(),
+                completion.mediaType(), completion.units(), completion.unit()));
         seen.saw(done.task(), "complete");
         ended(exchange, done.task(), stored.bytes());
         HttpReply.json(exchange, 200, Map.of("task_id", task.taskId().toString(), "status", "succeeded"), Map.of());
+    }
+
+    /**
+     * A complete's request, in either form: the JSON body ({@code lease_token, media_type, billed_units, billed_unit}),
+     * or the output as the body with headers {@code Lease-Token}, {@code Content-Type}, {@code Billed-Units},
+     * {@code Billed-Unit} ({@code output} then its bytes, else null).
+     */
+    record Completion(UUID token, String mediaType, BigDecimal units, String unit, byte[] output) {
+
+        static Completion of(Exchange exchange) {
+            String leaseHeader = exchange.getIn().getHeader(LEASE_TOKEN, String.class);
+            Completion completion;
+            if (leaseHeader != null) {
+                String unit = exchange.getIn().getHeader("Billed-Unit", String.class);
+                if (unit != null && unit.length() > 40) {
+                    throw ApiProblem.of(400, "invalid_parameter", "\"Billed-Unit\" is at most 40 characters.").with("field", "Billed-Unit");
+                }
+                completion = new Completion(WorkersApi.token(leaseHeader, LEASE_TOKEN), WorkersApi.mediaType(exchange.getIn().getHeader("Content-Type", String.class)),
+                        billedUnits(exchange.getIn().getHeader("Billed-Units", String.class), "Billed-Units"), unit, null);
+            } else {
+                JsonNode request = body(exchange, Set.of("lease_token", "media_type", "billed_units", "billed_unit"));
+                JsonNode billed = request.path("billed_units");
+                BigDecimal units = null;
+                if (!billed.isMissingNode() && !billed.isNull()) {
+                    if (!billed.isNumber() || billed.decimalValue().signum() < 0) {
+                        throw ApiProblem.of(400, "invalid_parameter", "\"billed_units\" is a number, 0 or more.").with("field", "billed_units");
+                    }
+                    units = billed.decimalValue();
+                }
+                completion = new Completion(WorkersApi.token(request), WorkersApi.mediaType(AdminApi.text(request, "media_type", 100)), units,
+                        AdminApi.text(request, "billed_unit", 40), null);
+            }
+            if (completion.units() != null && (completion.unit() == null || completion.unit().isBlank())) {
+                String field = leaseHeader != null ? "Billed-Unit" : "billed_unit";
+                throw ApiProblem.of(400, "invalid_parameter", "Name what the billed units count: \"" + field + "\" (e.g. gpu_seconds).")
+                        .with("field", field);
+            }
+            return leaseHeader == null ? completion : new Completion(completion.token(), completion.mediaType(), completion.units(),
+                    completion.unit(), WorkersApi.output(exchange));
+        }
     }
 
     /** The header naming the lease a call with raw bytes is made under. */
