@@ -88,18 +88,30 @@ final class EmbeddedS3Client extends DelegatingS3Client {
                 request.responseContentEncoding(), request.responseContentLanguage(), request.responseExpires())) {
             return http.getObject(request, transformer);
         }
-        try (ResponseInputStream<GetObjectResponse> in = store.join().getBlob(request)) {
+        ResponseInputStream<GetObjectResponse> in = store.join().getBlob(request);
+        // As the SDK does: the stream is closed once transformed, unless the transformer hands it on (toInputStream:
+        // its reader closes it).
+        boolean handedOn = transformer.needsConnectionLeftOpen();
+        try {
             GetObjectResponse response = in.response();
             if (response.eTag() != null && !response.eTag().startsWith("\"")) {
                 response = response.toBuilder().eTag('"' + response.eTag() + '"').build();
             }
             return transformer.transform(response, AbortableInputStream.create(in));
-        } catch (IOException e) {
-            throw SdkClientException.create("get of " + request.key() + " failed", e);
         } catch (RuntimeException e) {
+            handedOn = false;
             throw e;
         } catch (Exception e) {
+            handedOn = false;
             throw SdkClientException.create("get of " + request.key() + " failed", e);
+        } finally {
+            if (!handedOn) {
+                try {
+                    in.close();
+                } catch (IOException e) {
+                    // read to its end or failed: nothing more to release
+                }
+            }
         }
     }
 

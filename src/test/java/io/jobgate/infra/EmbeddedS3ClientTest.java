@@ -87,6 +87,13 @@ class EmbeddedS3ClientTest {
                     .isInstanceOf(software.amazon.awssdk.services.s3.model.NoSuchKeyException.class)
                     .extracting(e -> ((software.amazon.awssdk.services.s3.model.S3Exception) e).statusCode()).isEqualTo(404);
         }
+        // A stream handed on (toInputStream) is read after the call returns, as over HTTP.
+        try (var stream = inProcess.getObject(r -> r.bucket("bkt").key("z/over-http"))) {
+            assertThat(stream.readAllBytes()).isEqualTo(body);
+            assertThat(stream.response().contentLength()).isEqualTo(body.length);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
         // A ranged get goes over HTTP, which judges the range.
         assertThat(inProcess.getObjectAsBytes(r -> r.bucket("bkt").key("z/over-http").range("bytes=0-0")).asByteArray())
                 .isEqualTo(new byte[] {body[0]});
