@@ -221,7 +221,7 @@ class ChaosSoakIT {
             Path pullMember = pullMemberDir();
             environment.put("JOBGATE_PROVIDERS_DIRS", shipped.getProperty("jobgate.providers.dirs").trim() + "," + pullMember.resolve("providers"));
             environment.put("CAMEL_MAIN_ROUTES_INCLUDE_PATTERN", shipped.getProperty("camel.main.routes-include-pattern").trim()
-                    + ",file:" + pullMember.resolve("adapters") + "/*.camel.yaml");
+                    + ",file:src/test/resources/workers/adapters/*.camel.yaml");
             environment.put("JOBGATE_WORKERS_LEASE_SECONDS", Integer.toString(LEASE_SECONDS));
             // Every other setting as shipped: the recovery measured is the one users get.
 
@@ -418,7 +418,8 @@ class ChaosSoakIT {
     }
 
     /**
-     * The pull member's provider file and adapter route, {@code <dir>/gpubox/providers} and {@code .../adapters}: an image
+     * The pull member's provider file, {@code <dir>/gpubox/providers} (its adapter route is the tests' own,
+     * src/test/resources/workers/adapters, as ExternalWorkersIT gives it to the jar): an image
      * member of the shipped sizes, leased by workers holding the key of src/test/resources/workers (its SHA-256 below),
      * counted as down when none of them was seen within {@link #WORKER_ABSENT_SECONDS}. Its price is below OpenAI's: the
      * pool's jobs are priced at the dearest member's.
@@ -426,7 +427,6 @@ class ChaosSoakIT {
     private Path pullMemberDir() throws Exception {
         Path root = dir.resolve(PULL_MEMBER);
         Files.createDirectories(root.resolve("providers"));
-        Files.createDirectories(root.resolve("adapters"));
         Files.writeString(root.resolve("providers").resolve(PULL_MEMBER + ".properties"), """
                 jobgate.provider.%1$s.kinds = image
                 jobgate.provider.%1$s.revision = %1$s-1
@@ -439,17 +439,7 @@ class ChaosSoakIT {
                 jobgate.provider.%1$s.size.square = 1024x1024
                 jobgate.provider.%1$s.size.landscape = 1536x1024
                 jobgate.provider.%1$s.size.portrait = 1024x1536
-                """.formatted(PULL_MEMBER, java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
-                .digest(TestTenants.GPUBOX_WORKER.getBytes(java.nio.charset.StandardCharsets.UTF_8))), WORKER_ABSENT_SECONDS));
-        Files.writeString(root.resolve("adapters").resolve(PULL_MEMBER + ".camel.yaml"), """
-                - route:
-                    id: provider-%1$s
-                    routeConfigurationId: provider-adapter
-                    from:
-                      uri: direct:provider-%1$s
-                      steps:
-                        - bean: {ref: pullAdapter, method: adapt}
-                """.formatted(PULL_MEMBER));
+                """.formatted(PULL_MEMBER, io.jobgate.common.Digests.sha256Hex(TestTenants.GPUBOX_WORKER), WORKER_ABSENT_SECONDS));
         return root;
     }
 

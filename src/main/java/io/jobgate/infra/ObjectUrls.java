@@ -3,7 +3,6 @@ package io.jobgate.infra;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
-import java.security.MessageDigest;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -15,6 +14,8 @@ import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
+
+import io.jobgate.common.Digests;
 
 /**
  * Time-limited URLs of single objects (S3 presigned, signature V4 in the query, path style): who holds one may read, or
@@ -86,7 +87,7 @@ public final class ObjectUrls {
         query.forEach((name, value) -> canonicalQuery.append(canonicalQuery.isEmpty() ? "" : "&").append(encode(name, false))
                 .append('=').append(encode(value, false)));
         String canonicalRequest = method + "\n" + path + "\n" + canonicalQuery + "\nhost:" + host + "\n\nhost\nUNSIGNED-PAYLOAD";
-        String toSign = "AWS4-HMAC-SHA256\n" + stamp + "\n" + scope + "\n" + HexFormat.of().formatHex(sha256(canonicalRequest));
+        String toSign = "AWS4-HMAC-SHA256\n" + stamp + "\n" + scope + "\n" + Digests.sha256Hex(canonicalRequest);
         String signature = HexFormat.of().formatHex(hmac(signingKey(date), toSign));
         return URI.create(base.getScheme() + "://" + host + path + "?" + canonicalQuery + "&X-Amz-Signature=" + signature);
     }
@@ -128,14 +129,6 @@ public final class ObjectUrls {
             return mac.doFinal(data.getBytes(StandardCharsets.UTF_8));
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 is part of every JDK", e);
-        }
-    }
-
-    private static byte[] sha256(String data) {
-        try {
-            return MessageDigest.getInstance("SHA-256").digest(data.getBytes(StandardCharsets.UTF_8));
-        } catch (GeneralSecurityException e) {
-            throw new IllegalStateException("SHA-256 is part of every JDK", e);
         }
     }
 }

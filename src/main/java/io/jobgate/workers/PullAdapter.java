@@ -78,7 +78,7 @@ public final class PullAdapter {
                     exchange.getProperty("JobgateSourceKey", String.class), exchange.getProperty("JobgateSourceMediaType", String.class),
                     exchange.getProperty("JobgateAdapterRevision", String.class));
             exchange.setProperty("JobgateProviderTask", task.taskId().toString());
-            if (task.status() != WorkerTasks.Status.WAITING && task.status() != WorkerTasks.Status.LEASED) {
+            if (!task.status().open()) {
                 answer(exchange, task, null); // a submit sent again, its task ended meanwhile
                 return;
             }
@@ -171,7 +171,7 @@ public final class PullAdapter {
             return;
         }
         tasks.findByAttempt(jobId, attempt)
-                .filter(task -> task.status() != WorkerTasks.Status.WAITING && task.status() != WorkerTasks.Status.LEASED)
+                .filter(task -> !task.status().open())
                 .ifPresent(task -> held.handOver(new HeldSubmits.Answer(task, null)));
     }
 

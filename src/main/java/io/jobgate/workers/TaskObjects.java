@@ -64,22 +64,6 @@ public final class TaskObjects {
                 task.leaseExpiresAt());
     }
 
-    /** The key of the output stored under the task's live lease (the task as its live lease's call read it), if one was. */
-    public Optional<String> storedOutput(WorkerTasks.Task live) {
-        String key = outputKey(live.taskId(), live.leases());
-        try {
-            s3.headObject(HeadObjectRequest.builder().bucket(bucket).key(key).build());
-            return Optional.of(key);
-        } catch (NoSuchKeyException missing) {
-            return Optional.empty();
-        } catch (S3Exception e) {
-            if (e.statusCode() == 404) {
-                return Optional.empty();
-            }
-            throw e;
-        }
-    }
-
     /** The output stored under the task's live lease: its key, and its bytes when they were asked for. */
     public record Stored(String key, byte[] bytes) {
     }
@@ -89,12 +73,13 @@ public final class TaskObjects {
      * read too when {@code withBytes} (a submit waits for them here, {@link HeldSubmits}), else only found.
      */
     public Optional<Stored> stored(WorkerTasks.Task live, boolean withBytes) {
-        if (!withBytes) {
-            return storedOutput(live).map(key -> new Stored(key, null));
-        }
         String key = outputKey(live.taskId(), live.leases());
         try {
-            return Optional.of(new Stored(key, read(key)));
+            if (withBytes) {
+                return Optional.of(new Stored(key, read(key)));
+            }
+            s3.headObject(HeadObjectRequest.builder().bucket(bucket).key(key).build());
+            return Optional.of(new Stored(key, null));
         } catch (NoSuchKeyException missing) {
             return Optional.empty();
         } catch (S3Exception e) {

@@ -31,6 +31,11 @@ public final class WorkerTasks {
             return name().toLowerCase(java.util.Locale.ROOT);
         }
 
+        /** Waiting or leased: the task has not ended. */
+        public boolean open() {
+            return this == WAITING || this == LEASED;
+        }
+
         static Status of(String wire) {
             return valueOf(wire.toUpperCase(java.util.Locale.ROOT));
         }
@@ -204,16 +209,25 @@ public final class WorkerTasks {
      * without a statement (the write itself is still conditional on the token, should the lease change meanwhile).
      */
     public Written live(Task task, UUID token) {
-        Refusal why = switch (task.status()) {
+        if (task.status() == Status.LEASED && token.equals(task.leaseToken()) && !task.leaseExpiresAt().isBefore(clock.instant())) {
+            return new Written(task, null);
+        }
+        Refusal why = refusal(task);
+        listener.refused(task.provider(), why);
+        return new Written(task, why);
+    }
+
+    /**
+     * Why a call under a token that is not the task's live one is refused: the task ended (by its worker, or cancelled
+     * with its job), else the caller's lease is lost (the task waits again, or is leased under another token or a
+     * lease that ran out).
+     */
+    private static Refusal refusal(Task notLive) {
+        return switch (notLive.status()) {
             case CANCELLED -> Refusal.CANCELLED;
             case SUCCEEDED, FAILED -> Refusal.ENDED;
-            case WAITING -> Refusal.LEASE_LOST;
-            case LEASED -> token.equals(task.leaseToken()) && !task.leaseExpiresAt().isBefore(clock.instant()) ? null : Refusal.LEASE_LOST;
+            case WAITING, LEASED -> Refusal.LEASE_LOST;
         };
-        if (why != null) {
-            listener.refused(task.provider(), why);
-        }
-        return new Written(task, why);
     }
 
     /** Extends the lease of {@code token} on the task to {@code leaseFor} from now; refused once it is not the live one. */
@@ -299,13 +313,7 @@ public final class WorkerTasks {
             return new Written(task, null);
         }
         Optional<Task> task = find(taskId);
-        // Waiting again, or leased under another token or a lease that ran out: this worker's lease is lost.
-        Refusal why = task.isEmpty() ? Refusal.NOT_FOUND
-                : switch (task.get().status()) {
-                    case CANCELLED -> Refusal.CANCELLED;
-                    case SUCCEEDED, FAILED -> Refusal.ENDED;
-                    case WAITING, LEASED -> Refusal.LEASE_LOST;
-                };
+        Refusal why = task.map(WorkerTasks::refusal).orElse(Refusal.NOT_FOUND);
         task.ifPresent(t -> listener.refused(t.provider(), why));
         return new Written(task.orElse(null), why);
     }

@@ -83,11 +83,11 @@ class WorkerProtocolTest extends GatewayTestBase {
      */
     @Test
     void aWorkerThatEndsTheTaskWhileItsSubmitWaitsAnswersTheSubmit() throws Exception {
-        byte[] png = InvoiceRenderer.render(io.jobgate.common.Json.MAPPER.readTree(WorkerClient.INPUTS), 1024, 1024, "image/png", false, 1);
-        UUID id = new WorkerClient(api).submitted("square");
-        JsonNode lease = waitingLeaseOf(id);
-        String task = lease.path("task_id").asText();
-        String token = lease.path("lease_token").asText();
+        Leased leased = leasedWhileItsSubmitWaits();
+        UUID id = leased.job();
+        String task = leased.task();
+        String token = leased.token();
+        byte[] png = leased.png();
         // The output as the complete's own body: one call; a wrong token or billed units change nothing.
         assertThat(completeWith(task, UUID.randomUUID().toString(), png, "2.5").code()).as("a stale token").isEqualTo("lease_lost");
         assertThat(completeWith(task, token, png, "-1").code()).isEqualTo("invalid_parameter");
@@ -114,11 +114,11 @@ class WorkerProtocolTest extends GatewayTestBase {
      */
     @Test
     void aWorkersEndToldByAnotherInstanceAnswersTheSubmitWaitingHere() throws Exception {
-        byte[] png = InvoiceRenderer.render(io.jobgate.common.Json.MAPPER.readTree(WorkerClient.INPUTS), 1024, 1024, "image/png", false, 1);
-        UUID id = new WorkerClient(api).submitted("square");
-        JsonNode lease = waitingLeaseOf(id);
-        String task = lease.path("task_id").asText();
-        String token = lease.path("lease_token").asText();
+        Leased leased = leasedWhileItsSubmitWaits();
+        UUID id = leased.job();
+        String task = leased.task();
+        String token = leased.token();
+        byte[] png = leased.png();
         assertThat(putOutput(task, token, png).status()).isEqualTo(200);
         WorkerTasks.Task live = workerTasks.find(UUID.fromString(task)).orElseThrow();
         assertThat(workerTasks.complete(live.taskId(), live.leaseToken(), TaskObjects.outputKey(live.taskId(), live.leases()),
@@ -160,6 +160,18 @@ class WorkerProtocolTest extends GatewayTestBase {
                     .noneMatch(name -> name.toString().equalsIgnoreCase("Authorization") || name.toString().equalsIgnoreCase("Lease-Token"));
         }
         assertThat(Jobs.status(id)).as("its own submit answers it, not this instance").isEqualTo("submitting");
+    }
+
+    /** A square job's task, leased while its submit still waits, and the invoice rendered for it beforehand. */
+    private record Leased(UUID job, String task, String token, byte[] png) {
+    }
+
+    /** Renders first, so that the task can be ended within its submit's wait (the member's call-deadline-ms, 2 s). */
+    private Leased leasedWhileItsSubmitWaits() throws Exception {
+        byte[] png = InvoiceRenderer.render(io.jobgate.common.Json.MAPPER.readTree(WorkerClient.INPUTS), 1024, 1024, "image/png", false, 1);
+        UUID id = new WorkerClient(api).submitted("square");
+        JsonNode lease = waitingLeaseOf(id);
+        return new Leased(id, lease.path("task_id").asText(), lease.path("lease_token").asText(), png);
     }
 
     /** Leases with a short long poll until the job's task comes (its submit may still be writing it). */
