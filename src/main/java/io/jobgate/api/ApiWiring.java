@@ -70,6 +70,9 @@ public final class ApiWiring {
             context.addService(waitingReads, true, true);
             context.addService(leaseWaits, true, true);
             workers.adapter().onTaskWaiting(member -> leaseWaits.tasksWaiting(member, 1));
+            // A task written here goes, as it is written, to a poll waiting here (LeaseWaits.take).
+            workers.adapter().handTo(leaseWaits, workers.leaseFor(),
+                    member -> providers.find(member).map(io.jobgate.provider.Provider::maxConcurrency).orElse(0));
         }
         registry.bind("workersApi", new WorkersApi(providers, workers.tasks(), workers.objects(), reconciler, workers.leaseFor(),
                 servesApi ? leaseWaits : null, workers.seen(), workers.held()));

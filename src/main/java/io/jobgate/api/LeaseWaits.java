@@ -44,8 +44,12 @@ import org.slf4j.LoggerFactory;
  * lease (written by another instance, or leased under a lease that ran out). Either wakes the oldest waiters of the
  * member, as many as the tasks cover; a woken poll goes to the route and leases. Beyond
  * {@code jobgate.workers.max-waiting-leases} waiters a poll goes to the route at once.
+ *
+ * <p>Most often no poll goes to the route at all: a task written here is leased, as it is written, to the
+ * longest-waiting poll whose worker may render it ({@link #take}, the member's submit), and that poll is answered with
+ * it — no lease call, no wake, no scan.
  */
-public final class LeaseWaits extends ServiceSupport implements HeldRequests.Holder {
+public final class LeaseWaits extends ServiceSupport implements HeldRequests.Holder, io.jobgate.workers.WaitingWorkers {
 
     private static final Logger LOG = LoggerFactory.getLogger(LeaseWaits.class);
 
@@ -59,7 +63,7 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
 
     /** Why a wait ended, the label of {@code jobgate_worker_lease_waits_ended_total}. */
     enum Ended {
-        TASKS, TIMED_OUT, DISCONNECTED, OVER_CAP, STOPPED;
+        TASKS, HANDED, TIMED_OUT, DISCONNECTED, OVER_CAP, STOPPED;
 
         String label() {
             return name().toLowerCase(java.util.Locale.ROOT);
@@ -154,7 +158,46 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
 
     /** What this instance knows of the member's tasks for workers of {@code revision} (null: its stable revisions). */
     private Member member(String name, String revision) {
-        return members.computeIfAbsent(name + "\u0000" + (revision == null ? "" : revision), k -> new Member(name));
+        return members.computeIfAbsent(name + "\u0000" + (revision == null ? "" : revision), k -> new Member(name, revision));
+    }
+
+    /**
+     * The longest-waiting poll of {@code member} here whose worker may render a task of {@code revisionLabel}: a
+     * worker naming that revision, or one naming none when it is one of the member's stable revisions (any worker when
+     * the task's revision is unknown), as the lease call chooses ({@link WorkersApi#labels}).
+     */
+    @Override
+    public Poll take(String member, String revisionLabel) {
+        if (!open()) {
+            return null;
+        }
+        var provider = WorkersApi.pullMember(providers, member);
+        if (provider.isEmpty()) {
+            return null;
+        }
+        Waiter oldest = null;
+        for (Member m : members.values()) {
+            if (m.name.equals(member) && (revisionLabel == null || WorkersApi.labels(provider.get(), m.revision).contains(revisionLabel))) {
+                Waiter first = m.waiters.peekFirst();
+                if (first != null && (oldest == null || first.since < oldest.since)) {
+                    oldest = first;
+                }
+            }
+        }
+        if (oldest != null && oldest.take()) {
+            return oldest;
+        }
+        // Taken meanwhile by its time, its client or another task: look once more, else the task waits to be leased.
+        for (Member m : members.values()) {
+            if (m.name.equals(member) && (revisionLabel == null || WorkersApi.labels(provider.get(), m.revision).contains(revisionLabel))) {
+                for (Waiter w : m.waiters) {
+                    if (w.take()) {
+                        return w;
+                    }
+                }
+            }
+        }
+        return null;
     }
 
     @Override
@@ -269,14 +312,17 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
     /** What this instance knows of a member, for the workers of one revision: whether its tasks ran out, and the polls waiting for more. */
     private static final class Member {
         final String name;
+        /** The revision its workers name; null: the member's stable ones. */
+        final String revision;
         /** Counts the wakes: a task written, or the periodic count. */
         final AtomicLong woken = new AtomicLong();
         /** The tasks this instance believes there are to lease and no poll has gone to take; {@link #UNKNOWN} at first. */
         final AtomicInteger available = new AtomicInteger(UNKNOWN);
         final ConcurrentLinkedDeque<Waiter> waiters = new ConcurrentLinkedDeque<>();
 
-        Member(String name) {
+        Member(String name, String revision) {
             this.name = name;
+            this.revision = revision;
         }
 
         /** Takes a poll's share of the count ({@code max} at most): false when the count is none. */
@@ -296,14 +342,16 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         }
     }
 
-    /** One parked poll; released once, by whichever comes first. */
-    private final class Waiter {
+    /** One parked poll; released once, by whichever comes first (or taken by a task and then answered with it). */
+    private final class Waiter implements Poll {
         final Member member;
         final RoutingContext rc;
         final Context loop;
         final int max;
         final String workerId;
         final AtomicBoolean released = new AtomicBoolean();
+        /** When it parked (nanoTime): the oldest poll is handed a task first. */
+        final long since = System.nanoTime();
         /** Set and read on the event loop only. */
         long timer = -1;
 
@@ -313,6 +361,51 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
             this.loop = loop;
             this.max = max;
             this.workerId = workerId;
+        }
+
+        @Override
+        public String workerId() {
+            return workerId;
+        }
+
+        /** Taken by a task being written: nothing else ends it now; {@link #leased} or {@link #giveBack} does. */
+        boolean take() {
+            if (!released.compareAndSet(false, true)) {
+                return false;
+            }
+            member.waiters.remove(this);
+            waiting.decrementAndGet();
+            return true;
+        }
+
+        @Override
+        public void leased(String answer) {
+            ended.accept(Ended.HANDED.label());
+            loop.runOnContext(v -> {
+                if (settle()) {
+                    rc.response().setStatusCode(200).putHeader("Content-Type", HttpReply.JSON).end(answer);
+                }
+                // else its client went: the task's lease runs out unrenewed, and the task is leased again
+            });
+        }
+
+        @Override
+        public void giveBack() {
+            ended.accept(Ended.TASKS.label());
+            loop.runOnContext(v -> {
+                if (settle()) {
+                    rc.next(); // the route leases what there is
+                }
+            });
+        }
+
+        /** On the event loop, once the wait is over: its timer and close handler gone; false when the client went. */
+        private boolean settle() {
+            if (timer >= 0) {
+                rc.vertx().cancelTimer(timer);
+            }
+            rc.response().closeHandler(null);
+            return !rc.response().closed();
         }
 
         boolean release(Ended why) {

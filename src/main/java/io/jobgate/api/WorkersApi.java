@@ -1,10 +1,7 @@
 package io.jobgate.api;
 
 import java.math.BigDecimal;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -13,7 +10,6 @@ import java.util.UUID;
 import com.fasterxml.jackson.databind.JsonNode;
 import io.jobgate.common.ApiProblem;
 import io.jobgate.common.Digests;
-import io.jobgate.common.Json;
 import io.jobgate.provider.Provider;
 import io.jobgate.provider.ProviderCatalog;
 import io.jobgate.reconcile.Reconciler;
@@ -122,11 +118,7 @@ public final class WorkersApi {
             waits.leased(member.name(), request.revision(), woken, request.max(), leased.size());
         }
         seen.saw(member.name(), request.workerId(), "lease");
-        List<Map<String, Object>> leases = new ArrayList<>();
-        for (WorkerTasks.Task task : leased) {
-            leases.add(envelope(task));
-        }
-        HttpReply.json(exchange, 200, Map.of("leases", leases), Map.of());
+        HttpReply.write(exchange, 200, HttpReply.JSON, io.jobgate.workers.LeaseEnvelope.answer(leased, objects), Map.of());
     }
 
     /** {@code POST /v1/workers/tasks/{taskId}/heartbeat} {@code {lease_token}}: the lease extended, or why it is gone. */
@@ -172,8 +164,11 @@ public final class WorkersApi {
     public void complete(Exchange exchange) {
         WorkerTasks.Task task = task(exchange);
         Completion completion = Completion.of(exchange);
-        // A lost lease hears so first, whatever it stored or carries.
-        WorkerTasks.Task live = refusedUnlessOk(tasks.live(task, completion.token())).task();
+        // A lost lease hears so first, whatever it stored or carries. A task known as its submit wrote it is read
+        // anew unless its lease is live as written (a heartbeat through another instance may have extended it).
+        WorkerTasks.Task read = !tasks.holds(task, completion.token()) && held.handed(task.taskId()).isPresent()
+                ? tasks.find(task.taskId()).orElse(task) : task;
+        WorkerTasks.Task live = refusedUnlessOk(tasks.live(read, completion.token())).task();
         TaskObjects.Stored stored;
         if (completion.output() != null) {
             // Stored as a PUT would store it: should this instance stop before its job is finalized, the output is there.
@@ -289,7 +284,7 @@ public final class WorkersApi {
      * The revisions whose tasks a worker leases: the one it names, else the member's stable ones (a canary candidate's
      * tasks wait for a worker that names the candidate's label).
      */
-    private static Set<String> labels(Provider member, String named) {
+    static Set<String> labels(Provider member, String named) {
         if (named != null) {
             return Set.of(named);
         }
@@ -321,27 +316,6 @@ public final class WorkersApi {
 
     /** Exchange property: a worker's end whose submit may wait on another instance ({@code {job_id, attempt}}). */
     public static final String ENDED_ELSEWHERE = "jobgateWorkerEndedElsewhere";
-
-    private Map<String, Object> envelope(WorkerTasks.Task task) {
-        Map<String, Object> lease = new LinkedHashMap<>();
-        lease.put("task_id", task.taskId().toString());
-        lease.put("job_id", task.jobId().toString());
-        lease.put("attempt", task.attempt());
-        lease.put("lease_token", task.leaseToken().toString());
-        lease.put("lease_expires_at", task.leaseExpiresAt().toString());
-        lease.put("request", Json.parseObject(task.envelope().getBytes(StandardCharsets.UTF_8)));
-        if (task.revision() != null) {
-            lease.put("revision", task.revision());
-        }
-        TaskObjects.Urls urls = objects.urls(task);
-        if (urls.source() != null) {
-            lease.put("source_url", urls.source().toString());
-            lease.put("source_media_type", urls.sourceMediaType());
-        }
-        lease.put("output_url", urls.output().toString());
-        lease.put("urls_expire_at", urls.expiresAt().toString());
-        return lease;
-    }
 
     /** The pull member of that name: a provider with a worker key. */
     static java.util.Optional<Provider> pullMember(ProviderCatalog providers, String name) {
@@ -378,7 +352,9 @@ public final class WorkersApi {
         } catch (IllegalArgumentException | NullPointerException e) {
             throw ApiProblem.of(404, "not_found", "No task '" + id + "'.");
         }
-        WorkerTasks.Task task = tasks.find(taskId).orElseThrow(() -> ApiProblem.of(404, "not_found", "No task " + taskId + "."));
+        // A task its submit handed to a poll here is known as written (its submit waits): no statement to read it.
+        WorkerTasks.Task task = held.handed(taskId).or(() -> tasks.find(taskId))
+                .orElseThrow(() -> ApiProblem.of(404, "not_found", "No task " + taskId + "."));
         authenticate(exchange, member(task.provider()));
         return task;
     }

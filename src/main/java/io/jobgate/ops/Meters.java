@@ -239,7 +239,7 @@ public final class Meters {
         this.leaseWaits = waiting;
     }
 
-    /** A long poll ended: {@code tasks}, {@code timed_out}, {@code disconnected}, {@code over_cap}, {@code stopped}. */
+    /** A long poll ended: {@code handed}, {@code tasks}, {@code timed_out}, {@code disconnected}, {@code over_cap}, {@code stopped}. */
     public void leaseWaitEnded(String ended) {
         counter("jobgate_worker_lease_waits_ended_total", "workers' long polls of this instance by how their wait ended", "ended",
                 ended).increment();

@@ -32,11 +32,20 @@ public final class HeldSubmits {
     }
 
     private final ConcurrentHashMap<Key, CompletableFuture<Answer>> waiting = new ConcurrentHashMap<>();
+    /** The tasks of the waiting submits that were handed to a worker's poll as they were written, as written. */
+    private final ConcurrentHashMap<UUID, WorkerTasks.Task> handed = new ConcurrentHashMap<>();
 
     /** One submit's wait, opened before its task is written (a worker may end it before the insert returns). */
     public final class Wait implements AutoCloseable {
         private final Key key;
         private final CompletableFuture<Answer> answer = new CompletableFuture<>();
+        private volatile UUID handedTask;
+
+        /** Its task was leased to a waiting poll as it was written: the worker's calls find it here while the submit waits. */
+        public void handed(WorkerTasks.Task task) {
+            handedTask = task.taskId();
+            handed.put(task.taskId(), task);
+        }
 
         private Wait(Key key) {
             this.key = key;
@@ -59,6 +68,9 @@ public final class HeldSubmits {
         @Override
         public void close() {
             waiting.remove(key, answer);
+            if (handedTask != null) {
+                handed.remove(handedTask);
+            }
         }
     }
 
@@ -73,6 +85,15 @@ public final class HeldSubmits {
     public boolean handOver(Answer answer) {
         CompletableFuture<Answer> wait = waiting.remove(new Key(answer.task().jobId(), answer.task().attempt()));
         return wait != null && wait.complete(answer);
+    }
+
+    /**
+     * The task as its submit wrote it here, leased to a waiting poll, while that submit waits: what a worker's call
+     * would otherwise read first. A stale copy is harmless: every write under a token is conditional on the stored
+     * task, and a refused one reads it.
+     */
+    public Optional<WorkerTasks.Task> handed(UUID taskId) {
+        return Optional.ofNullable(handed.get(taskId));
     }
 
     /** Whether a submit waits here for the task's end (its output's bytes are then worth reading in the worker's call). */

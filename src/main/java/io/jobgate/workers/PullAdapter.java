@@ -7,7 +7,8 @@ import org.apache.camel.Exchange;
 
 /**
  * The adapter of a pull member (docs/workers.md): its route ({@code routes/providers/<name>.camel.yaml}, drop-in like
- * any adapter) hands every operation here. A submit writes the attempt's task and waits for its worker's end up to
+ * any adapter) hands every operation here. A submit writes the attempt's task (leased, as it is written, to a worker
+ * whose poll waits on this instance, when one does: {@link WaitingWorkers}) and waits for its worker's end up to
  * the call's deadline ({@link HeldSubmits}), as a call waits for a provider's answer; past it, the job waits in
  * {@code provider_pending}, as for any async provider, and a lookup reads the task: waiting or leased is
  * {@code pending}, a worker's complete is {@code succeeded} with the output it stored (checked and promoted by the
@@ -24,6 +25,10 @@ public final class PullAdapter {
     private final java.util.function.Function<String, java.time.Duration> absentAfter;
     /** Told the member of each task written: a worker waiting on this instance may lease it now. */
     private volatile java.util.function.Consumer<String> taskWaiting = member -> { };
+    /** The long polls a task goes to as it is written ({@link #handTo}); null: none (this instance serves no API). */
+    private volatile WaitingWorkers waitingWorkers;
+    private volatile java.time.Duration leaseFor;
+    private volatile java.util.function.ToIntFunction<String> memberLimit;
 
     /**
      * @param absentAfter per member, how long no worker of it may be seen before it counts as down
@@ -42,6 +47,16 @@ public final class PullAdapter {
     private java.time.Duration absent(String member) {
         java.time.Duration after = absentAfter.apply(member);
         return after != null && !seen.seenWithin(member, after) ? after : null;
+    }
+
+    /**
+     * The long polls of this instance a task may go to as it is written ({@link WaitingWorkers}), leased for
+     * {@code leaseFor} within each member's {@code memberLimit} leases at once.
+     */
+    public void handTo(WaitingWorkers waiting, java.time.Duration leaseFor, java.util.function.ToIntFunction<String> memberLimit) {
+        this.leaseFor = leaseFor;
+        this.memberLimit = memberLimit;
+        this.waitingWorkers = waiting;
     }
 
     /** Whom to tell, with the member's name, that a task waits to be leased (the long polls of its workers). */
@@ -74,15 +89,12 @@ public final class PullAdapter {
         int attempt = exchange.getProperty("JobgateAttempt", Integer.class);
         // Opened before the task is written: its worker may end it before the insert returns here.
         try (HeldSubmits.Wait wait = held.open(jobId, attempt)) {
-            WorkerTasks.Task task = tasks.submit(member, jobId, attempt, exchange.getIn().getBody(String.class),
-                    exchange.getProperty("JobgateSourceKey", String.class), exchange.getProperty("JobgateSourceMediaType", String.class),
-                    exchange.getProperty("JobgateAdapterRevision", String.class));
+            WorkerTasks.Task task = write(exchange, member, jobId, attempt, wait);
             exchange.setProperty("JobgateProviderTask", task.taskId().toString());
             if (!task.status().open()) {
                 answer(exchange, task, null); // a submit sent again, its task ended meanwhile
                 return;
             }
-            taskWaiting.accept(task.provider()); // were it not visible yet, the long polls' periodic check finds it
             // As a provider's call waits for its answer: a worker that ends the task within the call's deadline
             // answers this submit; past it, the job waits on the task as on any asynchronous provider's.
             Long deadline = exchange.getProperty("JobgateDeadlineMillis", Long.class);
@@ -91,6 +103,46 @@ public final class PullAdapter {
                 answer(exchange, answer.get().task(), answer.get().output());
             } else {
                 exchange.setProperty("JobgateOutcome", "pending");
+            }
+        }
+    }
+
+    /**
+     * Writes the attempt's task: leased at once to the longest-waiting poll of the member on this instance whose worker
+     * may render it (its answer is the task, with no lease call of its own), else waiting to be leased, the member's
+     * polls woken. The order tasks reach workers is then the order their jobs were started in: the dispatch's fair
+     * round between tenants, as the lease call's own order is for tasks that waited.
+     */
+    private WorkerTasks.Task write(Exchange exchange, String member, UUID jobId, int attempt, HeldSubmits.Wait wait) {
+        String envelope = exchange.getIn().getBody(String.class);
+        String sourceKey = exchange.getProperty("JobgateSourceKey", String.class);
+        String sourceMediaType = exchange.getProperty("JobgateSourceMediaType", String.class);
+        String revision = exchange.getProperty("JobgateAdapterRevision", String.class);
+        WaitingWorkers waiting = waitingWorkers;
+        WaitingWorkers.Poll poll = waiting == null ? null : waiting.take(member, revision == null ? null : revision.split("@", 2)[0]);
+        if (poll == null) {
+            WorkerTasks.Task task = tasks.submit(member, jobId, attempt, envelope, sourceKey, sourceMediaType, revision);
+            if (task.status().open()) {
+                taskWaiting.accept(member); // were it not visible yet, the long polls' periodic check finds it
+            }
+            return task;
+        }
+        boolean answered = false;
+        try {
+            WorkerTasks.Submitted written = tasks.submitLeased(member, jobId, attempt, envelope, sourceKey, sourceMediaType, revision,
+                    poll.workerId(), leaseFor, memberLimit.applyAsInt(member));
+            if (written.leased()) {
+                wait.handed(written.task());
+                seen.saw(member, poll.workerId(), "lease");
+                poll.leased(LeaseEnvelope.answer(java.util.List.of(written.task()), objects));
+                answered = true;
+            } else if (written.task().status().open()) {
+                taskWaiting.accept(member); // no room for another lease now: it waits, as any task
+            }
+            return written.task();
+        } finally {
+            if (!answered) {
+                poll.giveBack(); // its lease call finds what there is to lease
             }
         }
     }

@@ -142,6 +142,42 @@ public final class WorkerTasks {
                 sourceMediaType, revision);
     }
 
+    /** What {@link #submitLeased} wrote: the task, and whether it went to the worker named (else it waits, or existed). */
+    public record Submitted(Task task, boolean leased) {
+    }
+
+    /**
+     * As {@link #submit(String, UUID, int, String, String, String, String)}, the task leased at once to {@code workerId}
+     * (a poll of it waits on this instance) for {@code leaseFor}, if the member's {@code memberLimit} leases at once
+     * leave room; else it waits to be leased as any. Under the member's lock, as a lease call, so that the two never
+     * both take its last free place. A submit sent again finds the task it wrote, leased to no one new.
+     */
+    public Submitted submitLeased(String provider, UUID jobId, int attempt, String envelope, String sourceKey,
+                                  String sourceMediaType, String revision, String workerId, Duration leaseFor, int memberLimit) {
+        UUID taskId = UUID.randomUUID();
+        Instant now = clock.instant();
+        Task task = jdbc.queryForObject("""
+                    WITH room AS (
+                        SELECT count(*) < ? AS free FROM worker_tasks
+                         WHERE provider = ? AND status = 'leased' AND lease_expires_at >= ?)
+                    INSERT INTO worker_tasks (task_id, provider, job_id, attempt, envelope, status, created_at, updated_at,
+                                              source_key, source_media_type, revision, lease_token, lease_expires_at,
+                                              worker_id, leases)
+                    SELECT ?, ?, ?, ?, CAST(? AS jsonb), CASE WHEN free THEN 'leased' ELSE 'waiting' END, ?, ?, ?, ?, ?,
+                           CASE WHEN free THEN gen_random_uuid() END, CASE WHEN free THEN CAST(? AS timestamptz) END,
+                           CASE WHEN free THEN CAST(? AS text) END, CASE WHEN free THEN 1 ELSE 0 END
+                      FROM room
+                    ON CONFLICT (job_id, attempt) DO UPDATE SET updated_at = worker_tasks.updated_at
+                    RETURNING *""", WorkerTasks::task, memberLimit, provider, Timestamp.from(now), taskId, provider, jobId, attempt,
+                    envelope, Timestamp.from(now), Timestamp.from(now), sourceKey, sourceMediaType, revision,
+                    Timestamp.from(now.plus(leaseFor)), workerId);
+        boolean leased = task.taskId().equals(taskId) && task.status() == Status.LEASED;
+        if (leased) {
+            listener.leased(provider, 1);
+        }
+        return new Submitted(task, leased);
+    }
+
     public Optional<Task> find(UUID taskId) {
         return jdbc.query("SELECT * FROM worker_tasks WHERE task_id = ?", WorkerTasks::task, taskId).stream().findFirst();
     }
@@ -209,12 +245,17 @@ public final class WorkerTasks {
      * without a statement (the write itself is still conditional on the token, should the lease change meanwhile).
      */
     public Written live(Task task, UUID token) {
-        if (task.status() == Status.LEASED && token.equals(task.leaseToken()) && !task.leaseExpiresAt().isBefore(clock.instant())) {
+        if (holds(task, token)) {
             return new Written(task, null);
         }
         Refusal why = refusal(task);
         listener.refused(task.provider(), why);
         return new Written(task, why);
+    }
+
+    /** Whether {@code token} is the live lease of the task as read (or written): leased under it, not run out. */
+    public boolean holds(Task task, UUID token) {
+        return task.status() == Status.LEASED && token.equals(task.leaseToken()) && !task.leaseExpiresAt().isBefore(clock.instant());
     }
 
     /**

@@ -40,7 +40,8 @@ class LeaseWaitsTest extends GatewayTestBase {
 
     final io.jobgate.support.MovableClock clock = movableClock();
     final ExecutorService clients = Executors.newCachedThreadPool();
-    final List<UUID> jobs = new ArrayList<>();
+    /** This test's jobs, and the key of the tenant that owns each. */
+    final Map<UUID, String> jobs = new java.util.LinkedHashMap<>();
 
     @BeanInject("leaseWaits")
     LeaseWaits leaseWaits;
@@ -57,10 +58,14 @@ class LeaseWaitsTest extends GatewayTestBase {
     @AfterEach
     void cancelThisTestsJobs() {
         clock.reset();
-        for (UUID id : jobs) {
-            api.post(ACME, "/v1/jobs/" + id + "/cancel"); // its task ends: the next test starts with none open
+        for (var job : jobs.entrySet()) {
+            UUID id = job.getKey();
+            api.post(job.getValue(), "/v1/jobs/" + id + "/cancel"); // its task ends: the next test starts with none open
             Jobs.awaitStatus(id, "cancelled");
         }
+        // A cancelled job's task ends with its provider's cancel, just after: none may be left for the next test's polls.
+        await().atMost(Duration.ofSeconds(20)).until(() -> io.jobgate.support.Db.count(
+                "SELECT count(*) FROM worker_tasks WHERE status IN ('waiting', 'leased')") == 0);
         jobs.clear();
     }
 
@@ -81,7 +86,75 @@ class LeaseWaitsTest extends GatewayTestBase {
         assertThat(leased).hasSize(1);
         assertThat(leased.get(0).path("job_id").asText()).isEqualTo(id.toString());
         assertThat(leaseWaits.waiting()).isZero();
+        assertThat(endedSince(before)).as("answered with the task as it was written").containsExactly(Map.entry("handed", 1.0));
+    }
+
+    /**
+     * A task written while polls wait here is leased, in the statement that writes it, to the poll that has waited
+     * longest, and that poll is answered with it: no lease call, no wake of the others.
+     */
+    @Test
+    void aTaskWrittenIsLeasedAsItIsWrittenToThePollThatWaitedLongest() {
+        poll("w-first", 1, 1).join(); // the member known idle here
+        Map<String, Double> before = ended();
+        CompletableFuture<ApiClient.Response> first = poll("w-first", 1, 30);
+        awaitWaiting(1);
+        CompletableFuture<ApiClient.Response> second = poll("w-second", 1, 5);
+        awaitWaiting(2);
+
+        UUID id = submit();
+        List<JsonNode> leased = leases(first.join());
+        assertThat(leased).extracting(l -> l.path("job_id").asText()).containsExactly(id.toString());
+        assertThat(leased.get(0).path("request").path("preset_id").asText()).as("the request as the adapter rendered it")
+                .isEqualTo("invoice-clean");
+        assertThat(second).as("the other poll still waits").isNotDone();
+        assertThat(leaseWaits.waiting()).isEqualTo(1);
+        assertThat(io.jobgate.support.Db.rows("SELECT worker_id, leases, status, lease_token::text AS token, updated_at = created_at AS "
+                + "as_written FROM worker_tasks WHERE job_id = '" + id + "'"))
+                .extracting(t -> t.get("worker_id") + " " + t.get("leases") + " " + t.get("status") + " " + t.get("token") + " " + t.get("as_written"))
+                .containsExactly("w-first 1 leased " + leased.get(0).path("lease_token").asText() + " true");
+        assertThat(leases(second.join())).as("its time ran out").isEmpty();
+        assertThat(endedSince(before)).containsOnly(Map.entry("handed", 1.0), Map.entry("timed_out", 1.0));
+    }
+
+    /**
+     * The member's limit holds for tasks handed as they are written: with all its places leased, a task written while a
+     * poll waits is not leased to it; it waits to be leased, and the poll is answered by the lease call (none to take).
+     */
+    @Test
+    void aTaskIsNotHandedToAWaitingPollBeyondTheMembersLimit() {
+        int limit = 8; // gpubox's max-concurrency (src/test/resources/workers/providers)
+        List<UUID> first = new ArrayList<>();
+        for (int i = 0; i < limit; i++) {
+            first.add(submit(io.jobgate.support.TestTenants.BULK)); // a tenant that may run them all at once
+        }
+        first.forEach(id -> Jobs.awaitStatus(id, "provider_pending")); // their submits' waits ran out: their places free
+        assertThat(leases(poll("w-full", limit, 0).join())).hasSize(limit);
+        assertThat(leases(poll("w-beyond", 1, 1).join())).as("none left: the member known idle here").isEmpty();
+        CompletableFuture<ApiClient.Response> waiting = poll("w-beyond", 1, 30);
+        awaitWaiting(1);
+        Map<String, Double> before = ended();
+
+        UUID beyond = submit(io.jobgate.support.TestTenants.BULK);
+        assertThat(leases(waiting.join())).as("every place is leased").isEmpty();
+        assertThat(io.jobgate.support.Db.rows("SELECT status, leases FROM worker_tasks WHERE job_id = '" + beyond + "'"))
+                .extracting(t -> t.get("status") + " " + t.get("leases")).containsExactly("waiting 0");
         assertThat(endedSince(before)).containsExactly(Map.entry("tasks", 1.0));
+    }
+
+    /** A task goes only to a poll whose worker runs its revision: a worker of a candidate is not handed a stable task. */
+    @Test
+    void aTaskIsHandedOnlyToAPollOfItsRevision() {
+        String candidatePoll = "{\"worker_id\": \"w-candidate\", \"revision\": \"gpubox-2\", \"wait_seconds\": ";
+        ask(candidatePoll + "1}").join(); // the member known idle here, for workers of that revision
+        CompletableFuture<ApiClient.Response> candidate = ask(candidatePoll + "30}");
+        awaitWaiting(1);
+
+        UUID id = submit();
+        assertThat(leases(candidate.join())).as("woken, it finds no task of its revision").isEmpty();
+        assertThat(io.jobgate.support.Db.rows("SELECT status FROM worker_tasks WHERE job_id = '" + id + "'"))
+                .extracting(t -> t.get("status")).containsExactly("waiting");
+        assertThat(leases(poll("w-stable", 1, 0).join())).extracting(l -> l.path("job_id").asText()).containsExactly(id.toString());
     }
 
     @Test
@@ -130,10 +203,10 @@ class LeaseWaitsTest extends GatewayTestBase {
         assertThat(leases(overCap)).isEmpty();
 
         UUID id = submit();
-        // One task wakes one poll (max 1), not the herd: it leases the task, the others wait out their time.
+        // One task goes to one poll, not the herd: it is answered with the task, the others wait out their time.
         List<JsonNode> leased = waiting.stream().flatMap(w -> leases(w.join()).stream()).toList();
         assertThat(leased).extracting(l -> l.path("job_id").asText()).containsExactly(id.toString());
-        assertThat(endedSince(before)).containsOnly(Map.entry("over_cap", 1.0), Map.entry("tasks", 1.0),
+        assertThat(endedSince(before)).containsOnly(Map.entry("over_cap", 1.0), Map.entry("handed", 1.0),
                 Map.entry("timed_out", CAP - 1.0));
     }
 
@@ -152,7 +225,10 @@ class LeaseWaitsTest extends GatewayTestBase {
     }
 
     private CompletableFuture<ApiClient.Response> poll(String worker, int max, int waitSeconds) {
-        String body = "{\"worker_id\": \"" + worker + "\", \"max\": " + max + (waitSeconds > 0 ? ", \"wait_seconds\": " + waitSeconds : "") + "}";
+        return ask("{\"worker_id\": \"" + worker + "\", \"max\": " + max + (waitSeconds > 0 ? ", \"wait_seconds\": " + waitSeconds : "") + "}");
+    }
+
+    private CompletableFuture<ApiClient.Response> ask(String body) {
         return CompletableFuture.supplyAsync(() -> {
             ApiClient.Response r = call("/v1/workers/gpubox/leases", WORKER_KEY, body);
             assertThat(r.status()).as(r.text()).isEqualTo(200);
@@ -172,12 +248,16 @@ class LeaseWaitsTest extends GatewayTestBase {
 
     /** A job naming the pull member; its task is written when its attempt starts. */
     private UUID submit() {
-        ApiClient.Response r = api.postJob(ACME, "k-" + UUID.randomUUID(), """
+        return submit(ACME);
+    }
+
+    private UUID submit(String tenantKey) {
+        ApiClient.Response r = api.postJob(tenantKey, "k-" + UUID.randomUUID(), """
                 {"preset_id": "invoice-clean", "aspect_class": "square", "provider": "gpubox",
                  "inputs": {"supplier_name": "Long polls", "invoice_id": "W-2", "currency": "EUR", "line_items": []}}""");
         assertThat(r.status()).as(r.text()).isEqualTo(202);
         UUID id = UUID.fromString(r.json().path("job_id").asText());
-        jobs.add(id);
+        jobs.put(id, tenantKey);
         return id;
     }
 
