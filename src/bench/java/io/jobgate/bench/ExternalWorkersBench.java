@@ -70,6 +70,8 @@ final class ExternalWorkersBench {
     private static final Pattern WIDTH = Pattern.compile("\"width\"\\s*:\\s*(\\d+)");
     private static final Pattern HEIGHT = Pattern.compile("\"height\"\\s*:\\s*(\\d+)");
     private static final Pattern WAITS = Pattern.compile("(?m)^jobgate_worker_lease_waits(?:\\{[^}]*})?\\s+([0-9.eE+-]+)");
+    /** Polls answered with a task as it was written here (no lease call of their own). */
+    private static final Pattern HANDED = Pattern.compile("(?m)^jobgate_worker_lease_waits_ended_total\\{[^}]*ended=\"handed\"[^}]*}\\s+([0-9.eE+-]+)");
     /** The long polls' periodic check ({@code WorkerTasks.leasableAmong}), as pg_stat_statements normalizes it. */
     private static final String CHECK_STATEMENT = "%FROM worker_tasks WHERE provider = ANY(%";
 
@@ -266,6 +268,12 @@ final class ExternalWorkersBench {
         return m.find() ? (long) Double.parseDouble(m.group(1)) : -1;
     }
 
+    /** The gateway's counter of polls answered with a task as it was written ({@code ended="handed"}); 0 before the first. */
+    private static long handed(GatewayProcesses parties) throws Exception {
+        Matcher m = HANDED.matcher(parties.get("http://127.0.0.1:" + parties.port + "/observe/metrics").body());
+        return m.find() ? (long) Double.parseDouble(m.group(1)) : 0;
+    }
+
     /** {@link #idleSeconds} of samples every 100 ms: threads, connections in use; the statements run meanwhile. */
     private Window window(String what, Connection db, long pid) throws Exception {
         GatewayProcesses.resetStatements(db);
@@ -404,6 +412,7 @@ final class ExternalWorkersBench {
         boolean measured = !path.equals("warm-up");
         long leasesBefore = workers == null ? 0 : workers.leaseCalls.get();
         long emptyBefore = workers == null ? 0 : workers.empty.get();
+        long handedBefore = workers == null ? 0 : handed(parties);
         if (measured) {
             GatewayProcesses.resetStatements(db); // the statements printed are the measured run's
         }
@@ -424,8 +433,10 @@ final class ExternalWorkersBench {
                         + "(POST p99 %.0f ms, %d answered 429/503)%n", seconds, run.perSecond(), done[0], toFinal[0], toFinal[1],
                 admitted.lastAcceptedSeconds(), admitted.p99Millis(), admitted.refused());
         if (workers != null) {
-            System.out.printf("    the workers' lease calls: %.2f a job, %.2f of them answered with no task (another worker took it first)%n",
-                    (workers.leaseCalls.get() - leasesBefore) / (double) count, (workers.empty.get() - emptyBefore) / (double) count);
+            System.out.printf("    the workers' lease calls: %.2f a job, %.2f of them answered with no task (another worker took it first), "
+                            + "%.2f answered with a task as it was written (no lease of their own)%n",
+                    (workers.leaseCalls.get() - leasesBefore) / (double) count, (workers.empty.get() - emptyBefore) / (double) count,
+                    (handed(parties) - handedBefore) / (double) count);
         }
         if (measured) {
             GatewayProcesses.printStatements(db, count, statements);
