@@ -60,6 +60,8 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
     /** A member's count before its first lease: polls go to the route. */
     private static final int UNKNOWN = Integer.MIN_VALUE;
     private static final String NO_LEASES = "{\"leases\":[]}";
+    /** A poll with less time left than this is not handed a task as it is written (it leases through the route, or times out). */
+    private static final long HANDOFF_MARGIN_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     /** Why a wait ended, the label of {@code jobgate_worker_lease_waits_ended_total}. */
     enum Ended {
@@ -175,11 +177,13 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         if (provider.isEmpty()) {
             return null;
         }
+        // A poll about to time out is passed over: answered after its client gave up, its task would wait for its lease to run out.
+        long soonest = System.nanoTime() + HANDOFF_MARGIN_NANOS;
         Waiter oldest = null;
         for (Member m : members.values()) {
             if (m.name.equals(member) && (revisionLabel == null || WorkersApi.labels(provider.get(), m.revision).contains(revisionLabel))) {
                 Waiter first = m.waiters.peekFirst();
-                if (first != null && (oldest == null || first.since < oldest.since)) {
+                if (first != null && first.until - soonest > 0 && (oldest == null || first.since < oldest.since)) {
                     oldest = first;
                 }
             }
@@ -191,7 +195,7 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         for (Member m : members.values()) {
             if (m.name.equals(member) && (revisionLabel == null || WorkersApi.labels(provider.get(), m.revision).contains(revisionLabel))) {
                 for (Waiter w : m.waiters) {
-                    if (w.take()) {
+                    if (w.until - soonest > 0 && w.take()) {
                         return w;
                     }
                 }
@@ -251,7 +255,7 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
             return;
         }
         Member m = member(name, poll.revision());
-        Waiter waiter = new Waiter(m, rc, rc.vertx().getOrCreateContext(), poll.max(), poll.workerId());
+        Waiter waiter = new Waiter(m, rc, rc.vertx().getOrCreateContext(), poll.max(), poll.workerId(), poll.waitSeconds());
         m.waiters.addLast(waiter);
         waiter.timer = rc.vertx().setTimer(poll.waitSeconds() * 1000L, t -> waiter.release(Ended.TIMED_OUT));
         rc.response().closeHandler(v -> waiter.release(Ended.DISCONNECTED));
@@ -352,10 +356,13 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         final AtomicBoolean released = new AtomicBoolean();
         /** When it parked (nanoTime): the oldest poll is handed a task first. */
         final long since = System.nanoTime();
+        /** When its time is up (nanoTime). */
+        final long until;
         /** Set and read on the event loop only. */
         long timer = -1;
 
-        Waiter(Member member, RoutingContext rc, Context loop, int max, String workerId) {
+        Waiter(Member member, RoutingContext rc, Context loop, int max, String workerId, int waitSeconds) {
+            this.until = since + TimeUnit.SECONDS.toNanos(waitSeconds);
             this.member = member;
             this.rc = rc;
             this.loop = loop;

@@ -164,10 +164,9 @@ public final class WorkersApi {
     public void complete(Exchange exchange) {
         WorkerTasks.Task task = task(exchange);
         Completion completion = Completion.of(exchange);
-        // A lost lease hears so first, whatever it stored or carries. A task known as its submit wrote it is read
-        // anew unless its lease is live as written (a heartbeat through another instance may have extended it).
-        WorkerTasks.Task read = !tasks.holds(task, completion.token()) && held.handed(task.taskId()).isPresent()
-                ? tasks.find(task.taskId()).orElse(task) : task;
+        // A lost lease hears so first, whatever it stored or carries. A lease that does not hold as read is read anew
+        // (the task may be known as its submit wrote it, and a heartbeat through another instance may have extended it).
+        WorkerTasks.Task read = tasks.holds(task, completion.token()) ? task : tasks.find(task.taskId()).orElse(task);
         WorkerTasks.Task live = refusedUnlessOk(tasks.live(read, completion.token())).task();
         TaskObjects.Stored stored;
         if (completion.output() != null) {

@@ -149,8 +149,12 @@ public final class WorkerTasks {
     /**
      * As {@link #submit(String, UUID, int, String, String, String, String)}, the task leased at once to {@code workerId}
      * (a poll of it waits on this instance) for {@code leaseFor}, if the member's {@code memberLimit} leases at once
-     * leave room; else it waits to be leased as any. Under the member's lock, as a lease call, so that the two never
-     * both take its last free place. A submit sent again finds the task it wrote, leased to no one new.
+     * leave room; else it waits to be leased as any. A submit sent again finds the task it wrote, leased to no one new.
+     *
+     * <p>Without the member's lock (waiting on it, across a transaction's round trips, was what capped a busy member's
+     * rate): the limit is kept by counting again once the lease is committed ({@link #keptWithin}), before anyone hears
+     * of it. Of two leases that saw the same last place free, the one committed later sees the other and gives its
+     * place back (its task waits to be leased), so no worker is ever handed a lease beyond the limit.
      */
     public Submitted submitLeased(String provider, UUID jobId, int attempt, String envelope, String sourceKey,
                                   String sourceMediaType, String revision, String workerId, Duration leaseFor, int memberLimit) {
@@ -172,6 +176,9 @@ public final class WorkerTasks {
                     envelope, Timestamp.from(now), Timestamp.from(now), sourceKey, sourceMediaType, revision,
                     Timestamp.from(now.plus(leaseFor)), workerId);
         boolean leased = task.taskId().equals(taskId) && task.status() == Status.LEASED;
+        if (leased && keptWithin(provider, memberLimit, List.of(task)).isEmpty()) {
+            return new Submitted(find(taskId).orElse(task), false); // given back: it waits to be leased
+        }
         if (leased) {
             listener.leased(provider, 1);
         }
@@ -234,10 +241,39 @@ public final class WorkerTasks {
                     memberLimit, provider,
                     Timestamp.from(now), Timestamp.from(now.plus(leaseFor)), workerId, Timestamp.from(now));
         }).stream().sorted(java.util.Comparator.comparing(Task::createdAt)).toList();
+        // A task handed as it was written takes a place without the lock: counted again, as it counts (keptWithin).
+        leased = keptWithin(provider, memberLimit, leased);
         if (!leased.isEmpty()) {
             listener.leased(provider, leased.size());
         }
         return leased;
+    }
+
+    /**
+     * Leases just committed, counted again against the member's limit before anyone hears of them, in a statement of
+     * their own (it sees every lease committed before it): beyond the limit, the youngest of them are given back (their
+     * tasks wait to be leased again, their lease numbers as before). Two leases that saw the same last place free
+     * cannot both keep it: the one committed later counts the other. Returns those kept, in order.
+     */
+    private List<Task> keptWithin(String provider, int memberLimit, List<Task> leased) {
+        if (leased.isEmpty()) {
+            return leased;
+        }
+        Instant now = clock.instant();
+        Integer live = jdbc.queryForObject("SELECT count(*) FROM worker_tasks WHERE provider = ? AND status = 'leased' "
+                + "AND lease_expires_at >= ?", Integer.class, provider, Timestamp.from(now));
+        int over = (live == null ? 0 : live) - memberLimit;
+        if (over <= 0) {
+            return leased;
+        }
+        int keep = Math.max(0, leased.size() - over);
+        for (Task back : leased.subList(keep, leased.size())) {
+            jdbc.update("""
+                    UPDATE worker_tasks SET status = 'waiting', lease_token = NULL, lease_expires_at = NULL, worker_id = NULL,
+                           leases = leases - 1, updated_at = ?
+                     WHERE task_id = ? AND lease_token = ? AND status = 'leased'""", Timestamp.from(now), back.taskId(), back.leaseToken());
+        }
+        return leased.subList(0, keep);
     }
 
     /**

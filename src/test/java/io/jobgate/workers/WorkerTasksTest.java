@@ -234,6 +234,64 @@ class WorkerTasksTest {
         }
     }
 
+    /**
+     * Tasks handed to waiting polls as they are written take their places without the member's lock: many written at
+     * once, beside lease calls, round after round, and still no worker is handed a lease beyond the limit (those that
+     * saw the same last place free give it back, their tasks wait), nor a task twice.
+     */
+    @Test
+    void tasksHandedAsTheyAreWrittenNeverExceedTheLimit() throws Exception {
+        int limit = 3;
+        var writes = java.util.concurrent.Executors.newFixedThreadPool(16);
+        // A connection each, all let go at once: the writes' statements overlap, as a busy member's do.
+        HikariDataSource wide = TestDatabase.migratedPool(16);
+        JdbcTemplate wideJdbc = new JdbcTemplate(wide);
+        WorkerTasks tasks = new WorkerTasks(wideJdbc, new org.springframework.transaction.support.TransactionTemplate(
+                new org.springframework.jdbc.datasource.DataSourceTransactionManager(wide)), clock);
+        try {
+            java.util.Set<UUID> handed = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            for (int round = 0; round < 5; round++) {
+                tasks.submit(member, job(), 1, "{}"); // one waiting: a lease call competes too
+                List<java.util.concurrent.Future<List<WorkerTasks.Task>>> answers = new java.util.ArrayList<>();
+                var start = new java.util.concurrent.CountDownLatch(1);
+                for (int w = 0; w < 16; w++) {
+                    String worker = "w" + w;
+                    UUID job = job(w % 2 == 0 ? TENANT : OTHER_TENANT);
+                    answers.add(writes.submit(() -> {
+                        start.await();
+                        if (worker.equals("w0")) {
+                            return tasks.lease(member, worker, 1, LEASE, limit);
+                        }
+                        WorkerTasks.Submitted s = tasks.submitLeased(member, job, 1, "{}", null, null, null, worker, LEASE, limit);
+                        return s.leased() ? List.of(s.task()) : List.<WorkerTasks.Task>of();
+                    }));
+                }
+                wideJdbc.queryForObject("SELECT 1", Integer.class); // the pool's connections made before the start
+                start.countDown();
+                int got = 0;
+                for (var answer : answers) {
+                    for (WorkerTasks.Task task : answer.get()) {
+                        assertThat(handed.add(task.taskId())).as("a task handed twice: " + task).isTrue();
+                        got++;
+                    }
+                }
+                Integer leased = jdbc.queryForObject("SELECT count(*) FROM worker_tasks WHERE provider = ? AND status = 'leased'",
+                        Integer.class, member);
+                // At most the limit; maybe fewer (racers that each counted the others over the limit all gave back).
+                assertThat(got).as("round " + round + ": handed at once").isLessThanOrEqualTo(limit).isEqualTo(leased);
+                // Every lease ends, every task left waiting too: the next round starts with all places free.
+                for (WorkerTasks.Task task : jdbc.query("SELECT * FROM worker_tasks WHERE provider = ? AND status = 'leased'",
+                        (rs, i) -> tasks.find(rs.getObject("task_id", UUID.class)).orElseThrow(), member)) {
+                    assertThat(tasks.complete(task.taskId(), task.leaseToken(), "k", "image/png", null, null).ok()).isTrue();
+                }
+                jdbc.update("UPDATE worker_tasks SET status = 'cancelled' WHERE provider = ? AND status = 'waiting'", member);
+            }
+        } finally {
+            writes.shutdown();
+            wide.close();
+        }
+    }
+
     @Test
     void noMoreThanTheMembersLimitAreLeasedAtOnceOverAllItsWorkers() throws Exception {
         for (int i = 0; i < 6; i++) {
