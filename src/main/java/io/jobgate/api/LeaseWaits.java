@@ -2,6 +2,7 @@ package io.jobgate.api;
 
 import java.time.Duration;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -177,27 +178,30 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         if (provider.isEmpty()) {
             return null;
         }
+        // The member's waiters whose workers may render the task, each revision's once.
+        List<Member> serving = new java.util.ArrayList<>();
+        for (Member m : members.values()) {
+            if (m.name.equals(member) && (revisionLabel == null || WorkersApi.labels(provider.get(), m.revision).contains(revisionLabel))) {
+                serving.add(m);
+            }
+        }
         // A poll about to time out is passed over: answered after its client gave up, its task would wait for its lease to run out.
         long soonest = System.nanoTime() + HANDOFF_MARGIN_NANOS;
         Waiter oldest = null;
-        for (Member m : members.values()) {
-            if (m.name.equals(member) && (revisionLabel == null || WorkersApi.labels(provider.get(), m.revision).contains(revisionLabel))) {
-                Waiter first = m.waiters.peekFirst();
-                if (first != null && first.until - soonest > 0 && (oldest == null || first.since < oldest.since)) {
-                    oldest = first;
-                }
+        for (Member m : serving) {
+            Waiter first = m.waiters.peekFirst();
+            if (first != null && first.until - soonest > 0 && (oldest == null || first.since < oldest.since)) {
+                oldest = first;
             }
         }
         if (oldest != null && oldest.take()) {
             return oldest;
         }
         // Taken meanwhile by its time, its client or another task: look once more, else the task waits to be leased.
-        for (Member m : members.values()) {
-            if (m.name.equals(member) && (revisionLabel == null || WorkersApi.labels(provider.get(), m.revision).contains(revisionLabel))) {
-                for (Waiter w : m.waiters) {
-                    if (w.until - soonest > 0 && w.take()) {
-                        return w;
-                    }
+        for (Member m : serving) {
+            for (Waiter w : m.waiters) {
+                if (w.until - soonest > 0 && w.take()) {
+                    return w;
                 }
             }
         }
@@ -375,7 +379,10 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
             return workerId;
         }
 
-        /** Taken by a task being written: nothing else ends it now; {@link #leased} or {@link #giveBack} does. */
+        /**
+         * Ends its wait, once: by a task being written (then {@link #leased} or {@link #giveBack} answers it) or by
+         * {@link #release}. False when something else ended it first.
+         */
         boolean take() {
             if (!released.compareAndSet(false, true)) {
                 return false;
@@ -416,18 +423,12 @@ public final class LeaseWaits extends ServiceSupport implements HeldRequests.Hol
         }
 
         boolean release(Ended why) {
-            if (!released.compareAndSet(false, true)) {
+            if (!take()) {
                 return false;
             }
-            member.waiters.remove(this);
-            waiting.decrementAndGet();
             ended.accept(why.label());
             loop.runOnContext(v -> {
-                if (timer >= 0) {
-                    rc.vertx().cancelTimer(timer);
-                }
-                rc.response().closeHandler(null);
-                if (why == Ended.DISCONNECTED || rc.response().closed()) {
+                if (!settle() || why == Ended.DISCONNECTED) {
                     return;
                 }
                 if (why == Ended.TIMED_OUT) {

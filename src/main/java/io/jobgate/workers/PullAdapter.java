@@ -119,7 +119,7 @@ public final class PullAdapter {
         String sourceMediaType = exchange.getProperty("JobgateSourceMediaType", String.class);
         String revision = exchange.getProperty("JobgateAdapterRevision", String.class);
         WaitingWorkers waiting = waitingWorkers;
-        WaitingWorkers.Poll poll = waiting == null ? null : waiting.take(member, revision == null ? null : revision.split("@", 2)[0]);
+        WaitingWorkers.Poll poll = waiting == null ? null : waiting.take(member, WorkerTasks.label(revision));
         if (poll == null) {
             WorkerTasks.Task task = tasks.submit(member, jobId, attempt, envelope, sourceKey, sourceMediaType, revision);
             if (task.status().open()) {

@@ -49,8 +49,13 @@ public final class WorkerTasks {
 
         /** The human label of the task's revision ({@code gpubox-2} of {@code gpubox-2@1a2b3c}); null when unknown. */
         public String revisionLabel() {
-            return revision == null ? null : revision.split("@", 2)[0];
+            return label(revision);
         }
+    }
+
+    /** The human label of a revision ({@code gpubox-2} of {@code gpubox-2@1a2b3c}); null for null. */
+    public static String label(String revision) {
+        return revision == null ? null : revision.split("@", 2)[0];
     }
 
     /** Why a call under a token changed nothing: the task is gone, ended, cancelled, or its lease is another's or ran out. */
