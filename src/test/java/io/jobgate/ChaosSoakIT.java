@@ -62,14 +62,14 @@ import static org.awaitility.Awaitility.await;
  * and then abandoning one (as if killed: its lease runs out and another worker renders it) or failing one as transient;
  * once all of them are gone for longer than its worker-absent-seconds, so that pool jobs move off it, and come back.
  * Meanwhile the gateway is killed with SIGKILL
- * three times, the broker once, and the gateway is stopped once with SIGTERM; each time it is started
+ * {@link #GATEWAY_KILLS} times, the broker once, and the gateway is stopped once with SIGTERM; each time it is started
  * again at once. Afterwards every invariant of the design is checked ({@link ChaosChecks}), jobs must have
  * succeeded but for the failures the injected faults explain ({@link #explainedFailures}), and the
  * recovery after each event is measured from the succeeded jobs' own finish times. The tables go to
  * {@code target/chaos/report.txt}; any violation fails the run.
  *
  * <p>Size: {@code -Djobgate.chaos.rate} jobs per second (default 8: the short version CI runs),
- * {@code -Djobgate.chaos.observe-seconds} after each event; {@code mvn -Pchaos verify} runs the full
+ * {@code -Djobgate.chaos.observe-seconds} after each event, {@code -Djobgate.chaos.gateway-kills} SIGKILLs (default 2); {@code mvn -Pchaos verify} runs the full
  * soak. Needs CI's PostgreSQL ({@code JOBGATE_TEST_JDBC_URL}) and a broker distribution
  * ({@code JOBGATE_TEST_ARTEMIS_HOME}); skipped without them unless {@code JOBGATE_TEST_REQUIRE_*} is set.
  */
@@ -80,6 +80,8 @@ class ChaosSoakIT {
     static final int RATE = Integer.getInteger("jobgate.chaos.rate", 8);
     static final Duration OBSERVE = Duration.ofSeconds(Math.max(30, Integer.getInteger("jobgate.chaos.observe-seconds", 30)));
     static final Duration WINDOW = Duration.ofSeconds(10);
+    /** How often the gateway is killed with SIGKILL (at least once): twice in CI's short version, three times in the full soak. */
+    static final int GATEWAY_KILLS = Math.max(1, Integer.getInteger("jobgate.chaos.gateway-kills", 2));
     /** Issue 17: jobs finish within 10 s of ready, the rate is back to 80% within 30 s. */
     static final Duration FIRST_FINISH = Duration.ofSeconds(10);
     static final Duration RECOVER = Duration.ofSeconds(30);
@@ -242,10 +244,10 @@ class ChaosSoakIT {
                 events.add(restartBroker(broker));
                 away = workersAway(db, events.get(events.size() - 1), workers);
                 observe(db, events);
-                events.add(killGateway("SIGKILL 2", api));
-                observe(db, events);
-                events.add(killGateway("SIGKILL 3", api));
-                observe(db, events);
+                for (int kill = 2; kill <= GATEWAY_KILLS; kill++) {
+                    events.add(killGateway("SIGKILL " + kill, api));
+                    observe(db, events);
+                }
                 events.add(stopGateway(api));
                 observe(db, events);
                 load.stopSubmitting();
