@@ -174,6 +174,10 @@ public class JobgateConfiguration implements CamelConfiguration {
         ApiWiring.bind(context, settings, roles.runs(Roles.Role.API), stores.jdbc(), stores.transactions(), stores.s3(), stores.bucket(),
                 clock, tenants, presets.defaults(), providers, uploads, jobs, admission.service(), meters, adapters.caller(), reconciler,
                 canary, evaluations, webhooks, pools, poolViews, workers);
+        // The operator console (docs/console.md) and the admin API's job search and story it shows.
+        io.jobgate.console.ConsoleWiring.bind(context, stores.jdbc(), jobs.store(),
+                new io.jobgate.job.Redrives(stores.jdbc(), stores.transactions(), jobs.transitions()), webhooks.deliveries(), evaluations,
+                stores.s3(), stores.bucket());
         // What operators see of them: GET /v1/admin/workers and the jobgate_pull_* series.
         io.jobgate.workers.WorkersWiring.meter(workers, meters, clock,
                 io.jobgate.api.WorkersAdmin.pullMembers(providers).stream().map(Provider::name).toList());

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
 import static io.jobgate.support.TestTenants.ACME;
+import static io.jobgate.support.TestTenants.ADMIN;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -48,7 +49,11 @@ class WorkerOnlyInstanceTest extends GatewayTestBase {
                 {"preset_id": "invoice-clean", "aspect_class": "portrait",
                  "inputs": {"supplier_name": "W AG", "invoice_id": "W-1", "currency": "EUR", "line_items": []}}""");
         assertThat(post.status()).as(post.text()).isEqualTo(404);
-        assertThat(context.getRoutes()).as("no REST route").noneMatch(r -> r.getEndpoint().getEndpointUri().startsWith("platform-http:"));
+        assertThat(context.getRoutes()).as("no HTTP route started (the REST DSL's, the console's)").noneMatch(r ->
+                r.getEndpoint().getEndpointUri().startsWith("platform-http:")
+                        && context.getRouteController().getRouteStatus(r.getId()).isStarted());
+        ApiClient.Response console = api.get(ADMIN, "/console/jobs");
+        assertThat(console.status()).as(console.text()).isEqualTo(404);
 
         ApiClient.Response health = api.get(null, "/observe/health");
         assertThat(health.status()).as(health.text()).isEqualTo(200);

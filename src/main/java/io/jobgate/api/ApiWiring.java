@@ -46,6 +46,9 @@ public final class ApiWiring {
         // /observe beyond health (metrics, Jolokia): loopback or the admin key.
         ManagementAccess.install(context, settings.optional("jobgate.admin.api-key-sha256").orElse(null),
                 settings.bool("jobgate.management.allow-loopback"));
+        // /console: the admin key, from this machine only while it is the shipped demo key (ConsoleAccess).
+        ConsoleAccess.install(context, settings.optional("jobgate.admin.api-key-sha256").orElse(null),
+                settings.bool("jobgate.management.allow-loopback"));
         registry.bind("tenantAuth", new TenantAuth(tenants));
         registry.bind("problemResponder", new ProblemResponder(meters));
         registry.bind("jobsApi", new JobsApi(admission, jobs.store(), jobs.finalizer(), s3, bucket,

@@ -14,7 +14,8 @@ import org.springframework.jdbc.core.JdbcTemplate;
 /** Reads of jobs, always scoped to a tenant. */
 public final class JobStore {
 
-    static final String COLUMNS = """
+    /** The columns {@link #map} reads: never the inputs (they may hold user text), a lease or the provider's own state. */
+    public static final String COLUMNS = """
             job_id, tenant_id, idempotency_key, request_sha256, status, preset_id, preset_version, kind, aspect_class,
             provider, upload_id, source_sha256, source_bytes, correlation_id, cost_micros, max_attempts,
             max_lifetime_seconds, expires_at, attempts, error_category, error_message, created_at, updated_at, finalized_at,
@@ -141,7 +142,7 @@ public final class JobStore {
         return jdbc.query(sql, JobStore::map, args.toArray());
     }
 
-    static Job map(ResultSet rs, int row) throws SQLException {
+    public static Job map(ResultSet rs, int row) throws SQLException {
         return new Job(rs.getObject("job_id", UUID.class), rs.getString("tenant_id"), rs.getString("idempotency_key"),
                 rs.getString("request_sha256"), JobStatus.fromWire(rs.getString("status")).orElseThrow(),
                 rs.getString("preset_id"), rs.getInt("preset_version"), rs.getString("kind"), rs.getString("aspect_class"),

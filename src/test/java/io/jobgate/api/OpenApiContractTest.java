@@ -560,7 +560,8 @@ class OpenApiContractTest extends GatewayTestBase {
     @Order(4)
     void operatorCallsAnswerAsDeclared() {
         // A job that fails (the simulator's wrong size), redriven by an operator.
-        Response failing = submit(ACME, "contract-" + UUID.randomUUID(), "sim-fault-wrong_size-" + UUID.randomUUID(),
+        String failingKey = "contract-" + UUID.randomUUID();
+        Response failing = submit(ACME, failingKey, "sim-fault-wrong_size-" + UUID.randomUUID(),
                 example("image", "ImageJobRequest"));
         String id = failing.json().path("job_id").asText();
         assertThat(awaitTerminal(ACME, id).path("status").asText()).isEqualTo("failed");
@@ -570,6 +571,14 @@ class OpenApiContractTest extends GatewayTestBase {
         awaitTerminal(ACME, id);
         Response attempts = get(ADMIN, "/v1/admin/jobs/" + id + "/attempts", "/v1/admin/jobs/{jobId}/attempts");
         assertThat(attempts.json().path("redrives")).hasSize(1);
+        Response found = get(ADMIN, "/v1/admin/jobs?find=" + failingKey, "/v1/admin/jobs");
+        assertThat(found.json().path("jobs").path(0).path("job_id").asText()).isEqualTo(id);
+        assertThat(get(ADMIN, "/v1/admin/jobs?tenant=acme&limit=2", "/v1/admin/jobs").json().path("jobs")).hasSize(2);
+        refused(get(ADMIN, "/v1/admin/jobs?status=nope", "/v1/admin/jobs"), 400, "invalid_parameter");
+        Response story = get(ADMIN, "/v1/admin/jobs/" + id, "/v1/admin/jobs/{jobId}");
+        assertThat(story.json().path("redrives")).hasSize(1);
+        assertThat(story.json().path("ledger")).isNotEmpty();
+        refused(get(ADMIN, "/v1/admin/jobs/" + UUID.randomUUID(), "/v1/admin/jobs/{jobId}"), 404, "job_not_found");
         assertThat(send("POST", ADMIN, "/v1/admin/jobs/" + id + "/reconcile", "/v1/admin/jobs/{jobId}/reconcile", null).status())
                 .isEqualTo(200);
         refused(send("POST", ADMIN, "/v1/admin/jobs/" + UUID.randomUUID() + "/redrive", "/v1/admin/jobs/{jobId}/redrive",

@@ -14,7 +14,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Every problem code the source can answer with is documented: the HTTP codes in the Errors section
- * of docs/api.md, the JMS intake's own in docs/jms.md. Read from the source, so a new code without
+ * of docs/api.md, the JMS intake's own in docs/jms.md, the operator console's in docs/console.md. Read from the source, so a new code without
  * a row fails here (ErrorTableTest then asks for a request that produces it).
  */
 class ProblemCodesTest {
@@ -61,6 +61,7 @@ class ProblemCodesTest {
 
         Set<String> documented = new TreeSet<>(documented("docs/api.md", "## Errors"));
         documented.addAll(documented("docs/jms.md", "## JMS intake for legacy producers"));
+        documented.addAll(documented("docs/console.md", "## Who may open it"));
         assertThat(documented).containsAll(source);
     }
 }

@@ -1,0 +1,7 @@
+/**
+ * The operator console (docs/console.md): every tenant's jobs searched and each job's whole story, as pages in the
+ * browser and as the admin API's JSON ({@code GET /v1/admin/jobs}, {@code /v1/admin/jobs/{id}}).
+ *
+ * <p>May use: common, job, api (its replies), notify (a job's webhook deliveries), evaluation (a job's evaluation).
+ */
+package io.jobgate.console;
