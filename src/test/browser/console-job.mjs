@@ -41,7 +41,7 @@ try {
 
   const context = await browser.newContext({
     viewport: { width: 1280, height: 1000 },
-    httpCredentials: { username: 'operator', password: process.env.ADMIN_KEY },
+    httpCredentials: { username: 'oncall-alice', password: process.env.ADMIN_KEY },
   });
   const page = await context.newPage();
   page.setDefaultTimeout(20_000);
@@ -104,6 +104,44 @@ try {
   if (!(colors.bg < 0.1 && colors.contrast >= 4.5)) throw new Error(`dark mode not readable: ${JSON.stringify(colors)}`);
   result.darkContrast = Math.round(colors.contrast * 10) / 10;
   await page.screenshot({ path: `${outDir}/console-job-dark.png`, fullPage: true });
+  await page.emulateMedia({ colorScheme: 'light' });
+
+  // Actions ask first: every confirmation is accepted (and counted).
+  let confirmations = 0;
+  page.on('dialog', async (dialog) => { confirmations += 1; await dialog.accept(); });
+
+  // A failed demo job, redriven from its page, succeeds under its id.
+  if (process.env.FAILED_JOB_ID) {
+    const failed = process.env.FAILED_JOB_ID;
+    await page.goto(`${base}/console/jobs?status=failed`);
+    await page.getByRole('link', { name: failed }).click();
+    await page.waitForURL(new RegExp(`/console/jobs/${failed}$`));
+    const redrive = page.getByRole('form', { name: 'Redrive the job' });
+    await redrive.getByLabel('Reason').fill('the simulator fault was for the first submit only');
+    await redrive.getByRole('button', { name: 'Redrive' }).click();
+    await page.locator('#actions-taken').waitFor({ timeout: 20_000 });
+    await page.waitForFunction(() => document.querySelector('#job-status')?.textContent?.trim() === 'succeeded', null,
+      { timeout: 60_000 });
+    result.redriven = (await page.locator('#actions-taken li').first().innerText()).trim();
+    await page.screenshot({ path: `${outDir}/console-redriven.png`, fullPage: true });
+  }
+
+  // A running canary candidate, stopped from the overview.
+  if (process.env.CANARY_PROVIDER) {
+    const provider = process.env.CANARY_PROVIDER;
+    await page.goto(`${base}/console`);
+    const canary = page.locator(`#canary-${provider}`);
+    for (let i = 0; i < 30 && !(await canary.count()); i += 1) {
+      await page.waitForTimeout(1000); // the canary is recorded within one gates period of the start
+      await page.reload();
+    }
+    await canary.getByRole('button', { name: 'Stop' }).click();
+    await page.waitForFunction((p) => document.querySelector(`#canary-${p} .status`)?.textContent?.trim() === 'stopped',
+      provider, { timeout: 20_000 });
+    result.canary = (await canary.locator('.status').innerText()).trim();
+    await page.screenshot({ path: `${outDir}/console-overview.png`, fullPage: true });
+  }
+  result.confirmations = confirmations;
   if (errors.length) throw new Error(`the page logged errors: ${errors.join('; ')}`);
 } finally {
   await browser.close();

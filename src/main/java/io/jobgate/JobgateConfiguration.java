@@ -175,9 +175,10 @@ public class JobgateConfiguration implements CamelConfiguration {
                 clock, tenants, presets.defaults(), providers, uploads, jobs, admission.service(), meters, adapters.caller(), reconciler,
                 canary, evaluations, webhooks, pools, poolViews, workers);
         // The operator console (docs/console.md) and the admin API's job search and story it shows.
-        io.jobgate.console.ConsoleWiring.bind(context, stores.jdbc(), jobs.store(),
-                new io.jobgate.job.Redrives(stores.jdbc(), stores.transactions(), jobs.transitions()), webhooks.deliveries(), evaluations,
-                stores.s3(), stores.bucket());
+        io.jobgate.console.ConsoleWiring.bind(context, new io.jobgate.console.ConsoleWiring.Parts(stores.jdbc(), jobs.store(),
+                jobs.finalizer(), new io.jobgate.job.Redrives(stores.jdbc(), stores.transactions(), jobs.transitions()), reconciler,
+                webhooks.deliveries(), evaluations, canary.lifecycle(), canary.views(), poolViews, providers, meters::refusalsByTenant,
+                stores.s3(), stores.bucket(), clock));
         // What operators see of them: GET /v1/admin/workers and the jobgate_pull_* series.
         io.jobgate.workers.WorkersWiring.meter(workers, meters, clock,
                 io.jobgate.api.WorkersAdmin.pullMembers(providers).stream().map(Provider::name).toList());

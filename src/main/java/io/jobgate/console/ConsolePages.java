@@ -1,5 +1,6 @@
 package io.jobgate.console;
 
+import io.jobgate.job.JobSearch;
 import java.io.InputStream;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
@@ -57,21 +58,114 @@ public final class ConsolePages {
     private final JobSearch search;
     private final JobStory stories;
     private final JobStore jobs;
+    private final Overview overview;
+    private final Failures failures;
+    private final OperatorActions actions;
     private final S3Client s3;
     private final String bucket;
     private final MustacheFactory templates = new DefaultMustacheFactory("console");
 
-    public ConsolePages(JobSearch search, JobStory stories, JobStore jobs, S3Client s3, String bucket) {
+    public ConsolePages(JobSearch search, JobStory stories, JobStore jobs, Overview overview, Failures failures,
+                        OperatorActions actions, S3Client s3, String bucket) {
         this.search = search;
         this.stories = stories;
         this.jobs = jobs;
+        this.overview = overview;
+        this.failures = failures;
+        this.actions = actions;
         this.s3 = s3;
         this.bucket = bucket;
     }
 
-    /** {@code GET /console}: the jobs page. */
+    /** {@code GET /console}: the overview of tenants, providers, canaries, pools and the last hour. */
     public void home(Exchange exchange) {
-        HttpReply.write(exchange, 303, "text/plain; charset=utf-8", "", Map.of("Location", "/console/jobs"));
+        Map<String, Object> page = new LinkedHashMap<>(overview.now());
+        page.put("canaries", overview.canaries());
+        page.put("title", "Overview");
+        page.put("nav_overview", true);
+        page.put("operator", signedInAs(exchange));
+        page.put("read_shown", shown((String) page.get("read_at")));
+        @SuppressWarnings("unchecked")
+        List<Map<String, Object>> minutes = (List<Map<String, Object>>) page.get("last_hour");
+        page.put("finished_chart", bars(minutes, "jobs", "%,.0f jobs finished in the minute from %s"));
+        page.put("p95_chart", bars(minutes, "p95_seconds", "p95 accept to final %.2f s in the minute from %s"));
+        page.put("finished_total", minutes.stream().mapToLong(m -> (Long) m.get("jobs")).sum());
+        page.put("minutes", minutes.stream().map(m -> {
+            Map<String, Object> row = new LinkedHashMap<>(m);
+            row.put("shown", shown((String) m.get("minute")));
+            row.put("p95", String.format("%.2f", (Double) m.get("p95_seconds")));
+            return row;
+        }).toList());
+        render(exchange, 200, "overview.mustache", page);
+    }
+
+    /** {@code GET /console/failures?since=24h}: failed jobs and dead deliveries, grouped, each group with a sample. */
+    public void failures(Exchange exchange) {
+        String sinceParam = exchange.getIn().getHeader("since", String.class);
+        Instant since = since(sinceParam);
+        Map<String, Object> page = new LinkedHashMap<>();
+        page.put("title", "Failures");
+        page.put("nav_failures", true);
+        page.put("operator", signedInAs(exchange));
+        page.put("since", sinceParam == null || sinceParam.isBlank() ? "24h" : sinceParam.strip());
+        page.put("since_shown", shown(since.toString()));
+        List<Map<String, Object>> groups = failures.failedJobs(since);
+        page.put("groups", groups);
+        page.put("any_groups", !groups.isEmpty());
+        List<Map<String, Object>> dead = failures.deadDeliveries();
+        page.put("dead", dead);
+        page.put("any_dead", !dead.isEmpty());
+        render(exchange, 200, "failures.mustache", page);
+    }
+
+    /** A time ago ({@code 1h}, {@code 24h}, {@code 7d}; 24 hours when not said) or an RFC 3339 instant. */
+    static Instant since(String text) {
+        String t = text == null || text.isBlank() ? "24h" : text.strip();
+        java.util.regex.Matcher ago = java.util.regex.Pattern.compile("([1-9][0-9]{0,3})([hd])").matcher(t);
+        if (ago.matches()) {
+            long n = Long.parseLong(ago.group(1));
+            return Instant.now().minus(ago.group(2).equals("h") ? java.time.Duration.ofHours(n) : java.time.Duration.ofDays(n));
+        }
+        try {
+            return java.time.OffsetDateTime.parse(t).toInstant();
+        } catch (java.time.format.DateTimeParseException e) {
+            throw ApiProblem.of(400, "invalid_parameter", "'since' is a time ago (1h, 24h, 7d) or an RFC 3339 instant.")
+                    .with("field", "since");
+        }
+    }
+
+    /** The name the operator signed in with (HTTP Basic's user), or null: the name an action is recorded under by default. */
+    static String signedInAs(Exchange exchange) {
+        String authorization = exchange.getIn().getHeader("Authorization", String.class);
+        if (authorization == null || !authorization.regionMatches(true, 0, "Basic ", 0, 6)) {
+            return null;
+        }
+        try {
+            String pair = new String(java.util.Base64.getDecoder().decode(authorization.substring(6).trim()), StandardCharsets.UTF_8);
+            int colon = pair.indexOf(':');
+            String user = colon < 0 ? "" : pair.substring(0, colon).strip();
+            return user.isEmpty() || user.length() > OperatorActions.MAX_OPERATOR ? null : user;
+        } catch (IllegalArgumentException e) {
+            return null;
+        }
+    }
+
+    /** Bars of one value per minute, scaled to the largest, each with its words for a screen reader and a tooltip. */
+    private static List<Map<String, Object>> bars(List<Map<String, Object>> minutes, String value, String words) {
+        double max = minutes.stream().mapToDouble(m -> ((Number) m.get(value)).doubleValue()).max().orElse(0);
+        List<Map<String, Object>> bars = new ArrayList<>();
+        Instant end = Instant.now().truncatedTo(java.time.temporal.ChronoUnit.MINUTES);
+        for (Map<String, Object> m : minutes) {
+            long slot = 59 - java.time.Duration.between(Instant.parse((String) m.get("minute")), end).toMinutes();
+            if (slot < 0 || slot > 59) {
+                continue;
+            }
+            double v = ((Number) m.get(value)).doubleValue();
+            int height = max <= 0 ? 0 : (int) Math.max(1, Math.round(100 * v / max));
+            bars.add(Map.of("x", slot * 10, "y", 110 - height, "height", height,
+                    "label", String.format(words, v, shown((String) m.get("minute")))));
+        }
+        return bars;
     }
 
     /** {@code GET /console/jobs}: the search form, a page of jobs and the way to the next. */
@@ -131,6 +225,14 @@ public final class ConsolePages {
         page.put("any_deliveries", !((List<?>) story.get("deliveries")).isEmpty());
         page.put("any_evaluations", !((List<?>) story.get("evaluations")).isEmpty());
         page.put("any_redrives", !((List<?>) story.get("redrives")).isEmpty());
+        page.put("operator", signedInAs(exchange));
+        page.put("can_cancel", !status.terminal());
+        page.put("can_redrive", status == JobStatus.FAILED);
+        page.put("can_reconcile", JobStatus.AT_PROVIDER.contains(status));
+        page.put("no_action", status.terminal() && status != JobStatus.FAILED);
+        List<Map<String, Object>> taken = actions.ofJob(id);
+        page.put("actions_taken", taken);
+        page.put("any_actions_taken", !taken.isEmpty());
         @SuppressWarnings("unchecked")
         Map<String, Object> manifest = (Map<String, Object>) story.get("manifest");
         page.put("manifest_lines", manifest == null ? List.of() : manifest.entrySet().stream()

@@ -35,16 +35,18 @@ public final class JobStory {
     private final Redrives redrives;
     private final WebhookDeliveries deliveries;
     private final Evaluations evaluations;
+    private final OperatorActions actions;
     private final S3Client s3;
     private final String bucket;
 
     public JobStory(JdbcTemplate jdbc, JobStore jobs, Redrives redrives, WebhookDeliveries deliveries, Evaluations evaluations,
-                    S3Client s3, String bucket) {
+                    OperatorActions actions, S3Client s3, String bucket) {
         this.jdbc = jdbc;
         this.jobs = jobs;
         this.redrives = redrives;
         this.deliveries = deliveries;
         this.evaluations = evaluations;
+        this.actions = actions;
         this.s3 = s3;
         this.bucket = bucket;
     }
@@ -84,9 +86,11 @@ public final class JobStory {
             return v;
         }).toList();
         story.put("evaluations", evaluated);
+        List<Map<String, Object>> taken = actions.ofJob(job.id());
+        story.put("operator_actions", taken);
         story.put("summary_job", summaryJob(job));
         story.put("manifest", manifest(job));
-        story.put("timeline", timeline(job, attempts, redriven, ledger, sent, evaluated));
+        story.put("timeline", timeline(job, attempts, redriven, ledger, sent, evaluated, taken));
         return story;
     }
 
@@ -112,12 +116,8 @@ public final class JobStory {
 
     /** The summary job a transcription job ordered (docs/summaries.md), if any: its id and status. */
     private Map<String, Object> summaryJob(Job job) {
-        return jdbc.query("SELECT job_id, status FROM jobs WHERE parent_job_id = ?", (rs, i) -> {
-            Map<String, Object> v = new LinkedHashMap<>();
-            v.put("job_id", rs.getObject("job_id", UUID.class).toString());
-            v.put("status", rs.getString("status"));
-            return v;
-        }, job.id()).stream().findFirst().orElse(null);
+        return jobs.summaryOf(job.id()).map(s -> Map.<String, Object>of("job_id", s.id().toString(), "status", s.status().wire()))
+                .orElse(null);
     }
 
     /** The evaluation manifest beside the output (docs/evaluation.md), without its expected values or storage key. */
@@ -147,7 +147,7 @@ public final class JobStory {
     /** Everything that happened to the job, oldest first: {@code at}, {@code what}, {@code detail}. */
     private static List<Map<String, Object>> timeline(Job job, List<Map<String, Object>> attempts, List<Map<String, Object>> redriven,
                                                       List<Map<String, Object>> ledger, List<Map<String, Object>> sent,
-                                                      List<Map<String, Object>> evaluated) {
+                                                      List<Map<String, Object>> evaluated, List<Map<String, Object>> taken) {
         List<Map<String, Object>> events = new ArrayList<>();
         event(events, job.createdAt().toString(), "accepted", "preset " + job.presetId() + " v" + job.presetVersion()
                 + (job.pool() != null ? ", pool " + job.pool() : ", provider " + job.provider()));
@@ -179,6 +179,11 @@ public final class JobStory {
         }
         for (Map<String, Object> d : sent) {
             event(events, (String) d.get("created_at"), "webhook " + d.get("event_type"), "to " + d.get("url") + ": " + d.get("state"));
+        }
+        for (Map<String, Object> a : taken) {
+            if (!"redrive".equals(a.get("action"))) { // a redrive is on the timeline as the job's own
+                event(events, (String) a.get("at"), a.get("action") + " by " + a.get("operator"), String.valueOf(a.get("outcome")));
+            }
         }
         if (job.finalizedAt() != null) {
             event(events, job.finalizedAt().toString(), job.status().wire(), job.errorCategory() == null ? "" : job.errorCategory());

@@ -1,5 +1,6 @@
 package io.jobgate.console;
 
+import io.jobgate.job.JobSearch;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;

@@ -1,5 +1,6 @@
 package io.jobgate.console;
 
+import io.jobgate.job.JobSearch;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.time.ZoneOffset;

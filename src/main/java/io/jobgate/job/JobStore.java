@@ -109,6 +109,11 @@ public final class JobStore {
                 (rs, i) -> rs.getObject(1, UUID.class), ids.toString(), TERMINAL);
     }
 
+    /** The summary job a transcription job ordered (docs/summaries.md), if it has one (operator endpoints only). */
+    public Optional<Job> summaryOf(UUID transcriptionJobId) {
+        return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE parent_job_id = ?", JobStore::map, transcriptionJobId).stream().findFirst();
+    }
+
     /** Any tenant's job (operator endpoints only). */
     public Optional<Job> findAny(UUID jobId) {
         return jdbc.query("SELECT " + COLUMNS + " FROM jobs WHERE job_id = ?", JobStore::map, jobId).stream().findFirst();

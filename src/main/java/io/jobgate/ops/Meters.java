@@ -113,6 +113,15 @@ public final class Meters {
                 "tenant", tenant == null ? "" : tenant, "code", code).increment();
     }
 
+    /** Refused admissions per tenant, since this instance started (the operator console's overview). */
+    public java.util.Map<String, Long> refusalsByTenant() {
+        java.util.Map<String, Long> byTenant = new java.util.TreeMap<>();
+        for (Counter c : registry().find("jobgate_admission_refusals_total").counters()) {
+            byTenant.merge(String.valueOf(c.getId().getTag("tenant")), (long) c.count(), Long::sum);
+        }
+        return byTenant;
+    }
+
     /** Units of a succeeded job ({@code image}, {@code audio_minute}): attempts per unit is a ratio of two series. */
     public void unitsCompleted(String provider, String tenant, String unit, double units) {
         counter("jobgate_completed_units_total", "units of succeeded jobs", "provider", provider, "tenant", tenant, "unit", unit)

@@ -238,6 +238,91 @@ class ConsoleTest extends GatewayTestBase {
         assertThat(console("Bearer " + ADMIN, "/console/jobs").status()).as("the admin key as a bearer token").isEqualTo(200);
     }
 
+    /** An action as the console's page posts it: htmx's header, the admin signed in as {@code operator}. */
+    ApiClient.Response act(String path, String form, String... headers) {
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(api.base() + path))
+                .header("Authorization", "Basic " + Base64.getEncoder().encodeToString(("alice:" + ADMIN).getBytes(StandardCharsets.UTF_8)))
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .POST(HttpRequest.BodyPublishers.ofString(form));
+        if (headers.length == 0) {
+            request.header("HX-Request", "true");
+        }
+        for (int i = 0; i + 1 < headers.length; i += 2) {
+            request.header(headers[i], headers[i + 1]);
+        }
+        return api.send(request.build());
+    }
+
+    @Test
+    void anOperatorRedrivesAFailedJobFromItsPageAndTheActionIsRecordedWithWhoDidIt() {
+        Submitted refused = submit(ACME, false);
+        String path = "/console/jobs/" + refused.id() + "/redrive";
+
+        // Only the console's own page may post it: not a form of another site, nor a request without htmx's header.
+        for (String[] foreign : new String[][] {{"Origin", "https://elsewhere.example"}, {"HX-Request", "true", "Origin", "https://elsewhere.example"},
+                {"HX-Request", "true", "Sec-Fetch-Site", "cross-site"}}) {
+            ApiClient.Response r = act(path, "reason=x", foreign);
+            assertThat(r.status()).as(String.join(" ", foreign) + ": " + r.text()).isEqualTo(403);
+            assertThat(r.text()).contains("cross_site_refused");
+        }
+        assertThat(admin("/v1/admin/jobs/" + refused.id()).json().path("job").path("status").asText()).isEqualTo("failed");
+        assertThat(io.jobgate.support.Db.rows("SELECT * FROM operator_actions WHERE job_id = '" + refused.id() + "'")).isEmpty();
+
+        // The provider renders it now; the redrive gives it a new attempt under its id, recorded as alice's.
+        fake.stubFor(post(PATH).withRequestBody(containing(refused.tag())).atPriority(1).willReturn(aResponse().withStatus(200)
+                .withHeader("Content-Type", "application/json").withBody("{\"created\": 1, \"data\": [{\"b64_json\": \""
+                        + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}")));
+        ApiClient.Response done = act(path, "operator=&reason=provider+fixed");
+        assertThat(done.status()).as(done.text()).isEqualTo(200);
+        assertThat(done.header("HX-Redirect")).isEqualTo("/console/jobs/" + refused.id());
+        assertThat(done.text()).contains("redrive 1");
+        Jobs.awaitStatus(refused.id(), "succeeded");
+        JsonNode story = admin("/v1/admin/jobs/" + refused.id()).json();
+        assertThat(story.path("redrives").get(0).path("operator").asText()).isEqualTo("alice");
+        assertThat(story.path("operator_actions").get(0).path("action").asText()).isEqualTo("redrive");
+        assertThat(story.path("operator_actions").get(0).path("operator").asText()).isEqualTo("alice");
+        assertThat(story.path("operator_actions").get(0).path("reason").asText()).isEqualTo("provider fixed");
+        ApiClient.Response page = console(basic(ADMIN), "/console/jobs/" + refused.id());
+        assertThat(page.text()).contains("id=\"actions-taken\"").contains("redrive by alice");
+
+        // A second redrive of the job, now succeeded, is refused and records nothing.
+        ApiClient.Response again = act(path, "operator=bob");
+        assertThat(again.status()).isEqualTo(409);
+        assertThat(again.text()).contains("not_redrivable");
+        assertThat(io.jobgate.support.Db.rows("SELECT * FROM operator_actions WHERE job_id = '" + refused.id() + "'")).hasSize(1);
+        // Nor may a job that is not waiting on its provider be reconciled, nor a final one cancelled.
+        assertThat(act("/console/jobs/" + refused.id() + "/reconcile", "operator=bob").text()).contains("not_at_provider");
+        assertThat(act("/console/jobs/" + refused.id() + "/cancel", "operator=bob").text()).contains("not_cancellable");
+    }
+
+    @Test
+    void theFailuresPageGroupsFailedJobsAndAGroupIsRedrivenAtOnce() {
+        Submitted one = submit(GLOBEX, false);
+        Submitted two = submit(GLOBEX, false);
+        ApiClient.Response page = console(basic(ADMIN), "/console/failures?since=1h");
+        assertThat(page.status()).as(page.text()).isEqualTo(200);
+        assertThat(page.text()).contains("id=\"failed-groups\"").contains("terminal_request");
+
+        for (Submitted s : List.of(one, two)) {
+            fake.stubFor(post(PATH).withRequestBody(containing(s.tag())).atPriority(1).willReturn(aResponse().withStatus(200)
+                    .withHeader("Content-Type", "application/json").withBody("{\"created\": 1, \"data\": [{\"b64_json\": \""
+                            + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}")));
+        }
+        String message = admin("/v1/admin/jobs/" + one.id()).json().path("job").path("error").path("message").asText();
+        ApiClient.Response done = act("/console/failures/redrive", "category=terminal_request&since=1h&operator=carol&message="
+                + java.net.URLEncoder.encode(message.length() > Failures.MESSAGE_HEAD ? message.substring(0, Failures.MESSAGE_HEAD) : message,
+                StandardCharsets.UTF_8));
+        assertThat(done.status()).as(done.text()).isEqualTo(200);
+        assertThat(done.text()).containsPattern("[1-9][0-9]* redriven");
+        Jobs.awaitStatus(one.id(), "succeeded");
+        Jobs.awaitStatus(two.id(), "succeeded");
+        assertThat(admin("/v1/admin/jobs/" + two.id()).json().path("operator_actions").get(0).path("operator").asText()).isEqualTo("carol");
+
+        ApiClient.Response overview = console(basic(ADMIN), "/console");
+        assertThat(overview.status()).as(overview.text()).isEqualTo(200);
+        assertThat(overview.text()).contains("id=\"tenants\"").contains("id=\"providers\"").contains("fakeimg").contains("globex");
+    }
+
     @Test
     void beyondThisMachineTheConsoleAnswersOnlyWithAnAdminKeyOfYourOwn() {
         String demo = Digests.sha256Hex("dev-admin-key");

@@ -41,6 +41,11 @@ class JobTablesDoorTest {
             entry("src/main/java/io/jobgate/usage/UsageRollups.java", "the usage read model's rollup of ledger lines by job"),
             entry("src/main/java/io/jobgate/evaluation/Evaluations.java", "reads the outputs of attempts to score them (read only)"),
             entry("src/main/java/io/jobgate/summary/SummaryOrders.java", "a summary is ordered once its transcript's job ended (read only)"),
+            entry("src/main/java/io/jobgate/console/Overview.java",
+                    "the operator console's overview, read only and at most every 5 s for all viewers: open jobs by tenant and status, "
+                            + "succeeded jobs per minute of the last hour"),
+            entry("src/main/java/io/jobgate/console/Failures.java",
+                    "the operator console's failures, read only: failed jobs grouped by category and message, a group's ids to redrive"),
             entry("src/main/java/io/jobgate/canary/CanaryStore.java",
                     "counts of a candidate's attempts, read only: its gates' window and quality, its first sample, the operator's view"));
 

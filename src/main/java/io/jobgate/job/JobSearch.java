@@ -1,4 +1,4 @@
-package io.jobgate.console;
+package io.jobgate.job;
 
 import java.time.Instant;
 import java.util.ArrayList;
@@ -6,13 +6,10 @@ import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 
-import io.jobgate.job.Job;
-import io.jobgate.job.JobStatus;
-import io.jobgate.job.JobStore;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
- * The operator's job search, over every tenant: by filters, newest first, a page at a time; or one job found by its id
+ * The operator's job search (the console and {@code GET /v1/admin/jobs}), over every tenant: by filters, newest first, a page at a time; or one job found by its id
  * or its idempotency key. Job ids are UUID version 7 ({@code job.JobIds}), so "newest first" and a time range are ranges
  * of the primary key, and the next page starts below the last id shown (a cursor, stable while jobs arrive). Each filter
  * narrows what an index already orders: a tenant (with or without a status) has its listing index, failed and cancelled
@@ -126,7 +123,7 @@ public final class JobSearch {
     }
 
     /** The lowest UUID version 7 of the millisecond {@code at}: every job created at or after it has an id at or above. */
-    static UUID firstIdAt(Instant at) {
+    public static UUID firstIdAt(Instant at) {
         return new UUID(Math.max(0, at.toEpochMilli()) << 16, 0L);
     }
 
