@@ -76,6 +76,7 @@ try {
   result.attempts = await attempts.count();
   if (result.attempts < 1) throw new Error('no attempt on the job\'s page');
   result.outcome = (await attempts.first().locator('td').nth(6).innerText()).trim();
+  result.revision = (await attempts.first().locator('td').nth(2).innerText()).trim();
   const image = page.locator('#output-image');
   await image.waitFor();
   await page.waitForFunction(() => {

@@ -144,7 +144,7 @@ class ConsoleBrowserIT {
             assertThat(script.exitValue()).as("%s%ngateway log:%n%s", output, Files.readString(log)).isZero();
             // The simulator answers a submit as an asynchronous provider does: the attempt is pending, its webhook ends the job.
             assertThat(output).contains("\"status\":\"succeeded\"").contains("\"outcome\":\"pending\"")
-                    .contains("\"image\":\"1024x1536\"").contains("\"no key\":401").contains("\"tenant key\":401");
+                    .contains("\"image\":\"1024x1536\"").containsPattern("\"revision\":\"simulator-1@[0-9a-f]+\\s*\\(stable\\)\"").contains("\"no key\":401").contains("\"tenant key\":401");
             assertThat(output).contains("\"canary\":\"stopped\"").containsPattern("\"redriven\":\"[^\"]*redrive by oncall-alice")
                     .contains("\"confirmations\":2");
             assertThat(api.get(ACME, "/v1/jobs/" + failedId).status() == 200

@@ -27,7 +27,7 @@ import org.apache.camel.main.Main;
  * listing, usage and processing figures fresh and again with a seeded history, as ratios ({@link HistoryBench}).
  * {@code --peers} (or {@code --only peers}) also runs db-scheduler and JobRunr on the same PostgreSQL and
  * prints them beside the run's admission and drain figures ({@link PeerBench}).
- * {@code --only inflight [--latency-seconds 30] [--inflight 2000] [--jobs 3 × inflight] [--tenants 10] [--clients 16]
+ * {@code --only inflight [--latency-seconds 30] [--inflight 2000] [--jobs 3 × inflight] [--tenants 10] [--clients 16] [--warm-up N] [--warm-up-rounds 10]
  * [--java PATH] [--peers jobrunr] [--repeat N]}: calls in flight against a slow provider, the gateway and JobRunr each in a
  * process of its own ({@link InflightBench}). {@code --only sustained [--rates 25,50,100,150,200,250]
  * [--step-seconds 45] [--warm-up-seconds 45] [--latency-seconds 0] [--max-concurrency 64] [--tenants 10] [--peers [jobrunr,db-scheduler]]}: open-loop arrivals at stepped
@@ -77,8 +77,9 @@ public final class Bench {
 
             the gateway as its own process, a slow provider stand-in beside it:
               --only inflight        calls in flight at a provider's latency   --latency-seconds 10 --inflight 2000
-                                                                               --jobs N --warm-up N --clients N
-                                                                               --tenants N --repeat 1 [--peers jobrunr]
+                                                                               --jobs N --warm-up N --warm-up-rounds 10
+                                                                               --clients N --tenants N --repeat 1
+                                                                               [--peers jobrunr]
                                                                                [--peer-unbounded true]: the peer not held
                                                                                to --inflight calls
               --only sustained       open-loop arrivals, rate by rate          --rates 25,50,100,150,200,250

@@ -66,6 +66,7 @@ final class InflightBench {
         this.tenants = Integer.parseInt(opts.getOrDefault("tenants", "10"));
         this.clients = Integer.parseInt(opts.getOrDefault("clients", "16"));
         this.warmUpRound = Integer.parseInt(opts.getOrDefault("warm-up", Integer.toString(Math.max(400, inflight))));
+        this.warmUpRounds = Math.max(1, Integer.parseInt(opts.getOrDefault("warm-up-rounds", Integer.toString(MAX_WARM_UP_ROUNDS))));
         this.peerUnbounded = opts.containsKey("peer-unbounded");
         this.repeat = Integer.parseInt(opts.getOrDefault("repeat", "1"));
     }
@@ -78,12 +79,14 @@ final class InflightBench {
      * (or JobRunr) that has run for a while, its code compiled by the JIT, as users meet it after its first
      * minutes. Rounds of {@code --warm-up} jobs run until the gateway's JIT spent less than
      * {@link #QUIET_JIT} of a round compiling (its {@code TotalCompilationTime}, read over Jolokia), at most
-     * {@link #MAX_WARM_UP_ROUNDS}, each followed by a pause until the compilers are done: a single round of 400
+     * {@link #MAX_WARM_UP_ROUNDS} ({@code --warm-up-rounds}: fewer, for a run that checks the command, not the figures), each
+     * followed by a pause until the compilers are done: a single round of 400
      * jobs left the C2 compiler busy through the measured run's first seconds (several seconds of compilations
      * over 100 ms each in a flight recording), so the figure was the JIT's as much as the gateway's. JobRunr runs as many warm-up jobs as the gateway needed;
      * {@code --warm-up 0} measures fresh JVMs.
      */
     private final int warmUpRound;
+    private final int warmUpRounds;
     private int warmedUpJobs;
     static final long WARM_UP_LATENCY_MS = 200;
     static final double QUIET_JIT = 0.05;
@@ -195,7 +198,7 @@ final class InflightBench {
                 System.out.printf("  jobgate: warm-up round %d, %,d jobs (calls of %d ms) in %.1f s, unmeasured; its compilers' time "
                                 + "%.0f %% of it, then %.1f s until they were done%n", round, warmUpRound, WARM_UP_LATENCY_MS,
                         roundMillis / 1000.0, 100 * compiling, settled);
-                if (compiling < QUIET_JIT || round == MAX_WARM_UP_ROUNDS) {
+                if (compiling < QUIET_JIT || round >= warmUpRounds) {
                     break;
                 }
             }

@@ -225,6 +225,7 @@ public final class ConsolePages {
         page.put("any_deliveries", !((List<?>) story.get("deliveries")).isEmpty());
         page.put("any_evaluations", !((List<?>) story.get("evaluations")).isEmpty());
         page.put("any_redrives", !((List<?>) story.get("redrives")).isEmpty());
+        page.put("any_webhooks", !((List<?>) story.get("webhooks_received")).isEmpty());
         page.put("operator", signedInAs(exchange));
         page.put("can_cancel", !status.terminal());
         page.put("can_redrive", status == JobStatus.FAILED);

@@ -22,8 +22,8 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * A job's whole story, for an operator: the job as its tenant sees it, every attempt (revision, timings, outcome,
- * category, HTTP status, provider request id), its redrives, its ledger lines, its webhook deliveries and their
+ * A job's whole story, for an operator: the job as its tenant sees it, every attempt (revision and its role, timings,
+ * outcome, category, HTTP status, provider request id), the providers' webhooks about it, its redrives, its ledger lines, its webhook deliveries and their
  * attempts, its summary job, its output's manifest and evaluation, and one timeline of all of these. Never a prompt or
  * a secret, as in the logs: no inputs, no stored request, no reply excerpt, no evaluation's extracted fields, no
  * manifest's expected values, no storage key, no lease token.
@@ -59,8 +59,10 @@ public final class JobStory {
     Map<String, Object> of(Job job) {
         Map<String, Object> story = new LinkedHashMap<>();
         story.put("job", view(job));
+        Map<Integer, String> roles = jobs.revisionRoles(job.id());
         List<Map<String, Object>> attempts = jobs.attempts(job.id()).stream().map(a -> {
             Map<String, Object> v = new LinkedHashMap<>(JobView.attempt(a, false));
+            v.put("revision_role", roles.get(a.attempt()));
             v.put("worker", a.worker());
             return v;
         }).toList();
@@ -78,6 +80,8 @@ public final class JobStory {
         story.put("redrives", redriven);
         List<Map<String, Object>> ledger = ledger(job.id());
         story.put("ledger", ledger);
+        List<Map<String, Object>> webhooks = webhooksReceived(job);
+        story.put("webhooks_received", webhooks);
         List<Map<String, Object>> sent = deliveries.ofJob(job.id());
         story.put("deliveries", sent);
         List<Map<String, Object>> evaluated = evaluations == null ? List.of() : evaluations.ofJob(job.id()).stream().map(e -> {
@@ -90,13 +94,31 @@ public final class JobStory {
         story.put("operator_actions", taken);
         story.put("summary_job", summaryJob(job));
         story.put("manifest", manifest(job));
-        story.put("timeline", timeline(job, attempts, redriven, ledger, sent, evaluated, taken));
+        story.put("timeline", timeline(job, attempts, redriven, ledger, sent, evaluated, taken, webhooks));
         return story;
     }
 
     /** The job as its tenant reads it ({@code GET /v1/jobs/{id}}), as a map. */
     private static Map<String, Object> view(Job job) {
         return Json.MAPPER.convertValue(JobView.of(job), new TypeReference<Map<String, Object>>() { });
+    }
+
+    /**
+     * The providers' webhooks about the job (evidence the reconciler applied, and what it made of it), read by the time
+     * they arrived within the job's life (the receipts' index by time) rather than by a job index the hot path would
+     * write for every webhook. Kept as long as retention keeps receipts.
+     */
+    private List<Map<String, Object>> webhooksReceived(Job job) {
+        java.time.Instant until = (job.finalizedAt() != null ? job.finalizedAt() : java.time.Instant.now()).plus(java.time.Duration.ofHours(1));
+        return jdbc.query("SELECT provider, webhook_id, outcome, received_at FROM webhook_receipts"
+                + " WHERE received_at >= ? AND received_at <= ? AND job_id = ? ORDER BY received_at", (rs, i) -> {
+                    Map<String, Object> w = new LinkedHashMap<>();
+                    w.put("provider", rs.getString("provider"));
+                    w.put("webhook_id", rs.getString("webhook_id"));
+                    w.put("outcome", rs.getString("outcome"));
+                    w.put("received_at", rs.getTimestamp("received_at").toInstant().toString());
+                    return w;
+                }, java.sql.Timestamp.from(job.createdAt()), java.sql.Timestamp.from(until), job.id());
     }
 
     private List<Map<String, Object>> ledger(UUID jobId) {
@@ -147,7 +169,8 @@ public final class JobStory {
     /** Everything that happened to the job, oldest first: {@code at}, {@code what}, {@code detail}. */
     private static List<Map<String, Object>> timeline(Job job, List<Map<String, Object>> attempts, List<Map<String, Object>> redriven,
                                                       List<Map<String, Object>> ledger, List<Map<String, Object>> sent,
-                                                      List<Map<String, Object>> evaluated, List<Map<String, Object>> taken) {
+                                                      List<Map<String, Object>> evaluated, List<Map<String, Object>> taken,
+                                                      List<Map<String, Object>> webhooks) {
         List<Map<String, Object>> events = new ArrayList<>();
         event(events, job.createdAt().toString(), "accepted", "preset " + job.presetId() + " v" + job.presetVersion()
                 + (job.pool() != null ? ", pool " + job.pool() : ", provider " + job.provider()));
@@ -179,6 +202,9 @@ public final class JobStory {
         }
         for (Map<String, Object> d : sent) {
             event(events, (String) d.get("created_at"), "webhook " + d.get("event_type"), "to " + d.get("url") + ": " + d.get("state"));
+        }
+        for (Map<String, Object> w : webhooks) {
+            event(events, (String) w.get("received_at"), "webhook from " + w.get("provider"), String.valueOf(w.get("outcome")));
         }
         for (Map<String, Object> a : taken) {
             if (!"redrive".equals(a.get("action"))) { // a redrive is on the timeline as the job's own

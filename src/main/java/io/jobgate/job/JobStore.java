@@ -6,6 +6,7 @@ import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 
@@ -107,6 +108,15 @@ public final class JobStore {
                 + " AND NOT EXISTS (SELECT 1 FROM job_summaries s LEFT JOIN jobs c ON c.job_id = s.summary_job_id"
                 + " WHERE s.job_id = j.job_id AND (s.state = 'waiting' OR (s.state = 'ordered' AND c.finalized_at IS NULL)))",
                 (rs, i) -> rs.getObject(1, UUID.class), ids.toString(), TERMINAL);
+    }
+
+    /** Each attempt's revision role ({@code stable}, {@code candidate}; V35), by attempt number (operator endpoints only). */
+    public Map<Integer, String> revisionRoles(UUID jobId) {
+        Map<Integer, String> roles = new java.util.TreeMap<>();
+        jdbc.query("SELECT attempt, revision_role FROM attempts WHERE job_id = ?", rs -> {
+            roles.put(rs.getInt("attempt"), rs.getString("revision_role"));
+        }, jobId);
+        return roles;
     }
 
     /** The summary job a transcription job ordered (docs/summaries.md), if it has one (operator endpoints only). */

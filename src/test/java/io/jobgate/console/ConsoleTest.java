@@ -183,6 +183,15 @@ class ConsoleTest extends GatewayTestBase {
         failed.path("ledger").forEach(l -> entries.add(l.path("entry_type").asText()));
         assertThat(entries).containsExactly("debit", "refund");
 
+        // A provider's webhook about the job is evidence the story shows, with what the reconciler made of it.
+        io.jobgate.support.Db.update("INSERT INTO webhook_receipts (provider, webhook_id, job_id, outcome) VALUES ('fakeimg', ?, ?, 'ignored: final')",
+                "wh-" + ok.id(), ok.id());
+        JsonNode received = admin("/v1/admin/jobs/" + ok.id()).json();
+        assertThat(received.path("webhooks_received").get(0).path("webhook_id").asText()).isEqualTo("wh-" + ok.id());
+        assertThat(received.path("webhooks_received").get(0).path("outcome").asText()).isEqualTo("ignored: final");
+        assertThat(console(basic(ADMIN), "/console/jobs/" + ok.id()).text()).contains("id=\"webhooks-received\"").contains("wh-" + ok.id());
+        assertThat(received.path("attempts").get(0).path("revision_role").asText()).isEqualTo("stable");
+
         ApiClient.Response missing = admin("/v1/admin/jobs/" + UUID.randomUUID());
         assertThat(missing.status()).isEqualTo(404);
         assertThat(missing.code()).isEqualTo("job_not_found");
