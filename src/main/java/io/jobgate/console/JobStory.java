@@ -82,6 +82,8 @@ public final class JobStory {
         story.put("ledger", ledger);
         List<Map<String, Object>> webhooks = webhooksReceived(job);
         story.put("webhooks_received", webhooks);
+        // The lookups the poller made (their answers decided the attempt's outcome above; each is not kept on its own).
+        story.put("lookups", jobs.lookups(job.id()));
         List<Map<String, Object>> sent = deliveries.ofJob(job.id());
         story.put("deliveries", sent);
         List<Map<String, Object>> evaluated = evaluations == null ? List.of() : evaluations.ofJob(job.id()).stream().map(e -> {

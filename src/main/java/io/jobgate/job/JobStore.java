@@ -110,6 +110,20 @@ public final class JobStore {
                 (rs, i) -> rs.getObject(1, UUID.class), ids.toString(), TERMINAL);
     }
 
+    /**
+     * The lookups its provider was asked about the job (the poller's, counted as it claims them; V4) and when the next
+     * is due, while it waits on its provider: {@code checks}, {@code next_check_at} (null when none is due).
+     */
+    public Map<String, Object> lookups(UUID jobId) {
+        return jdbc.query("SELECT checks, next_check_at FROM jobs WHERE job_id = ?", (rs, i) -> {
+            Map<String, Object> v = new java.util.LinkedHashMap<>();
+            v.put("lookups", rs.getInt("checks"));
+            java.sql.Timestamp next = rs.getTimestamp("next_check_at");
+            v.put("next_lookup_at", next == null ? null : next.toInstant().toString());
+            return v;
+        }, jobId).stream().findFirst().orElse(Map.of());
+    }
+
     /** Each attempt's revision role ({@code stable}, {@code candidate}; V35), by attempt number (operator endpoints only). */
     public Map<Integer, String> revisionRoles(UUID jobId) {
         Map<Integer, String> roles = new java.util.TreeMap<>();

@@ -191,6 +191,7 @@ class ConsoleTest extends GatewayTestBase {
         assertThat(received.path("webhooks_received").get(0).path("outcome").asText()).isEqualTo("ignored: final");
         assertThat(console(basic(ADMIN), "/console/jobs/" + ok.id()).text()).contains("id=\"webhooks-received\"").contains("wh-" + ok.id());
         assertThat(received.path("attempts").get(0).path("revision_role").asText()).isEqualTo("stable");
+        assertThat(received.path("lookups").path("lookups").asInt()).as("a provider that answered at once was not looked up").isZero();
 
         ApiClient.Response missing = admin("/v1/admin/jobs/" + UUID.randomUUID());
         assertThat(missing.status()).isEqualTo(404);
