@@ -18,7 +18,7 @@ import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
  * The console's overview (docs/console.md): per tenant, its open jobs by status, its oldest job waiting to run and its
- * refusals; per provider, its calls in flight and its gate; the pools; finished jobs and p95 accept to final per minute
+ * refusals; per provider, its calls in flight and its gate; per pool, its members' state and calls in flight; finished jobs and p95 accept to final per minute
  * over the last hour. Read at most once per {@link #FRESH} for every viewer together: the page's refreshes never make a
  * query per viewer on the hot tables. The canary candidates are read at each call ({@link #canaries}).
  */
@@ -60,9 +60,13 @@ public final class Overview {
         Map<String, Object> o = new LinkedHashMap<>();
         o.put("read_at", at.toString());
         o.put("tenants", tenants(at));
-        o.put("providers", providers());
-        o.put("pools", pools.list().stream().map(p -> Map.of("name", p.name(), "kind", p.kind(), "members",
-                p.members().stream().map(m -> Map.of("provider", m.provider(), "state", m.state())).toList())).toList());
+        Map<String, Long> inFlight = inFlight();
+        o.put("providers", providers(inFlight));
+        // A pool's calls in flight: its members' (a member's calls are its own whichever pool placed them).
+        o.put("pools", pools.list().stream().map(p -> Map.of("name", p.name(), "kind", p.kind(),
+                "in_flight", p.members().stream().mapToLong(m -> inFlight.getOrDefault(m.provider(), 0L)).sum(),
+                "members", p.members().stream().map(m -> Map.of("provider", m.provider(), "state", m.state(),
+                        "in_flight", inFlight.getOrDefault(m.provider(), 0L))).toList())).toList());
         o.put("last_hour", lastHour(at));
         return o;
     }
@@ -100,10 +104,15 @@ public final class Overview {
     }
 
     /** Each provider's calls in flight (its slots taken) and its gate: open, or closed until when and why. */
-    private List<Map<String, Object>> providers() {
+    /** Each provider's calls in flight: its slots taken. */
+    private Map<String, Long> inFlight() {
         Map<String, Long> inFlight = new TreeMap<>();
         jdbc.query("SELECT provider, count(*) AS taken FROM provider_slots WHERE lease_token IS NOT NULL GROUP BY 1",
                 rs -> { inFlight.put(rs.getString("provider"), rs.getLong("taken")); });
+        return inFlight;
+    }
+
+    private List<Map<String, Object>> providers(Map<String, Long> inFlight) {
         Map<String, Map<String, Object>> gates = new TreeMap<>();
         jdbc.query("SELECT provider, closed_until, closed_reason FROM provider_gates WHERE closed_until > now()", rs -> {
             gates.put(rs.getString("provider"), Map.of("closed_until", rs.getTimestamp("closed_until").toInstant().toString(),

@@ -43,10 +43,12 @@ class ConsoleTest extends GatewayTestBase {
     @Override
     protected Map<String, String> settings() throws Exception {
         fake = fakeProvider();
+        // A pool (of fakeimg) for the overview to show.
         return Map.of(
                 "jobgate.worker.enabled", "true",
                 "jobgate.worker.backoff-base-ms", "100",
-                "jobgate.provider.fakeimg.base-url", fake.baseUrl());
+                "jobgate.provider.fakeimg.base-url", fake.baseUrl(),
+                "jobgate.pools.dirs", "src/test/resources/pools/kinds");
     }
 
     record Submitted(UUID id, String key, String tag, String requestId) {
@@ -330,7 +332,8 @@ class ConsoleTest extends GatewayTestBase {
 
         ApiClient.Response overview = console(basic(ADMIN), "/console");
         assertThat(overview.status()).as(overview.text()).isEqualTo(200);
-        assertThat(overview.text()).contains("id=\"tenants\"").contains("id=\"providers\"").contains("fakeimg").contains("globex");
+        assertThat(overview.text()).contains("id=\"tenants\"").contains("id=\"providers\"").contains("fakeimg").contains("globex")
+                .containsPattern("<strong>transcripts</strong> \\(transcription\\), [0-9]+ calls in flight: <span class=\"member\">fakeimg");
     }
 
     @Test
