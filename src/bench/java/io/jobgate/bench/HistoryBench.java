@@ -170,14 +170,18 @@ final class HistoryBench {
     }
 
     private double[] timeGets(String path, int samples) throws Exception {
+        return timeGets(path, samples, i -> "Bearer " + apiKeys.get(Math.floorMod(i, apiKeys.size())));
+    }
+
+    /** {@code samples} timed GETs after as many untimed, call {@code i} with the Authorization {@code authorization} gives it. */
+    private double[] timeGets(String path, int samples, java.util.function.IntFunction<String> authorization) throws Exception {
         double[] millis = new double[samples];
         for (int i = -samples; i < samples; i++) {
             if (i == 0) {
                 resetStatements(); // the warm half's statements are not counted
             }
-            String key = apiKeys.get(Math.floorMod(i, apiKeys.size()));
             HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-                    .header("Authorization", "Bearer " + key).GET().build();
+                    .header("Authorization", authorization.apply(i)).GET().build();
             long t = System.nanoTime();
             HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
             if (r.statusCode() != 200) {
@@ -213,19 +217,7 @@ final class HistoryBench {
     /** A console page's times, with the admin key (the shipped demo key: the bench's gateway is on this machine). */
     private double[] timeConsole(String path, int samples) throws Exception {
         String basic = "Basic " + java.util.Base64.getEncoder().encodeToString("bench:dev-admin-key".getBytes(java.nio.charset.StandardCharsets.UTF_8));
-        double[] millis = new double[samples];
-        for (int i = -samples; i < samples; i++) {
-            HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).header("Authorization", basic).GET().build();
-            long t = System.nanoTime();
-            HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
-            if (r.statusCode() != 200) {
-                throw new IllegalStateException(path + " answered " + r.statusCode() + ": " + r.body());
-            }
-            if (i >= 0) {
-                millis[i] = (System.nanoTime() - t) / 1e6;
-            }
-        }
-        return millis;
+        return timeGets(path, samples, i -> basic);
     }
 
     /** The 99th percentile (of fewer than 100 calls, the slowest). */

@@ -3,10 +3,8 @@ package io.jobgate.api;
 import io.jobgate.common.ApiProblem;
 import io.jobgate.common.Digests;
 import io.jobgate.tenant.DemoCredentials;
-import io.vertx.ext.web.RoutingContext;
 import org.apache.camel.CamelContext;
 import org.apache.camel.component.platform.http.main.MainHttpServer;
-import org.apache.camel.component.platform.http.vertx.auth.AuthenticationConfig;
 
 /**
  * Who may open the operator console ({@code /console}, docs/console.md): the admin key only, as the admin API takes it
@@ -38,38 +36,16 @@ public final class ConsoleAccess {
     }
 
     private static void guard(MainHttpServer server, String adminKeySha256, boolean allowLoopback) {
-        var entry = new AuthenticationConfig.AuthenticationConfigEntry();
-        entry.setPath(PATH + "/*");
-        entry.setAuthenticationProviderFactory(vertx -> null); // it decides itself; no Vert.x auth provider
-        entry.setAuthenticationHandlerFactory(new AuthenticationConfig.AuthenticationHandlerFactory() {
-            @Override
-            public <T extends io.vertx.ext.auth.authentication.AuthenticationProvider> io.vertx.ext.web.handler.AuthenticationHandler
-                    createAuthenticationHandler(T provider) {
-                return rc -> {
-                    switch (decide(loopback(rc), rc.request().getHeader("Authorization"), adminKeySha256, allowLoopback)) {
-                        case ALLOWED -> rc.next();
-                        case UNAUTHORIZED -> HttpEdges.answer(rc, ApiProblem.of(401, "unauthorized",
-                                "The console needs the admin key: sign in with any user name and the admin key as the password.")
-                                .withHeader("WWW-Authenticate", "Basic realm=\"jobgate console\", charset=\"UTF-8\""));
-                        case LOOPBACK_ONLY -> HttpEdges.answer(rc, ApiProblem.of(403, "console_loopback_only",
-                                "The console answers beyond this machine only with an admin key of your own "
-                                        + "(jobgate.admin.api-key-sha256): the shipped demo key opens it on this machine only."));
-                    }
-                };
-            }
+        ManagementAccess.guardPath(server, PATH + "/*", rc -> switch (decide(ManagementAccess.loopback(rc),
+                rc.request().getHeader("Authorization"), adminKeySha256, allowLoopback)) {
+            case ALLOWED -> null;
+            case UNAUTHORIZED -> ApiProblem.of(401, "unauthorized",
+                    "The console needs the admin key: sign in with any user name and the admin key as the password.")
+                    .withHeader("WWW-Authenticate", "Basic realm=\"jobgate console\", charset=\"UTF-8\"");
+            case LOOPBACK_ONLY -> ApiProblem.of(403, "console_loopback_only",
+                    "The console answers beyond this machine only with an admin key of your own "
+                            + "(jobgate.admin.api-key-sha256): the shipped demo key opens it on this machine only.");
         });
-        var auth = server.getConfiguration().getAuthenticationConfig();
-        auth.getEntries().add(entry);
-        auth.setEnabled(true);
-    }
-
-    private static boolean loopback(RoutingContext rc) {
-        var remote = rc.request().remoteAddress();
-        try {
-            return remote != null && java.net.InetAddress.getByName(remote.hostAddress()).isLoopbackAddress();
-        } catch (java.net.UnknownHostException e) {
-            return false;
-        }
     }
 
     /** The rule, apart from the HTTP server. */

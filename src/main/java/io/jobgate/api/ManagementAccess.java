@@ -35,19 +35,30 @@ public final class ManagementAccess {
     }
 
     private static void guard(MainHttpServer server, String adminKeySha256, boolean allowLoopback) {
+        guardPath(server, PATH + "/*", rc -> decide(rc.request().path(), loopback(rc), rc.request().getHeader("Authorization"),
+                adminKeySha256, allowLoopback) == Verdict.REFUSED
+                ? ApiProblem.of(401, "unauthorized", "The management endpoints need the admin key (Authorization: Bearer <admin key>).")
+                        .withHeader("WWW-Authenticate", "Bearer realm=\"jobgate management\"")
+                : null);
+    }
+
+    /**
+     * Puts {@code refusal} in front of every request to {@code path} on the server, before it listens: a request it
+     * answers with a problem is refused so, one it answers with null goes on. Through the server's authentication hook,
+     * with no Vert.x auth provider (the rule decides itself).
+     */
+    static void guardPath(MainHttpServer server, String path, java.util.function.Function<RoutingContext, ApiProblem> refusal) {
         var entry = new AuthenticationConfig.AuthenticationConfigEntry();
-        entry.setPath(PATH + "/*");
-        entry.setAuthenticationProviderFactory(vertx -> null); // it decides itself; no Vert.x auth provider
+        entry.setPath(path);
+        entry.setAuthenticationProviderFactory(vertx -> null);
         entry.setAuthenticationHandlerFactory(new AuthenticationConfig.AuthenticationHandlerFactory() {
             @Override
             public <T extends io.vertx.ext.auth.authentication.AuthenticationProvider> io.vertx.ext.web.handler.AuthenticationHandler
                     createAuthenticationHandler(T provider) {
                 return rc -> {
-                    if (decide(rc.request().path(), loopback(rc), rc.request().getHeader("Authorization"), adminKeySha256,
-                            allowLoopback) == Verdict.REFUSED) {
-                        HttpEdges.answer(rc, ApiProblem.of(401, "unauthorized",
-                                "The management endpoints need the admin key (Authorization: Bearer <admin key>).")
-                                .withHeader("WWW-Authenticate", "Bearer realm=\"jobgate management\""));
+                    ApiProblem refused = refusal.apply(rc);
+                    if (refused != null) {
+                        HttpEdges.answer(rc, refused);
                     } else {
                         rc.next();
                     }
@@ -59,7 +70,8 @@ public final class ManagementAccess {
         auth.setEnabled(true);
     }
 
-    private static boolean loopback(RoutingContext rc) {
+    /** Whether the request comes from this machine. */
+    static boolean loopback(RoutingContext rc) {
         var remote = rc.request().remoteAddress();
         try {
             return remote != null && java.net.InetAddress.getByName(remote.hostAddress()).isLoopbackAddress();
