@@ -93,4 +93,13 @@ public sealed interface Evidence {
      */
     record Deferred(Instant until, ErrorCategory category, String reason) implements Evidence {
     }
+
+    /**
+     * The broker dead-lettered the dispatch message the job waits on: no attempt started from it (a worker that rolled
+     * it back each time, or consumers killed with it in their buffers, each counted as a delivery).
+     *
+     * @param givenBackBefore the job's dispatches given back to the outbox before this one
+     */
+    record DispatchDeadLettered(int givenBackBefore) implements Evidence {
+    }
 }

@@ -56,6 +56,10 @@ public sealed interface Fate {
     record TaskFound(Instant firstCheck, String task, String state) implements Fate {
     }
 
+    /** The job's dispatch goes out again, under the slot it holds: no attempt was made, none is spent. */
+    record Redispatch() implements Fate {
+    }
+
     /** Nothing stands against the attempt: it starts. */
     record Start() implements Fate {
     }

@@ -19,11 +19,17 @@ import java.util.Optional;
  *   <li>A canary candidate's evidence is never the job's: its output is held, its failure recorded on it, and the
  *       job is due now for an attempt on the stable revision; its 429 closes the candidate's own gate. The stable
  *       revision's unparseable streak is left as it was.</li>
+ *   <li>A dispatch the broker dead-lettered before any attempt started from it goes out again, twice at most
+ *       ({@link #DEAD_LETTERS_GIVEN_BACK}); the third time the job fails as {@code dead_lettered}. A gateway killed with
+ *       the message in its consumers' buffers counts deliveries no worker saw; a poison message still ends.</li>
  *   <li>Every new attempt is within the caps ({@link #withinCaps}): none beyond {@code max_attempts}, none starting
  *       at or after the lifetime's end. A lost lease and a deferred start too.</li>
  * </ul>
  */
 public final class Outcomes {
+
+    /** A job's dispatches given back after the broker dead-lettered them; the next dead letter fails the job. */
+    public static final int DEAD_LETTERS_GIVEN_BACK = 2;
 
     private Outcomes() {
     }
@@ -83,6 +89,13 @@ public final class Outcomes {
         }
         if (evidence instanceof Evidence.Starting) {
             return withinCaps(standing, now, "none left to start", new Fate.Start());
+        }
+        if (evidence instanceof Evidence.DispatchDeadLettered dead) {
+            if (dead.givenBackBefore() >= DEAD_LETTERS_GIVEN_BACK) {
+                return new Fate.Fail(ErrorCategory.DEAD_LETTERED, "the dispatch message was dead-lettered "
+                        + (dead.givenBackBefore() + 1) + " times before any attempt started from it; the last is kept in jobs.dispatch.dead");
+            }
+            return withinCaps(standing, now, "dispatch dead-lettered", new Fate.Redispatch());
         }
         Evidence.Deferred deferred = (Evidence.Deferred) evidence;
         return withinCaps(standing, deferred.until(), deferred.reason(),

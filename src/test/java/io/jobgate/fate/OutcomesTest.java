@@ -215,6 +215,18 @@ class OutcomesTest {
         rows.add(row("a start deferred past the lifetime: expired",
                 new Evidence.Deferred(NOW.plusSeconds(30), null, "at its concurrency limit"), STABLE, LATE,
                 fail(EXPIRED, pastLifetime(30, LATE.expiresAt(), "at its concurrency limit"))));
+
+        // A dispatch the broker dead-lettered before any attempt started from it.
+        rows.add(row("a dispatch dead-lettered the first time: it goes out again", new Evidence.DispatchDeadLettered(0), STABLE,
+                ROOM, new Fate.Redispatch()));
+        rows.add(row("a dispatch dead-lettered after one give-back: it goes out again", new Evidence.DispatchDeadLettered(1),
+                STABLE, ROOM, new Fate.Redispatch()));
+        rows.add(row("a dispatch dead-lettered after two give-backs: dead_lettered", new Evidence.DispatchDeadLettered(2),
+                STABLE, ROOM, fail(ErrorCategory.DEAD_LETTERED, "the dispatch message was dead-lettered 3 times before any"
+                        + " attempt started from it; the last is kept in jobs.dispatch.dead")));
+        rows.add(row("a dispatch dead-lettered at the lifetime's end: expired, not sent out again",
+                new Evidence.DispatchDeadLettered(0), STABLE, OVER, fail(EXPIRED, pastLifetime(0, OVER.expiresAt(),
+                        "dispatch dead-lettered"))));
         return rows.stream();
     }
 

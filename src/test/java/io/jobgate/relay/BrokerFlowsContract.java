@@ -120,18 +120,22 @@ abstract class BrokerFlowsContract extends GatewayTestBase {
     }
 
     @Test
-    void aMessageRolledBackEveryTimeIsRedeliveredWithGrowingDelaysThenDeadLetteredAndItsJobFailsOnce() throws Exception {
+    void aMessageRolledBackEveryTimeIsRedeliveredWithGrowingDelaysThenDeadLetteredAndGivenBackTwiceBeforeItsJobFailsOnce()
+            throws Exception {
         long balanceBefore = Db.count("SELECT balance_micros FROM tenant_accounts WHERE tenant_id = 'acme'");
         long openBefore = Db.count("SELECT open_jobs FROM tenant_counters WHERE tenant_id = 'acme'");
         String job = post(ACME);
+        String ofJob = "JobgateJobId = '" + job + "'";
         List<Integer> deliveryCounts = new ArrayList<>();
         List<Long> arrivals = new ArrayList<>();
+        TextMessage first = null;
         try (Session s = jms.connection().createSession(true, Session.SESSION_TRANSACTED)) {
-            MessageConsumer consumer = s.createConsumer(s.createQueue("jobs.dispatch"), "JobgateJobId = '" + job + "'");
+            MessageConsumer consumer = s.createConsumer(s.createQueue("jobs.dispatch"), ofJob);
             Message m;
             while (deliveryCounts.size() < 5 && (m = consumer.receive(15_000)) != null) {
                 deliveryCounts.add(m.getIntProperty("JMSXDeliveryCount"));
                 arrivals.add(System.nanoTime());
+                first = (TextMessage) m;
                 s.rollback(); // a worker that crashes every time
             }
         }
@@ -146,28 +150,74 @@ abstract class BrokerFlowsContract extends GatewayTestBase {
             assertThat(gapMillis).as("redelivery %d waited its delay of %d ms (-10 %%)", i, delayMillis)
                     .isGreaterThanOrEqualTo(delayMillis * 9 / 10);
         }
+        long running = tenantRunning("acme");
+
+        // Dead-lettered with no attempt started from it: the job's dispatch goes out again, as a new event, under the
+        // slot it holds (the tenant's running count unchanged), and nothing is kept or refunded.
+        TextMessage second = nextDispatch(job, first.getLongProperty("JobgateEventId"));
+        assertThat(Db.single("SELECT status, dispatch_given_back FROM jobs WHERE job_id = ?::uuid", job))
+                .containsEntry("status", "queued").containsEntry("dispatch_given_back", 1);
+        assertThat(tenantRunning("acme")).isEqualTo(running);
+        assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ?::uuid AND entry_type = 'refund'", job)).isZero();
+
+        // The first message again (an operator replays it): its job no longer waits on it; kept, nothing changes.
+        deadLetter(first);
+        await().atMost(Duration.ofSeconds(10)).until(() -> jms.browse("jobs.dispatch.dead", ofJob).size() == 1);
+        assertThat(jms.browse("jobs.dispatch.dead", ofJob).get(0).getStringProperty("JobgateDeadLetterOutcome")).isEqualTo("stale");
+        assertThat(Db.single("SELECT status FROM jobs WHERE job_id = ?::uuid", job)).containsEntry("status", "queued");
+
+        // Dead-lettered again (as the broker moves it: the message as it was): given back a second time; the third
+        // time the job fails once as dead_lettered, everything it held given back, and the message is kept.
+        deadLetter(second);
+        TextMessage third = nextDispatch(job, second.getLongProperty("JobgateEventId"));
+        deadLetter(third);
         await().atMost(Duration.ofSeconds(15)).until(() -> "failed".equals(
                 Db.single("SELECT status FROM jobs WHERE job_id = ?::uuid", job).get("status")));
-        assertThat(Db.single("SELECT error_category FROM jobs WHERE job_id = ?::uuid", job).get("error_category"))
-                .isEqualTo("dead_lettered");
+        assertThat(Db.single("SELECT error_category, dispatch_given_back FROM jobs WHERE job_id = ?::uuid", job))
+                .containsEntry("error_category", "dead_lettered").containsEntry("dispatch_given_back", 2);
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ?::uuid AND entry_type = 'refund'", job)).isEqualTo(1);
         assertThat(Db.count("SELECT balance_micros FROM tenant_accounts WHERE tenant_id = 'acme'")).isEqualTo(balanceBefore);
         assertThat(Db.count("SELECT open_jobs FROM tenant_counters WHERE tenant_id = 'acme'")).isEqualTo(openBefore);
-        await().atMost(Duration.ofSeconds(10)).until(() ->
-                jms.browse("jobs.dispatch.dead", "JobgateJobId = '" + job + "'").size() == 1);
-        Message kept = jms.browse("jobs.dispatch.dead", "JobgateJobId = '" + job + "'").get(0);
+        assertThat(tenantRunning("acme")).isEqualTo(running - 1);
+        await().atMost(Duration.ofSeconds(10)).until(() -> jms.browse("jobs.dispatch.dead", ofJob).size() == 2);
+        Message kept = jms.browse("jobs.dispatch.dead", ofJob + " AND JobgateEventId = " + third.getLongProperty("JobgateEventId")).get(0);
         assertThat(kept.getBooleanProperty("JobgateFinalizedByDeadLetter")).isTrue();
+        assertThat(kept.getStringProperty("JobgateDeadLetterOutcome")).isEqualTo("failed");
 
-        // The same dead letter again (an operator replays it): nothing changes, it is kept too.
-        try (Session s = jms.connection().createSession(false, Session.AUTO_ACKNOWLEDGE)) {
-            TextMessage again = s.createTextMessage("{\"job_id\": \"" + job + "\"}");
-            again.setStringProperty("JobgateJobId", job);
-            s.createProducer(s.createQueue("jobs.dispatch.DLQ")).send(again);
-        }
-        await().atMost(Duration.ofSeconds(10)).until(() ->
-                jms.browse("jobs.dispatch.dead", "JobgateJobId = '" + job + "'").size() == 2);
+        // The same dead letter again: the job is final, nothing changes; it is kept too.
+        deadLetter(third);
+        await().atMost(Duration.ofSeconds(10)).until(() -> jms.browse("jobs.dispatch.dead", ofJob).size() == 3);
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ?::uuid AND entry_type = 'refund'", job)).isEqualTo(1);
         assertThat(Db.count("SELECT open_jobs FROM tenant_counters WHERE tenant_id = 'acme'")).isEqualTo(openBefore);
+    }
+
+    /** The job's next dispatch message, of an event newer than {@code after}, taken off the queue. */
+    private TextMessage nextDispatch(String job, long after) throws Exception {
+        try (Session s = jms.connection().createSession(false, Session.AUTO_ACKNOWLEDGE)) {
+            TextMessage next = (TextMessage) s.createConsumer(s.createQueue("jobs.dispatch"),
+                    "JobgateJobId = '" + job + "' AND JobgateEventId > " + after).receive(15_000);
+            assertThat(next).as("the dispatch of job %s given back after event %d", job, after).isNotNull();
+            return next;
+        }
+    }
+
+    /** {@code message} on jobs.dispatch.DLQ, its text and properties as they were: what the broker does at its limit. */
+    private void deadLetter(TextMessage message) throws Exception {
+        try (Session s = jms.connection().createSession(false, Session.AUTO_ACKNOWLEDGE)) {
+            TextMessage copy = s.createTextMessage(message.getText());
+            for (String name : java.util.Collections.list((java.util.Enumeration<String>) message.getPropertyNames())) {
+                if (name.startsWith("Jobgate")) {
+                    copy.setObjectProperty(name, message.getObjectProperty(name));
+                }
+            }
+            s.createProducer(s.createQueue("jobs.dispatch.DLQ")).send(copy);
+        }
+    }
+
+    /** The tenant's jobs holding a dispatch slot: what relay rounds took, less what releases gave back (V24). */
+    private static long tenantRunning(String tenant) {
+        return Db.count("SELECT a.running_jobs + coalesce((SELECT sum(r.running_jobs) FROM tenant_releases r"
+                + " WHERE r.tenant_id = a.tenant_id), 0) FROM tenant_accounts a WHERE a.tenant_id = ?", tenant);
     }
 
     @Test
