@@ -48,6 +48,8 @@ class ConsoleTest extends GatewayTestBase {
                 "jobgate.worker.enabled", "true",
                 "jobgate.worker.backoff-base-ms", "100",
                 "jobgate.provider.fakeimg.base-url", fake.baseUrl(),
+                // A call held open for the overview to count outlasts no deadline.
+                "jobgate.provider.fakeimg.call-deadline-ms", "20000",
                 "jobgate.pools.dirs", "src/test/resources/pools/kinds");
     }
 
@@ -193,7 +195,12 @@ class ConsoleTest extends GatewayTestBase {
         assertThat(received.path("webhooks_received").get(0).path("outcome").asText()).isEqualTo("ignored: final");
         assertThat(console(basic(ADMIN), "/console/jobs/" + ok.id()).text()).contains("id=\"webhooks-received\"").contains("wh-" + ok.id());
         assertThat(received.path("attempts").get(0).path("revision_role").asText()).isEqualTo("stable");
+        assertThat(received.path("lookups").path("lookups").isInt()).as("the lookups are counted").isTrue();
         assertThat(received.path("lookups").path("lookups").asInt()).as("a provider that answered at once was not looked up").isZero();
+        assertThat(received.path("lookups").path("next_lookup_at").isMissingNode()
+                || received.path("lookups").path("next_lookup_at").isNull()).as("nor will it be").isTrue();
+        assertThat(console(basic(ADMIN), "/console/jobs/" + ok.id()).text()).contains("<p id=\"lookups\">")
+                .contains("Lookups made by the poller: 0.");
 
         ApiClient.Response missing = admin("/v1/admin/jobs/" + UUID.randomUUID());
         assertThat(missing.status()).isEqualTo(404);
@@ -302,9 +309,39 @@ class ConsoleTest extends GatewayTestBase {
         assertThat(again.status()).isEqualTo(409);
         assertThat(again.text()).contains("not_redrivable");
         assertThat(io.jobgate.support.Db.rows("SELECT * FROM operator_actions WHERE job_id = '" + refused.id() + "'")).hasSize(1);
-        // Nor may a job that is not waiting on its provider be reconciled, nor a final one cancelled.
-        assertThat(act("/console/jobs/" + refused.id() + "/reconcile", "operator=bob").text()).contains("not_at_provider");
-        assertThat(act("/console/jobs/" + refused.id() + "/cancel", "operator=bob").text()).contains("not_cancellable");
+        // Nor may a job that is not waiting on its provider be reconciled, nor a final one cancelled; neither is recorded.
+        ApiClient.Response reconcile = act("/console/jobs/" + refused.id() + "/reconcile", "operator=bob");
+        assertThat(reconcile.status()).isEqualTo(409);
+        assertThat(reconcile.text()).contains("not_at_provider");
+        ApiClient.Response cancel = act("/console/jobs/" + refused.id() + "/cancel", "operator=bob");
+        assertThat(cancel.status()).isEqualTo(409);
+        assertThat(cancel.text()).contains("not_cancellable");
+        assertThat(io.jobgate.support.Db.rows("SELECT * FROM operator_actions WHERE job_id = '" + refused.id() + "'")).hasSize(1);
+    }
+
+    @Test
+    void theOverviewCountsTheCallsInFlightOfEachProviderAndOfThePoolsTheyAreMembersOf() {
+        String tag = "Held-Supplier-" + Jobs.tag();
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).atPriority(1).willReturn(aResponse().withStatus(200)
+                .withFixedDelay(6000).withHeader("Content-Type", "application/json").withBody("{\"created\": 1, \"data\": [{\"b64_json\": \""
+                        + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}")));
+        ApiClient.Response r = api.postJob(GLOBEX, "order-" + UUID.randomUUID(), """
+                {"preset_id": "invoice-clean", "aspect_class": "portrait", "provider": "fakeimg",
+                 "inputs": {"supplier_name": "%s", "invoice_id": "INV-1", "currency": "EUR",
+                            "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(tag));
+        assertThat(r.status()).as(r.text()).isEqualTo(202);
+        UUID id = UUID.fromString(r.json().path("job_id").asText());
+        org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(5)).until(() -> io.jobgate.support.Db.count(
+                "SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NOT NULL") == 1);
+
+        // The call is held at the provider: the provider's row, the pool and its member each count it.
+        String held = console(basic(ADMIN), "/console").text();
+        assertThat(held).containsPattern("provider=fakeimg\">fakeimg</a></td><td>[^<]*</td><td>1 of [0-9]+</td>")
+                .containsPattern("<strong>transcripts</strong> \\(transcription\\), 1 calls in flight: "
+                        + "<span class=\"member\">fakeimg <em>[a-z_]+</em> \\(1\\)</span>");
+        Jobs.awaitStatus(id, "succeeded");
+        assertThat(console(basic(ADMIN), "/console").text())
+                .containsPattern("<strong>transcripts</strong> \\(transcription\\), 0 calls in flight");
     }
 
     @Test

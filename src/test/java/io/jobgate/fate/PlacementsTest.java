@@ -56,7 +56,7 @@ class PlacementsTest {
                         new Placement.Stable("outside the candidate's share")),
                 new Row("a retry after a candidate's attempt goes to the stable revision", facts(RUNNING, 1, true, null, YES, NOT_ASKED),
                         new Placement.Stable("its previous attempt ran on the candidate")),
-                new Row("the candidate's own gate closed by its 429", facts(RUNNING, 0, true, NOW.plusSeconds(30), NO, NOT_ASKED),
+                new Row("the candidate's own gate closed by its 429", facts(RUNNING, 0, true, NOW.plusSeconds(30), NOT_ASKED, NOT_ASKED),
                         new Placement.Stable("the candidate's own gate is closed until " + NOW.plusSeconds(30))),
                 new Row("a gate that reopened is open", facts(RUNNING, 0, true, NOW, NO, NO), candidate),
                 new Row("its first sample full before its gates judged it", facts(RUNNING, 0, true, null, NO, YES),

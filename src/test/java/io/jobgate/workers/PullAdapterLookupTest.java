@@ -68,7 +68,7 @@ class PullAdapterLookupTest {
         WorkerTasks.Task live = tasks.find(task.taskId()).orElseThrow();
         assertThat(tasks.fail(task.taskId(), live.leaseToken(), "terminal", "model refused", null).ok()).isTrue();
         Exchange failed = lookup(job, 1);
-        assertThat(failed.getProperty("JobgateOutcome")).as("the worker's own word, not a resubmit").isEqualTo(WorkerFailure.of("terminal").outcome());
+        assertThat(failed.getProperty("JobgateOutcome")).as("the worker's own word, not a resubmit").isEqualTo("declined");
         assertThat(failed.getProperty("JobgateErrorMessage")).isEqualTo("model refused");
 
         assertThat(lookup(job, 2).getProperty("JobgateOutcome")).as("an attempt whose submit wrote no task").isEqualTo("absent");

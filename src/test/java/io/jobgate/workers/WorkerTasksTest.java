@@ -250,6 +250,7 @@ class WorkerTasksTest {
                 new org.springframework.jdbc.datasource.DataSourceTransactionManager(wide)), clock);
         try {
             java.util.Set<UUID> handed = java.util.concurrent.ConcurrentHashMap.newKeySet();
+            java.util.concurrent.atomic.AtomicInteger handedAsWritten = new java.util.concurrent.atomic.AtomicInteger();
             for (int round = 0; round < 5; round++) {
                 tasks.submit(member, job(), 1, "{}"); // one waiting: a lease call competes too
                 List<java.util.concurrent.Future<List<WorkerTasks.Task>>> answers = new java.util.ArrayList<>();
@@ -269,10 +270,13 @@ class WorkerTasksTest {
                 wideJdbc.queryForObject("SELECT 1", Integer.class); // the pool's connections made before the start
                 start.countDown();
                 int got = 0;
-                for (var answer : answers) {
-                    for (WorkerTasks.Task task : answer.get()) {
+                for (int w = 0; w < answers.size(); w++) {
+                    for (WorkerTasks.Task task : answers.get(w).get()) {
                         assertThat(handed.add(task.taskId())).as("a task handed twice: " + task).isTrue();
                         got++;
+                        if (w > 0) {
+                            handedAsWritten.incrementAndGet();
+                        }
                     }
                 }
                 Integer leased = jdbc.queryForObject("SELECT count(*) FROM worker_tasks WHERE provider = ? AND status = 'leased'",
@@ -286,6 +290,9 @@ class WorkerTasksTest {
                 }
                 jdbc.update("UPDATE worker_tasks SET status = 'cancelled' WHERE provider = ? AND status = 'waiting'", member);
             }
+            // The first of a round's writers to commit counts itself alone and keeps its lease: tasks are handed as
+            // written every round (a hand-off that never leased would leave only the lease call's).
+            assertThat(handedAsWritten.get()).as("tasks handed as they were written, over 5 rounds").isGreaterThanOrEqualTo(5);
         } finally {
             writes.shutdown();
             wide.close();
