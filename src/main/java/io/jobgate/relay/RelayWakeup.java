@@ -1,6 +1,10 @@
 package io.jobgate.relay;
 
+import java.util.concurrent.BlockingQueue;
+
+import org.apache.camel.Exchange;
 import org.apache.camel.ProducerTemplate;
+import org.apache.camel.component.seda.SedaEndpoint;
 
 /**
  * Wakes this instance's relay right after an admission commits, so an idle gateway dispatches at
@@ -15,6 +19,7 @@ public final class RelayWakeup {
     private final ProducerTemplate producer;
     private final boolean enabled;
     private final RelayPace pace;
+    private volatile BlockingQueue<Exchange> tokens;
 
     public RelayWakeup(ProducerTemplate producer, boolean enabled, RelayPace pace) {
         this.producer = producer;
@@ -25,7 +30,20 @@ public final class RelayWakeup {
     public void wake() {
         if (enabled) {
             pace.woken();
-            producer.sendBody(QUEUE, null);
+            // A token that waits already makes the round this wake asks for: the send would be discarded, after an
+            // exchange made for it (every ended call wakes the relay: 3 % of a drain's CPU went to discarded sends).
+            if (tokens().isEmpty()) {
+                producer.sendBody(QUEUE, null);
+            }
         }
+    }
+
+    private BlockingQueue<Exchange> tokens() {
+        BlockingQueue<Exchange> queue = tokens;
+        if (queue == null) {
+            queue = producer.getCamelContext().getEndpoint(QUEUE, SedaEndpoint.class).getQueue();
+            tokens = queue;
+        }
+        return queue;
     }
 }
