@@ -469,7 +469,9 @@ final class DrainBench {
                 if (x.getProperty(Exchange.CORRELATION_ID) != null) {
                     return; // a copy (enrich), not a consumed message
                 }
-                if ("worker".equals(x.getFromRouteId())) {
+                // The call's hand-off (a wire tap) completes a copy of the worker's exchange too, after the call: only
+                // the exchange of the consumed message itself still carries it (the copy's became the adapter's request).
+                if ("worker".equals(x.getFromRouteId()) && x.getIn() instanceof org.apache.camel.component.jms.JmsMessage) {
                     workerMessages.increment();
                     workerNanos.add(TimeUnit.MILLISECONDS.toNanos(x.getClock().elapsed()));
                 } else if ("outbox-relay".equals(x.getFromRouteId()) && x.getProperty("dispatched", 0, Integer.class) > 0
@@ -490,8 +492,8 @@ final class DrainBench {
             if (uri.startsWith("direct://provider-")) {
                 return "adapter call";
             }
-            if (uri.startsWith("direct://store-output")) {
-                return "store output";
+            if (uri.equals("direct://store-output")) {
+                return "store output"; // the whole of it, the in-memory or quarantine route it goes on to inside
             }
             return null;
         }
