@@ -24,9 +24,17 @@ public final class DeadLetteredDispatches {
     public record Waiting(int attempts, int maxAttempts, Instant expiresAt, int unparseableStreak, int givenBack) {
     }
 
-    /** The job still waits on {@code eventId} (the guard of a start from it), with what the rulebook weighs. */
+    /** A start's statuses: a job in one of them has started no attempt from its newest dispatch event. */
+    public static final java.util.Set<JobStatus> BEFORE_A_START = java.util.EnumSet.of(JobStatus.QUEUED, JobStatus.RETRY_WAIT);
+
+    /**
+     * The job still waits on {@code eventId}: the guard of a start from it (a job whose call is at its provider has no
+     * lease and keeps its slot too, but started its attempt from that event).
+     */
     private static final String WAITING_ON = """
             j.job_id = ? AND j.finalized_at IS NULL AND j.lease_token IS NULL AND j.dispatched_at IS NOT NULL
+               AND j.status IN (""" + JobStatus.sqlLiterals(BEFORE_A_START) + """
+            )
                AND ? = (SELECT max(o.event_id) FROM outbox o WHERE o.job_id = j.job_id AND o.event_type = 'dispatch')""";
 
     private final JdbcTemplate jdbc;
@@ -44,22 +52,26 @@ public final class DeadLetteredDispatches {
     }
 
     /**
-     * The job's dispatch goes out again: a new dispatch event due {@code now}, published under the slot the job
-     * holds already (the relay takes no new one for it), counted in {@code dispatch_given_back}. One statement, the
-     * job's row first (the lock order of docs/design: a new event locks no waiting one).
+     * The job's dispatch goes out again: a new dispatch event, published under the slot the job holds already (the
+     * relay takes no new one for it), counted in {@code dispatch_given_back}. The event is written as a claim that ran
+     * out, due when the dead-lettered one was: the relay publishes such a claim again even while its tenant is at its
+     * running limit (the job's own slot is part of that count), and ahead of the tenant's later events. One statement,
+     * the job's row first (a new event locks no waiting one); {@code updated_at} is left to the transitions.
      *
      * @return false when the job moved on meanwhile (nothing written)
      */
     public boolean giveBack(UUID jobId, long eventId, int givenBackSeen, Instant now) {
         Timestamp at = Timestamp.from(now);
         List<Long> events = jdbc.queryForList("""
-                WITH j AS (UPDATE jobs j SET dispatch_given_back = j.dispatch_given_back + 1, updated_at = ?
+                WITH j AS (UPDATE jobs j SET dispatch_given_back = j.dispatch_given_back + 1
                             WHERE""" + " " + WAITING_ON + """
                               AND j.dispatch_given_back = ?
                            RETURNING j.job_id, j.tenant_id)
-                INSERT INTO outbox (job_id, tenant_id, event_type, available_at, created_at)
-                SELECT j.job_id, j.tenant_id, 'dispatch', ?, ? FROM j RETURNING event_id""",
-                Long.class, at, jobId, eventId, givenBackSeen, at, at);
+                INSERT INTO outbox (job_id, tenant_id, event_type, available_at, created_at, claimed_until)
+                SELECT j.job_id, j.tenant_id, 'dispatch',
+                       coalesce((SELECT d.available_at FROM outbox d WHERE d.event_id = ?), ?), ?, ? FROM j
+                RETURNING event_id""",
+                Long.class, jobId, eventId, givenBackSeen, eventId, at, at, at);
         return !events.isEmpty();
     }
 }

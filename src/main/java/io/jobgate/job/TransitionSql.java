@@ -405,7 +405,7 @@ final class TransitionSql {
         }
         if (event.has(JobTransitions.Effect.REOPEN)) {
             set.append(", finalized_at = NULL, error_category = NULL, error_message = NULL, result = NULL,"
-                    + " redrives = j.redrives + 1, max_attempts = greatest(j.max_attempts, j.attempts + :extra),"
+                    + " redrives = j.redrives + 1, dispatch_given_back = 0, max_attempts = greatest(j.max_attempts, j.attempts + :extra),"
                     + " expires_at = greatest(j.expires_at, coalesce(CAST(:expiresAt AS timestamptz), j.expires_at))");
         }
         if (event.has(JobTransitions.Effect.FINALIZE)) {

@@ -81,7 +81,9 @@ public final class DeadLetters {
             return "given_back";
         }
         Fate.Fail fail = (Fate.Fail) fate;
-        boolean failed = finalizer.finalizeJobIf(jobId, JobTransitions.Guard.dispatchEvent(eventId), new JobFinalizer.Outcome(
+        // Only while the job still waits on the event, as read above (a start from it, a call at the provider: stale).
+        boolean failed = finalizer.finalizeJobIf(jobId, new JobTransitions.Guard(null, eventId,
+                DeadLetteredDispatches.BEFORE_A_START, null), new JobFinalizer.Outcome(
                 JobStatus.FAILED, fail.category().wire(), fail.message(), JobFinalizer.RefundPolicy.FULL));
         return failed ? "failed" : "stale";
     }

@@ -129,12 +129,18 @@ abstract class BrokerFlowsContract extends GatewayTestBase {
         List<Integer> deliveryCounts = new ArrayList<>();
         List<Long> arrivals = new ArrayList<>();
         TextMessage first = null;
+        // The tenant at its running limit, the job's own slot counted in it: the dispatch given back still goes out.
+        long limitBefore = Db.count("SELECT max_running_jobs FROM tenants WHERE tenant_id = 'acme'");
         try (Session s = jms.connection().createSession(true, Session.SESSION_TRANSACTED)) {
             MessageConsumer consumer = s.createConsumer(s.createQueue("jobs.dispatch"), ofJob);
             Message m;
             while (deliveryCounts.size() < 5 && (m = consumer.receive(15_000)) != null) {
                 deliveryCounts.add(m.getIntProperty("JMSXDeliveryCount"));
                 arrivals.add(System.nanoTime());
+                if (first == null) {
+                    // Dispatched: the job's slot is counted in the tenant's running jobs, which is its limit from here on.
+                    Db.update("UPDATE tenants SET max_running_jobs = ? WHERE tenant_id = 'acme'", (int) tenantRunning("acme"));
+                }
                 first = (TextMessage) m;
                 s.rollback(); // a worker that crashes every time
             }
@@ -154,7 +160,12 @@ abstract class BrokerFlowsContract extends GatewayTestBase {
 
         // Dead-lettered with no attempt started from it: the job's dispatch goes out again, as a new event, under the
         // slot it holds (the tenant's running count unchanged), and nothing is kept or refunded.
-        TextMessage second = nextDispatch(job, first.getLongProperty("JobgateEventId"));
+        TextMessage second;
+        try {
+            second = nextDispatch(job, first.getLongProperty("JobgateEventId"));
+        } finally {
+            Db.update("UPDATE tenants SET max_running_jobs = ? WHERE tenant_id = 'acme'", (int) limitBefore);
+        }
         assertThat(Db.single("SELECT status, dispatch_given_back FROM jobs WHERE job_id = ?::uuid", job))
                 .containsEntry("status", "queued").containsEntry("dispatch_given_back", 1);
         assertThat(tenantRunning("acme")).isEqualTo(running);
@@ -189,6 +200,30 @@ abstract class BrokerFlowsContract extends GatewayTestBase {
         await().atMost(Duration.ofSeconds(10)).until(() -> jms.browse("jobs.dispatch.dead", ofJob).size() == 3);
         assertThat(Db.count("SELECT count(*) FROM ledger WHERE job_id = ?::uuid AND entry_type = 'refund'", job)).isEqualTo(1);
         assertThat(Db.count("SELECT open_jobs FROM tenant_counters WHERE tenant_id = 'acme'")).isEqualTo(openBefore);
+    }
+
+    /**
+     * A dead letter of the event a job's attempt started from (its call now at the provider: no lease, its slot held,
+     * no newer dispatch event) is stale: the job is neither failed nor sent out again.
+     */
+    @Test
+    void aDeadLetterOfTheEventAStartedAttemptCameFromChangesNothing() throws Exception {
+        io.jobgate.support.JobFactory jobs = io.jobgate.support.JobFactory.onTestDatabase();
+        UUID id = jobs.job("acme").status("provider_pending").attempts(1).dispatchedAt(java.time.Instant.now()).insert();
+        jobs.publishedDispatch(id, "acme");
+        long event = Db.count("SELECT max(event_id) FROM outbox WHERE job_id = ?::uuid AND event_type = 'dispatch'", id.toString());
+        try (Session s = jms.connection().createSession(false, Session.AUTO_ACKNOWLEDGE)) {
+            TextMessage dead = s.createTextMessage("{\"job_id\": \"" + id + "\"}");
+            dead.setStringProperty("JobgateJobId", id.toString());
+            dead.setLongProperty("JobgateEventId", event);
+            s.createProducer(s.createQueue("jobs.dispatch.DLQ")).send(dead);
+        }
+        String ofJob = "JobgateJobId = '" + id + "'";
+        await().atMost(Duration.ofSeconds(10)).until(() -> jms.browse("jobs.dispatch.dead", ofJob).size() == 1);
+        assertThat(jms.browse("jobs.dispatch.dead", ofJob).get(0).getStringProperty("JobgateDeadLetterOutcome")).isEqualTo("stale");
+        assertThat(Db.single("SELECT status, dispatch_given_back FROM jobs WHERE job_id = ?::uuid", id.toString()))
+                .containsEntry("status", "provider_pending").containsEntry("dispatch_given_back", 0);
+        assertThat(Db.count("SELECT count(*) FROM outbox WHERE job_id = ?::uuid AND event_type = 'dispatch'", id.toString())).isEqualTo(1);
     }
 
     /** The job's next dispatch message, of an event newer than {@code after}, taken off the queue. */
