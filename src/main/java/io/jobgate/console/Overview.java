@@ -103,7 +103,6 @@ public final class Overview {
         });
     }
 
-    /** Each provider's calls in flight (its slots taken) and its gate: open, or closed until when and why. */
     /** Each provider's calls in flight: its slots taken. */
     private Map<String, Long> inFlight() {
         Map<String, Long> inFlight = new TreeMap<>();
@@ -112,6 +111,7 @@ public final class Overview {
         return inFlight;
     }
 
+    /** Each provider's calls in flight (as {@link #inFlight} read them) and its gate: open, or closed until when and why. */
     private List<Map<String, Object>> providers(Map<String, Long> inFlight) {
         Map<String, Map<String, Object>> gates = new TreeMap<>();
         jdbc.query("SELECT provider, closed_until, closed_reason FROM provider_gates WHERE closed_until > now()", rs -> {

@@ -7,6 +7,8 @@ import java.util.Optional;
 import java.util.UUID;
 
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.core.namedparam.MapSqlParameterSource;
+import org.springframework.jdbc.core.namedparam.NamedParameterJdbcTemplate;
 
 /**
  * A dispatch message the broker dead-lettered, as its job sees it: whether the job still waits on that message's
@@ -24,31 +26,29 @@ public final class DeadLetteredDispatches {
     public record Waiting(int attempts, int maxAttempts, Instant expiresAt, int unparseableStreak, int givenBack) {
     }
 
-    /** A start's statuses: a job in one of them has started no attempt from its newest dispatch event. */
-    public static final java.util.Set<JobStatus> BEFORE_A_START = java.util.EnumSet.of(JobStatus.QUEUED, JobStatus.RETRY_WAIT);
+    /** The statuses a start leaves: a job in one of them has started no attempt from its newest dispatch event. */
+    public static final java.util.Set<JobStatus> BEFORE_A_START = JobTransitions.Event.LEASE.from();
 
-    /**
-     * The job still waits on {@code eventId}: the guard of a start from it (a job whose call is at its provider has no
-     * lease and keeps its slot too, but started its attempt from that event).
-     */
-    private static final String WAITING_ON = """
-            j.job_id = ? AND j.finalized_at IS NULL AND j.lease_token IS NULL AND j.dispatched_at IS NOT NULL
-               AND j.status IN (""" + JobStatus.sqlLiterals(BEFORE_A_START) + """
-            )
-               AND ? = (SELECT max(o.event_id) FROM outbox o WHERE o.job_id = j.job_id AND o.event_type = 'dispatch')""";
+    private static final String COLUMNS = "j.attempts, j.max_attempts, j.expires_at, j.unparseable_streak, j.dispatch_given_back";
 
-    private final JdbcTemplate jdbc;
+    private final JobTransitions transitions;
+    private final NamedParameterJdbcTemplate jdbc;
 
-    public DeadLetteredDispatches(JdbcTemplate jdbc) {
-        this.jdbc = jdbc;
+    public DeadLetteredDispatches(JobTransitions transitions, JdbcTemplate jdbc) {
+        this.transitions = transitions;
+        this.jdbc = new NamedParameterJdbcTemplate(jdbc);
     }
 
-    /** The job as the dead-lettered event {@code eventId} left it; empty when the job has moved on (a stale message). */
+    /**
+     * The job as the dead-lettered event {@code eventId} left it, read under a start's own guard; empty when the job has
+     * moved on (a stale message: a job whose call is at its provider has no lease and keeps its slot too, but started
+     * its attempt from that event).
+     */
     public Optional<Waiting> waiting(UUID jobId, long eventId) {
-        List<Waiting> rows = jdbc.query("SELECT j.attempts, j.max_attempts, j.expires_at, j.unparseable_streak, j.dispatch_given_back"
-                + " FROM jobs j WHERE " + WAITING_ON, (rs, i) -> new Waiting(rs.getInt(1), rs.getInt(2),
-                rs.getTimestamp(3).toInstant(), rs.getInt(4), rs.getInt(5)), jobId, eventId);
-        return rows.stream().findFirst();
+        return transitions.peek(jobId, JobTransitions.Event.LEASE, JobTransitions.Guard.dispatchEvent(eventId), COLUMNS)
+                .map(row -> new Waiting(((Number) row.get("attempts")).intValue(), ((Number) row.get("max_attempts")).intValue(),
+                        ((Timestamp) row.get("expires_at")).toInstant(), ((Number) row.get("unparseable_streak")).intValue(),
+                        ((Number) row.get("dispatch_given_back")).intValue()));
     }
 
     /**
@@ -61,17 +61,19 @@ public final class DeadLetteredDispatches {
      * @return false when the job moved on meanwhile (nothing written)
      */
     public boolean giveBack(UUID jobId, long eventId, int givenBackSeen, Instant now) {
-        Timestamp at = Timestamp.from(now);
+        MapSqlParameterSource p = new MapSqlParameterSource().addValue("job", jobId).addValue("event", eventId)
+                .addValue("from", JobStatus.sqlList(BEFORE_A_START)).addValue("seen", givenBackSeen)
+                .addValue("now", Timestamp.from(now));
         List<Long> events = jdbc.queryForList("""
                 WITH j AS (UPDATE jobs j SET dispatch_given_back = j.dispatch_given_back + 1
-                            WHERE""" + " " + WAITING_ON + """
-                              AND j.dispatch_given_back = ?
+                            WHERE j.job_id = :job AND j.status = ANY (string_to_array(:from, ','))"""
+                + TransitionSql.WAITS_ON_DISPATCH_EVENT + """
+                              AND j.dispatch_given_back = :seen
                            RETURNING j.job_id, j.tenant_id)
                 INSERT INTO outbox (job_id, tenant_id, event_type, available_at, created_at, claimed_until)
                 SELECT j.job_id, j.tenant_id, 'dispatch',
-                       coalesce((SELECT d.available_at FROM outbox d WHERE d.event_id = ?), ?), ?, ? FROM j
-                RETURNING event_id""",
-                Long.class, jobId, eventId, givenBackSeen, eventId, at, at, at);
+                       coalesce((SELECT d.available_at FROM outbox d WHERE d.event_id = :event), :now), :now, :now FROM j
+                RETURNING event_id""", p, Long.class);
         return !events.isEmpty();
     }
 }

@@ -361,6 +361,13 @@ final class TransitionSql {
         }
     }
 
+    /**
+     * The dispatch event {@code :event} guard: a dispatched, unleased job whose newest dispatch event it is (a job row
+     * aliased {@code j}). A start's, and a dead letter's ({@link DeadLetteredDispatches}).
+     */
+    static final String WAITS_ON_DISPATCH_EVENT = " AND j.lease_token IS NULL AND j.dispatched_at IS NOT NULL AND :event = "
+            + "(SELECT max(o.event_id) FROM outbox o WHERE o.job_id = j.job_id AND o.event_type = 'dispatch')";
+
     private static String guardSql(JobTransitions.Guard guard) {
         StringBuilder sql = new StringBuilder();
         if (guard.leaseToken() != null) {
@@ -371,8 +378,7 @@ final class TransitionSql {
         if (guard.dispatchEvent() != null) {
             // Only a dispatched, unleased job, and only for its newest dispatch event: an older,
             // duplicated message must not start an attempt before its time.
-            sql.append(" AND j.lease_token IS NULL AND j.dispatched_at IS NOT NULL AND :event = "
-                    + "(SELECT max(o.event_id) FROM outbox o WHERE o.job_id = j.job_id AND o.event_type = 'dispatch')");
+            sql.append(WAITS_ON_DISPATCH_EVENT);
         }
         if (guard.attempt() != null) {
             sql.append(" AND j.attempts = :attempt");

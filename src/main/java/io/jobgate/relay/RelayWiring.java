@@ -66,7 +66,7 @@ public final class RelayWiring {
         OutboxRelay outboxRelay = new OutboxRelay(stores.parts().jms(), stores.parts().relayDataSource(), clock, relay, callLimits,
                 statusRoundWrites, relayPace);
         registry.bind("outboxRelay", outboxRelay);
-        registry.bind("deadLetters", new DeadLetters(new io.jobgate.job.DeadLetteredDispatches(stores.jdbc()), finalizer, wakeup::wake, clock));
+        registry.bind("deadLetters", new DeadLetters(new io.jobgate.job.DeadLetteredDispatches(transitions, stores.jdbc()), finalizer, wakeup::wake, clock));
         return new Relay(relay, instanceId, wakeup, relayTimer, outboxRelay);
     }
 }

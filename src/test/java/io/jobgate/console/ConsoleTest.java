@@ -61,23 +61,31 @@ class ConsoleTest extends GatewayTestBase {
         String tag = "Secret-Supplier-" + Jobs.tag();
         String requestId = "req-" + UUID.randomUUID();
         if (renders) {
-            fake.stubFor(post(PATH).withRequestBody(containing(tag)).atPriority(1).willReturn(aResponse().withStatus(200)
-                    .withHeader("Content-Type", "application/json").withHeader("x-request-id", requestId)
-                    .withBody("{\"created\": 1, \"data\": [{\"b64_json\": \""
-                            + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}")));
+            fake.stubFor(post(PATH).withRequestBody(containing(tag)).atPriority(1).willReturn(rendered().withHeader("x-request-id", requestId)));
         } else {
             fake.stubFor(post(PATH).withRequestBody(containing(tag)).atPriority(1).willReturn(aResponse().withStatus(400)
                     .withHeader("Content-Type", "application/json").withBody("{\"error\": {\"message\": \"refused\"}}")));
         }
         String key = "order-" + UUID.randomUUID();
+        UUID id = accepted(tenantKey, key, tag);
+        Jobs.awaitStatus(id, renders ? "succeeded" : "failed");
+        return new Submitted(id, key, tag, requestId);
+    }
+
+    /** The provider's answer with an image of the job's size. */
+    static com.github.tomakehurst.wiremock.client.ResponseDefinitionBuilder rendered() {
+        return aResponse().withStatus(200).withHeader("Content-Type", "application/json").withBody("{\"created\": 1, \"data\": [{\"b64_json\": \""
+                + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}");
+    }
+
+    /** A job of the tenant under {@code key} whose supplier name is {@code tag}, accepted: its id. */
+    UUID accepted(String tenantKey, String key, String tag) {
         ApiClient.Response r = api.postJob(tenantKey, key, """
                 {"preset_id": "invoice-clean", "aspect_class": "portrait", "provider": "fakeimg",
                  "inputs": {"supplier_name": "%s", "invoice_id": "INV-1", "currency": "EUR",
                             "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(tag));
         assertThat(r.status()).as(r.text()).isEqualTo(202);
-        UUID id = UUID.fromString(r.json().path("job_id").asText());
-        Jobs.awaitStatus(id, renders ? "succeeded" : "failed");
-        return new Submitted(id, key, tag, requestId);
+        return UUID.fromString(r.json().path("job_id").asText());
     }
 
     ApiClient.Response admin(String path) {
@@ -288,9 +296,7 @@ class ConsoleTest extends GatewayTestBase {
         assertThat(io.jobgate.support.Db.rows("SELECT * FROM operator_actions WHERE job_id = '" + refused.id() + "'")).isEmpty();
 
         // The provider renders it now; the redrive gives it a new attempt under its id, recorded as alice's.
-        fake.stubFor(post(PATH).withRequestBody(containing(refused.tag())).atPriority(1).willReturn(aResponse().withStatus(200)
-                .withHeader("Content-Type", "application/json").withBody("{\"created\": 1, \"data\": [{\"b64_json\": \""
-                        + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}")));
+        fake.stubFor(post(PATH).withRequestBody(containing(refused.tag())).atPriority(1).willReturn(rendered()));
         ApiClient.Response done = act(path, "operator=&reason=provider+fixed");
         assertThat(done.status()).as(done.text()).isEqualTo(200);
         assertThat(done.header("HX-Redirect")).isEqualTo("/console/jobs/" + refused.id());
@@ -322,15 +328,8 @@ class ConsoleTest extends GatewayTestBase {
     @Test
     void theOverviewCountsTheCallsInFlightOfEachProviderAndOfThePoolsTheyAreMembersOf() {
         String tag = "Held-Supplier-" + Jobs.tag();
-        fake.stubFor(post(PATH).withRequestBody(containing(tag)).atPriority(1).willReturn(aResponse().withStatus(200)
-                .withFixedDelay(6000).withHeader("Content-Type", "application/json").withBody("{\"created\": 1, \"data\": [{\"b64_json\": \""
-                        + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}")));
-        ApiClient.Response r = api.postJob(GLOBEX, "order-" + UUID.randomUUID(), """
-                {"preset_id": "invoice-clean", "aspect_class": "portrait", "provider": "fakeimg",
-                 "inputs": {"supplier_name": "%s", "invoice_id": "INV-1", "currency": "EUR",
-                            "line_items": [{"description": "Work", "quantity": 1, "unit_price": 10}]}}""".formatted(tag));
-        assertThat(r.status()).as(r.text()).isEqualTo(202);
-        UUID id = UUID.fromString(r.json().path("job_id").asText());
+        fake.stubFor(post(PATH).withRequestBody(containing(tag)).atPriority(1).willReturn(rendered().withFixedDelay(6000)));
+        UUID id = accepted(GLOBEX, "order-" + UUID.randomUUID(), tag);
         org.awaitility.Awaitility.await().atMost(java.time.Duration.ofSeconds(5)).until(() -> io.jobgate.support.Db.count(
                 "SELECT count(*) FROM provider_slots WHERE provider = 'fakeimg' AND lease_token IS NOT NULL") == 1);
 
@@ -353,9 +352,7 @@ class ConsoleTest extends GatewayTestBase {
         assertThat(page.text()).contains("id=\"failed-groups\"").contains("terminal_request");
 
         for (Submitted s : List.of(one, two)) {
-            fake.stubFor(post(PATH).withRequestBody(containing(s.tag())).atPriority(1).willReturn(aResponse().withStatus(200)
-                    .withHeader("Content-Type", "application/json").withBody("{\"created\": 1, \"data\": [{\"b64_json\": \""
-                            + Base64.getEncoder().encodeToString(Samples.png(1024, 1536)) + "\"}]}")));
+            fake.stubFor(post(PATH).withRequestBody(containing(s.tag())).atPriority(1).willReturn(rendered()));
         }
         String message = admin("/v1/admin/jobs/" + one.id()).json().path("job").path("error").path("message").asText();
         ApiClient.Response done = act("/console/failures/redrive", "category=terminal_request&since=1h&operator=carol&message="
